@@ -1,0 +1,76 @@
+# geomigrate — run `make help` for the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO       ?= go
+BIN      := bin
+TOOLS    := $(CURDIR)/.tools
+SAMPLES  ?= samples
+OUT      ?= out
+FUNCTIONS := hashcheck convert classify promote
+LAMBDA_ARCH ?= arm64
+GOFLAGS_LAMBDA := -trimpath -tags lambda.norpc -ldflags "-s -w"
+# Debian/Ubuntu packages the build and the tests need: GDAL headers for the
+# cgo package, gdal-bin and python3-gdal for the external COG judge.
+APT_PACKAGES := libgdal-dev gdal-bin python3-gdal pkg-config
+
+export PATH := $(TOOLS)/bin:$(PATH)
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN{FS=":.*## "}{printf "  \033[36m%-18s\033[0m %s\n",$$1,$$2}'
+
+.PHONY: deps
+deps: ## install the system packages the build needs (GDAL), when missing
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@command -v gdal-config >/dev/null && echo "GDAL $$(gdal-config --version)"
+
+.PHONY: cli
+cli: deps ## build the geomigrate CLI into bin/
+	$(GO) build -o $(BIN)/geomigrate ./cmd/geomigrate
+
+.PHONY: run
+run: cli ## generate sample data and migrate it locally into ./out, printing a summary
+	./$(BIN)/geomigrate sample-data $(SAMPLES)
+	./$(BIN)/geomigrate migrate $(SAMPLES) --dest $(OUT)
+	./$(BIN)/geomigrate status --dest $(OUT)
+
+.PHONY: build
+build: deps ## build the Lambda bootstraps into build/<name>/bootstrap (pure-Go ones for linux/$(LAMBDA_ARCH); convert for this machine, see layers/gdal for arm64)
+	@for fn in hashcheck classify promote; do \
+	  echo "build/$$fn/bootstrap (linux/$(LAMBDA_ARCH))"; \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build $(GOFLAGS_LAMBDA) -o build/$$fn/bootstrap ./functions/$$fn || exit 1; \
+	done
+	@echo "build/convert/bootstrap (linux/$$($(GO) env GOARCH), system GDAL)"
+	@CGO_ENABLED=1 $(GO) build $(GOFLAGS_LAMBDA) -o build/convert/bootstrap ./functions/convert
+
+.PHONY: test
+test: deps ## install and start what the tests need, run them all, stop what was started
+	$(GO) vet ./...
+	$(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory test-integration
+	$(MAKE) --no-print-directory test-infra
+
+.PHONY: test-unit
+test-unit: ## unit tests only (no services)
+	$(GO) test ./...
+
+.PHONY: bench
+bench: deps ## run the benchmarks
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: fmt
+fmt: ## gofmt the tree
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: clean
+clean: ## remove build outputs, samples and local runs
+	rm -rf $(BIN) build $(SAMPLES) $(OUT)
+
+-include test/integration.mk
+-include infra/infra.mk

@@ -1,0 +1,220 @@
+// Package fault is the error taxonomy that the state machine routes on.
+//
+// Step Functions matches Retry/Catch ErrorEquals against the errorType that
+// aws-lambda-go reports, which is the Go type name of the returned error. The
+// three type names below are therefore part of the state machine's contract
+// (statemachine/migrate.asl.json) and must not be renamed.
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Tier is the routing class of a failure (seed 001).
+type Tier string
+
+const (
+	TierTransient    Tier = "transient"
+	TierDataSpecific Tier = "data_specific"
+	TierSystemic     Tier = "systemic"
+	TierUnknown      Tier = "unknown"
+)
+
+// Code says what is wrong with the data, so a person can act on it.
+type Code string
+
+const (
+	MissingCRS        Code = "MissingCRS"
+	InvalidCRS        Code = "InvalidCRS"
+	UnsupportedFormat Code = "UnsupportedFormat"
+	CorruptSource     Code = "CorruptSource"
+	InvalidGeometry   Code = "InvalidGeometry"
+	EmptyDataset      Code = "EmptyDataset"
+	SchemaMismatch    Code = "SchemaMismatch"
+	BudgetExceeded    Code = "BudgetExceeded"
+	UnsafeSource      Code = "UnsafeSource"
+	SourceNotFound    Code = "SourceNotFound"
+	InvalidInput      Code = "InvalidInput"
+	DestinationTaken  Code = "DestinationConflict"
+	SourceChanged     Code = "SourceChanged"
+)
+
+// Codes lists every data error code, for documentation and tests.
+var Codes = []Code{MissingCRS, InvalidCRS, UnsupportedFormat, CorruptSource, InvalidGeometry,
+	EmptyDataset, SchemaMismatch, BudgetExceeded, UnsafeSource, SourceNotFound, InvalidInput, DestinationTaken, SourceChanged}
+
+// TransientError is a failure that may succeed when tried again later
+// (throttling, 5xx, timeouts, lease contention). The state machine retries it.
+type TransientError struct {
+	Op  string // where it happened, e.g. "objectstore.Put"
+	Err error
+}
+
+func (e *TransientError) Error() string { return join(e.Op, e.Err) }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// DataError is a deterministic problem with the input. Retrying cannot help;
+// the job goes to the remediation queue.
+type DataError struct {
+	Code Code
+	Msg  string
+	Err  error
+}
+
+// Error renders "Code: message" so the code survives the trip through
+// Step Functions' Cause, which carries only the message text.
+func (e *DataError) Error() string {
+	s := string(e.Code) + ": " + e.Msg
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+func (e *DataError) Unwrap() error { return e.Err }
+
+// SystemicError is a failure of the worker or its environment (out of memory,
+// disk full, access denied, missing bucket, bad configuration). It goes to the
+// dead-letter queue and raises an alarm.
+type SystemicError struct {
+	Op  string
+	Err error
+}
+
+func (e *SystemicError) Error() string { return join(e.Op, e.Err) }
+func (e *SystemicError) Unwrap() error { return e.Err }
+
+func join(op string, err error) string {
+	switch {
+	case op == "":
+		if err == nil {
+			return "unspecified"
+		}
+		return err.Error()
+	case err == nil:
+		return op
+	default:
+		return op + ": " + err.Error()
+	}
+}
+
+// Transient wraps err as a TransientError raised at op.
+func Transient(op string, err error) error { return &TransientError{Op: op, Err: err} }
+
+// Systemic wraps err as a SystemicError raised at op.
+func Systemic(op string, err error) error { return &SystemicError{Op: op, Err: err} }
+
+// Data builds a DataError with a formatted message.
+func Data(code Code, format string, args ...any) error {
+	return &DataError{Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+// DataWrap builds a DataError that keeps its root cause.
+func DataWrap(code Code, err error, format string, args ...any) error {
+	return &DataError{Code: code, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// TierOf reports the tier of an error by the taxonomy type it wraps.
+func TierOf(err error) Tier {
+	var (
+		t *TransientError
+		d *DataError
+		s *SystemicError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &d):
+		return TierDataSpecific
+	case errors.As(err, &s):
+		return TierSystemic
+	case errors.As(err, &t):
+		return TierTransient
+	default:
+		return TierUnknown
+	}
+}
+
+// ForBoundary returns the taxonomy error inside err, unwrapped, so that a
+// Lambda handler reports its type name (not "wrapError") as errorType.
+// Errors outside the taxonomy are returned unchanged: they classify as
+// unknown and go to the DLQ.
+func ForBoundary(err error) error {
+	var (
+		t *TransientError
+		d *DataError
+		s *SystemicError
+	)
+	// Data wins over transient: a deterministic fault wrapped by a retry
+	// layer must not be retried.
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &d):
+		return d
+	case errors.As(err, &s):
+		return s
+	case errors.As(err, &t):
+		return t
+	}
+	return err
+}
+
+// CodeOf extracts the data error code from an error or from the message of
+// a DataError that crossed a process boundary ("Code: message").
+func CodeOf(err error) Code {
+	var d *DataError
+	if errors.As(err, &d) {
+		return d.Code
+	}
+	return ""
+}
+
+// ParseCode finds the code prefix of a DataError message.
+func ParseCode(msg string) Code {
+	head, _, ok := strings.Cut(msg, ":")
+	if !ok {
+		return ""
+	}
+	for _, c := range Codes {
+		if string(c) == head {
+			return c
+		}
+	}
+	return ""
+}
+
+// attemptSuffix marks the attempt number in an error message. Step Functions
+// passes a caught error on as {Error, Cause} only, so the message is the one
+// place where "how many attempts were made" can travel to Classify.
+const attemptSuffix = " [attempt "
+
+// WithAttempt returns err with the 1-based attempt number appended to its
+// message, keeping its taxonomy type. Errors outside the taxonomy are
+// returned unchanged.
+func WithAttempt(err error, attempt int) error {
+	switch e := ForBoundary(err).(type) {
+	case *TransientError:
+		return &TransientError{Err: errors.New(e.Error() + attemptSuffix + fmt.Sprint(attempt) + "]")}
+	case *SystemicError:
+		return &SystemicError{Err: errors.New(e.Error() + attemptSuffix + fmt.Sprint(attempt) + "]")}
+	case *DataError:
+		return &DataError{Code: e.Code, Msg: strings.TrimPrefix(e.Error(), string(e.Code)+": ") + attemptSuffix + fmt.Sprint(attempt) + "]"}
+	}
+	return err
+}
+
+// ParseAttempt splits a message produced by WithAttempt into the message
+// and the attempt number (0 when absent).
+func ParseAttempt(msg string) (string, int) {
+	i := strings.LastIndex(msg, attemptSuffix)
+	if i < 0 || !strings.HasSuffix(msg, "]") {
+		return msg, 0
+	}
+	var n int
+	if _, err := fmt.Sscanf(msg[i+len(attemptSuffix):], "%d]", &n); err != nil {
+		return msg, 0
+	}
+	return msg[:i], n
+}

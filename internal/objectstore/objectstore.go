@@ -1,0 +1,82 @@
+// Package objectstore is the port to object storage: S3 on AWS, directories on
+// one machine, memory in tests. Implementations map their failures onto the
+// fault taxonomy (throttling and 5xx → TransientError, access denied and
+// missing buckets → SystemicError) and report absence as ErrNotFound.
+package objectstore
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Metadata keys written on promoted objects. Lower case: S3 lower-cases
+// user metadata keys, and both sides must compare equal.
+const (
+	MetaSourceSHA256 = "src-sha256"
+	MetaRecipe       = "recipe"
+	MetaSourceKey    = "src-key"
+	MetaFingerprint  = "src-fingerprint" // "sha256" or "fast" (size + head + tail)
+)
+
+var (
+	// ErrNotFound reports a missing object.
+	ErrNotFound = errors.New("objectstore: not found")
+	// ErrPreconditionFailed reports a failed conditional write (HTTP 412).
+	ErrPreconditionFailed = errors.New("objectstore: precondition failed")
+)
+
+// Object describes a stored object.
+type Object struct {
+	Bucket   string
+	Key      string
+	Size     int64
+	ETag     string
+	Modified time.Time
+	Metadata map[string]string
+}
+
+// CopyRequest copies one object onto another key, replacing its metadata.
+type CopyRequest struct {
+	SrcBucket, SrcKey string
+	DstBucket, DstKey string
+	Metadata          map[string]string // replaces the source's (MetadataDirective REPLACE)
+	// IfNoneMatch makes the copy fail with ErrPreconditionFailed when the
+	// destination exists (If-None-Match: *).
+	IfNoneMatch bool
+	// IfMatch, when set, makes the copy fail with ErrPreconditionFailed
+	// unless the destination's ETag equals it (an atomic overwrite of a known
+	// version).
+	IfMatch string
+}
+
+// PutRequest writes a whole object.
+type PutRequest struct {
+	Bucket, Key string
+	Body        io.Reader
+	Size        int64 // -1 when unknown
+	Metadata    map[string]string
+	IfNoneMatch bool
+}
+
+// Store is what the pipeline needs from object storage.
+type Store interface {
+	Head(ctx context.Context, bucket, key string) (Object, error)
+	// Open streams the whole object.
+	Open(ctx context.Context, bucket, key string) (io.ReadCloser, error)
+	// OpenRange streams length bytes from offset (length < 0: to the end).
+	OpenRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, error)
+	Put(ctx context.Context, req PutRequest) (Object, error)
+	Copy(ctx context.Context, req CopyRequest) (Object, error)
+	// Delete removes an object; deleting a missing object is not an error.
+	Delete(ctx context.Context, bucket, key string) error
+	// List calls fn for every object under prefix, in key order.
+	List(ctx context.Context, bucket, prefix string, fn func(Object) error) error
+}
+
+// LocalPather is implemented by stores that keep objects as local files, so
+// GDAL can read them in place instead of through a copy.
+type LocalPather interface {
+	LocalPath(bucket, key string) (string, error)
+}

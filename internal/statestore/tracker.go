@@ -1,0 +1,241 @@
+package statestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// allowed lists the legal status changes. Beyond seed 001's lifecycle it
+// admits RETRYING → REMEDIAL (a retry that meets a data fault) and the
+// re-entries a replay needs, and "" → COMPLETED to adopt an output that an
+// earlier run (or another tool) already promoted: a quarantined job (systemic fault, since fixed)
+// and a job whose worker died (lease expired) may be claimed again.
+var allowed = map[Status][]Status{
+	"":          {Pending, Processing, Completed, Remedial, Quarantined},
+	Pending:     {Processing, Remedial, Quarantined},
+	Processing:  {Retrying, Completed, Remedial, Quarantined, Processing},
+	Retrying:    {Retrying, Completed, Remedial, Quarantined, Processing},
+	Completed:   {Processing},
+	Remedial:    {Processing},
+	Quarantined: {Processing},
+}
+
+// CanTransition reports whether a job may move from one status to another.
+func CanTransition(from, to Status) bool {
+	for _, s := range allowed[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// ClaimOutcome says what a claim found.
+type ClaimOutcome string
+
+const (
+	// Claimed: the caller now holds the lease and must do the work.
+	Claimed ClaimOutcome = "claimed"
+	// AlreadyCompleted: the job finished before; nothing to do.
+	AlreadyCompleted ClaimOutcome = "already_completed"
+	// InProgress: another execution holds a live lease.
+	InProgress ClaimOutcome = "in_progress"
+	// AwaitingRemediation: the data was found at fault before and has not
+	// changed; converting it again would fail the same way.
+	AwaitingRemediation ClaimOutcome = "awaiting_remediation"
+)
+
+// Tracker applies the job lifecycle rules over a Backend.
+type Tracker struct {
+	backend Backend
+	now     func() time.Time
+	lease   time.Duration
+	ttl     time.Duration
+}
+
+// TrackerOption configures a Tracker.
+type TrackerOption func(*Tracker)
+
+// WithClock sets the time source (tests).
+func WithClock(now func() time.Time) TrackerOption { return func(t *Tracker) { t.now = now } }
+
+// WithLease sets how long a claim stays exclusive without renewal. It must
+// outlast the longest single task attempt (Lambda: 15 minutes).
+func WithLease(d time.Duration) TrackerOption { return func(t *Tracker) { t.lease = d } }
+
+// WithTTL sets how long terminal records are kept (0: forever).
+func WithTTL(d time.Duration) TrackerOption { return func(t *Tracker) { t.ttl = d } }
+
+// NewTracker returns a Tracker over b.
+func NewTracker(b Backend, opts ...TrackerOption) *Tracker {
+	t := &Tracker{backend: b, now: time.Now, lease: 20 * time.Minute}
+	for _, o := range opts {
+		o(t)
+	}
+	return t
+}
+
+// Get returns the job record.
+func (t *Tracker) Get(ctx context.Context, id string) (Job, error) { return t.backend.Get(ctx, id) }
+
+// List passes every job with the status ("" for all) to fn.
+func (t *Tracker) List(ctx context.Context, status Status, fn func(Job) error) error {
+	return t.backend.List(ctx, status, fn)
+}
+
+// ClaimRequest asks for the lease on a job.
+type ClaimRequest struct {
+	Job       Job    // identity and source fields of the job; ID required
+	Execution string // the claiming execution; also the lease owner
+	Attempt   int    // $$.State.RetryCount of the claiming task
+	// Reclaim forces a new run of a job whose record says COMPLETED or
+	// REMEDIAL (the output is gone, or an operator replays it).
+	Reclaim bool
+}
+
+// Claim takes the lease on a job unless it is done, awaiting remediation or
+// held by a live lease of another execution. A claim by the execution that
+// already holds the lease succeeds again, so a retried task is harmless.
+func (t *Tracker) Claim(ctx context.Context, req ClaimRequest) (Job, ClaimOutcome, error) {
+	if req.Job.ID == "" || req.Execution == "" {
+		return Job{}, "", errors.New("statestore.Claim: job ID and execution are required")
+	}
+	for {
+		now := t.now().UTC()
+		cur, err := t.backend.Get(ctx, req.Job.ID)
+		exists := err == nil
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			return Job{}, "", fmt.Errorf("statestore.Claim %s: %w", req.Job.ID, err)
+		}
+		var note string
+		switch {
+		case !exists:
+			cur = req.Job
+			cur.Status, cur.Version, cur.History, cur.Attempts = "", 0, nil, 0
+			cur.CreatedAt = now
+		case cur.Status == Completed && !req.Reclaim:
+			return cur, AlreadyCompleted, nil
+		case cur.Status == Remedial && !req.Reclaim:
+			return cur, AwaitingRemediation, nil
+		case cur.Status == Processing || cur.Status == Retrying:
+			switch {
+			case cur.LeaseOwner == req.Execution:
+				return cur, Claimed, nil
+			case now.Before(cur.LeaseUntil):
+				return cur, InProgress, nil
+			}
+			note = "lease of " + cur.LeaseOwner + " expired; taken over"
+		case cur.Status == Quarantined:
+			note = "replay after quarantine"
+		case cur.Status == Completed || cur.Status == Remedial:
+			note = "reclaimed"
+		}
+		next := cur
+		next.LeaseOwner = req.Execution
+		next.LeaseUntil = now.Add(t.lease)
+		next.Tier, next.ErrorName, next.ErrorCause = "", "", ""
+		next.ExpiresAt = 0
+		t.record(&next, Processing, req.Execution, req.Attempt, note, now)
+		next.UpdatedAt, next.Version = now, cur.Version+1
+		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
+			if errors.Is(err, ErrConflict) {
+				continue // someone else wrote first: decide again on fresh state
+			}
+			return Job{}, "", fmt.Errorf("statestore.Claim %s: %w", req.Job.ID, err)
+		}
+		return next, Claimed, nil
+	}
+}
+
+// Update is a status change requested by the lease holder.
+type Update struct {
+	ID        string
+	Execution string
+	Attempt   int
+	To        Status
+	Note      string
+	// Seed creates the record in the target status when none exists (a job
+	// that failed before it could be claimed still gets a terminal record).
+	Seed *Job
+	// Mutate, if set, changes other fields of the record being written.
+	Mutate func(*Job)
+}
+
+// ErrLeaseLost reports that another execution holds the job now.
+var ErrLeaseLost = errors.New("statestore: lease held by another execution")
+
+// Transition moves a job to u.To if the lifecycle allows it and the caller
+// holds the lease (or the job is not leased). Moving to the status the job
+// already has by the same execution is a no-op apart from Mutate, so a
+// retried task can repeat it.
+func (t *Tracker) Transition(ctx context.Context, u Update) (Job, error) {
+	for {
+		now := t.now().UTC()
+		cur, err := t.backend.Get(ctx, u.ID)
+		switch {
+		case errors.Is(err, ErrNotFound) && u.Seed != nil:
+			cur = *u.Seed
+			cur.ID, cur.Status, cur.Version, cur.History = u.ID, "", 0, nil
+			cur.CreatedAt = now
+		case err != nil:
+			return Job{}, fmt.Errorf("statestore.Transition %s: %w", u.ID, err)
+		}
+		if cur.LeaseOwner != "" && cur.LeaseOwner != u.Execution && !cur.Status.Terminal() && now.Before(cur.LeaseUntil) {
+			return cur, fmt.Errorf("statestore.Transition %s → %s: %w (%s)", u.ID, u.To, ErrLeaseLost, cur.LeaseOwner)
+		}
+		same := cur.Status == u.To && cur.LeaseOwner == u.Execution
+		if !same && !CanTransition(cur.Status, u.To) {
+			return cur, fmt.Errorf("statestore.Transition %s: %s → %s is not allowed", u.ID, cur.Status, u.To)
+		}
+		next := cur
+		if u.Mutate != nil {
+			u.Mutate(&next)
+		}
+		if !same || u.To == Retrying {
+			t.record(&next, u.To, u.Execution, u.Attempt, u.Note, now)
+		}
+		next.UpdatedAt, next.Version = now, cur.Version+1
+		next.LeaseOwner = u.Execution
+		if u.To.Terminal() {
+			next.LeaseUntil = time.Time{}
+			if t.ttl > 0 {
+				next.ExpiresAt = now.Add(t.ttl).Unix()
+			}
+		} else {
+			next.LeaseUntil = now.Add(t.lease)
+		}
+		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			return Job{}, fmt.Errorf("statestore.Transition %s: %w", u.ID, err)
+		}
+		return next, nil
+	}
+}
+
+// BeginAttempt records that a task attempt starts on a claimed job: the
+// first attempt keeps PROCESSING, a retry moves it to RETRYING. Either way
+// the lease is renewed and the attempt counted, which is what later tells
+// first attempts from retries and how many were made.
+func (t *Tracker) BeginAttempt(ctx context.Context, id, execution, state string, attempt int) (Job, error) {
+	to := Processing
+	if attempt > 0 {
+		to = Retrying
+	}
+	return t.Transition(ctx, Update{
+		ID: id, Execution: execution, Attempt: attempt, To: to,
+		Note:   fmt.Sprintf("%s attempt %d", state, attempt+1),
+		Mutate: func(j *Job) { j.Attempts++ },
+	})
+}
+
+func (t *Tracker) record(j *Job, to Status, execution string, attempt int, note string, now time.Time) {
+	j.History = append(j.History, Transition{At: now, From: j.Status, To: to, Execution: execution, Attempt: attempt, Note: note})
+	if over := len(j.History) - HistoryLimit; over > 0 {
+		j.History = append([]Transition(nil), j.History[over:]...)
+	}
+	j.Status = to
+}

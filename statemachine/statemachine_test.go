@@ -1,0 +1,159 @@
+package statemachine
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/internal/fault"
+)
+
+// errorTypeName is how aws-lambda-go names a returned error (errorType):
+// the Go type name with the pointer elided. Step Functions matches
+// ErrorEquals against exactly this string.
+func errorTypeName(err error) string {
+	t := reflect.TypeOf(err)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Name()
+}
+
+// goErrors ties each custom ErrorEquals name to the Go type that raises it.
+var goErrors = map[string]error{
+	"TransientError": &fault.TransientError{},
+	"DataError":      &fault.DataError{},
+	"SystemicError":  &fault.SystemicError{},
+}
+
+// serviceErrors are names Step Functions or the Lambda service raise.
+var serviceErrors = []string{
+	"States.ALL", "States.TaskFailed", "States.Timeout",
+	"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
+	"Lambda.TooManyRequestsException", "Lambda.ClientExecutionTimeoutException",
+}
+
+func parsed(t *testing.T) *asl.StateMachine {
+	t.Helper()
+	vars := map[string]string{}
+	for _, p := range asl.Placeholders(Migrate) {
+		vars[p] = "arn:aws:lambda:local:000000000000:function:" + p
+	}
+	def, err := asl.Substitute(Migrate, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		t.Fatalf("migrate.asl.json does not parse strictly: %v", err)
+	}
+	return sm
+}
+
+func TestPlaceholdersAreTheDocumentedOnes(t *testing.T) {
+	want := []string{ClassifyFunctionArn, ConvertFunctionArn, DeadLetterQueueURL, HashCheckFunctionArn, PromoteFunctionArn, RemediationQueueURL}
+	slices.Sort(want)
+	if got := asl.Placeholders(Migrate); !slices.Equal(got, want) {
+		t.Fatalf("placeholders = %v, want %v", got, want)
+	}
+}
+
+func TestErrorEqualsNamesAreGoTypes(t *testing.T) {
+	for name, err := range goErrors {
+		if got := errorTypeName(err); got != name {
+			t.Errorf("Go type for %q reports errorType %q", name, got)
+		}
+	}
+	seen := map[string]bool{}
+	parsed(t).Walk(func(path []string, name string, st *asl.State) {
+		var names []string
+		for _, r := range st.Retry {
+			names = append(names, r.ErrorEquals...)
+		}
+		for _, c := range st.Catch {
+			names = append(names, c.ErrorEquals...)
+		}
+		for _, n := range names {
+			seen[n] = true
+			if _, ok := goErrors[n]; !ok && !slices.Contains(serviceErrors, n) {
+				t.Errorf("state %s: ErrorEquals %q is neither a Go error type nor a service error", name, n)
+			}
+		}
+	})
+	for name := range goErrors {
+		if name != "DataError" && name != "SystemicError" && !seen[name] {
+			t.Errorf("Go error type %s is not referenced by the state machine", name)
+		}
+	}
+}
+
+func TestEveryTaskHasRetryAndCatch(t *testing.T) {
+	tasks := 0
+	parsed(t).Walk(func(path []string, name string, st *asl.State) {
+		if st.Type != "Task" {
+			return
+		}
+		tasks++
+		if len(st.Retry) == 0 {
+			t.Errorf("task %s has no Retry", name)
+		}
+		if len(st.Catch) == 0 {
+			t.Errorf("task %s has no Catch", name)
+		}
+	})
+	if tasks < 6 {
+		t.Fatalf("found %d tasks, want at least 6", tasks)
+	}
+}
+
+// TestRetryPolicy pins seed 000's numbers and keeps data and systemic errors
+// out of every retrier.
+func TestRetryPolicy(t *testing.T) {
+	parsed(t).Walk(func(path []string, name string, st *asl.State) {
+		for _, r := range st.Retry {
+			for _, n := range r.ErrorEquals {
+				if n == "DataError" || n == "SystemicError" || n == "States.ALL" {
+					t.Errorf("state %s retries %s", name, n)
+				}
+			}
+			if !slices.Contains(r.ErrorEquals, "TransientError") {
+				continue
+			}
+			if r.IntervalSeconds != 4 || r.BackoffRate != 2 || r.MaxDelaySeconds != 60 || r.JitterStrategy != "FULL" || r.MaxAttempts != 4 {
+				t.Errorf("state %s TransientError retrier = %+v, want 4 s, x2, cap 60 s, FULL, 4 retries", name, r)
+			}
+		}
+	})
+}
+
+func TestLambdaTasksReceiveTheRetryCount(t *testing.T) {
+	var raw struct {
+		States map[string]struct {
+			Resource   string
+			Parameters struct {
+				Payload map[string]json.RawMessage
+			}
+		}
+	}
+	if err := json.Unmarshal(Migrate, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for name, st := range raw.States {
+		if st.Resource != "arn:aws:states:::lambda:invoke" {
+			continue
+		}
+		ctx := string(st.Parameters.Payload["context"])
+		if !strings.Contains(ctx, `"$$.State.RetryCount"`) || !strings.Contains(ctx, `"$$.Execution.Id"`) {
+			t.Errorf("task %s does not pass execution and retry count to its handler: %s", name, ctx)
+		}
+	}
+}
+
+func TestStateMachineHasAJobDeadline(t *testing.T) {
+	if sm := parsed(t); sm.TimeoutSeconds <= 0 {
+		t.Fatal("no state-machine TimeoutSeconds")
+	}
+}
