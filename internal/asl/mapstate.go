@@ -1,0 +1,320 @@
+package asl
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// runMap runs a Map state (INLINE, or DISTRIBUTED run inline) on the
+// effective input eff; env.input is eff.
+func (x *execution) runMap(ctx context.Context, st *State, eff any, env *evalEnv) (any, *failure) {
+	items, f := x.mapItems(ctx, st, env)
+	if f != nil {
+		return nil, f
+	}
+	maxConc, f := optionalInt(env, st.MaxConcurrency, st.MaxConcurrencyPath, "MaxConcurrencyPath")
+	if f != nil {
+		return nil, f
+	}
+	inputs := make([]any, len(items))
+	for i, item := range items {
+		inputs[i] = item
+		if st.ItemSelector == nil {
+			continue
+		}
+		ctxObj := shallowCopy(env.ctx.(map[string]any))
+		ctxObj["Map"] = map[string]any{"Item": map[string]any{"Index": intValue(i), "Value": item}}
+		ienv := &evalEnv{input: eff, ctx: ctxObj, rand: env.rand}
+		v, err := ienv.expandTemplate(st.ItemSelector)
+		if err != nil {
+			return nil, runtimeFailure("ItemSelector: %v", err)
+		}
+		inputs[i] = v
+	}
+	if st.ItemBatcher != nil {
+		if inputs, f = batchItems(st.ItemBatcher, inputs, env); f != nil {
+			return nil, f
+		}
+	}
+	distributed := st.ItemProcessor.ProcessorConfig != nil && st.ItemProcessor.ProcessorConfig.Mode == "DISTRIBUTED"
+	tol, f := mapTolerance(st, env)
+	if f != nil {
+		return nil, f
+	}
+	results, failed, f := x.runIterations(ctx, st, inputs, maxConc, distributed, tol)
+	if f != nil {
+		return nil, f
+	}
+	if distributed && tol.exceeded(failed, len(inputs)) {
+		return nil, &failure{Error: ErrExceedToleratedFailureThreshold, Cause: fmt.Sprintf("the specified tolerated failure threshold was exceeded: %d of %d items failed", failed, len(inputs))}
+	}
+	if st.ResultWriter != nil && st.ResultWriter.Resource != "" {
+		if fn, ok := x.e.resources[st.ResultWriter.Resource]; ok {
+			return x.writeResults(ctx, st, fn, results, env)
+		}
+	}
+	return results, nil
+}
+
+// runIterations runs the item processor over inputs with at most maxConc
+// iterations at a time (0 means unbounded). Inline, the first failure
+// cancels the rest and fails the state. Distributed, failures are counted
+// and the failed item's result is its {"Error","Cause"} object; the run
+// stops early once the tolerance is exceeded.
+func (x *execution) runIterations(ctx context.Context, st *State, inputs []any, maxConc int, distributed bool, tol tolerance) ([]any, int, *failure) {
+	ictx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if maxConc <= 0 || maxConc > len(inputs) {
+		maxConc = max(len(inputs), 1)
+	}
+	sem := make(chan struct{}, maxConc)
+	results := make([]any, len(inputs))
+	var (
+		mu     sync.Mutex
+		first  *failure
+		failed int
+		wg     sync.WaitGroup
+	)
+	for i, in := range inputs {
+		select {
+		case sem <- struct{}{}:
+		case <-ictx.Done():
+		}
+		if ictx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			x.emit(Event{Type: EventMapIterationStarted, State: st.Name, Index: i, Input: encodeValue(in)})
+			out, f := x.runMachine(ictx, st.ItemProcessor, in)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case f == nil:
+				results[i] = out
+				x.emit(Event{Type: EventMapIterationSucceeded, State: st.Name, Index: i, Output: encodeValue(out)})
+			case f.aborted || f.execTimeout:
+				// Cancelled by us or by the execution; the caller sorts out which.
+			default:
+				x.emit(Event{Type: EventMapIterationFailed, State: st.Name, Index: i, Error: f.Error, Cause: f.Cause})
+				if !distributed {
+					if first == nil {
+						first = f
+						cancel()
+					}
+					return
+				}
+				failed++
+				results[i] = map[string]any{"Error": f.Error, "Cause": f.Cause}
+				if tol.exceeded(failed, len(inputs)) {
+					cancel()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if f := x.interrupted(ctx); f != nil {
+		return nil, 0, f
+	}
+	if first != nil {
+		return nil, 0, first
+	}
+	return results, failed, nil
+}
+
+// tolerance is a distributed Map's failure budget. With neither field set
+// no failure is tolerated.
+type tolerance struct {
+	count   *int
+	percent *float64
+}
+
+func (t tolerance) exceeded(failed, total int) bool {
+	if failed == 0 {
+		return false
+	}
+	if t.count == nil && t.percent == nil {
+		return true
+	}
+	if t.count != nil && failed > *t.count {
+		return true
+	}
+	return t.percent != nil && float64(failed)*100/float64(total) > *t.percent
+}
+
+func mapTolerance(st *State, env *evalEnv) (tolerance, *failure) {
+	t := tolerance{count: st.ToleratedFailureCount, percent: st.ToleratedFailurePercentage}
+	if st.ToleratedFailureCountPath != "" {
+		n, f := optionalInt(env, 0, st.ToleratedFailureCountPath, "ToleratedFailureCountPath")
+		if f != nil {
+			return t, f
+		}
+		t.count = &n
+	}
+	if st.ToleratedFailurePercentagePath != "" {
+		v, err := env.dynamic(st.ToleratedFailurePercentagePath)
+		p, ok := numberOf(v)
+		if err != nil || !ok || p < 0 || p > 100 {
+			return t, runtimeFailure("ToleratedFailurePercentagePath %q must select a number between 0 and 100", st.ToleratedFailurePercentagePath)
+		}
+		t.percent = &p
+	}
+	return t, nil
+}
+
+// mapItems selects the items: from the ItemReader handler when present,
+// else from ItemsPath (default $) of the effective input.
+func (x *execution) mapItems(ctx context.Context, st *State, env *evalEnv) ([]any, *failure) {
+	if st.ItemReader != nil {
+		return x.readItems(ctx, st.ItemReader, env)
+	}
+	path := st.ItemsPath
+	if path == "" {
+		path = "$"
+	}
+	v, err := env.dynamic(path)
+	if err != nil {
+		return nil, runtimeFailure("ItemsPath: %v", err)
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, runtimeFailure("ItemsPath %q must select an array, got %s", path, typeName(v))
+	}
+	return items, nil
+}
+
+// readItems calls the ItemReader's registered resource handler. Its output
+// is the item array; an object with a Contents array (the ListObjectsV2
+// shape) is accepted too. ReaderConfig.MaxItems caps the count.
+func (x *execution) readItems(ctx context.Context, r *ItemReader, env *evalEnv) ([]any, *failure) {
+	fn, ok := x.e.resources[r.Resource]
+	if !ok {
+		return nil, &failure{Error: ErrItemReaderFailed, Cause: fmt.Sprintf("asl: no handler registered for ItemReader resource %q", r.Resource)}
+	}
+	var params any = map[string]any{}
+	if r.Parameters != nil {
+		v, err := env.expandTemplate(r.Parameters)
+		if err != nil {
+			return nil, runtimeFailure("ItemReader.Parameters: %v", err)
+		}
+		params = v
+	}
+	out, f := callResource(ctx, fn, params)
+	if f != nil {
+		return nil, &failure{Error: ErrItemReaderFailed, Cause: f.Cause}
+	}
+	items, ok := out.([]any)
+	if obj, isObj := out.(map[string]any); isObj {
+		items, ok = obj["Contents"].([]any)
+	}
+	if !ok {
+		return nil, &failure{Error: ErrItemReaderFailed, Cause: fmt.Sprintf("ItemReader %q returned %s, want an array of items", r.Resource, typeName(out))}
+	}
+	if r.ReaderConfig != nil {
+		cfg, _ := decodeValue(r.ReaderConfig)
+		if m, ok := cfg.(map[string]any); ok {
+			if n, ok := intOf(m["MaxItems"]); ok && n > 0 && n < len(items) {
+				items = items[:n]
+			}
+		}
+	}
+	return items, nil
+}
+
+// batchItems groups items into {"Items": [...], "BatchInput": ...} objects
+// bounded by MaxItemsPerBatch and MaxInputBytesPerBatch.
+func batchItems(b *ItemBatcher, items []any, env *evalEnv) ([]any, *failure) {
+	maxItems, f := optionalInt(env, b.MaxItemsPerBatch, b.MaxItemsPerBatchPath, "MaxItemsPerBatchPath")
+	if f != nil {
+		return nil, f
+	}
+	maxBytes, f := optionalInt(env, b.MaxInputBytesPerBatch, b.MaxInputBytesPerBatchPath, "MaxInputBytesPerBatchPath")
+	if f != nil {
+		return nil, f
+	}
+	var batchInput any
+	if b.BatchInput != nil {
+		v, err := env.expandTemplate(b.BatchInput)
+		if err != nil {
+			return nil, runtimeFailure("ItemBatcher.BatchInput: %v", err)
+		}
+		batchInput = v
+	}
+	var batches []any
+	var cur []any
+	size := 0
+	flush := func() {
+		if len(cur) == 0 {
+			return
+		}
+		batch := map[string]any{"Items": cur}
+		if batchInput != nil {
+			batch["BatchInput"] = batchInput
+		}
+		batches = append(batches, batch)
+		cur, size = nil, 0
+	}
+	for _, it := range items {
+		n := len(encodeValue(it))
+		if len(cur) > 0 && ((maxItems > 0 && len(cur) >= maxItems) || (maxBytes > 0 && size+n > maxBytes)) {
+			flush()
+		}
+		cur = append(cur, it)
+		size += n
+	}
+	flush()
+	if batches == nil {
+		batches = []any{}
+	}
+	return batches, nil
+}
+
+// writeResults hands the results to the ResultWriter's handler: the
+// evaluated Parameters object plus a "Results" array. Its output becomes
+// the Map's result.
+func (x *execution) writeResults(ctx context.Context, st *State, fn ResourceFunc, results []any, env *evalEnv) (any, *failure) {
+	params := map[string]any{}
+	if st.ResultWriter.Parameters != nil {
+		v, err := env.expandTemplate(st.ResultWriter.Parameters)
+		if err != nil {
+			return nil, runtimeFailure("ResultWriter.Parameters: %v", err)
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, runtimeFailure("ResultWriter.Parameters must be an object")
+		}
+		params = m
+	}
+	params["Results"] = results
+	out, f := callResource(ctx, fn, params)
+	if f != nil {
+		return nil, &failure{Error: ErrResultWriterFailed, Cause: f.Cause}
+	}
+	return out, nil
+}
+
+// optionalInt returns a static value or the non-negative integer a path
+// selects.
+func optionalInt(env *evalEnv, static int, path, field string) (int, *failure) {
+	if path == "" {
+		return static, nil
+	}
+	v, err := env.dynamic(path)
+	if err != nil {
+		return 0, runtimeFailure("%s: %v", field, err)
+	}
+	n, ok := intOf(v)
+	if !ok || n < 0 {
+		return 0, runtimeFailure("%s %q must select a non-negative integer, got %s", field, path, encodeValue(v))
+	}
+	return n, nil
+}
+
+func shallowCopy(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

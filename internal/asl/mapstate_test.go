@@ -1,0 +1,178 @@
+package asl
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestParallel(t *testing.T) {
+	def := `{"StartAt":"P","States":{"P":{"Type":"Parallel","Parameters":{"v.$":"$.v"},"ResultPath":"$.out","End":true,"Branches":[
+	  {"StartAt":"A","States":{"A":{"Type":"Pass","Result":"a","End":true}}},
+	  {"StartAt":"B","States":{"B":{"Type":"Wait","Seconds":1,"Next":"B2"},"B2":{"Type":"Pass","InputPath":"$.v","End":true}}}]}}}`
+	res, _ := runDef(t, def, `{"v":42}`)
+	mustSucceed(t, res)
+	mustJSONEqual(t, res.Output, `{"v":42,"out":["a",42]}`)
+
+	failing := `{"StartAt":"P","States":{"P":{"Type":"Parallel","Next":"C","Branches":[
+	  {"StartAt":"A","States":{"A":{"Type":"Wait","Seconds":100,"End":true}}},
+	  {"StartAt":"B","States":{"B":{"Type":"Fail","Error":"Boom","Cause":"b"}}}],
+	  "Catch":[{"ErrorEquals":["Boom"],"ResultPath":"$.err","Next":"C"}]},"C":{"Type":"Pass","End":true}}}`
+	res, _ = runDef(t, failing, `{}`)
+	mustSucceed(t, res)
+	mustJSONEqual(t, res.Output, `{"err":{"Error":"Boom","Cause":"b"}}`)
+}
+
+func TestParallelRetry(t *testing.T) {
+	var calls atomic.Int32
+	def := `{"StartAt":"P","States":{"P":{"Type":"Parallel","End":true,
+	  "Retry":[{"ErrorEquals":["errorString"],"IntervalSeconds":2,"MaxAttempts":2}],
+	  "Branches":[{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","Parameters":{"FunctionName":"f"},"OutputPath":"$.Payload","End":true}}}]}}}`
+	res, clk := runDef(t, def, `{}`, WithLambda("f", func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		if calls.Add(1) == 1 {
+			return nil, errString("first")
+		}
+		return json.RawMessage(`"ok"`), nil
+	}))
+	mustSucceed(t, res)
+	mustJSONEqual(t, res.Output, `["ok"]`)
+	if got := clk.Sleeps(); len(got) != 1 || got[0] != 2*time.Second {
+		t.Errorf("sleeps %v", got)
+	}
+}
+
+type errorString struct{ s string }
+
+func (e *errorString) Error() string { return e.s }
+
+func errString(s string) error { return &errorString{s} }
+
+func TestMapInline(t *testing.T) {
+	tests := []struct {
+		name, state, input, want string
+	}{
+		{"items path and result path", `{"Type":"Map","ItemsPath":"$.items","ResultPath":"$.out","ItemProcessor":{"StartAt":"X","States":{"X":{"Type":"Pass","Parameters":{"d.$":"States.MathAdd($.v, $.v)"},"End":true}}},"End":true}`,
+			`{"items":[{"v":1},{"v":2}]}`, `{"items":[{"v":1},{"v":2}],"out":[{"d":2},{"d":4}]}`},
+		{"item selector with context", `{"Type":"Map","ItemsPath":"$.items","ItemSelector":{"i.$":"$$.Map.Item.Index","val.$":"$$.Map.Item.Value","k.$":"$.k"},"ItemProcessor":{"StartAt":"X","States":{"X":{"Type":"Pass","End":true}}},"End":true}`,
+			`{"k":"K","items":["a","b"]}`, `[{"i":0,"val":"a","k":"K"},{"i":1,"val":"b","k":"K"}]`},
+		{"legacy iterator and parameters", `{"Type":"Map","ItemsPath":"$.items","Parameters":{"x.$":"$$.Map.Item.Value"},"Iterator":{"StartAt":"X","States":{"X":{"Type":"Pass","End":true}}},"End":true}`,
+			`{"items":[1]}`, `[{"x":1}]`},
+		{"empty array", `{"Type":"Map","ItemProcessor":{"StartAt":"X","States":{"X":{"Type":"Pass","End":true}}},"End":true}`, `[]`, `[]`},
+		{"result selector", `{"Type":"Map","ResultSelector":{"n.$":"States.ArrayLength($)"},"ItemProcessor":{"StartAt":"X","States":{"X":{"Type":"Pass","End":true}}},"End":true}`, `[1,2,3]`, `{"n":3}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := runDef(t, `{"StartAt":"M","States":{"M":`+tt.state+`}}`, tt.input)
+			mustSucceed(t, res)
+			mustJSONEqual(t, res.Output, tt.want)
+		})
+	}
+}
+
+func TestMapInlineFailureAndConcurrency(t *testing.T) {
+	var mu sync.Mutex
+	running, peak := 0, 0
+	fn := func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+		mu.Lock()
+		running++
+		peak = max(peak, running)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		if string(p) == `"bad"` {
+			return nil, TaskError{Name: "ItemError", Cause: "bad item"}
+		}
+		return p, nil
+	}
+	def := `{"StartAt":"M","States":{"M":{"Type":"Map","MaxConcurrency":2,"ItemProcessor":{"StartAt":"T","States":{"T":{"Type":"Task","Resource":"arn:aws:lambda:local:0:function:f","End":true}}},"End":true}}}`
+	res, _ := runDef(t, def, `["a","b","c","d","e"]`, WithLambda("f", fn))
+	mustSucceed(t, res)
+	mustJSONEqual(t, res.Output, `["a","b","c","d","e"]`)
+	if peak > 2 || peak < 1 {
+		t.Errorf("peak concurrency %d, MaxConcurrency 2", peak)
+	}
+	if n := len(eventsOf(res, EventMapIterationStarted)); n != 5 {
+		t.Errorf("%d MapIterationStarted events", n)
+	}
+	res, _ = runDef(t, def, `["a","bad","c"]`, WithLambda("f", fn))
+	if res.Status != StatusFailed || res.Error != "ItemError" {
+		t.Fatalf("inline item failure: %s %s", res.Status, res.Error)
+	}
+}
+
+func distributedMap(extra string) string {
+	return `{"StartAt":"M","States":{"M":{"Type":"Map",` + extra + `"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},
+	  "StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"Variable":"$.ok","BooleanEquals":false,"Next":"F"}],"Default":"P"},
+	  "F":{"Type":"Fail","Error":"ItemFailed","Cause":"nope"},"P":{"Type":"Pass","End":true}}},"End":true}}}`
+}
+
+func TestMapDistributedTolerance(t *testing.T) {
+	items := `[{"ok":true},{"ok":false},{"ok":true},{"ok":true}]` // 1 of 4 = 25% fails
+	tests := []struct {
+		name, extra string
+		wantErr     string
+	}{
+		{"no tolerance", ``, ErrExceedToleratedFailureThreshold},
+		{"count tolerated", `"ToleratedFailureCount":1,`, ""},
+		{"count exceeded", `"ToleratedFailureCount":0,`, ErrExceedToleratedFailureThreshold},
+		{"percent tolerated", `"ToleratedFailurePercentage":25,`, ""},
+		{"percent exceeded", `"ToleratedFailurePercentage":20,`, ErrExceedToleratedFailureThreshold},
+		{"percent path", `"ToleratedFailurePercentagePath":"$$.Execution.Input.tol",`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			input := items
+			if strings.Contains(tt.extra, "Path") {
+				input = `{"tol":50,"items":` + items + `}`
+				tt.extra += `"ItemsPath":"$.items",`
+			}
+			res, _ := runDef(t, distributedMap(tt.extra), input)
+			if tt.wantErr != "" {
+				if res.Status != StatusFailed || res.Error != tt.wantErr {
+					t.Fatalf("got %s %s", res.Status, res.Error)
+				}
+				return
+			}
+			mustSucceed(t, res)
+			mustJSONEqual(t, res.Output, `[{"ok":true},{"Error":"ItemFailed","Cause":"nope"},{"ok":true},{"ok":true}]`)
+		})
+	}
+}
+
+func TestMapReaderBatcherWriter(t *testing.T) {
+	def := `{"StartAt":"M","States":{"M":{"Type":"Map","MaxConcurrency":3,
+	  "ItemReader":{"Resource":"arn:aws:states:::s3:listObjectsV2","Parameters":{"Bucket.$":"$.bucket","Prefix":"in/"}},
+	  "ItemSelector":{"key.$":"$$.Map.Item.Value.Key","bucket.$":"$.bucket"},
+	  "ItemBatcher":{"MaxItemsPerBatch":2,"BatchInput":{"run.$":"$$.Execution.Name"}},
+	  "ResultWriter":{"Resource":"arn:aws:states:::s3:putObject","Parameters":{"Bucket":"out","Prefix":"results"}},
+	  "ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"EXPRESS"},"StartAt":"X","States":{"X":{"Type":"Pass","Parameters":{"n.$":"States.ArrayLength($.Items)","run.$":"$.BatchInput.run","first.$":"$.Items[0].key"},"End":true}}},
+	  "End":true}}}`
+	var readerParams, writerParams json.RawMessage
+	res, _ := runDef(t, def, `{"bucket":"src"}`,
+		WithResource("arn:aws:states:::s3:listObjectsV2", func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+			readerParams = p
+			return json.RawMessage(`{"Contents":[{"Key":"in/a"},{"Key":"in/b"},{"Key":"in/c"}]}`), nil
+		}),
+		WithResource("arn:aws:states:::s3:putObject", func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+			writerParams = p
+			return json.RawMessage(`{"ResultWriterDetails":{"Bucket":"out","Key":"results/manifest.json"}}`), nil
+		}))
+	mustSucceed(t, res)
+	mustJSONEqual(t, readerParams, `{"Bucket":"src","Prefix":"in/"}`)
+	mustJSONEqual(t, writerParams, `{"Bucket":"out","Prefix":"results","Results":[{"n":2,"run":"exec1","first":"in/a"},{"n":1,"run":"exec1","first":"in/c"}]}`)
+	mustJSONEqual(t, res.Output, `{"ResultWriterDetails":{"Bucket":"out","Key":"results/manifest.json"}}`)
+}
+
+func TestMapItemReaderUnregistered(t *testing.T) {
+	def := distributedMap(`"ItemReader":{"Resource":"arn:aws:states:::s3:getObject","ReaderConfig":{"InputType":"JSON"},"Parameters":{"Bucket":"b","Key":"k"}},`)
+	res, _ := runDef(t, def, `{}`)
+	if res.Status != StatusFailed || res.Error != ErrItemReaderFailed || !strings.Contains(res.Cause, "s3:getObject") {
+		t.Fatalf("got %s %s %s", res.Status, res.Error, res.Cause)
+	}
+}
