@@ -1,0 +1,854 @@
+// Package dirstore is an objectstore.Store on local directories, for running
+// the pipeline on one machine.
+//
+// Layout: bucket b is the directory <root>/b (or any existing directory given
+// with WithBucketDir); object key "x/y/z.tif" is the file <bucket>/x/y/z.tif,
+// so GDAL and people can read outputs in place (LocalPath).
+//
+// Everything the store keeps besides objects is named with the reserved
+// prefix ".geomigrate-" and is never listed, and keys with a path element of
+// that prefix are rejected:
+//
+//   - <dir>/.geomigrate-tmp-*: a write in progress. Objects are written to a
+//     temporary file in the destination directory, fsynced and renamed into
+//     place, so a reader sees the old object or the new one, never a part.
+//     Stale temporaries left by a crash are removed by SweepTemps.
+//   - <dir>/.geomigrate-meta/<name>.json: the sidecar of <dir>/<name>: ETag
+//     (hex MD5 of the content), size, mtime, inode and user metadata. A
+//     sidecar describes an object only while the file's inode, size and mtime
+//     match, so a file changed behind the store's back loses its metadata
+//     rather than carrying someone else's. The sidecar keeps the entry of the
+//     previous version too, and is renamed into place before the data file:
+//     at every instant (also after a crash between the two renames) it holds
+//     the entry of whatever data file is in place.
+//   - <bucket>/.geomigrate-locks/NN.lock: lock stripes. Every write (Put,
+//     Copy, Delete) holds its key's stripe, an in-process semaphore plus an
+//     flock(2) on the stripe file, while it checks its precondition and
+//     renames, so conditional writes are atomic among goroutines and among
+//     processes on one machine. The expensive part (writing the temporary
+//     file) happens before the lock is taken. Readers take no lock.
+//
+// Files without a (matching) sidecar, such as the files of a source tree
+// given on the command line, are objects too: no user metadata, and an ETag
+// derived from inode, size and mtime (it changes whenever the file does, but
+// is not an MD5).
+//
+// Errors: a missing object is objectstore.ErrNotFound; a missing bucket
+// directory, a full disk or a permission problem is a fault.SystemicError; an
+// unusable key is a fault.DataError with code InvalidInput (or
+// DestinationConflict when a key needs a directory where an object is, or
+// the reverse). Every error names the operation, bucket and key.
+package dirstore
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+)
+
+const (
+	reservedPrefix = ".geomigrate-"
+	tempPrefix     = ".geomigrate-tmp-"
+	metaDirName    = ".geomigrate-meta"
+	lockDirName    = ".geomigrate-locks"
+	maxKeyLen      = 1024
+)
+
+// ErrNoSuchBucket is wrapped (inside a fault.SystemicError) when a bucket's
+// directory does not exist.
+var ErrNoSuchBucket = errors.New("NoSuchBucket")
+
+var (
+	_ objectstore.Store       = (*Store)(nil)
+	_ objectstore.LocalPather = (*Store)(nil)
+)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithBucketDir serves bucket name from dir instead of <root>/name. The
+// directory must exist; it may be read-only, in which case writes to the
+// bucket fail with a SystemicError (AccessDenied).
+func WithBucketDir(name, dir string) Option {
+	return func(s *Store) {
+		if s.mapped == nil {
+			s.mapped = map[string]string{}
+		}
+		s.mapped[name] = dir
+	}
+}
+
+// Store keeps buckets as directories. It is safe for concurrent use, and
+// several processes may use the same root at once.
+type Store struct {
+	root   string
+	mapped map[string]string
+
+	mu   sync.Mutex
+	sems map[string]chan struct{}
+}
+
+// New returns a store whose buckets are the directories under root. root may
+// be empty when every bucket is given with WithBucketDir. Buckets are not
+// created; see CreateBucket.
+func New(root string, opts ...Option) (*Store, error) {
+	s := &Store{sems: map[string]chan struct{}{}}
+	for _, o := range opts {
+		o(s)
+	}
+	if root != "" {
+		abs, err := filepath.Abs(root)
+		if err != nil {
+			return nil, fmt.Errorf("dirstore.New %s: %w", root, err)
+		}
+		s.root = abs
+	}
+	for name, dir := range s.mapped {
+		if name == "" || strings.ContainsRune(name, 0) {
+			return nil, fmt.Errorf("dirstore.New: invalid bucket name %q", name)
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("dirstore.New bucket %s=%s: %w", name, dir, err)
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("dirstore.New bucket %s: %w", name, classify("dirstore.New "+name, err))
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("dirstore.New bucket %s: %s is not a directory", name, abs)
+		}
+		s.mapped[name] = abs
+	}
+	return s, nil
+}
+
+// Root returns the absolute root directory ("" when none was given).
+func (s *Store) Root() string { return s.root }
+
+// CreateBucket creates the directory of a bucket under root (a no-op when it
+// exists).
+func (s *Store) CreateBucket(name string) error {
+	if _, ok := s.mapped[name]; ok {
+		_, err := s.bucketDir("CreateBucket", name, "")
+		return err
+	}
+	if err := checkBucketName(name); err != nil {
+		return fmt.Errorf("dirstore.CreateBucket %s: %w", name, err)
+	}
+	if s.root == "" {
+		return fmt.Errorf("dirstore.CreateBucket %s: %w", name,
+			fault.Systemic("dirstore.CreateBucket", errors.New("store has no root directory")))
+	}
+	if err := os.MkdirAll(filepath.Join(s.root, name), 0o755); err != nil {
+		return classify("dirstore.CreateBucket "+name, err)
+	}
+	return nil
+}
+
+func checkBucketName(name string) error {
+	switch {
+	case name == "":
+		return fault.Data(fault.InvalidInput, "empty bucket name")
+	case strings.ContainsAny(name, "/\\\x00"):
+		return fault.Data(fault.InvalidInput, "bucket name %q contains '/', '\\' or NUL", name)
+	case strings.HasPrefix(name, "."):
+		return fault.Data(fault.InvalidInput, "bucket name %q starts with '.'", name)
+	}
+	return nil
+}
+
+// checkKey rejects keys that cannot name a file inside the bucket.
+func checkKey(key string) error {
+	why := ""
+	switch {
+	case key == "":
+		why = "empty key"
+	case len(key) > maxKeyLen:
+		why = fmt.Sprintf("key longer than %d bytes", maxKeyLen)
+	case strings.IndexByte(key, 0) >= 0:
+		why = "key contains NUL"
+	case strings.HasPrefix(key, "/"):
+		why = "absolute key"
+	case strings.HasSuffix(key, "/"):
+		why = "key ends with '/'"
+	default:
+		for part := range strings.SplitSeq(key, "/") {
+			switch {
+			case part == "":
+				why = "key has an empty path element"
+			case part == "." || part == "..":
+				why = "key has a '" + part + "' path element"
+			case strings.HasPrefix(part, reservedPrefix):
+				why = "key uses the reserved prefix " + reservedPrefix
+			}
+			if why != "" {
+				break
+			}
+		}
+	}
+	if why == "" {
+		return nil
+	}
+	return fault.Data(fault.InvalidInput, "invalid object key %q: %s", key, why)
+}
+
+// where names an operation for error messages: "dirstore.Put b/k".
+func where(op, bucket, key string) string { return "dirstore." + op + " " + bucket + "/" + key }
+
+// classify maps an operating system error onto the fault taxonomy.
+func classify(where string, err error) error {
+	var (
+		te *fault.TransientError
+		de *fault.DataError
+		se *fault.SystemicError
+	)
+	if errors.As(err, &te) || errors.As(err, &de) || errors.As(err, &se) {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return fault.Systemic(where, fmt.Errorf("DiskFull: %w", err))
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EROFS):
+		return fault.Systemic(where, fmt.Errorf("AccessDenied: %w", err))
+	case errors.Is(err, syscall.EIO):
+		return fault.Systemic(where, fmt.Errorf("IOError: %w", err))
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.EAGAIN),
+		errors.Is(err, syscall.EINTR), errors.Is(err, syscall.EBUSY), errors.Is(err, syscall.ETIMEDOUT):
+		return fault.Transient(where, err)
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return fmt.Errorf("%s: %w", where, fault.DataWrap(fault.InvalidInput, err, "name too long"))
+	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTEMPTY),
+		errors.Is(err, syscall.EEXIST):
+		return fmt.Errorf("%s: %w", where, fault.DataWrap(fault.DestinationTaken, err,
+			"key conflicts with an existing object or directory (a directory store cannot hold both \"a\" and \"a/b\")"))
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+func notFound(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
+}
+
+// bucketDir resolves and checks the directory of a bucket.
+func (s *Store) bucketDir(op, bucket, key string) (string, error) {
+	w := where(op, bucket, key)
+	dir, ok := s.mapped[bucket]
+	if !ok {
+		if err := checkBucketName(bucket); err != nil {
+			return "", fmt.Errorf("%s: %w", w, err)
+		}
+		if s.root == "" {
+			return "", fault.Systemic(w, fmt.Errorf("%w: no directory for bucket %q", ErrNoSuchBucket, bucket))
+		}
+		dir = filepath.Join(s.root, bucket)
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case notFound(err), err == nil && !fi.IsDir():
+		return "", fault.Systemic(w, fmt.Errorf("%w: directory %s does not exist", ErrNoSuchBucket, dir))
+	case err != nil:
+		return "", classify(w, err)
+	}
+	return dir, nil
+}
+
+// resolve checks bucket and key and returns the bucket directory and the
+// object's path.
+func (s *Store) resolve(op, bucket, key string) (bdir, path string, err error) {
+	if err := checkKey(key); err != nil {
+		return "", "", fmt.Errorf("%s: %w", where(op, bucket, key), err)
+	}
+	bdir, err = s.bucketDir(op, bucket, key)
+	if err != nil {
+		return "", "", err
+	}
+	return bdir, filepath.Join(bdir, filepath.FromSlash(key)), nil
+}
+
+// LocalPath returns the file that holds an object, for reading in place.
+// Callers must not write to it.
+func (s *Store) LocalPath(bucket, key string) (string, error) {
+	_, path, err := s.resolve("LocalPath", bucket, key)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case notFound(err), err == nil && !fi.Mode().IsRegular():
+		return "", fmt.Errorf("%s: %w", where("LocalPath", bucket, key), objectstore.ErrNotFound)
+	case err != nil:
+		return "", classify(where("LocalPath", bucket, key), err)
+	}
+	return path, nil
+}
+
+// Head describes an object.
+func (s *Store) Head(ctx context.Context, bucket, key string) (objectstore.Object, error) {
+	const op = "Head"
+	if err := ctx.Err(); err != nil {
+		return objectstore.Object{}, fmt.Errorf("%s: %w", where(op, bucket, key), err)
+	}
+	_, path, err := s.resolve(op, bucket, key)
+	if err != nil {
+		return objectstore.Object{}, err
+	}
+	// A writer may rename the sidecar and the data file between our stat and
+	// our sidecar read; the sidecar always holds the entry of the data file
+	// in place, so a stat that did not change around the read is consistent.
+	var obj objectstore.Object
+	for range 8 {
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			return objectstore.Object{}, s.readErr(op, bucket, key, err)
+		}
+		sc := readSidecar(path)
+		if e := sc.match(fi); e != nil {
+			return objectOf(bucket, key, fi, e), nil
+		}
+		obj = objectOf(bucket, key, fi, nil)
+		fi2, err := os.Stat(path)
+		if err == nil && sameFile(fi, fi2) {
+			return obj, nil
+		}
+	}
+	return obj, nil
+}
+
+func (s *Store) readErr(op, bucket, key string, err error) error {
+	if err == nil || notFound(err) {
+		return fmt.Errorf("%s: %w", where(op, bucket, key), objectstore.ErrNotFound)
+	}
+	return classify(where(op, bucket, key), err)
+}
+
+// openObject opens an object's file and describes the version it opened.
+func (s *Store) openObject(op, bucket, key string) (*os.File, objectstore.Object, *entry, error) {
+	_, path, err := s.resolve(op, bucket, key)
+	if err != nil {
+		return nil, objectstore.Object{}, nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		// Stat before opening so a FIFO in a source tree cannot block us.
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil, objectstore.Object{}, nil, s.readErr(op, bucket, key, err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, objectstore.Object{}, nil, s.readErr(op, bucket, key, err)
+		}
+		if fi, err = f.Stat(); err != nil {
+			f.Close()
+			return nil, objectstore.Object{}, nil, classify(where(op, bucket, key), err)
+		}
+		sc := readSidecar(path)
+		if e := sc.match(fi); e != nil {
+			return f, objectOf(bucket, key, fi, e), e, nil
+		}
+		fi2, err := os.Stat(path)
+		if attempt >= 7 || (err == nil && sameFile(fi, fi2)) {
+			return f, objectOf(bucket, key, fi, nil), nil, nil
+		}
+		f.Close() // replaced while we looked: open the new version
+	}
+}
+
+// Open streams a whole object.
+func (s *Store) Open(ctx context.Context, bucket, key string) (io.ReadCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where("Open", bucket, key), err)
+	}
+	f, _, _, err := s.openObject("Open", bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// OpenRange streams length bytes from offset (length < 0: to the end). A
+// range past the end is clipped; an offset at or past the end gives an empty
+// stream.
+func (s *Store) OpenRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, error) {
+	const op = "OpenRange"
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", where(op, bucket, key), err)
+	}
+	if offset < 0 {
+		return nil, fmt.Errorf("%s: %w", where(op, bucket, key), fault.Data(fault.InvalidInput, "negative offset %d", offset))
+	}
+	f, obj, _, err := s.openObject(op, bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	n := obj.Size - offset
+	if n < 0 {
+		n = 0
+	}
+	if length >= 0 && length < n {
+		n = length
+	}
+	return &sectionReadCloser{SectionReader: io.NewSectionReader(f, min(offset, obj.Size), n), f: f}, nil
+}
+
+type sectionReadCloser struct {
+	*io.SectionReader
+	f *os.File
+}
+
+func (r *sectionReadCloser) Close() error { return r.f.Close() }
+
+// ctxReader stops a copy when its context is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Put writes a whole object.
+func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectstore.Object, err error) {
+	const op = "Put"
+	w := where(op, req.Bucket, req.Key)
+	if err := ctx.Err(); err != nil {
+		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
+	}
+	bdir, path, err := s.resolve(op, req.Bucket, req.Key)
+	if err != nil {
+		return objectstore.Object{}, err
+	}
+	if req.Body == nil {
+		req.Body = strings.NewReader("")
+	}
+	tmp, err := createTemp(filepath.Dir(path))
+	if err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	defer abandon(bdir, tmp, &err)
+	h := md5.New()
+	n, err := io.CopyBuffer(io.MultiWriter(tmp, h), ctxReader{ctx, req.Body}, make([]byte, 256<<10))
+	if err != nil {
+		return objectstore.Object{}, classify(w+": reading body", err)
+	}
+	if req.Size >= 0 && n != req.Size {
+		return objectstore.Object{}, fmt.Errorf("%s: %w", w,
+			fault.Data(fault.InvalidInput, "body has %d bytes, request said %d", n, req.Size))
+	}
+	e, err := finishTemp(tmp, hex.EncodeToString(h.Sum(nil)), req.Metadata)
+	if err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	return s.commit(ctx, op, bdir, req.Bucket, req.Key, path, tmp.Name(), e, req.IfNoneMatch, "")
+}
+
+// Copy copies an object onto another key with new metadata
+// (MetadataDirective REPLACE), honouring IfNoneMatch and IfMatch on the
+// destination atomically.
+func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (_ objectstore.Object, err error) {
+	const op = "Copy"
+	w := where(op, req.DstBucket, req.DstKey)
+	if err := ctx.Err(); err != nil {
+		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
+	}
+	bdir, path, err := s.resolve(op, req.DstBucket, req.DstKey)
+	if err != nil {
+		return objectstore.Object{}, err
+	}
+	src, _, srcEntry, err := s.openObject(op, req.SrcBucket, req.SrcKey)
+	if err != nil {
+		return objectstore.Object{}, err
+	}
+	defer src.Close()
+	tmp, err := createTemp(filepath.Dir(path))
+	if err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	defer abandon(bdir, tmp, &err)
+	var etag string
+	if srcEntry != nil {
+		// Same bytes, same ETag; file to file lets the kernel copy.
+		_, err = io.Copy(tmp, src)
+		etag = srcEntry.ETag
+	} else {
+		h := md5.New()
+		_, err = io.CopyBuffer(io.MultiWriter(tmp, h), ctxReader{ctx, src}, make([]byte, 256<<10))
+		etag = hex.EncodeToString(h.Sum(nil))
+	}
+	if err != nil {
+		return objectstore.Object{}, classify(w+": copying from "+req.SrcBucket+"/"+req.SrcKey, err)
+	}
+	e, err := finishTemp(tmp, etag, req.Metadata)
+	if err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	return s.commit(ctx, op, bdir, req.DstBucket, req.DstKey, path, tmp.Name(), e, req.IfNoneMatch, req.IfMatch)
+}
+
+// createTemp creates a temporary file in dir, creating dir when needed. A
+// concurrent Delete may prune the directory between the two, hence the loop.
+func createTemp(dir string) (*os.File, error) {
+	for attempt := 0; ; attempt++ {
+		f, err := os.OpenFile(filepath.Join(dir, tempPrefix+randHex(8)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+		switch {
+		case err == nil:
+			return f, nil
+		case attempt >= 10:
+			return nil, err
+		case errors.Is(err, fs.ErrExist):
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+	}
+}
+
+// cleanupTemp removes a temporary file unless it was renamed into place.
+func cleanupTemp(f *os.File) {
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+}
+
+// abandon removes a write's temporary file (a no-op once it was renamed)
+// and, when the write failed, the directories it created for nothing, so a
+// failed Put of "a/b" cannot leave an empty "a" that blocks key "a".
+func abandon(bdir string, f *os.File, err *error) {
+	cleanupTemp(f)
+	if *err != nil {
+		pruneEmptyDirs(bdir, filepath.Dir(f.Name()))
+	}
+}
+
+// finishTemp makes a temporary file durable and describes it.
+func finishTemp(f *os.File, etag string, meta map[string]string) (*entry, error) {
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	e := entryOf(fi)
+	e.ETag = etag
+	e.Metadata = lowerKeys(meta)
+	return e, nil
+}
+
+func lowerKeys(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[strings.ToLower(k)] = v
+	}
+	return out
+}
+
+// commit renames a finished temporary file onto path under the key's lock,
+// after checking the preconditions.
+func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath string, e *entry, ifNoneMatch bool, ifMatch string) (objectstore.Object, error) {
+	w := where(op, bucket, key)
+	unlock, err := s.lock(ctx, bdir, key)
+	if err != nil {
+		return objectstore.Object{}, classify(w+": lock", err)
+	}
+	defer unlock()
+
+	cur, curEntry, exists, err := describe(path)
+	if err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	if ifNoneMatch && exists {
+		return objectstore.Object{}, fmt.Errorf("%s: If-None-Match: object exists: %w", w, objectstore.ErrPreconditionFailed)
+	}
+	if ifMatch != "" {
+		if !exists {
+			return objectstore.Object{}, fmt.Errorf("%s: If-Match %s: object does not exist: %w", w, ifMatch, objectstore.ErrPreconditionFailed)
+		}
+		if etag := objectOf(bucket, key, cur, curEntry).ETag; etag != ifMatch {
+			return objectstore.Object{}, fmt.Errorf("%s: If-Match %s: ETag is %s: %w", w, ifMatch, etag, objectstore.ErrPreconditionFailed)
+		}
+	}
+	// Sidecar first, holding both the new entry and the current one: if we
+	// stop before the data rename the current file keeps its metadata.
+	sc := &sidecar{V: 1, Cur: e, Prev: curEntry}
+	if err := sc.write(path); err != nil {
+		return objectstore.Object{}, classify(w+": sidecar", err)
+	}
+	if err := os.Rename(tmpPath, path); err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	return objectOf(bucket, key, fi, e), nil
+}
+
+// describe stats path and finds its sidecar entry; exists is false when
+// there is no file.
+func describe(path string) (fi fs.FileInfo, e *entry, exists bool, err error) {
+	fi, err = os.Stat(path)
+	switch {
+	case notFound(err):
+		return nil, nil, false, nil
+	case err != nil:
+		return nil, nil, false, err
+	}
+	return fi, readSidecar(path).match(fi), true, nil
+}
+
+// Delete removes an object and its sidecar; a missing object is not an
+// error. Directories left empty are removed, as S3 has no directories.
+func (s *Store) Delete(ctx context.Context, bucket, key string) error {
+	const op = "Delete"
+	w := where(op, bucket, key)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", w, err)
+	}
+	bdir, path, err := s.resolve(op, bucket, key)
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(ctx, bdir, key)
+	if err != nil {
+		return classify(w+": lock", err)
+	}
+	defer unlock()
+	fi, err := os.Lstat(path)
+	switch {
+	case notFound(err):
+		return nil
+	case err != nil:
+		return classify(w, err)
+	case fi.IsDir():
+		return nil // a "directory" of other keys, not an object
+	}
+	if err := os.Remove(path); err != nil && !notFound(err) {
+		return classify(w, err)
+	}
+	if err := os.Remove(sidecarPath(path)); err != nil && !notFound(err) {
+		return classify(w+": sidecar", err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return classify(w, err)
+	}
+	pruneEmptyDirs(bdir, filepath.Dir(path))
+	return nil
+}
+
+// pruneEmptyDirs removes dir and its parents up to (not including) bdir
+// while they are empty. Failures are ignored: a concurrent writer may be
+// filling them, and createTemp recreates what it needs.
+func pruneEmptyDirs(bdir, dir string) {
+	for dir != bdir && strings.HasPrefix(dir, bdir+string(filepath.Separator)) {
+		_ = os.Remove(filepath.Join(dir, metaDirName))
+		if os.Remove(dir) != nil {
+			return
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// List calls fn for every object whose key starts with prefix, in key
+// (byte) order, descending into subdirectories. Objects carry Bucket, Key,
+// Size, ETag and Modified; like S3's ListObjectsV2, no user metadata. An
+// error from fn stops the listing and is returned as is.
+func (s *Store) List(ctx context.Context, bucket, prefix string, fn func(objectstore.Object) error) error {
+	const op = "List"
+	w := where(op, bucket, prefix)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", w, err)
+	}
+	if strings.IndexByte(prefix, 0) >= 0 {
+		return fmt.Errorf("%s: %w", w, fault.Data(fault.InvalidInput, "prefix contains NUL"))
+	}
+	bdir, err := s.bucketDir(op, bucket, prefix)
+	if err != nil {
+		return err
+	}
+	dirPart, rest := "", prefix
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		dirPart, rest = prefix[:i], prefix[i+1:]
+	}
+	start, base := bdir, ""
+	if dirPart != "" {
+		if checkKey(dirPart) != nil {
+			return nil // no valid key starts with this prefix
+		}
+		start, base = filepath.Join(bdir, filepath.FromSlash(dirPart)), dirPart+"/"
+	}
+	return s.walk(ctx, w, bucket, start, base, rest, fn)
+}
+
+func (s *Store) walk(ctx context.Context, w, bucket, dir, base, namePrefix string, fn func(objectstore.Object) error) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if notFound(err) {
+			return nil
+		}
+		return classify(w, err)
+	}
+	type item struct {
+		name, sortKey string
+		dir           bool
+	}
+	items := make([]item, 0, len(ents))
+	for _, de := range ents {
+		name := de.Name()
+		if strings.HasPrefix(name, reservedPrefix) || !strings.HasPrefix(name, namePrefix) {
+			continue
+		}
+		switch {
+		case de.IsDir():
+			// "a/..." sorts after "a-..." and before "a0": compare as "a/".
+			items = append(items, item{name, name + "/", true})
+		case de.Type().IsRegular():
+			items = append(items, item{name, name, false})
+		case de.Type()&fs.ModeSymlink != 0:
+			// Symlinked files (common in source trees) are objects;
+			// symlinked directories are skipped so a cycle cannot trap us.
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() {
+				items = append(items, item{name, name, false})
+			}
+		}
+	}
+	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.sortKey, b.sortKey) })
+	for _, it := range items {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s: %w", w, err)
+		}
+		path := filepath.Join(dir, it.name)
+		if it.dir {
+			if err := s.walk(ctx, w, bucket, path, base+it.name+"/", "", fn); err != nil {
+				return err
+			}
+			continue
+		}
+		fi, e, exists, err := describe(path)
+		if err != nil {
+			return classify(w, err)
+		}
+		if !exists || !fi.Mode().IsRegular() {
+			continue // deleted while we listed
+		}
+		obj := objectOf(bucket, base+it.name, fi, e)
+		obj.Metadata = nil
+		if err := fn(obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SweepTemps removes the temporary files of a bucket (left by crashed
+// writers) last modified longer than olderThan ago, and reports how many it
+// removed. Use an age well above the longest write, or a live write loses its
+// temporary file and fails.
+func (s *Store) SweepTemps(ctx context.Context, bucket string, olderThan time.Duration) (int, error) {
+	w := where("SweepTemps", bucket, "")
+	bdir, err := s.bucketDir("SweepTemps", bucket, "")
+	if err != nil {
+		return 0, err
+	}
+	cutoff := time.Now().Add(-olderThan)
+	removed := 0
+	err = filepath.WalkDir(bdir, func(path string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if notFound(err) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		name := de.Name()
+		switch {
+		case de.IsDir() && name == lockDirName:
+			return filepath.SkipDir
+		case de.IsDir() || !strings.HasPrefix(name, tempPrefix):
+			return nil
+		}
+		fi, err := de.Info()
+		if err != nil || !fi.ModTime().Before(cutoff) {
+			return nil
+		}
+		if err := os.Remove(path); err == nil {
+			removed++
+		}
+		return nil
+	})
+	if err != nil {
+		return removed, classify(w, err)
+	}
+	return removed, nil
+}
+
+func objectOf(bucket, key string, fi fs.FileInfo, e *entry) objectstore.Object {
+	o := objectstore.Object{Bucket: bucket, Key: key, Size: fi.Size(), Modified: fi.ModTime(), Metadata: map[string]string{}}
+	if e != nil {
+		o.ETag = e.ETag
+		maps.Copy(o.Metadata, e.Metadata)
+	} else {
+		o.ETag = statETag(fi)
+	}
+	return o
+}
+
+// statETag is the ETag of a file the store did not write: it changes when
+// the file does, without reading it.
+func statETag(fi fs.FileInfo) string {
+	id := fileIDOf(fi)
+	sum := sha256.Sum256(fmt.Appendf(nil, "%d:%d:%d:%d", id.dev, id.ino, id.size, id.mtime))
+	return hex.EncodeToString(sum[:16])
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+		return err
+	}
+	return nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand panics instead)
+	return hex.EncodeToString(b)
+}

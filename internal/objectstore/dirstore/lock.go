@@ -1,0 +1,99 @@
+package dirstore
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockStripes is the number of lock files per bucket. Keys hash onto
+// stripes, so the files stay few however many keys are written; two keys
+// sharing a stripe only serialise their (short) commits.
+const lockStripes = 64
+
+// sem returns the in-process semaphore of one stripe. flock(2) alone would
+// exclude goroutines too (each lock opens its own file description), but
+// waiting on a channel costs no thread and honours the context.
+func (s *Store) sem(id string) chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.sems[id]
+	if !ok {
+		c = make(chan struct{}, 1)
+		s.sems[id] = c
+	}
+	return c
+}
+
+// lock takes the exclusive lock of key's stripe in bucket directory bdir,
+// in this process and across processes, and returns its release.
+func (s *Store) lock(ctx context.Context, bdir, key string) (func(), error) {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	stripe := h.Sum32() % lockStripes
+	sem := s.sem(fmt.Sprintf("%s\x00%d", bdir, stripe))
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	f, err := openLockFile(bdir, stripe)
+	if err != nil {
+		<-sem
+		return nil, err
+	}
+	if err := flockContext(ctx, f); err != nil {
+		f.Close()
+		<-sem
+		return nil, err
+	}
+	return func() {
+		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		_ = f.Close()
+		<-sem
+	}, nil
+}
+
+func openLockFile(bdir string, stripe uint32) (*os.File, error) {
+	dir := filepath.Join(bdir, lockDirName)
+	name := filepath.Join(dir, fmt.Sprintf("%02x.lock", stripe))
+	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil && os.IsNotExist(err) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
+	}
+	return f, err
+}
+
+// flockContext polls a non-blocking flock so that a cancelled context ends
+// the wait (a blocking flock cannot be interrupted).
+func flockContext(ctx context.Context, f *os.File) error {
+	delay := 100 * time.Microsecond
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EWOULDBLOCK:
+		default:
+			return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, 20*time.Millisecond)
+	}
+}
