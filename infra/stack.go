@@ -1,0 +1,700 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+// Stack holds the constructs the tests look at.
+type Stack struct {
+	Stack                                awscdk.Stack
+	Config                               *Config
+	Source, Dest, Ops, AccessLogs        awss3.Bucket
+	Table                                awsdynamodb.Table
+	Remediation, DeadLetter              awssqs.Queue
+	RemediationRedrive, DeadLetterRedrve awssqs.Queue
+	EventsDLQ                            awssqs.Queue
+	Functions                            map[string]awslambda.Function
+	Migrate, Backfill                    awsstepfunctions.StateMachine
+	Rule                                 awsevents.Rule
+	AlarmTopic                           awssns.Topic
+	MigrateDefinition                    string // after substitution (contains CDK tokens)
+	BackfillDefinition                   string
+}
+
+// Star-resource reasons: the only IAM statements allowed a bare "*" resource, by action.
+// These are added by CDK (X-Ray tracing, Step Functions log delivery) and the services do not
+// support resource-level permissions for them. The tests fail on any other "*" resource.
+var StarResourceReasons = map[string]string{
+	"xray:PutTraceSegments":         "X-Ray does not support resource-level permissions for trace submission",
+	"xray:PutTelemetryRecords":      "X-Ray does not support resource-level permissions for telemetry",
+	"xray:GetSamplingRules":         "X-Ray does not support resource-level permissions for sampling rules",
+	"xray:GetSamplingTargets":       "X-Ray does not support resource-level permissions for sampling targets",
+	"logs:CreateLogDelivery":        "CloudWatch Logs vended-log delivery APIs used by Step Functions logging require Resource *",
+	"logs:GetLogDelivery":           "CloudWatch Logs vended-log delivery APIs used by Step Functions logging require Resource *",
+	"logs:UpdateLogDelivery":        "CloudWatch Logs vended-log delivery APIs used by Step Functions logging require Resource *",
+	"logs:DeleteLogDelivery":        "CloudWatch Logs vended-log delivery APIs used by Step Functions logging require Resource *",
+	"logs:ListLogDeliveries":        "CloudWatch Logs vended-log delivery APIs used by Step Functions logging require Resource *",
+	"logs:PutResourcePolicy":        "CloudWatch Logs resource policies (for vended logs) are account-level and require Resource *",
+	"logs:DescribeResourcePolicies": "CloudWatch Logs resource policies (for vended logs) are account-level and require Resource *",
+	"logs:DescribeLogGroups":        "CloudWatch Logs DescribeLogGroups does not support resource-level permissions",
+}
+
+func s(v string) *string           { return jsii.String(v) }
+func n(v float64) *float64         { return jsii.Number(v) }
+func strs(v ...string) *[]*string  { return jsii.Strings(v...) }
+func days(d int) awscdk.Duration   { return awscdk.Duration_Days(n(float64(d))) }
+func secs(d int) awscdk.Duration   { return awscdk.Duration_Seconds(n(float64(d))) }
+func mins(d int) awscdk.Duration   { return awscdk.Duration_Minutes(n(float64(d))) }
+func itoa(i int) string            { return strconv.Itoa(i) }
+func arns(v ...*string) *[]*string { return &v }
+
+func suppress(c constructs.IConstruct, children bool, rules ...[2]string) {
+	var list []*cdknag.NagPackSuppression
+	for _, r := range rules {
+		list = append(list, &cdknag.NagPackSuppression{Id: s(r[0]), Reason: s(r[1])})
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(c, &list, jsii.Bool(children))
+}
+
+// suppressIAM5 suppresses AwsSolutions-IAM5 only for the listed findings (regexes over the
+// finding text, e.g. "Resource::<SourceBucket....Arn>/incoming/*"), each with its reason.
+func suppressIAM5(c constructs.IConstruct, reason string, regexes ...string) {
+	var applies []interface{}
+	for _, r := range regexes {
+		applies = append(applies, &cdknag.RegexAppliesTo{Regex: s("/" + r + "/")})
+	}
+	list := []*cdknag.NagPackSuppression{{Id: s("AwsSolutions-IAM5"), Reason: s(reason), AppliesTo: &applies}}
+	cdknag.NagSuppressions_AddResourceSuppressions(c, &list, jsii.Bool(true))
+}
+
+// NewGeomigrateStack builds the whole system.
+func NewGeomigrateStack(scope constructs.Construct, cfg *Config, assets *Assets, props *awscdk.StackProps) (*Stack, error) {
+	stack := awscdk.NewStack(scope, s(cfg.StackName), props)
+	st := &Stack{Stack: stack, Config: cfg, Functions: map[string]awslambda.Function{}}
+	if len(assets.Placeholders) > 0 {
+		awscdk.Annotations_Of(stack).AddWarningV2(s("geomigrate:placeholderAssets"),
+			s("placeholder assets in use for: "+strings.Join(assets.Placeholders, ", ")+
+				"; this template is for review only: run `make build layer` (or pass gdalLayerArn) before deploying"), nil)
+	}
+
+	st.buckets()
+	st.table()
+	st.queues()
+	if err := st.functions(assets); err != nil {
+		return nil, err
+	}
+	if err := st.stateMachines(); err != nil {
+		return nil, err
+	}
+	st.rule()
+	st.alarmsAndDashboard()
+	// EventBridgeEnabled on the source bucket is applied by CDK's own notification custom resource.
+	if h := stack.Node().TryFindChild(s("BucketNotificationsHandler050a0587b7544547bf325f094a3db834")); h != nil {
+		suppress(h, true,
+			[2]string{"AwsSolutions-IAM4", "CDK's BucketNotificationsHandler (it turns on EventBridge notifications for the source bucket at deploy time) uses AWSLambdaBasicExecutionRole; it is CDK-managed and only runs during deployment"})
+	}
+	st.outputs()
+	return st, nil
+}
+
+func (st *Stack) bucket(id string, props *awss3.BucketProps) awss3.Bucket {
+	props.BlockPublicAccess = awss3.BlockPublicAccess_BLOCK_ALL()
+	props.EnforceSSL = jsii.Bool(true)
+	props.MinimumTLSVersion = n(1.2)
+	props.Encryption = awss3.BucketEncryption_S3_MANAGED
+	props.ObjectOwnership = awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED
+	if props.RemovalPolicy == "" {
+		props.RemovalPolicy = awscdk.RemovalPolicy_RETAIN
+	}
+	return awss3.NewBucket(st.Stack, s(id), props)
+}
+
+func (st *Stack) buckets() {
+	c := st.Config
+	abort := &awss3.LifecycleRule{Id: s("abort-incomplete-multipart"), AbortIncompleteMultipartUploadAfter: days(c.AbortMultipartDays)}
+
+	st.AccessLogs = st.bucket("AccessLogsBucket", &awss3.BucketProps{
+		ObjectOwnership: awss3.ObjectOwnership_BUCKET_OWNER_PREFERRED,
+		LifecycleRules:  &[]*awss3.LifecycleRule{abort, {Id: s("expire-access-logs"), Expiration: days(365)}},
+	})
+
+	st.Ops = st.bucket("OpsBucket", &awss3.BucketProps{
+		ServerAccessLogsBucket: st.AccessLogs, ServerAccessLogsPrefix: s("ops/"),
+		LifecycleRules: &[]*awss3.LifecycleRule{abort,
+			{Id: s("expire-backfill-results"), Prefix: s("backfill-results/"), Expiration: days(180)},
+			{Id: s("expire-inventory"), Prefix: s("inventory/"), Expiration: days(30)}},
+	})
+
+	var inventories *[]*awss3.Inventory
+	if c.EnableInventory {
+		inventories = &[]*awss3.Inventory{{
+			InventoryId: s("geomigrate-backfill"),
+			Destination: &awss3.InventoryDestination{Bucket: st.Ops, Prefix: s("inventory")},
+			Frequency:   awss3.InventoryFrequency_WEEKLY,
+			Format:      awss3.InventoryFormat_CSV,
+			Enabled:     jsii.Bool(true),
+		}}
+	}
+	var srcName, dstName *string
+	if c.SourceBucketName != "" {
+		srcName = s(c.SourceBucketName)
+	}
+	if c.DestBucketName != "" {
+		dstName = s(c.DestBucketName)
+	}
+	st.Source = st.bucket("SourceBucket", &awss3.BucketProps{
+		BucketName:             srcName,
+		EventBridgeEnabled:     jsii.Bool(true),
+		LifecycleRules:         &[]*awss3.LifecycleRule{abort},
+		Inventories:            inventories,
+		ServerAccessLogsBucket: st.AccessLogs, ServerAccessLogsPrefix: s("source/"),
+	})
+	st.Dest = st.bucket("DestinationBucket", &awss3.BucketProps{
+		BucketName: dstName,
+		Versioned:  jsii.Bool(true),
+		// Never send the destination's events to EventBridge: promotion writes cannot re-trigger.
+		EventBridgeEnabled: jsii.Bool(false),
+		LifecycleRules: &[]*awss3.LifecycleRule{abort,
+			{Id: s("expire-staging"), Prefix: s(c.StagingPrefix), Expiration: days(c.StagingExpirationDays), NoncurrentVersionExpiration: days(1)},
+			{Id: s("expire-noncurrent-versions"), NoncurrentVersionExpiration: days(c.NoncurrentVersionDays)}},
+		ServerAccessLogsBucket: st.AccessLogs, ServerAccessLogsPrefix: s("destination/"),
+	})
+}
+
+func (st *Stack) table() {
+	st.Table = awsdynamodb.NewTable(st.Stack, s("StateTable"), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: s("pk"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		Encryption:          awsdynamodb.TableEncryption_AWS_MANAGED,
+		TimeToLiveAttribute: s("expires_at"),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(true),
+		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
+	})
+	st.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      s("status-index"),
+		PartitionKey:   &awsdynamodb.Attribute{Name: s("status"), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:        &awsdynamodb.Attribute{Name: s("updated_at"), Type: awsdynamodb.AttributeType_STRING},
+		ProjectionType: awsdynamodb.ProjectionType_ALL,
+	})
+}
+
+func (st *Stack) queue(id, name string, dlq awssqs.IQueue) awssqs.Queue {
+	props := &awssqs.QueueProps{
+		QueueName:       s(st.Config.NamePrefix + "-" + name),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: days(14),
+		RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
+	}
+	if dlq != nil {
+		props.DeadLetterQueue = &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: n(float64(st.Config.QueueMaxReceiveCount))}
+	}
+	return awssqs.NewQueue(st.Stack, s(id), props)
+}
+
+func (st *Stack) queues() {
+	st.RemediationRedrive = st.queue("RemediationRedriveDLQ", "remediation-redrive-dlq", nil)
+	st.Remediation = st.queue("RemediationQueue", "remediation", st.RemediationRedrive)
+	st.DeadLetterRedrve = st.queue("DeadLetterRedriveDLQ", "dead-letter-redrive-dlq", nil)
+	st.DeadLetter = st.queue("DeadLetterQueue", "dead-letter", st.DeadLetterRedrve)
+	st.EventsDLQ = st.queue("EventsDLQ", "events-dlq", nil)
+	suppress(st.EventsDLQ, true, [2]string{"AwsSolutions-SQS3", "this queue is itself the dead-letter queue of the EventBridge rule target; its depth and age are alarmed"})
+}
+
+// s3Statement builds one explicit, least-privilege S3 statement.
+func s3Statement(sid string, actions []string, resources ...*string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: s(sid), Effect: awsiam.Effect_ALLOW, Actions: strs(actions...), Resources: &resources,
+	})
+}
+
+func (st *Stack) sourceObjects() []*string {
+	var out []*string
+	for _, p := range st.Config.SourcePrefixes {
+		out = append(out, st.Source.ArnForObjects(s(p+"*")))
+	}
+	return out
+}
+
+func (st *Stack) functions(assets *Assets) error {
+	c := st.Config
+	arch := awslambda.Architecture_ARM_64()
+	if c.Architecture == "x86_64" {
+		arch = awslambda.Architecture_X86_64()
+	}
+	var layer awslambda.ILayerVersion
+	if assets.LayerArn != "" {
+		layer = awslambda.LayerVersion_FromLayerVersionArn(st.Stack, s("GdalLayer"), s(assets.LayerArn))
+	} else {
+		layer = awslambda.NewLayerVersion(st.Stack, s("GdalLayer"), &awslambda.LayerVersionProps{
+			Code:                    awslambda.Code_FromAsset(s(assets.LayerZip), nil),
+			CompatibleRuntimes:      &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},
+			CompatibleArchitectures: &[]awslambda.Architecture{arch},
+			Description:             s("GDAL, PROJ, GEOS for geomigrate convert (layers/gdal)"),
+			License:                 s("MIT AND others (see /opt/share/licenses)"),
+		})
+	}
+
+	common := map[string]string{
+		"GEOMIGRATE_DEST_BUCKET":                 *st.Dest.BucketName(),
+		"GEOMIGRATE_DEST_PREFIX":                 c.DestPrefix,
+		"GEOMIGRATE_STAGING_PREFIX":              c.StagingPrefix,
+		"GEOMIGRATE_STATE_TABLE":                 *st.Table.TableName(),
+		"GEOMIGRATE_LEASE_SECONDS":               itoa(c.LeaseSeconds),
+		"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES": strconv.FormatInt(c.FingerprintThresholdBytes, 10),
+		"GEOMIGRATE_VECTOR_FORMAT":               c.VectorFormat,
+		"GEOMIGRATE_ZSTD_LEVEL":                  itoa(c.ZstdLevel),
+		"LOG_LEVEL":                              c.LogLevel,
+	}
+	gdalEnv := map[string]string{
+		"GDAL_DATA":  "/opt/share/gdal",
+		"PROJ_DATA":  "/opt/share/proj",
+		"PROJ_LIB":   "/opt/share/proj",
+		"CPL_TMPDIR": "/tmp",
+		// No network from GDAL: the layer is built without curl, and these make sure a source
+		// that references /vsicurl/ (e.g. a VRT) cannot reach out even with another build.
+		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".geomigrate-network-disabled",
+		"GDAL_HTTP_MAX_RETRY":              "0",
+		"GDAL_HTTP_TIMEOUT":                "1",
+		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
+		"GDAL_PAM_ENABLED":                 "NO",
+		"GDAL_CACHEMAX":                    itoa(c.ConvertMemoryMB / 4),
+	}
+
+	src, dst := st.Source, st.Dest
+	staging := dst.ArnForObjects(s(c.StagingPrefix + "*"))
+	final := dst.ArnForObjects(s(c.DestPrefix + "*"))
+	get := []string{"s3:GetObject"}
+	list := []string{"s3:ListBucket"}
+	tableStmt := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       s("StateTableReadWrite"),
+		Actions:   strs("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"),
+		Resources: arns(st.Table.TableArn()),
+	})
+	type spec struct {
+		memory, timeout, reserved int
+		ephemeral                 int
+		env                       map[string]string
+		layer                     bool
+		stmts                     []awsiam.PolicyStatement
+		iam5                      []string // regexes of the wildcard object ARNs it legitimately has
+		desc                      string
+	}
+	srcRe := `^Resource::<SourceBucket[A-Z0-9]+\.Arn>/.*\*$`
+	stagingRe := `^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/` + regexpQuote(c.StagingPrefix) + `\*$`
+	finalRe := `^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/` + regexpQuote(c.DestPrefix) + `\*$`
+	specs := map[string]spec{
+		"hashcheck": {memory: c.SmallMemoryMB, timeout: c.HashcheckTimeoutSeconds, reserved: c.SmallReservedConcurrency, ephemeral: 512,
+			desc: "fingerprints the source, compares with the destination and the state table, claims the work",
+			stmts: []awsiam.PolicyStatement{
+				s3Statement("ReadSourcePrefixes", get, st.sourceObjects()...),
+				s3Statement("ListSourceFor404", list, src.BucketArn()),
+				s3Statement("HeadDestinationFinal", get, final),
+				s3Statement("ListDestinationFor404", list, dst.BucketArn()),
+				tableStmt,
+			},
+			iam5: []string{srcRe, finalRe}},
+		"convert": {memory: c.ConvertMemoryMB, timeout: c.ConvertTimeoutSeconds, reserved: c.ConvertReservedConcurrency, ephemeral: c.ConvertEphemeralMB,
+			layer: true, env: gdalEnv,
+			desc: "preflights and converts one source with GDAL into the destination staging prefix",
+			stmts: []awsiam.PolicyStatement{
+				s3Statement("ReadSourcePrefixes", get, st.sourceObjects()...),
+				s3Statement("ListSourceFor404", list, src.BucketArn()),
+				s3Statement("WriteStaging", []string{"s3:PutObject", "s3:AbortMultipartUpload"}, staging),
+				tableStmt,
+			},
+			iam5: []string{srcRe, stagingRe}},
+		"promote": {memory: c.SmallMemoryMB, timeout: 900, reserved: c.SmallReservedConcurrency, ephemeral: 512,
+			desc: "copies staging to the final key with its metadata, deletes staging, marks COMPLETED",
+			stmts: []awsiam.PolicyStatement{
+				s3Statement("ReadWriteDeleteStaging", []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}, staging),
+				s3Statement("WriteFinal", []string{"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"}, final),
+				s3Statement("ListDestinationFor404", list, dst.BucketArn()),
+				tableStmt,
+			},
+			iam5: []string{stagingRe, finalRe}},
+		"classify": {memory: c.SmallMemoryMB, timeout: 60, reserved: c.SmallReservedConcurrency, ephemeral: 512,
+			desc:  "classifies a caught error into a tier and route and records it",
+			stmts: []awsiam.PolicyStatement{tableStmt}},
+	}
+	for _, name := range FunctionNames {
+		sp := specs[name]
+		id := strings.ToUpper(name[:1]) + name[1:]
+		logs := awslogs.NewLogGroup(st.Stack, s(id+"Logs"), &awslogs.LogGroupProps{
+			Retention:     retention(c.LogRetentionDays),
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		role := awsiam.NewRole(st.Stack, s(id+"Role"), &awsiam.RoleProps{
+			AssumedBy:   awsiam.NewServicePrincipal(s("lambda.amazonaws.com"), nil),
+			Description: s("geomigrate " + name + ": " + sp.desc),
+		})
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: s("OwnLogGroup"), Actions: strs("logs:CreateLogStream", "logs:PutLogEvents"), Resources: arns(logs.LogGroupArn()),
+		}))
+		for _, stmt := range sp.stmts {
+			role.AddToPrincipalPolicy(stmt)
+		}
+		env := map[string]*string{}
+		for k, v := range common {
+			env[k] = s(v)
+		}
+		for k, v := range sp.env {
+			env[k] = s(v)
+		}
+		props := &awslambda.FunctionProps{
+			Description:          s("geomigrate " + name + ": " + sp.desc),
+			Runtime:              awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture:         arch,
+			Handler:              s("bootstrap"),
+			Code:                 awslambda.Code_FromAsset(s(assets.FunctionDirs[name]), nil),
+			MemorySize:           n(float64(sp.memory)),
+			Timeout:              secs(sp.timeout),
+			EphemeralStorageSize: awscdk.Size_Mebibytes(n(float64(sp.ephemeral))),
+			Environment:          &env,
+			Role:                 role,
+			LogGroup:             logs,
+			Tracing:              awslambda.Tracing_ACTIVE,
+		}
+		if sp.reserved > 0 {
+			props.ReservedConcurrentExecutions = n(float64(sp.reserved))
+		}
+		if sp.layer {
+			props.Layers = &[]awslambda.ILayerVersion{layer}
+		}
+		fn := awslambda.NewFunction(st.Stack, s(id+"Function"), props)
+		st.Functions[name] = fn
+		suppressIAM5(role, "X-Ray tracing (added by CDK for Tracing ACTIVE) has no resource-level permissions", `^Resource::\*$`)
+		if len(sp.iam5) > 0 {
+			suppressIAM5(role, "object-level S3 actions need an object ARN pattern; each pattern is scoped to one configured bucket prefix ("+name+")", sp.iam5...)
+		}
+	}
+	return nil
+}
+
+func regexpQuote(p string) string {
+	r := strings.NewReplacer(`\`, `\\`, `.`, `\.`, `+`, `\+`, `(`, `\(`, `)`, `\)`, `[`, `\[`, `]`, `\]`, `{`, `\{`, `}`, `\}`, `^`, `\^`, `$`, `\$`, `|`, `\|`)
+	return r.Replace(p)
+}
+
+func retention(d int) awslogs.RetentionDays {
+	for _, r := range []struct {
+		d int
+		r awslogs.RetentionDays
+	}{{1, awslogs.RetentionDays_ONE_DAY}, {3, awslogs.RetentionDays_THREE_DAYS}, {5, awslogs.RetentionDays_FIVE_DAYS},
+		{7, awslogs.RetentionDays_ONE_WEEK}, {14, awslogs.RetentionDays_TWO_WEEKS}, {30, awslogs.RetentionDays_ONE_MONTH},
+		{60, awslogs.RetentionDays_TWO_MONTHS}, {90, awslogs.RetentionDays_THREE_MONTHS}, {120, awslogs.RetentionDays_FOUR_MONTHS},
+		{150, awslogs.RetentionDays_FIVE_MONTHS}, {180, awslogs.RetentionDays_SIX_MONTHS}, {365, awslogs.RetentionDays_ONE_YEAR}} {
+		if d <= r.d {
+			return r.r
+		}
+	}
+	return awslogs.RetentionDays_TEN_YEARS
+}
+
+func (st *Stack) stateMachines() error {
+	c := st.Config
+	migrateName := c.NamePrefix + "-migrate"
+	backfillName := c.NamePrefix + "-backfill"
+
+	migrateDef, err := LoadDefinition(c.Path(c.MigrateDefinitionPath), MigratePlaceholders)
+	if err != nil {
+		return err
+	}
+	backfillDef, err := LoadDefinition(c.Path(c.BackfillDefinition), BackfillPlaceholders)
+	if err != nil {
+		return err
+	}
+	migrateValues := map[string]string{
+		"HashCheckFunctionArn": *st.Functions["hashcheck"].FunctionArn(),
+		"ConvertFunctionArn":   *st.Functions["convert"].FunctionArn(),
+		"PromoteFunctionArn":   *st.Functions["promote"].FunctionArn(),
+		"ClassifyFunctionArn":  *st.Functions["classify"].FunctionArn(),
+		"RemediationQueueUrl":  *st.Remediation.QueueUrl(),
+		"DeadLetterQueueUrl":   *st.DeadLetter.QueueUrl(),
+	}
+	st.MigrateDefinition, err = Substitute(migrateDef, migrateValues)
+	if err != nil {
+		return fmt.Errorf("migrate definition: %w", err)
+	}
+
+	// Roles are created first with explicit statements (no grants inferred from the definition).
+	invoke := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:     s("InvokePipelineFunctions"),
+		Actions: strs("lambda:InvokeFunction"),
+		Resources: arns(st.Functions["hashcheck"].FunctionArn(), st.Functions["convert"].FunctionArn(),
+			st.Functions["promote"].FunctionArn(), st.Functions["classify"].FunctionArn()),
+	})
+	send := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: s("SendToRoutingQueues"), Actions: strs("sqs:SendMessage"),
+		Resources: arns(st.Remediation.QueueArn(), st.DeadLetter.QueueArn()),
+	})
+	migrateRole := awsiam.NewRole(st.Stack, s("MigrateStateMachineRole"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(s("states.amazonaws.com"), nil),
+	})
+	migrateRole.AddToPrincipalPolicy(invoke)
+	migrateRole.AddToPrincipalPolicy(send)
+	migrateLogs := awslogs.NewLogGroup(st.Stack, s("MigrateStateMachineLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  s("/aws/vendedlogs/states/" + migrateName),
+		Retention:     retention(c.LogRetentionDays),
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	st.Migrate = awsstepfunctions.NewStateMachine(st.Stack, s("MigrateStateMachine"), &awsstepfunctions.StateMachineProps{
+		StateMachineName: s(migrateName),
+		StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
+		DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(s(st.MigrateDefinition)),
+		Role:             migrateRole,
+		TracingEnabled:   jsii.Bool(true),
+		Logs: &awsstepfunctions.LogOptions{
+			Destination: migrateLogs, Level: awsstepfunctions.LogLevel_ALL, IncludeExecutionData: jsii.Bool(true),
+		},
+	})
+	suppressIAM5(migrateRole, "Step Functions log delivery and X-Ray tracing APIs have no resource-level permissions (added by CDK for logging/tracing)", `^Resource::\*$`)
+
+	// Backfill.
+	stack := st.Stack
+	migrateArn := stack.FormatArn(&awscdk.ArnComponents{Service: s("states"), Resource: s("stateMachine"), ResourceName: s(migrateName), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+	migrateExecs := stack.FormatArn(&awscdk.ArnComponents{Service: s("states"), Resource: s("execution"), ResourceName: s(migrateName + ":*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+	backfillArn := stack.FormatArn(&awscdk.ArnComponents{Service: s("states"), Resource: s("stateMachine"), ResourceName: s(backfillName), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+	backfillExecs := stack.FormatArn(&awscdk.ArnComponents{Service: s("states"), Resource: s("execution"), ResourceName: s(backfillName + "/*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
+	syncRule := stack.FormatArn(&awscdk.ArnComponents{Service: s("events"), Resource: s("rule"), ResourceName: s("StepFunctionsGetEventsForStepFunctionsExecutionRule"), ArnFormat: awscdk.ArnFormat_SLASH_RESOURCE_NAME})
+
+	backfillValues := map[string]string{
+		"MigrateStateMachineArn": *st.Migrate.StateMachineArn(),
+		"SourceBucket":           *st.Source.BucketName(),
+		"ResultsBucket":          *st.Ops.BucketName(),
+	}
+	if c.BackfillChildExecutionType == "EXPRESS" {
+		backfillDef, err = ExpressBackfill(backfillDef, migrateDef)
+		if err != nil {
+			return fmt.Errorf("backfill EXPRESS variant: %w", err)
+		}
+		delete(backfillValues, "MigrateStateMachineArn")
+		for k, v := range migrateValues {
+			backfillValues[k] = v
+		}
+	}
+	st.BackfillDefinition, err = Substitute(backfillDef, backfillValues)
+	if err != nil {
+		return fmt.Errorf("backfill definition: %w", err)
+	}
+
+	backfillRole := awsiam.NewRole(st.Stack, s("BackfillStateMachineRole"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(s("states.amazonaws.com"), nil),
+	})
+	add := func(sid string, actions []string, res ...*string) {
+		backfillRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Sid: s(sid), Actions: strs(actions...), Resources: &res}))
+	}
+	add("ListSourceForItemReader", []string{"s3:ListBucket"}, st.Source.BucketArn())
+	add("ReadInventoryManifests", []string{"s3:GetObject"}, st.Ops.ArnForObjects(s("inventory/*")))
+	add("WriteResults", []string{"s3:PutObject", "s3:GetObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"}, st.Ops.ArnForObjects(s("backfill-results/*")))
+	add("RunOwnMapRunChildren", []string{"states:StartExecution"}, backfillArn)
+	add("ManageOwnMapRunChildren", []string{"states:DescribeExecution", "states:StopExecution"}, backfillExecs)
+	if c.BackfillChildExecutionType == "EXPRESS" {
+		backfillRole.AddToPrincipalPolicy(invoke)
+		backfillRole.AddToPrincipalPolicy(send)
+	} else {
+		add("StartMigrateChildren", []string{"states:StartExecution"}, migrateArn)
+		add("SyncMigrateChildren", []string{"states:DescribeExecution", "states:StopExecution"}, migrateExecs)
+		add("SyncCompletionEvents", []string{"events:PutTargets", "events:PutRule", "events:DescribeRule"}, syncRule)
+	}
+	backfillLogs := awslogs.NewLogGroup(st.Stack, s("BackfillStateMachineLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  s("/aws/vendedlogs/states/" + backfillName),
+		Retention:     retention(c.LogRetentionDays),
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	st.Backfill = awsstepfunctions.NewStateMachine(st.Stack, s("BackfillStateMachine"), &awsstepfunctions.StateMachineProps{
+		StateMachineName: s(backfillName),
+		StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
+		DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(s(st.BackfillDefinition)),
+		Role:             backfillRole,
+		TracingEnabled:   jsii.Bool(true),
+		Logs: &awsstepfunctions.LogOptions{
+			Destination: backfillLogs, Level: awsstepfunctions.LogLevel_ERROR, IncludeExecutionData: jsii.Bool(false),
+		},
+	})
+	suppressIAM5(backfillRole, "Step Functions log delivery and X-Ray tracing APIs have no resource-level permissions (added by CDK for logging/tracing)", `^Resource::\*$`)
+	suppressIAM5(backfillRole, "Distributed Map needs object patterns for its ItemReader (inventory manifests under inventory/) and ResultWriter (backfill-results/), and execution patterns for its own and its migrate child executions; each is scoped to one prefix or state machine",
+		`^Resource::<OpsBucket[A-Z0-9]+\.Arn>/inventory/\*$`,
+		`^Resource::<OpsBucket[A-Z0-9]+\.Arn>/backfill-results/\*$`,
+		`^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:`+regexpQuote(backfillName)+`/\*$`,
+		`^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:`+regexpQuote(migrateName)+`:\*$`)
+	suppress(st.Backfill, false, [2]string{"AwsSolutions-SF1", "the backfill logs ERROR level only: ALL would log one event per state of up to millions of map items; per-object detail is in the migrate state machine's ALL-level log and the ResultWriter output"})
+	return nil
+}
+
+func (st *Stack) rule() {
+	c := st.Config
+	var prefixes []interface{}
+	for _, p := range c.SourcePrefixes {
+		prefixes = append(prefixes, map[string]interface{}{"prefix": p})
+	}
+	st.Rule = awsevents.NewRule(st.Stack, s("SourceObjectCreatedRule"), &awsevents.RuleProps{
+		Description: s("geomigrate: Object Created under the source prefixes starts the migrate state machine"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     strs("aws.s3"),
+			DetailType: strs("Object Created"),
+			Detail: &map[string]interface{}{
+				// Only the source bucket; the destination has EventBridge notifications off and
+				// a different name, so promotion writes can never match.
+				"bucket": map[string]interface{}{"name": []interface{}{st.Source.BucketName()}},
+				"object": map[string]interface{}{"key": prefixes},
+			},
+		},
+	})
+	st.Rule.AddTarget(awseventstargets.NewSfnStateMachine(st.Migrate, &awseventstargets.SfnStateMachineProps{
+		DeadLetterQueue: st.EventsDLQ,
+		RetryAttempts:   n(float64(c.EventRetryAttempts)),
+		MaxEventAge:     awscdk.Duration_Hours(n(float64(c.EventMaxAgeHours))),
+	}))
+}
+
+func (st *Stack) alarmsAndDashboard() {
+	c := st.Config
+	st.AlarmTopic = awssns.NewTopic(st.Stack, s("AlarmTopic"), &awssns.TopicProps{
+		DisplayName: s("geomigrate alarms"), EnforceSSL: jsii.Bool(true),
+	})
+	suppress(st.AlarmTopic, true, [2]string{"AwsSolutions-SNS2", "alarm notifications carry no data; CloudWatch alarms cannot publish to a topic encrypted with the AWS-managed SNS key, and a customer-managed key is left to the operator"})
+	if c.AlarmEmail != "" {
+		st.AlarmTopic.AddSubscription(awssnssubscriptions.NewEmailSubscription(s(c.AlarmEmail), nil))
+	}
+	action := awscloudwatchactions.NewSnsAction(st.AlarmTopic)
+	five := mins(5)
+	alarm := func(id, desc string, metric awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator) awscloudwatch.Alarm {
+		a := awscloudwatch.NewAlarm(st.Stack, s(id), &awscloudwatch.AlarmProps{
+			AlarmName:          s(c.NamePrefix + "-" + id),
+			AlarmDescription:   s(desc),
+			Metric:             metric,
+			Threshold:          n(threshold),
+			EvaluationPeriods:  n(1),
+			ComparisonOperator: op,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		a.AddAlarmAction(action)
+		return a
+	}
+	gt := awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD
+	maxOpts := &awscloudwatch.MetricOptions{Statistic: s("Maximum"), Period: five}
+	sumOpts := &awscloudwatch.MetricOptions{Statistic: s("Sum"), Period: five}
+	for _, q := range []struct {
+		id string
+		q  awssqs.Queue
+	}{{"DeadLetter", st.DeadLetter}, {"DeadLetterRedrive", st.DeadLetterRedrve}, {"RemediationRedrive", st.RemediationRedrive}, {"Events", st.EventsDLQ}} {
+		alarm(q.id+"DlqDepth", "messages waiting in the "+q.id+" dead-letter queue (> 0)",
+			q.q.MetricApproximateNumberOfMessagesVisible(maxOpts), 0, gt)
+		alarm(q.id+"DlqOldestMessage", "oldest message in the "+q.id+" dead-letter queue older than 48 h",
+			q.q.MetricApproximateAgeOfOldestMessage(maxOpts), 48*3600, gt)
+	}
+	started := st.Migrate.MetricStarted(sumOpts)
+	remSent := st.Remediation.MetricNumberOfMessagesSent(sumOpts)
+	dlqSent := st.DeadLetter.MetricNumberOfMessagesSent(sumOpts)
+	alarm("RemediationRate", fmt.Sprintf("more than %d%% of migrate executions routed to remediation (data_specific) over 1 h", c.RemediationRateThresholdPct),
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: s("IF(started > 0, 100 * remediation / started, 0)"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{
+				"started":     st.Migrate.MetricStarted(&awscloudwatch.MetricOptions{Statistic: s("Sum"), Period: mins(60)}),
+				"remediation": st.Remediation.MetricNumberOfMessagesSent(&awscloudwatch.MetricOptions{Statistic: s("Sum"), Period: mins(60)}),
+			},
+			Label:  s("remediation rate %"),
+			Period: mins(60),
+		}), float64(c.RemediationRateThresholdPct), gt)
+	// Routed files end in Fail states (Routed.Remediation / Routed.DeadLetter) and are counted
+	// by the queue alarms; this alarm counts the failures that no queue explains.
+	alarm("MigrateUnroutedFailures", "migrate executions that failed, timed out or were aborted without being routed to a queue",
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: s("FILL(failed, 0) + FILL(timedout, 0) + FILL(aborted, 0) - FILL(remediation, 0) - FILL(deadletter, 0)"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{
+				"failed": st.Migrate.MetricFailed(sumOpts), "timedout": st.Migrate.MetricTimedOut(sumOpts),
+				"aborted": st.Migrate.MetricAborted(sumOpts), "remediation": remSent, "deadletter": dlqSent,
+			},
+			Label: s("unrouted failures"), Period: five,
+		}), 0, gt)
+	alarm("BackfillFailed", "a backfill execution failed (tolerated-failure threshold exceeded, reader or writer error)",
+		st.Backfill.MetricFailed(sumOpts), 0, gt)
+	for _, name := range FunctionNames {
+		fn := st.Functions[name]
+		id := strings.ToUpper(name[:1]) + name[1:]
+		alarm(id+"Throttles", name+" Lambda throttled", fn.MetricThrottles(sumOpts), 0, gt)
+		alarm(id+"Errors", fmt.Sprintf("%s Lambda errors above %d in 5 minutes (data errors returned by handlers count here too)", name, c.LambdaErrorsThreshold),
+			fn.MetricErrors(sumOpts), float64(c.LambdaErrorsThreshold), gt)
+	}
+
+	// Dashboard: outcomes by tier. completed = succeeded executions, data_specific = remediation
+	// sends, systemic/unknown/exhausted = dead-letter sends; transient retries are in Lambda errors.
+	label := func(m awscloudwatch.Metric, l string) awscloudwatch.IMetric {
+		return m.With(&awscloudwatch.MetricOptions{Label: s(l)})
+	}
+	dash := awscloudwatch.NewDashboard(st.Stack, s("Dashboard"), &awscloudwatch.DashboardProps{DashboardName: s(c.NamePrefix)})
+	dash.AddWidgets(
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title: s("Outcomes by tier"), Width: n(12), Stacked: jsii.Bool(true),
+			Left: &[]awscloudwatch.IMetric{
+				label(st.Migrate.MetricSucceeded(sumOpts), "completed / skipped"),
+				label(remSent, "data_specific → remediation"),
+				label(dlqSent, "systemic / unknown / exhausted → dead letter"),
+			},
+		}),
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title: s("Executions"), Width: n(12),
+			Left: &[]awscloudwatch.IMetric{label(started, "migrate started"), label(st.Migrate.MetricFailed(sumOpts), "migrate failed (incl. routed)"),
+				label(st.Backfill.MetricStarted(sumOpts), "backfill started"), label(st.Backfill.MetricFailed(sumOpts), "backfill failed")},
+		}),
+	)
+	var errs, thr, dur []awscloudwatch.IMetric
+	for _, name := range FunctionNames {
+		fn := st.Functions[name]
+		errs = append(errs, label(fn.MetricErrors(sumOpts), name))
+		thr = append(thr, label(fn.MetricThrottles(sumOpts), name))
+		dur = append(dur, label(fn.MetricDuration(&awscloudwatch.MetricOptions{Statistic: s("p99"), Period: five}), name))
+	}
+	dash.AddWidgets(
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Lambda errors (incl. transient, retried)"), Width: n(8), Left: &errs}),
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Lambda throttles"), Width: n(8), Left: &thr}),
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Lambda duration p99"), Width: n(8), Left: &dur}),
+	)
+	var depth []awscloudwatch.IMetric
+	for _, q := range []struct {
+		l string
+		q awssqs.Queue
+	}{{"remediation", st.Remediation}, {"dead letter", st.DeadLetter}, {"remediation redrive DLQ", st.RemediationRedrive}, {"dead-letter redrive DLQ", st.DeadLetterRedrve}, {"events DLQ", st.EventsDLQ}} {
+		depth = append(depth, label(q.q.MetricApproximateNumberOfMessagesVisible(maxOpts), q.l))
+	}
+	dash.AddWidgets(awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Queue depth"), Width: n(24), Left: &depth}))
+}
+
+func (st *Stack) outputs() {
+	out := func(id string, v *string, desc string) {
+		awscdk.NewCfnOutput(st.Stack, s(id), &awscdk.CfnOutputProps{Value: v, Description: s(desc)})
+	}
+	out("SourceBucketName", st.Source.BucketName(), "upload here (under the source prefixes) to migrate")
+	out("DestinationBucketName", st.Dest.BucketName(), "converted outputs")
+	out("OpsBucketName", st.Ops.BucketName(), "backfill results (backfill-results/) and S3 Inventory (inventory/)")
+	out("StateTableName", st.Table.TableName(), "state store")
+	out("MigrateStateMachineArn", st.Migrate.StateMachineArn(), "per-object workflow")
+	out("BackfillStateMachineArn", st.Backfill.StateMachineArn(), "start with {\"prefix\": \"...\"} or {\"manifest\": {\"bucket\", \"key\"}}")
+	out("RemediationQueueUrl", st.Remediation.QueueUrl(), "data_specific failures")
+	out("DeadLetterQueueUrl", st.DeadLetter.QueueUrl(), "systemic / unknown failures")
+	out("AlarmTopicArn", st.AlarmTopic.TopicArn(), "subscribe to receive alarms")
+}
