@@ -661,7 +661,9 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	if err := os.Remove(sidecarPath(path)); err != nil && !notFound(err) {
 		return classify(w+": sidecar", err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	// A concurrent Delete of a sibling may have pruned the directory
+	// already: then the removal is as durable as it gets.
+	if err := syncDir(filepath.Dir(path)); err != nil && !notFound(err) {
 		return classify(w, err)
 	}
 	pruneEmptyDirs(bdir, filepath.Dir(path))
