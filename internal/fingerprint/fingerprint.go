@@ -1,0 +1,234 @@
+// Package fingerprint hashes objects through objectstore.Store.OpenRange, so
+// every store (S3, directories, memory) gets the same two digests:
+//
+//   - SHA256: the full content hash, downloaded as ranged reads by several
+//     workers ahead of the hasher but hashed strictly in order, with memory
+//     bounded by Workers × ChunkSize whatever the object's size;
+//   - FastFingerprint: for objects over the size threshold (design: 1 GiB),
+//     SHA-256 of the size, the first 8 MiB and the last 8 MiB.
+//
+// Both return lower-case hex.
+package fingerprint
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+)
+
+const (
+	// DefaultChunkSize is the size of one ranged read.
+	DefaultChunkSize = 8 << 20
+	// DefaultWorkers is the number of ranged reads in flight.
+	DefaultWorkers = 4
+	// DefaultAttempts is how many times one chunk is read before giving up
+	// when the read fails with a transient error (a body cut short, a reset).
+	DefaultAttempts = 3
+	// FastSpan is the length of the head and of the tail in FastFingerprint.
+	FastSpan = 8 << 20
+)
+
+// Options tunes SHA256.
+type Options struct {
+	ChunkSize int64 // 0: DefaultChunkSize
+	Workers   int   // 0: DefaultWorkers
+	Attempts  int   // 0: DefaultAttempts
+}
+
+func (o Options) norm() Options {
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = DefaultChunkSize
+	}
+	if o.Workers <= 0 {
+		o.Workers = DefaultWorkers
+	}
+	if o.Attempts <= 0 {
+		o.Attempts = DefaultAttempts
+	}
+	return o
+}
+
+// SHA256 returns the hex SHA-256 of the object's size bytes. With size < 0
+// the size is taken from Head. The object is read as ranged chunks by
+// Workers goroutines ahead of the hasher; a chunk that comes back short (the
+// object changed while being read) fails with a TransientError.
+func SHA256(ctx context.Context, store objectstore.Store, bucket, key string, size int64, opts Options) (string, error) {
+	o := opts.norm()
+	if size < 0 {
+		obj, err := store.Head(ctx, bucket, key)
+		if err != nil {
+			return "", err
+		}
+		size = obj.Size
+	}
+	h := sha256.New()
+	if err := hashSpans(ctx, store, bucket, key, []span{{0, size}}, o, h); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+type chunk struct {
+	buf []byte
+	err error
+}
+
+// span is a byte range of the object.
+type span struct{ off, n int64 }
+
+// hashSpans writes the bytes of each span, in order, into h. The spans are
+// cut into chunks of at most o.ChunkSize that up to o.Workers goroutines
+// read ahead of the hasher.
+func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string, spans []span, o Options, h hash.Hash) error {
+	var chunks []span
+	for _, s := range spans {
+		for off := s.off; off < s.off+s.n; off += o.ChunkSize {
+			chunks = append(chunks, span{off, min(o.ChunkSize, s.off+s.n-off)})
+		}
+	}
+	if len(chunks) == 0 {
+		// Still prove the object is there: hashing a missing key must fail
+		// even when there is nothing to read.
+		rc, err := store.OpenRange(ctx, bucket, key, 0, 0)
+		if err != nil {
+			return err
+		}
+		return rc.Close()
+	}
+	workers := min(o.Workers, len(chunks))
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// pool holds the buffers; taking one is the right to start a chunk, so
+	// at most `workers` chunks are buffered or in flight at any time. Chunks
+	// start in order and are consumed in order, so the oldest unconsumed
+	// chunk always holds a buffer: no deadlock.
+	pool := make(chan []byte, workers)
+	for range workers {
+		pool <- make([]byte, o.ChunkSize)
+	}
+	results := make([]chan chunk, len(chunks))
+	for i := range results {
+		results[i] = make(chan chunk, 1) // a worker never blocks on send
+	}
+	go func() {
+		for i, c := range chunks {
+			var buf []byte
+			select {
+			case buf = <-pool:
+			case <-ctx.Done():
+				return
+			}
+			go func() {
+				buf := buf[:c.n]
+				results[i] <- chunk{buf: buf, err: readChunk(ctx, store, bucket, key, c.off, buf, o.Attempts)}
+			}()
+		}
+	}()
+	for i := range chunks {
+		var c chunk
+		select {
+		case c = <-results[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if c.err != nil {
+			return c.err
+		}
+		h.Write(c.buf)
+		pool <- c.buf[:cap(c.buf)]
+	}
+	return nil
+}
+
+// readChunk fills buf from offset, retrying transient failures.
+func readChunk(ctx context.Context, store objectstore.Store, bucket, key string, offset int64, buf []byte, attempts int) error {
+	var err error
+	for a := 0; a < attempts; a++ {
+		if err = readOnce(ctx, store, bucket, key, offset, buf); err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || fault.TierOf(err) != fault.TierTransient {
+			return err
+		}
+	}
+	return err
+}
+
+func readOnce(ctx context.Context, store objectstore.Store, bucket, key string, offset int64, buf []byte) error {
+	rc, err := store.OpenRange(ctx, bucket, key, offset, int64(len(buf)))
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	n, err := io.ReadFull(rc, buf)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return fault.Transient("fingerprint.read", fmt.Errorf("%s/%s: range at %d: got %d of %d bytes (object changed?)",
+			bucket, key, offset, n, len(buf)))
+	default:
+		var t *fault.TransientError
+		var s *fault.SystemicError
+		if errors.As(err, &t) || errors.As(err, &s) || errors.Is(err, context.Canceled) {
+			return err
+		}
+		// A failed body read (reset mid-stream) is worth another try.
+		return fault.Transient("fingerprint.read", err)
+	}
+}
+
+// FastFingerprint returns the hex SHA-256 of
+//
+//	uint64 big-endian size ‖ bytes [0, h) ‖ bytes [max(h, size−FastSpan), size)
+//
+// with h = min(FastSpan, size): the size, the first 8 MiB and the last
+// 8 MiB, never hashing a byte twice (an object up to 16 MiB is hashed
+// whole, after its size). size < 0 is taken from Head. The head and the
+// tail are read in parallel.
+func FastFingerprint(ctx context.Context, store objectstore.Store, bucket, key string, size int64) (string, error) {
+	if size < 0 {
+		obj, err := store.Head(ctx, bucket, key)
+		if err != nil {
+			return "", err
+		}
+		size = obj.Size
+	}
+	headLen := min(int64(FastSpan), size)
+	tailOff := max(headLen, size-FastSpan)
+	h := sha256.New()
+	var sz [8]byte
+	binary.BigEndian.PutUint64(sz[:], uint64(size))
+	h.Write(sz[:])
+	// At most two chunks (head, tail), read in parallel, hashed in order.
+	o := Options{ChunkSize: FastSpan, Workers: 2}.norm()
+	if err := hashSpans(ctx, store, bucket, key, []span{{0, headLen}, {tailOff, size - tailOff}}, o, h); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// FastFingerprintBytes is FastFingerprint over an in-memory object (tests,
+// and callers that already hold the bytes).
+func FastFingerprintBytes(data []byte) string {
+	size := int64(len(data))
+	headLen := min(int64(FastSpan), size)
+	tailOff := max(headLen, size-FastSpan)
+	h := sha256.New()
+	var sz [8]byte
+	binary.BigEndian.PutUint64(sz[:], uint64(size))
+	h.Write(sz[:])
+	h.Write(data[:headLen])
+	h.Write(data[tailOff:])
+	return hex.EncodeToString(h.Sum(nil))
+}

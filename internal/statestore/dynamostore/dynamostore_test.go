@@ -1,0 +1,251 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
+)
+
+// fakeDynamo is an in-memory table that understands exactly the requests
+// the backend sends (and fails the test on anything else), so the
+// conformance suite runs without a server. Pages hold two items, so paging
+// is exercised.
+type fakeDynamo struct {
+	t       *testing.T
+	mu      sync.Mutex
+	items   map[string]map[string]types.AttributeValue
+	noIndex bool
+	queries int
+}
+
+const fakePage = 2
+
+func newFake(t *testing.T) *fakeDynamo {
+	return &fakeDynamo{t: t, items: map[string]map[string]types.AttributeValue{}}
+}
+
+func s(av types.AttributeValue) string {
+	if v, ok := av.(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func (f *fakeDynamo) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if !aws.ToBool(in.ConsistentRead) {
+		f.t.Errorf("GetItem without ConsistentRead")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &dynamodb.GetItemOutput{Item: f.items[s(in.Key["pk"])]}, nil
+}
+
+func ccf() error {
+	resp := &smithyhttp.Response{Response: &http.Response{StatusCode: 400, Header: http.Header{}}}
+	return &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}}}}
+}
+
+func (f *fakeDynamo) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pk := s(in.Item["pk"])
+	cur, exists := f.items[pk]
+	switch cond := aws.ToString(in.ConditionExpression); cond {
+	case "attribute_not_exists(#pk)":
+		if in.ExpressionAttributeNames["#pk"] != "pk" {
+			f.t.Errorf("names = %v", in.ExpressionAttributeNames)
+		}
+		if exists {
+			return nil, ccf()
+		}
+	case "#v = :expect":
+		if in.ExpressionAttributeNames["#v"] != "version" {
+			f.t.Errorf("names = %v", in.ExpressionAttributeNames)
+		}
+		want := in.ExpressionAttributeValues[":expect"].(*types.AttributeValueMemberN).Value
+		if !exists || cur["version"].(*types.AttributeValueMemberN).Value != want {
+			return nil, ccf()
+		}
+	default:
+		f.t.Errorf("unexpected condition %q", cond)
+	}
+	for k, v := range in.Item {
+		if sv, ok := v.(*types.AttributeValueMemberS); ok && sv.Value == "" {
+			f.t.Errorf("empty string attribute %s (DynamoDB rejects it in index keys)", k)
+		}
+	}
+	f.items[pk] = in.Item
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+// page returns the items matching status after the exclusive start key, in
+// key order (Scan) or updated_at order (Query).
+func (f *fakeDynamo) page(status string, byTime bool, start map[string]types.AttributeValue) ([]map[string]types.AttributeValue, map[string]types.AttributeValue) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var all []map[string]types.AttributeValue
+	for _, it := range f.items {
+		if status == "" || s(it["status"]) == status {
+			all = append(all, it)
+		}
+	}
+	key := func(it map[string]types.AttributeValue) string {
+		if byTime {
+			return s(it["updated_at"]) + "\x00" + s(it["pk"])
+		}
+		return s(it["pk"])
+	}
+	sort.Slice(all, func(i, j int) bool { return key(all[i]) < key(all[j]) })
+	from := 0
+	if start != nil {
+		sk := key(start)
+		for from < len(all) && key(all[from]) <= sk {
+			from++
+		}
+	}
+	end := min(from+fakePage, len(all))
+	var last map[string]types.AttributeValue
+	if end < len(all) {
+		last = all[end-1]
+	}
+	return all[from:end], last
+}
+
+func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	f.queries++
+	if f.noIndex {
+		resp := &smithyhttp.Response{Response: &http.Response{StatusCode: 400, Header: http.Header{}}}
+		return nil, &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: &awshttp.ResponseError{
+			ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: "ValidationException", Message: "The table does not have the specified index: status-index"}}}}
+	}
+	if aws.ToString(in.IndexName) != DefaultStatusIndex || aws.ToString(in.KeyConditionExpression) != "#s = :s" || in.ExpressionAttributeNames["#s"] != "status" {
+		f.t.Errorf("unexpected query %+v", in)
+	}
+	items, last := f.page(s(in.ExpressionAttributeValues[":s"]), true, in.ExclusiveStartKey)
+	return &dynamodb.QueryOutput{Items: items, LastEvaluatedKey: last}, nil
+}
+
+func (f *fakeDynamo) Scan(_ context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	status := ""
+	if in.FilterExpression != nil {
+		if *in.FilterExpression != "#s = :s" || in.ExpressionAttributeNames["#s"] != "status" {
+			f.t.Errorf("unexpected scan %+v", in)
+		}
+		status = s(in.ExpressionAttributeValues[":s"])
+	}
+	items, last := f.page(status, false, in.ExclusiveStartKey)
+	return &dynamodb.ScanOutput{Items: items, LastEvaluatedKey: last}, nil
+}
+
+func TestConformanceFake(t *testing.T) {
+	statestoretest.RunBackendTests(t, func(t *testing.T) statestore.Backend {
+		return New(newFake(t), Options{Table: "jobs"})
+	})
+}
+
+func TestConformanceFakeWithoutIndex(t *testing.T) {
+	statestoretest.RunBackendTests(t, func(t *testing.T) statestore.Backend {
+		f := newFake(t)
+		f.noIndex = true
+		b := New(f, Options{Table: "jobs"})
+		t.Cleanup(func() {
+			if f.queries > 1 {
+				t.Errorf("%d queries on a table without the index; the fallback is remembered after one", f.queries)
+			}
+		})
+		return b
+	})
+}
+
+func TestEncodeLayout(t *testing.T) {
+	j := statestoretest.FullJob("ds#sha#recipe")
+	j.LeaseUntil = time.Time{}
+	j.DestKey = ""
+	item, err := Encode(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := item["lease_until"]; ok {
+		t.Error("zero lease_until encoded")
+	}
+	if _, ok := item["dest_key"]; ok {
+		t.Error("empty dest_key encoded")
+	}
+	if v := s(item["updated_at"]); v != j.UpdatedAt.UTC().Format(TimeLayout) || len(v) != len("2006-01-02T15:04:05.000000000Z") {
+		t.Errorf("updated_at = %q", v)
+	}
+	if _, ok := item["expires_at"].(*types.AttributeValueMemberN); !ok && j.ExpiresAt != 0 {
+		t.Errorf("expires_at = %#v, want a number (TTL)", item["expires_at"])
+	}
+	back, err := Decode(item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := statestoretest.JobsEqual(back, j); diff != "" {
+		t.Errorf("round trip: %s", diff)
+	}
+	// Fixed width sorts as time: RFC3339Nano would put "…05Z" after "…05.5Z".
+	a, _ := encodeTime(time.Date(2026, 1, 1, 0, 0, 5, 0, time.UTC))
+	b, _ := encodeTime(time.Date(2026, 1, 1, 0, 0, 5, 500_000_000, time.UTC))
+	c, _ := encodeTime(time.Date(2026, 1, 1, 5, 30, 5, 0, time.FixedZone("IST", 5*3600+1800)))
+	if !(s(a) < s(b)) || s(c) != s(a) {
+		t.Errorf("time order: %s %s %s", s(a), s(b), s(c))
+	}
+}
+
+func apiErr(status int, code string) error {
+	resp := &smithyhttp.Response{Response: &http.Response{StatusCode: status, Header: http.Header{}}}
+	return &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Op", Err: &awshttp.ResponseError{
+		ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: code}}}}
+}
+
+func TestMapError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{ccf(), "conflict"},
+		{apiErr(400, "ProvisionedThroughputExceededException"), "transient"},
+		{apiErr(400, "ThrottlingException"), "transient"},
+		{apiErr(400, "RequestLimitExceeded"), "transient"},
+		{apiErr(500, "InternalServerError"), "transient"},
+		{apiErr(503, "ServiceUnavailable"), "transient"},
+		{apiErr(502, ""), "transient"},
+		{apiErr(400, "TransactionConflictException"), "transient"},
+		{&smithy.OperationError{Err: &smithy.CanceledError{Err: context.DeadlineExceeded}}, "transient"},
+		{apiErr(400, "AccessDeniedException"), "systemic"},
+		{apiErr(400, "ResourceNotFoundException"), "systemic"},
+		{apiErr(400, "UnrecognizedClientException"), "systemic"},
+		{apiErr(400, "ValidationException"), "systemic"},
+		{apiErr(400, "UnknownOperationException"), "systemic"},
+		{apiErr(400, "ItemCollectionSizeLimitExceededException"), "systemic"},
+	} {
+		got := MapError("op", tc.err)
+		verdict := string(fault.TierOf(got))
+		if errors.Is(got, statestore.ErrConflict) {
+			verdict = "conflict"
+			if fault.TierOf(got) != fault.TierUnknown {
+				t.Errorf("conflict carries tier %s", fault.TierOf(got))
+			}
+		}
+		if verdict != tc.want {
+			t.Errorf("MapError(%v) = %v (%s), want %s", tc.err, got, verdict, tc.want)
+		}
+	}
+}

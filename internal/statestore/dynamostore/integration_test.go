@@ -1,0 +1,246 @@
+//go:build integration
+
+package dynamostore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
+	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
+)
+
+// client returns a DynamoDB client for GEOMIGRATE_DYNAMODB_ENDPOINT
+// (dynalite started by scripts/integration-up.sh), or skips.
+func client(t *testing.T) (*dynamodb.Client, awsconfig.Options) {
+	t.Helper()
+	ep := os.Getenv(awsconfig.EnvDynamoDBEndpoint)
+	if ep == "" {
+		t.Skipf("%s not set; run make -f test/integration.mk test-integration", awsconfig.EnvDynamoDBEndpoint)
+	}
+	o := awsconfig.Options{
+		DynamoDBEndpointURL: ep,
+		Region:              "us-east-1",
+		AccessKeyID:         "geomigrate-test",
+		SecretAccessKey:     "geomigrate-test-secret",
+	}
+	cfg, err := awsconfig.Load(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return awsconfig.NewDynamoDB(cfg, o), o
+}
+
+var tableSeq atomic.Int64
+
+func newTable(t *testing.T, c *dynamodb.Client) string {
+	t.Helper()
+	name := fmt.Sprintf("jobs-%d-%d", time.Now().UnixNano()%1e9, tableSeq.Add(1))
+	if err := dynamostore.CreateTable(context.Background(), c, name); err != nil {
+		t.Fatalf("CreateTable %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name})
+	})
+	return name
+}
+
+func TestConformance(t *testing.T) {
+	c, _ := client(t)
+	statestoretest.RunBackendTests(t, func(t *testing.T) statestore.Backend {
+		return dynamostore.New(c, dynamostore.Options{Table: newTable(t, c)})
+	})
+}
+
+// TestConformanceScanOnly runs the suite with List served by Scan, the
+// fallback for a table without the status index.
+func TestConformanceScanOnly(t *testing.T) {
+	c, _ := client(t)
+	statestoretest.RunBackendTests(t, func(t *testing.T) statestore.Backend {
+		return dynamostore.New(c, dynamostore.Options{Table: newTable(t, c), ScanOnly: true})
+	})
+}
+
+// TestTrackerClaimOverDynamo runs the lifecycle rules (claim, lease,
+// takeover) over DynamoDB.
+func TestTrackerClaimOverDynamo(t *testing.T) {
+	c, _ := client(t)
+	b := dynamostore.New(c, dynamostore.Options{Table: newTable(t, c)})
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
+	tr := statestore.NewTracker(b, statestore.WithClock(clock), statestore.WithLease(time.Minute))
+	ctx := context.Background()
+	job := statestore.Job{ID: "ds#abc#r1", DatasetID: "ds", SourceBucket: "raw", SourceKey: "a.tif"}
+	j, out, err := tr.Claim(ctx, statestore.ClaimRequest{Job: job, Execution: "exec-1", Attempt: 0})
+	if err != nil || out != statestore.Claimed || j.Status != statestore.Processing || j.Version != 1 {
+		t.Fatalf("first claim = %+v %v %v", j, out, err)
+	}
+	if _, out, _ := tr.Claim(ctx, statestore.ClaimRequest{Job: job, Execution: "exec-2"}); out != statestore.InProgress {
+		t.Fatalf("claim under a live lease = %v, want in progress", out)
+	}
+	now = now.Add(2 * time.Minute) // exec-1 crashed; its lease expired
+	j, out, err = tr.Claim(ctx, statestore.ClaimRequest{Job: job, Execution: "exec-2", Attempt: 1})
+	if err != nil || out != statestore.Claimed || j.LeaseOwner != "exec-2" {
+		t.Fatalf("takeover = %+v %v %v", j, out, err)
+	}
+	got, err := b.Get(ctx, job.ID)
+	if err != nil || got.LeaseOwner != "exec-2" || got.Version != 2 || len(got.History) != 2 {
+		t.Fatalf("stored = %+v, %v", got, err)
+	}
+}
+
+// TestItemLayout checks the attributes DynamoDB sees: the GSI keys, the
+// sortable time format and the numeric TTL.
+func TestItemLayout(t *testing.T) {
+	c, _ := client(t)
+	table := newTable(t, c)
+	b := dynamostore.New(c, dynamostore.Options{Table: table})
+	ctx := context.Background()
+	base := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+	// Times that RFC3339Nano would sort wrongly ("09Z" > "09.5Z").
+	for i, at := range []time.Time{base.Add(500 * time.Millisecond), base, base.Add(time.Second), base.Add(time.Nanosecond)} {
+		j := statestore.Job{ID: fmt.Sprintf("j%d", i), Status: statestore.Completed, UpdatedAt: at, CreatedAt: at,
+			ExpiresAt: at.Add(30 * 24 * time.Hour).Unix()}
+		if err := b.Put(ctx, j, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var order []string
+	if err := b.List(ctx, statestore.Completed, func(j statestore.Job) error {
+		order = append(order, j.ID)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"j1", "j3", "j0", "j2"}; !slices.Equal(order, want) {
+		t.Errorf("List by status order = %v, want by updated_at %v", order, want)
+	}
+	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &table, Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "j0"}}, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := out.Item["updated_at"].(*types.AttributeValueMemberS); !ok || v.Value != "2026-05-06T07:08:09.500000000Z" {
+		t.Errorf("updated_at = %#v", out.Item["updated_at"])
+	}
+	if v, ok := out.Item["expires_at"].(*types.AttributeValueMemberN); !ok || v.Value != fmt.Sprint(base.Add(500*time.Millisecond).Add(30*24*time.Hour).Unix()) {
+		t.Errorf("expires_at = %#v", out.Item["expires_at"])
+	}
+	if _, ok := out.Item["lease_until"]; ok {
+		t.Errorf("zero lease_until stored: %#v", out.Item["lease_until"])
+	}
+	if v, ok := out.Item["version"].(*types.AttributeValueMemberN); !ok || v.Value != "1" {
+		t.Errorf("version = %#v", out.Item["version"])
+	}
+}
+
+// TestMissingIndexFallsBackToScan uses a table created without the GSI.
+func TestMissingIndexFallsBackToScan(t *testing.T) {
+	c, _ := client(t)
+	ctx := context.Background()
+	name := fmt.Sprintf("noindex-%d", time.Now().UnixNano()%1e9)
+	in := dynamostore.TableInput(name)
+	in.GlobalSecondaryIndexes = nil
+	in.AttributeDefinitions = in.AttributeDefinitions[:1]
+	if _, err := c.CreateTable(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamostore.CreateTable(ctx, c, name); err != nil { // exists: waits for ACTIVE
+		t.Fatal(err)
+	}
+	b := dynamostore.New(c, dynamostore.Options{Table: name})
+	for i, s := range []statestore.Status{statestore.Pending, statestore.Completed, statestore.Pending} {
+		if err := b.Put(ctx, statestore.Job{ID: fmt.Sprint(i), Status: s}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	if err := b.List(ctx, statestore.Pending, func(j statestore.Job) error { n++; return nil }); err != nil {
+		t.Fatalf("List without the index: %v", err)
+	}
+	if n != 2 {
+		t.Errorf("listed %d pending, want 2", n)
+	}
+}
+
+func TestErrorMapping(t *testing.T) {
+	c, o := client(t)
+	ctx := context.Background()
+	// Missing table → systemic.
+	b := dynamostore.New(c, dynamostore.Options{Table: "no-such-table"})
+	_, err := b.Get(ctx, "x")
+	if fault.TierOf(err) != fault.TierSystemic || awsconfig.ErrorCode(err) != "ResourceNotFoundException" {
+		t.Errorf("Get on a missing table = %v (tier %s), want systemic ResourceNotFoundException", err, fault.TierOf(err))
+	}
+	if err := b.Put(ctx, statestore.Job{ID: "x", Status: statestore.Pending}, 0); fault.TierOf(err) != fault.TierSystemic {
+		t.Errorf("Put on a missing table = %v, want systemic", err)
+	}
+	if err := b.List(ctx, statestore.Pending, func(statestore.Job) error { return nil }); fault.TierOf(err) != fault.TierSystemic {
+		t.Errorf("List on a missing table = %v, want systemic", err)
+	}
+	// Conflict is neither transient nor systemic: the caller re-reads.
+	table := newTable(t, c)
+	b = dynamostore.New(c, dynamostore.Options{Table: table})
+	if err := b.Put(ctx, statestore.Job{ID: "x", Status: statestore.Pending}, 0); err != nil {
+		t.Fatal(err)
+	}
+	err = b.Put(ctx, statestore.Job{ID: "x", Status: statestore.Pending}, 0)
+	if !errors.Is(err, statestore.ErrConflict) || fault.TierOf(err) != fault.TierUnknown {
+		t.Errorf("conflict = %v (tier %s)", err, fault.TierOf(err))
+	}
+	// Nothing listening → transient.
+	down := o
+	down.DynamoDBEndpointURL = "http://127.0.0.1:1"
+	cfg, _ := awsconfig.Load(ctx, down)
+	_, err = dynamostore.New(awsconfig.NewDynamoDB(cfg, down), dynamostore.Options{Table: table}).Get(ctx, "x")
+	if fault.TierOf(err) != fault.TierTransient {
+		t.Errorf("connection refused = %v (tier %s), want transient", err, fault.TierOf(err))
+	}
+	// Deadline → transient.
+	dctx, cancel := context.WithTimeout(ctx, time.Nanosecond)
+	defer cancel()
+	time.Sleep(time.Millisecond)
+	if _, err := b.Get(dctx, "x"); fault.TierOf(err) != fault.TierTransient {
+		t.Errorf("deadline = %v, want transient", err)
+	}
+}
+
+// TestDynaliteLimits pins what the stand-in lacks, so the design keeps to
+// single-item conditional writes.
+func TestDynaliteLimits(t *testing.T) {
+	c, _ := client(t)
+	ctx := context.Background()
+	table := newTable(t, c)
+	_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{{
+		Put: &types.Put{TableName: &table, Item: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "t"}}},
+	}}})
+	if awsconfig.ErrorCode(err) != "UnknownOperationException" {
+		t.Errorf("TransactWriteItems = %v; dynalite 4 did not implement it", err)
+	}
+	_, err = c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: &table,
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)}})
+	if awsconfig.ErrorCode(err) != "UnknownOperationException" {
+		t.Errorf("UpdateTimeToLive = %v; dynalite 4 did not implement it", err)
+	}
+	if fault.TierOf(dynamostore.MapError("x", err)) != fault.TierSystemic {
+		t.Errorf("UnknownOperationException maps to %s, want systemic", fault.TierOf(dynamostore.MapError("x", err)))
+	}
+	d, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: &table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("billing mode %v, GSIs %d", d.Table.BillingModeSummary, len(d.Table.GlobalSecondaryIndexes))
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Starts versitygw (S3) and dynalite (DynamoDB) on free 127.0.0.1 ports and
+# writes their endpoints, credentials and PIDs to a state file (sourceable
+# shell: `export NAME=value` lines).
+#
+#   scripts/integration-up.sh [STATE_FILE]    default .tools/integration/state.env
+#
+# Stop them with scripts/integration-down.sh STATE_FILE.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+STATE="${1:-$ROOT/.tools/integration/state.env}"
+VGW="$ROOT/.tools/bin/versitygw"
+DYNALITE="$ROOT/.tools/node_modules/.bin/dynalite"
+[[ -x "$VGW" ]] || { echo "integration-up: $VGW missing; run scripts/install-versitygw.sh" >&2; exit 1; }
+[[ -x "$DYNALITE" ]] || { echo "integration-up: $DYNALITE missing; run scripts/install-dynalite.sh" >&2; exit 1; }
+if [[ -f "$STATE" ]]; then
+	echo "integration-up: $STATE exists (servers already up?); run scripts/integration-down.sh $STATE first" >&2
+	exit 1
+fi
+
+ACCESS="${GEOMIGRATE_TEST_ACCESS_KEY:-geomigrate-test}"
+SECRET="${GEOMIGRATE_TEST_SECRET_KEY:-geomigrate-test-secret}"
+
+RUN_DIR="$(mktemp -d "${TMPDIR:-/tmp}/geomigrate-integration.XXXXXX")"
+mkdir -p "$RUN_DIR/s3" "$RUN_DIR/sidecar" "$(dirname "$STATE")"
+
+free_port() {
+	local py
+	for py in python3 /usr/bin/python3; do
+		if command -v "$py" >/dev/null 2>&1; then
+			"$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+			return
+		fi
+	done
+	# Fallback: a random high port not currently listening.
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+}
+
+wait_port() { # port pid name
+	local i
+	for ((i = 0; i < 150; i++)); do
+		if ! kill -0 "$2" 2>/dev/null; then
+			echo "integration-up: $3 exited early; log:" >&2
+			cat "$RUN_DIR/$3.log" >&2 || true
+			return 1
+		fi
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+		sleep 0.1
+	done
+	echo "integration-up: $3 did not listen on 127.0.0.1:$1 within 15 s" >&2
+	return 1
+}
+
+# versitygw keeps object metadata in user xattrs; fall back to a sidecar
+# directory when the filesystem lacks them.
+META=()
+probe="$RUN_DIR/s3/.xattr-probe"
+touch "$probe"
+if ! { command -v setfattr >/dev/null && setfattr -n user.geomigrate -v 1 "$probe" 2>/dev/null; } &&
+	! { command -v python3 >/dev/null && python3 -c "import os,sys; os.setxattr(sys.argv[1], 'user.geomigrate', b'1')" "$probe" 2>/dev/null; }; then
+	META=(--sidecar "$RUN_DIR/sidecar")
+fi
+rm -f "$probe"
+
+S3_PORT="$(free_port)"
+"$VGW" --port "127.0.0.1:$S3_PORT" --access "$ACCESS" --secret "$SECRET" \
+	posix "${META[@]}" "$RUN_DIR/s3" >"$RUN_DIR/versitygw.log" 2>&1 &
+S3_PID=$!
+DDB_PORT="$(free_port)"
+"$DYNALITE" --host 127.0.0.1 --port "$DDB_PORT" --createTableMs 20 --deleteTableMs 20 --updateTableMs 20 \
+	>"$RUN_DIR/dynalite.log" 2>&1 &
+DDB_PID=$!
+
+cleanup_on_error() {
+	kill "$S3_PID" "$DDB_PID" 2>/dev/null || true
+	rm -rf "$RUN_DIR"
+}
+trap cleanup_on_error ERR
+wait_port "$S3_PORT" "$S3_PID" versitygw
+wait_port "$DDB_PORT" "$DDB_PID" dynalite
+trap - ERR
+
+cat >"$STATE" <<STATE
+# written by scripts/integration-up.sh; stop with scripts/integration-down.sh
+export GEOMIGRATE_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
+export GEOMIGRATE_DYNAMODB_ENDPOINT=http://127.0.0.1:$DDB_PORT
+export GEOMIGRATE_S3_PATH_STYLE=true
+export AWS_ACCESS_KEY_ID=$ACCESS
+export AWS_SECRET_ACCESS_KEY=$SECRET
+export AWS_REGION=us-east-1
+export GEOMIGRATE_INTEGRATION_VERSITYGW_PID=$S3_PID
+export GEOMIGRATE_INTEGRATION_DYNALITE_PID=$DDB_PID
+export GEOMIGRATE_INTEGRATION_RUN_DIR=$RUN_DIR
+STATE
+echo "integration-up: versitygw pid $S3_PID at http://127.0.0.1:$S3_PORT, dynalite pid $DDB_PID at http://127.0.0.1:$DDB_PORT (state $STATE)" >&2

@@ -1,0 +1,26 @@
+# Integration tests against local stand-ins for AWS: versitygw (S3) and
+# dynalite (DynamoDB), installed into .tools and started on free 127.0.0.1
+# ports. Use on its own (make -f test/integration.mk test-integration) or
+# include it from the root Makefile.
+
+INTEGRATION_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
+INTEGRATION_STATE ?= $(INTEGRATION_ROOT)/.tools/integration/state.env
+INTEGRATION_GOTEST_FLAGS ?= -count=1 -timeout 10m
+INTEGRATION_PKGS ?= ./...
+
+.PHONY: integration-tools integration-up integration-down test-integration
+
+integration-tools: ## install versitygw v1.8.0 (.tools/bin) and dynalite 4 (.tools/node_modules); skipped when present
+	@$(INTEGRATION_ROOT)/scripts/install-versitygw.sh
+	@$(INTEGRATION_ROOT)/scripts/install-dynalite.sh
+
+integration-up: integration-tools ## start versitygw and dynalite on free loopback ports; endpoints and PIDs in .tools/integration/state.env
+	@$(INTEGRATION_ROOT)/scripts/integration-up.sh $(INTEGRATION_STATE)
+	@echo "source $(INTEGRATION_STATE) to use them; make -f test/integration.mk integration-down stops them"
+
+integration-down: ## stop the servers started by integration-up (by PID)
+	@$(INTEGRATION_ROOT)/scripts/integration-down.sh $(INTEGRATION_STATE)
+
+test-integration: integration-tools ## go test -tags integration ./... against servers started for this run and always stopped afterwards
+	@cd $(INTEGRATION_ROOT) && scripts/with-integration-servers.sh \
+		go test -tags integration $(INTEGRATION_GOTEST_FLAGS) $(INTEGRATION_PKGS)
