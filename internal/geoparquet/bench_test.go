@@ -1,0 +1,94 @@
+package geoparquet
+
+import (
+	"encoding/binary"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// pointSource generates n random points with an id and a label, reusing
+// one WKB buffer (Write must copy what it keeps).
+type pointSource struct {
+	n, i int
+	rng  *rand.Rand
+	wkb  []byte
+}
+
+func newPointSource(n int) *pointSource {
+	return &pointSource{n: n, rng: rand.New(rand.NewPCG(42, 42)), wkb: make([]byte, 21)}
+}
+
+func (s *pointSource) Next() (Feature, error) {
+	if s.i >= s.n {
+		return Feature{}, io.EOF
+	}
+	s.i++
+	x, y := s.rng.Float64()*360-180, s.rng.Float64()*170-85
+	s.wkb[0] = 1
+	binary.LittleEndian.PutUint32(s.wkb[1:], 1)
+	binary.LittleEndian.PutUint64(s.wkb[5:], math.Float64bits(x))
+	binary.LittleEndian.PutUint64(s.wkb[13:], math.Float64bits(y))
+	return Feature{WKB: s.wkb, Values: []any{int64(s.i), "label-" + strconv.Itoa(s.i%1000)}}, nil
+}
+
+// peakHeap samples the live heap every 2 ms until stopped.
+type peakHeap struct {
+	stop chan struct{}
+	wg   sync.WaitGroup
+	peak uint64
+}
+
+func startPeakHeap() *peakHeap {
+	p := &peakHeap{stop: make(chan struct{})}
+	runtime.GC()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			metrics.Read(sample)
+			p.peak = max(p.peak, sample[0].Value.Uint64())
+			select {
+			case <-p.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peakHeap) Stop() uint64 { close(p.stop); p.wg.Wait(); return p.peak }
+
+// BenchmarkWrite1M writes 1,000,000 point features with two attributes
+// (make bench; not part of the default test run).
+func BenchmarkWrite1M(b *testing.B) {
+	const n = 1_000_000
+	layer := Layer{Name: "points", Fields: []Field{{Name: "id", Type: Int64}, {Name: "label", Type: String, Nullable: true}}, IsCRS84: true}
+	var st Stats
+	var peak uint64
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		ph := startPeakHeap()
+		var err error
+		st, err = Write(io.Discard, layer, newPointSource(n), DefaultOptions())
+		peak = max(peak, ph.Stop())
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "rows/s")
+	b.ReportMetric(float64(st.Bytes), "bytes")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(st.RowGroups), "row-groups")
+}

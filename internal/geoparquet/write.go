@@ -1,0 +1,643 @@
+package geoparquet
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"time"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Version is the GeoParquet version written.
+const Version = "1.1.0"
+
+// arrowGoVersion is recorded in created_by; keep in step with go.mod.
+const arrowGoVersion = "v18.8.0"
+
+// CreatedBy returns the fixed created_by string for a writer version.
+func CreatedBy(writerVersion string) string {
+	if writerVersion == "" {
+		writerVersion = "dev"
+	}
+	return "geomigrate version " + writerVersion + " (arrow-go " + arrowGoVersion + ")"
+}
+
+// geoMetadata is the "geo" key, field order fixed for canonical JSON.
+type geoMetadata struct {
+	Version       string                   `json:"version"`
+	PrimaryColumn string                   `json:"primary_column"`
+	Columns       map[string]geoColumnMeta `json:"columns"`
+}
+
+type geoColumnMeta struct {
+	Encoding      string          `json:"encoding"`
+	GeometryTypes []string        `json:"geometry_types"`
+	CRS           json.RawMessage `json:"crs,omitempty"`
+	BBox          []float64       `json:"bbox,omitempty"`
+	Covering      *geoCovering    `json:"covering,omitempty"`
+}
+
+type geoCovering struct {
+	BBox map[string][2]string `json:"bbox"`
+}
+
+// column holds one attribute column compactly while features are collected.
+type column struct {
+	f     Field
+	valid []bool
+	ints  []int64   // Int32, Int64, Date (days), DateTime (µs)
+	f64   []float64 // Float64
+	bools []bool    // Bool
+	data  []byte    // String, Binary: arena
+	offs  []int64   // String, Binary: len = rows+1
+}
+
+// table is every collected feature, columnar.
+//
+// Per-row bounding boxes are not kept: they are recomputed from the WKB
+// (a cheap linear scan) when sorting and when building each row group,
+// which saves 33 bytes a row.
+type table struct {
+	rows     int
+	geom     []byte  // WKB arena; a null geometry has length 0
+	geomOffs []int64 // len rows+1
+	cols     []*column
+	types    map[string]struct{}
+	extent   [4]float64
+}
+
+// wkb returns row r's WKB (nil for a null geometry).
+func (t *table) wkb(r int32) []byte {
+	a, b := t.geomOffs[r], t.geomOffs[r+1]
+	if a == b {
+		return nil
+	}
+	return t.geom[a:b:b]
+}
+
+// box returns row r's bbox; ok is false for a null or empty geometry.
+func (t *table) box(r int32) (b [4]float64, ok bool) {
+	w := t.wkb(r)
+	if w == nil {
+		return b, false
+	}
+	g, err := DecodeWKB(w)
+	if err != nil || g.Empty {
+		return b, false // cannot happen: every WKB was decoded on the way in
+	}
+	return [4]float64{g.MinX, g.MinY, g.MaxX, g.MaxY}, true
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Write reads every feature from src, sorts them (see Options) and writes a
+// GeoParquet 1.1.0 file to w. w is not closed.
+func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, error) {
+	if opts == (Options{}) {
+		opts = DefaultOptions()
+	}
+	if opts.RowGroupRows <= 0 {
+		opts.RowGroupRows = DefaultRowGroupRows
+	}
+	if layer.GeometryColumn == "" {
+		layer.GeometryColumn = "geometry"
+	}
+	crs, err := layerCRS(layer)
+	if err != nil {
+		return Stats{}, err
+	}
+	bboxName, err := checkNames(layer, opts.Covering)
+	if err != nil {
+		return Stats{}, err
+	}
+
+	t, err := collect(layer, src)
+	if err != nil {
+		return Stats{}, err
+	}
+	order := t.order(opts.SpatialOrder)
+
+	schema, err := buildSchema(layer, t, crs, bboxName, opts.Covering)
+	if err != nil {
+		return Stats{}, err
+	}
+	wprops := []parquet.WriterProperty{
+		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCreatedBy(CreatedBy(opts.WriterVersion)),
+		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
+		parquet.WithStats(true),
+		parquet.WithStatsFor(layer.GeometryColumn, false),
+		parquet.WithDictionaryFor(layer.GeometryColumn, false),
+	}
+	if opts.ZSTDLevel != 0 {
+		wprops = append(wprops, parquet.WithCompressionLevel(opts.ZSTDLevel))
+	}
+	if opts.Covering {
+		for _, c := range []string{"xmin", "ymin", "xmax", "ymax"} {
+			wprops = append(wprops, parquet.WithDictionaryFor(bboxName+"."+c, false))
+		}
+	}
+	cw := &countingWriter{w: w}
+	mem := memory.DefaultAllocator
+	fw, err := pqarrow.NewFileWriter(schema, cw, parquet.NewWriterProperties(wprops...), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
+	if err != nil {
+		return Stats{}, fmt.Errorf("geoparquet: create writer: %w", err)
+	}
+	groups := 0
+	for start := 0; start < t.rows; start += opts.RowGroupRows {
+		end := min(start+opts.RowGroupRows, t.rows)
+		rec := t.record(mem, schema, order[start:end], opts.Covering)
+		err := fw.Write(rec)
+		rec.Release()
+		if err != nil {
+			fw.Close()
+			return Stats{}, fmt.Errorf("geoparquet: write row group %d: %w", groups, err)
+		}
+		groups++
+	}
+	if err := fw.Close(); err != nil {
+		return Stats{}, fmt.Errorf("geoparquet: close: %w", err)
+	}
+	st := Stats{Rows: int64(t.rows), RowGroups: groups, GeometryTypes: sortedKeys(t.types), BBox: t.extent, Bytes: cw.n}
+	return st, nil
+}
+
+func sortedKeys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// layerCRS returns the compact PROJJSON to write, or nil for OGC:CRS84.
+func layerCRS(layer Layer) (json.RawMessage, error) {
+	if layer.IsCRS84 || len(bytes.TrimSpace(layer.CRSProjJSON)) == 0 {
+		return nil, nil
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(layer.CRSProjJSON, &obj); err != nil {
+		return nil, fmt.Errorf("%w: CRS is not a PROJJSON object: %v", ErrInvalidLayer, err)
+	}
+	if isCRS84(obj) {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, layer.CRSProjJSON); err != nil {
+		return nil, fmt.Errorf("%w: CRS: %v", ErrInvalidLayer, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// isCRS84 recognises a PROJJSON whose id is OGC:CRS84.
+func isCRS84(obj map[string]any) bool {
+	id, _ := obj["id"].(map[string]any)
+	if id == nil {
+		return false
+	}
+	auth, _ := id["authority"].(string)
+	return auth == "OGC" && fmt.Sprint(id["code"]) == "CRS84"
+}
+
+// checkNames validates the layer's column names and picks the covering
+// column name ("bbox", or "<geometry>_bbox" when "bbox" is an attribute).
+func checkNames(layer Layer, covering bool) (string, error) {
+	seen := map[string]bool{layer.GeometryColumn: true}
+	for i, f := range layer.Fields {
+		if f.Name == "" {
+			return "", fmt.Errorf("%w: field %d has no name", ErrInvalidLayer, i)
+		}
+		if seen[f.Name] {
+			return "", fmt.Errorf("%w: duplicate column name %q", ErrInvalidLayer, f.Name)
+		}
+		seen[f.Name] = true
+		if f.Type < Int32 || f.Type > Binary {
+			return "", fmt.Errorf("%w: field %q has unsupported type %d", ErrInvalidLayer, f.Name, int(f.Type))
+		}
+	}
+	if !covering {
+		return "", nil
+	}
+	for _, name := range []string{"bbox", layer.GeometryColumn + "_bbox"} {
+		if !seen[name] {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("%w: no free name for the bbox covering column", ErrInvalidLayer)
+}
+
+func collect(layer Layer, src FeatureSource) (*table, error) {
+	t := &table{geomOffs: []int64{0}, types: map[string]struct{}{}}
+	t.extent = [4]float64{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
+	for _, f := range layer.Fields {
+		c := &column{f: f}
+		if f.Type == String || f.Type == Binary {
+			c.offs = []int64{0}
+		}
+		t.cols = append(t.cols, c)
+	}
+	for {
+		f, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("geoparquet: reading feature %d: %w", t.rows, err)
+		}
+		if len(f.Values) != len(layer.Fields) {
+			return nil, fmt.Errorf("%w: feature %d has %d values for %d fields", ErrInvalidValue, t.rows, len(f.Values), len(layer.Fields))
+		}
+		if err := t.addGeometry(f.WKB); err != nil {
+			return nil, fmt.Errorf("%w: feature %d: %v", ErrInvalidGeometry, t.rows, err)
+		}
+		for i, c := range t.cols {
+			if err := c.add(f.Values[i]); err != nil {
+				return nil, fmt.Errorf("%w: feature %d, field %q: %v", ErrInvalidValue, t.rows, c.f.Name, err)
+			}
+		}
+		t.rows++
+	}
+	if t.extent[0] > t.extent[2] {
+		t.extent = [4]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
+	}
+	return t, nil
+}
+
+func (t *table) addGeometry(wkb []byte) error {
+	if len(wkb) == 0 {
+		t.geomOffs = append(t.geomOffs, int64(len(t.geom)))
+		return nil
+	}
+	g, err := DecodeWKB(wkb)
+	if err != nil {
+		return err
+	}
+	t.types[g.TypeName()] = struct{}{}
+	t.geom = append(t.geom, wkb...)
+	t.geomOffs = append(t.geomOffs, int64(len(t.geom)))
+	if !g.Empty {
+		t.extent[0], t.extent[1] = min(t.extent[0], g.MinX), min(t.extent[1], g.MinY)
+		t.extent[2], t.extent[3] = max(t.extent[2], g.MaxX), max(t.extent[3], g.MaxY)
+	}
+	return nil
+}
+
+func (c *column) add(v any) error {
+	if v == nil {
+		if !c.f.Nullable {
+			return errors.New("null in a non-nullable field")
+		}
+		c.valid = append(c.valid, false)
+		switch c.f.Type {
+		case Float64:
+			c.f64 = append(c.f64, 0)
+		case Bool:
+			c.bools = append(c.bools, false)
+		case String, Binary:
+			c.offs = append(c.offs, int64(len(c.data)))
+		default:
+			c.ints = append(c.ints, 0)
+		}
+		return nil
+	}
+	switch c.f.Type {
+	case Int32, Int64:
+		n, ok := toInt64(v)
+		if !ok {
+			return fmt.Errorf("%T is not an integer", v)
+		}
+		if c.f.Type == Int32 && (n < math.MinInt32 || n > math.MaxInt32) {
+			return fmt.Errorf("%d overflows int32", n)
+		}
+		c.ints = append(c.ints, n)
+	case Float64:
+		switch x := v.(type) {
+		case float64:
+			c.f64 = append(c.f64, x)
+		case float32:
+			c.f64 = append(c.f64, float64(x))
+		default:
+			n, ok := toInt64(v)
+			if !ok {
+				return fmt.Errorf("%T is not a number", v)
+			}
+			c.f64 = append(c.f64, float64(n))
+		}
+	case Bool:
+		b, ok := v.(bool)
+		if !ok {
+			return fmt.Errorf("%T is not a bool", v)
+		}
+		c.bools = append(c.bools, b)
+	case Date, DateTime:
+		tm, ok := v.(time.Time)
+		if !ok {
+			return fmt.Errorf("%T is not a time.Time", v)
+		}
+		if c.f.Type == Date {
+			y, m, d := tm.Date()
+			c.ints = append(c.ints, time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()/86400)
+		} else {
+			c.ints = append(c.ints, tm.UnixMicro())
+		}
+	case String:
+		var s string
+		switch x := v.(type) {
+		case string:
+			s = x
+		case []byte:
+			s = string(x)
+		default:
+			return fmt.Errorf("%T is not a string", v)
+		}
+		if !utf8.ValidString(s) {
+			return errors.New("string is not valid UTF-8")
+		}
+		c.data = append(c.data, s...)
+		c.offs = append(c.offs, int64(len(c.data)))
+	case Binary:
+		switch x := v.(type) {
+		case []byte:
+			c.data = append(c.data, x...)
+		case string:
+			c.data = append(c.data, x...)
+		default:
+			return fmt.Errorf("%T is not []byte", v)
+		}
+		c.offs = append(c.offs, int64(len(c.data)))
+	}
+	c.valid = append(c.valid, true)
+	return nil
+}
+
+func toInt64(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int64:
+		return x, true
+	case int32:
+		return int64(x), true
+	case int:
+		return int64(x), true
+	case int16:
+		return int64(x), true
+	case int8:
+		return int64(x), true
+	case uint8:
+		return int64(x), true
+	case uint16:
+		return int64(x), true
+	case uint32:
+		return int64(x), true
+	}
+	return 0, false
+}
+
+// order returns the row permutation: input order, or a stable Hilbert
+// order of bbox centres over the layer extent (rows without a bbox last).
+func (t *table) order(spatial bool) []int32 {
+	idx := make([]int32, t.rows)
+	if !spatial || t.rows < 2 || math.IsNaN(t.extent[0]) {
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		return idx
+	}
+	// key<<32 | row: sorting the packed keys is a stable sort by key.
+	keys := make([]uint64, t.rows)
+	for i := range keys {
+		k := uint64(math.MaxUint32)
+		if b, ok := t.box(int32(i)); ok {
+			cx, cy := (b[0]+b[2])/2, (b[1]+b[3])/2
+			k = hilbertIndex(gridCell(cx, t.extent[0], t.extent[2]), gridCell(cy, t.extent[1], t.extent[3]))
+		}
+		keys[i] = k<<32 | uint64(i)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		idx[i] = int32(uint32(k))
+	}
+	return idx
+}
+
+func arrowType(ft FieldType) arrow.DataType {
+	switch ft {
+	case Int32:
+		return arrow.PrimitiveTypes.Int32
+	case Int64:
+		return arrow.PrimitiveTypes.Int64
+	case Float64:
+		return arrow.PrimitiveTypes.Float64
+	case String:
+		return arrow.BinaryTypes.String
+	case Bool:
+		return arrow.FixedWidthTypes.Boolean
+	case Date:
+		return arrow.FixedWidthTypes.Date32
+	case DateTime:
+		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	case Binary:
+		return arrow.BinaryTypes.Binary
+	}
+	return nil
+}
+
+var bboxFields = []arrow.Field{
+	{Name: "xmin", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "ymin", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "xmax", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "ymax", Type: arrow.PrimitiveTypes.Float64},
+}
+
+func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, covering bool) (*arrow.Schema, error) {
+	fields := make([]arrow.Field, 0, len(layer.Fields)+2)
+	for _, f := range layer.Fields {
+		fields = append(fields, arrow.Field{Name: f.Name, Type: arrowType(f.Type), Nullable: f.Nullable})
+	}
+	fields = append(fields, arrow.Field{Name: layer.GeometryColumn, Type: arrow.BinaryTypes.Binary, Nullable: true})
+	col := geoColumnMeta{Encoding: "WKB", GeometryTypes: sortedKeys(t.types), CRS: crs}
+	if !math.IsNaN(t.extent[0]) {
+		col.BBox = t.extent[:]
+	}
+	if covering {
+		fields = append(fields, arrow.Field{Name: bboxName, Type: arrow.StructOf(bboxFields...), Nullable: true})
+		col.Covering = &geoCovering{BBox: map[string][2]string{
+			"xmin": {bboxName, "xmin"}, "ymin": {bboxName, "ymin"},
+			"xmax": {bboxName, "xmax"}, "ymax": {bboxName, "ymax"},
+		}}
+	}
+	geo, err := json.Marshal(geoMetadata{Version: Version, PrimaryColumn: layer.GeometryColumn,
+		Columns: map[string]geoColumnMeta{layer.GeometryColumn: col}})
+	if err != nil {
+		return nil, fmt.Errorf("geoparquet: encode geo metadata: %w", err)
+	}
+	md := arrow.NewMetadata([]string{"geo"}, []string{string(geo)})
+	return arrow.NewSchema(fields, &md), nil
+}
+
+// record builds the arrow record of the rows idx (already ordered).
+func (t *table) record(mem memory.Allocator, schema *arrow.Schema, idx []int32, covering bool) arrow.RecordBatch {
+	n := len(idx)
+	cols := make([]arrow.Array, 0, schema.NumFields())
+	for _, c := range t.cols {
+		cols = append(cols, c.array(mem, idx))
+	}
+	gb := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+	var size int64
+	for _, r := range idx {
+		size += t.geomOffs[r+1] - t.geomOffs[r]
+	}
+	gb.Reserve(n)
+	gb.ReserveData(int(size))
+	for _, r := range idx {
+		if w := t.wkb(r); w != nil {
+			gb.Append(w)
+		} else {
+			gb.AppendNull()
+		}
+	}
+	cols = append(cols, gb.NewArray())
+	gb.Release()
+	if covering {
+		sb := array.NewStructBuilder(mem, arrow.StructOf(bboxFields...))
+		sb.Reserve(n)
+		fbs := make([]*array.Float64Builder, 4)
+		for i := range fbs {
+			fbs[i] = sb.FieldBuilder(i).(*array.Float64Builder)
+			fbs[i].Reserve(n)
+		}
+		for _, r := range idx {
+			b, ok := t.box(r)
+			if !ok {
+				sb.AppendNull()
+				continue
+			}
+			sb.Append(true)
+			for i, fb := range fbs {
+				fb.Append(b[i])
+			}
+		}
+		cols = append(cols, sb.NewArray())
+		sb.Release()
+	}
+	rec := array.NewRecordBatch(schema, cols, int64(n))
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec
+}
+
+func (c *column) array(mem memory.Allocator, idx []int32) arrow.Array {
+	switch c.f.Type {
+	case Int32:
+		b := array.NewInt32Builder(mem)
+		defer b.Release()
+		b.Reserve(len(idx))
+		for _, r := range idx {
+			if c.valid[r] {
+				b.Append(int32(c.ints[r]))
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	case Int64:
+		b := array.NewInt64Builder(mem)
+		defer b.Release()
+		b.Reserve(len(idx))
+		for _, r := range idx {
+			if c.valid[r] {
+				b.Append(c.ints[r])
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	case Date:
+		b := array.NewDate32Builder(mem)
+		defer b.Release()
+		b.Reserve(len(idx))
+		for _, r := range idx {
+			if c.valid[r] {
+				b.Append(arrow.Date32(c.ints[r]))
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	case DateTime:
+		b := array.NewTimestampBuilder(mem, arrowType(DateTime).(*arrow.TimestampType))
+		defer b.Release()
+		b.Reserve(len(idx))
+		for _, r := range idx {
+			if c.valid[r] {
+				b.Append(arrow.Timestamp(c.ints[r]))
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	case Float64:
+		b := array.NewFloat64Builder(mem)
+		defer b.Release()
+		b.Reserve(len(idx))
+		for _, r := range idx {
+			if c.valid[r] {
+				b.Append(c.f64[r])
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	case Bool:
+		b := array.NewBooleanBuilder(mem)
+		defer b.Release()
+		b.Reserve(len(idx))
+		for _, r := range idx {
+			if c.valid[r] {
+				b.Append(c.bools[r])
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	default: // String, Binary
+		b := array.NewBinaryBuilder(mem, arrowType(c.f.Type).(arrow.BinaryDataType))
+		defer b.Release()
+		b.Reserve(len(idx))
+		var size int64
+		for _, r := range idx {
+			size += c.offs[r+1] - c.offs[r]
+		}
+		b.ReserveData(int(size))
+		for _, r := range idx {
+			if c.valid[r] {
+				b.Append(c.data[c.offs[r]:c.offs[r+1]])
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	}
+}
