@@ -7,9 +7,6 @@ BIN      := bin
 TOOLS    := $(CURDIR)/.tools
 SAMPLES  ?= samples
 OUT      ?= out
-FUNCTIONS := hashcheck convert classify promote
-LAMBDA_ARCH ?= arm64
-GOFLAGS_LAMBDA := -trimpath -tags lambda.norpc -ldflags "-s -w"
 # Debian/Ubuntu packages the build and the tests need: GDAL headers for the
 # cgo package, gdal-bin and python3-gdal for the external COG judge.
 APT_PACKAGES := libgdal-dev gdal-bin python3-gdal pkg-config
@@ -40,19 +37,10 @@ run: cli ## generate sample data and migrate it locally into ./out, printing a s
 	./$(BIN)/geomigrate migrate $(SAMPLES) --dest $(OUT)
 	./$(BIN)/geomigrate status --dest $(OUT)
 
-.PHONY: build
-build: deps ## build the Lambda bootstraps into build/<name>/bootstrap (pure-Go ones for linux/$(LAMBDA_ARCH); convert for this machine, see layers/gdal for arm64)
-	@for fn in hashcheck classify promote; do \
-	  echo "build/$$fn/bootstrap (linux/$(LAMBDA_ARCH))"; \
-	  CGO_ENABLED=0 GOOS=linux GOARCH=$(LAMBDA_ARCH) $(GO) build $(GOFLAGS_LAMBDA) -o build/$$fn/bootstrap ./functions/$$fn || exit 1; \
-	done
-	@echo "build/convert/bootstrap (linux/$$($(GO) env GOARCH), system GDAL)"
-	@CGO_ENABLED=1 $(GO) build $(GOFLAGS_LAMBDA) -o build/convert/bootstrap ./functions/convert
-
 .PHONY: test
-test: deps ## install and start what the tests need, run them all, stop what was started
+test: deps hyparquet ## install and start what the tests need, run them all, stop what was started
 	$(GO) vet ./...
-	$(GO) test -count=1 ./...
+	$(GO) vet -tags integration ./...
 	$(MAKE) --no-print-directory test-integration
 	$(MAKE) --no-print-directory test-infra
 
@@ -61,8 +49,8 @@ test-unit: ## unit tests only (no services)
 	$(GO) test ./...
 
 .PHONY: bench
-bench: deps ## run the benchmarks
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: deps ## run the benchmarks (conversion speed against gdal_translate, GeoParquet rows/s and memory, cold starts)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./...
 
 .PHONY: fmt
 fmt: ## gofmt the tree
@@ -72,5 +60,7 @@ fmt: ## gofmt the tree
 clean: ## remove build outputs, samples and local runs
 	rm -rf $(BIN) build $(SAMPLES) $(OUT)
 
--include test/integration.mk
--include infra/infra.mk
+include test/integration.mk
+include scripts/hyparquet/hyparquet.mk
+include infra/infra.mk
+-include functions/functions.mk

@@ -30,3 +30,9 @@ const (
 	ErrorRoutedRemediation   = "Routed.Remediation"
 	ErrorRoutedDeadLetter    = "Routed.DeadLetter"
 )
+
+// Backfill is backfill.asl.json: a Distributed Map running Migrate as child
+// executions over an S3 prefix or an S3 Inventory manifest.
+//
+//go:embed backfill.asl.json
+var Backfill []byte

@@ -1,0 +1,274 @@
+package localrun
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/statemachine"
+)
+
+// Resources the backfill definition uses, served locally.
+const (
+	resourceListObjects    = "arn:aws:states:::s3:listObjectsV2"
+	resourceGetObject      = "arn:aws:states:::s3:getObject"
+	resourcePutObject      = "arn:aws:states:::s3:putObject"
+	resourceStartExecution = "arn:aws:states:::states:startExecution.sync:2"
+	// MigrateStateMachine is the local ARN of the migrate state machine.
+	MigrateStateMachine = "arn:aws:states:local:000000000000:stateMachine:geomigrate-migrate"
+)
+
+// Backfill runs statemachine/backfill.asl.json locally: its Distributed Map
+// lists a bucket prefix (or reads an S3 Inventory manifest) through the
+// object store, runs each item as a child execution of the migrate
+// executor, and writes the result files to the results bucket.
+type Backfill struct {
+	exec    *asl.Executor
+	mu      sync.Mutex
+	results []Outcome
+}
+
+// BackfillConfig names the buckets the definition's placeholders stand for.
+type BackfillConfig struct {
+	SourceBucket  string
+	ResultsBucket string
+	Store         objectstore.Store // lists sources, reads manifests, writes results
+	Migrate       *asl.Executor     // runs each child execution
+}
+
+// NewBackfill parses the backfill definition and binds its resources.
+func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
+	def, err := asl.Substitute(statemachine.Backfill, map[string]string{
+		"MigrateStateMachineArn": MigrateStateMachine,
+		"SourceBucket":           cfg.SourceBucket,
+		"ResultsBucket":          cfg.ResultsBucket,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("localrun.NewBackfill: %w", err)
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		return nil, fmt.Errorf("localrun.NewBackfill: %w", err)
+	}
+	b := &Backfill{}
+	all := []asl.Option{
+		asl.WithStateMachineName("geomigrate-backfill"),
+		asl.WithResource(resourceListObjects, listObjects(cfg.Store)),
+		asl.WithResource(resourceGetObject, readManifest(cfg.Store)),
+		asl.WithResource(resourcePutObject, writeResults(cfg.Store)),
+		asl.WithResource(resourceStartExecution, b.startChild(cfg.Migrate)),
+	}
+	b.exec = asl.NewExecutor(sm, append(all, opts...)...)
+	return b, nil
+}
+
+// Run starts one backfill execution; input is {"prefix": …} or
+// {"manifest": {"bucket", "key"}} with the optional fields the definition
+// documents. It returns the execution result and the child outcomes.
+func (b *Backfill) Run(ctx context.Context, name string, input json.RawMessage) (*asl.Result, []Outcome, error) {
+	res, err := b.exec.Run(ctx, name, input)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return res, b.results, err
+}
+
+// listObjects answers ListObjectsV2 the way the ItemReader reads it.
+func listObjects(store objectstore.Store) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		var p struct{ Bucket, Prefix string }
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		type item struct {
+			Key          string
+			Size         int64
+			Etag         string
+			LastModified string
+			StorageClass string
+		}
+		var items []item
+		err := store.List(ctx, p.Bucket, p.Prefix, func(o objectstore.Object) error {
+			items = append(items, item{Key: o.Key, Size: o.Size, Etag: `"` + o.ETag + `"`, LastModified: o.Modified.UTC().Format(time.RFC3339), StorageClass: "STANDARD"})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listObjectsV2 %s/%s: %w", p.Bucket, p.Prefix, err)
+		}
+		return json.Marshal(map[string]any{"Contents": items})
+	}
+}
+
+// readManifest reads an S3 Inventory manifest.json and its CSV files (gzip
+// or plain) into {Bucket, Key} items. Inventory CSVs URL-encode keys.
+func readManifest(store objectstore.Store) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		var p struct{ Bucket, Key string }
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		var manifest struct {
+			FileFormat string `json:"fileFormat"`
+			Files      []struct {
+				Key string `json:"key"`
+			} `json:"files"`
+		}
+		if err := readJSON(ctx, store, p.Bucket, p.Key, &manifest); err != nil {
+			return nil, fmt.Errorf("manifest s3://%s/%s: %w", p.Bucket, p.Key, err)
+		}
+		if manifest.FileFormat != "" && manifest.FileFormat != "CSV" {
+			return nil, fmt.Errorf("manifest s3://%s/%s: file format %q: only CSV inventories are read", p.Bucket, p.Key, manifest.FileFormat)
+		}
+		type item struct{ Bucket, Key string }
+		var items []item
+		for _, f := range manifest.Files {
+			rows, err := readInventoryCSV(ctx, store, p.Bucket, f.Key)
+			if err != nil {
+				return nil, fmt.Errorf("inventory file %s: %w", f.Key, err)
+			}
+			for _, r := range rows {
+				if len(r) < 2 {
+					continue
+				}
+				key, err := url.QueryUnescape(r[1])
+				if err != nil {
+					key = r[1]
+				}
+				items = append(items, item{Bucket: r[0], Key: key})
+			}
+		}
+		return json.Marshal(items)
+	}
+}
+
+func readJSON(ctx context.Context, store objectstore.Store, bucket, key string, v any) error {
+	rc, err := store.Open(ctx, bucket, key)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	return json.NewDecoder(rc).Decode(v)
+}
+
+func readInventoryCSV(ctx context.Context, store objectstore.Store, bucket, key string) ([][]string, error) {
+	rc, err := store.Open(ctx, bucket, key)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var r io.Reader = bufio.NewReader(rc)
+	if strings.HasSuffix(key, ".gz") {
+		gz, err := gzip.NewReader(r)
+		if err != nil {
+			return nil, err
+		}
+		defer gz.Close()
+		r = gz
+	}
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	return cr.ReadAll()
+}
+
+// writeResults writes the Map's results the way ResultWriter does on AWS:
+// a manifest and the succeeded and failed items as JSON files under the
+// prefix, one folder per execution.
+func writeResults(store objectstore.Store) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		var p struct {
+			Bucket, Prefix string
+			Results        []json.RawMessage
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		var ok, failed []json.RawMessage
+		for _, r := range p.Results {
+			var probe struct{ Error *string }
+			if json.Unmarshal(r, &probe) == nil && probe.Error != nil {
+				failed = append(failed, r)
+			} else {
+				ok = append(ok, r)
+			}
+		}
+		dir := path.Join(p.Prefix, time.Now().UTC().Format("20060102T150405.000000000")) + "/"
+		put := func(name string, v any) (string, error) {
+			b, err := json.MarshalIndent(v, "", "  ")
+			if err != nil {
+				return "", err
+			}
+			key := dir + name
+			_, err = store.Put(ctx, objectstore.PutRequest{Bucket: p.Bucket, Key: key, Body: strings.NewReader(string(b)), Size: int64(len(b))})
+			return key, err
+		}
+		if _, err := put("SUCCEEDED_0.json", ok); err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+		if _, err := put("FAILED_0.json", failed); err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+		manifest := map[string]any{"DestinationBucket": p.Bucket, "ResultFiles": map[string]any{
+			"SUCCEEDED": []map[string]any{{"Key": dir + "SUCCEEDED_0.json", "Items": len(ok)}},
+			"FAILED":    []map[string]any{{"Key": dir + "FAILED_0.json", "Items": len(failed)}},
+		}}
+		key, err := put("manifest.json", manifest)
+		if err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+		return json.Marshal(map[string]any{"ResultWriterDetails": map[string]string{"Bucket": p.Bucket, "Key": key}})
+	}
+}
+
+// startChild runs one child execution of the migrate state machine and
+// answers as startExecution.sync:2 does: the DescribeExecution shape on
+// success, States.TaskFailed with that shape as Cause on failure.
+func (b *Backfill) startChild(migrate *asl.Executor) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	return func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		var p struct {
+			StateMachineArn string
+			Input           json.RawMessage
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		if p.StateMachineArn != MigrateStateMachine {
+			return nil, &asl.TaskError{Name: "StepFunctions.StateMachineDoesNotExistException", Cause: "no local state machine " + p.StateMachineArn}
+		}
+		var src struct{ Bucket, Key string }
+		_ = json.Unmarshal(p.Input, &src)
+		o := Outcome{Bucket: src.Bucket, Key: src.Key, Execution: ExecutionName(src.Key)}
+		start := time.Now()
+		res, err := migrate.Run(ctx, o.Execution, p.Input)
+		if err != nil {
+			return nil, err
+		}
+		o.Duration = time.Since(start)
+		Summarize(res, &o)
+		o.History = nil
+		b.mu.Lock()
+		b.results = append(b.results, o)
+		b.mu.Unlock()
+		desc := map[string]any{
+			"ExecutionArn": res.ExecutionArn, "Name": res.Name, "StateMachineArn": MigrateStateMachine,
+			"Status": res.Status, "StartDate": res.StartTime.UnixMilli(), "StopDate": res.StopTime.UnixMilli(),
+			"Input": json.RawMessage(p.Input),
+		}
+		if res.Status == "SUCCEEDED" {
+			desc["Output"] = res.Output
+			return json.Marshal(desc)
+		}
+		desc["Error"], desc["Cause"] = res.Error, res.Cause
+		cause, _ := json.Marshal(desc)
+		return nil, &asl.TaskError{Name: "States.TaskFailed", Cause: string(cause)}
+	}
+}

@@ -1,0 +1,100 @@
+// Package localrun runs the migrate state machine on one machine: the
+// project's own States Language executor drives the real handlers
+// in-process, and the SQS tasks append to local queues. `geomigrate migrate`
+// and the integration tests use it with embedded or AWS backends alike.
+package localrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/queue"
+	"github.com/geomigrate/geomigrate/statemachine"
+)
+
+// Local names substituted for the definition's placeholders, the way CDK
+// substitutes ARNs and queue URLs on AWS.
+const (
+	HashCheckFunction   = "arn:aws:lambda:local:000000000000:function:geomigrate-hashcheck"
+	ConvertFunction     = "arn:aws:lambda:local:000000000000:function:geomigrate-convert"
+	PromoteFunction     = "arn:aws:lambda:local:000000000000:function:geomigrate-promote"
+	ClassifyFunction    = "arn:aws:lambda:local:000000000000:function:geomigrate-classify"
+	RemediationQueueURL = "local://queues/remediation"
+	DeadLetterQueueURL  = "local://queues/dead-letter"
+)
+
+// Substitutions maps every placeholder of the migrate definition to its
+// local stand-in.
+func Substitutions() map[string]string {
+	return map[string]string{
+		statemachine.HashCheckFunctionArn: HashCheckFunction,
+		statemachine.ConvertFunctionArn:   ConvertFunction,
+		statemachine.PromoteFunctionArn:   PromoteFunction,
+		statemachine.ClassifyFunctionArn:  ClassifyFunction,
+		statemachine.RemediationQueueURL:  RemediationQueueURL,
+		statemachine.DeadLetterQueueURL:   DeadLetterQueueURL,
+	}
+}
+
+// Handlers are the four steps.
+type Handlers struct {
+	HashCheck *migration.HashCheck
+	Convert   *migration.Convert
+	Promote   *migration.Promote
+	Classify  *migration.Classify
+}
+
+// Queues receive what the state machine routes.
+type Queues struct {
+	Remediation queue.Sender
+	DeadLetter  queue.Sender
+}
+
+// LambdaFunc adapts a typed handler to the executor the way the Lambda
+// runtime does: JSON in, JSON out, the handler's error passed through
+// unchanged so its type name becomes the Step Functions error.
+func LambdaFunc[I, O any](h func(context.Context, I) (O, error)) asl.LambdaFunc {
+	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+		var in I
+		if err := json.Unmarshal(payload, &in); err != nil {
+			return nil, err
+		}
+		out, err := h(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(out)
+	}
+}
+
+// NewExecutor parses the migrate definition with local substitutions and
+// binds the handlers and queues to it. More options (clock, randomness,
+// history observers) are passed through.
+func NewExecutor(h Handlers, q Queues, opts ...asl.Option) (*asl.Executor, error) {
+	def, err := asl.Substitute(statemachine.Migrate, Substitutions())
+	if err != nil {
+		return nil, fmt.Errorf("localrun: %w", err)
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		return nil, fmt.Errorf("localrun: %w", err)
+	}
+	queues := map[string]queue.Sender{RemediationQueueURL: q.Remediation, DeadLetterQueueURL: q.DeadLetter}
+	all := []asl.Option{
+		asl.WithLambda(HashCheckFunction, LambdaFunc(h.HashCheck.Handle)),
+		asl.WithLambda(ConvertFunction, LambdaFunc(h.Convert.Handle)),
+		asl.WithLambda(PromoteFunction, LambdaFunc(h.Promote.Handle)),
+		asl.WithLambda(ClassifyFunction, LambdaFunc(h.Classify.Handle)),
+		asl.WithSQS(func(ctx context.Context, url, body string) (string, error) {
+			s, ok := queues[url]
+			if !ok || s == nil {
+				return "", fmt.Errorf("no local queue for %s", url)
+			}
+			return s.Send(ctx, body)
+		}),
+	}
+	return asl.NewExecutor(sm, append(all, opts...)...), nil
+}

@@ -1,0 +1,172 @@
+package localrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/statemachine"
+)
+
+// Outcome statuses: every input ends in exactly one.
+const (
+	StatusCompleted   = "completed"
+	StatusSkipped     = "skipped"
+	StatusRemediation = "remediation"
+	StatusDeadLetter  = "dlq"
+	// StatusFailed: the execution itself failed without routing the job
+	// (unrecognized input, routing failure, job deadline). The execution
+	// history is the record.
+	StatusFailed = "failed"
+)
+
+// Outcome is what became of one input.
+type Outcome struct {
+	Bucket    string        `json:"bucket"`
+	Key       string        `json:"key"`
+	Execution string        `json:"execution"`
+	Status    string        `json:"status"`
+	Reason    string        `json:"reason,omitempty"`
+	JobID     string        `json:"job_id,omitempty"`
+	Tier      string        `json:"tier,omitempty"`
+	Error     string        `json:"error,omitempty"`
+	Code      string        `json:"code,omitempty"`
+	Message   string        `json:"message,omitempty"`
+	Attempts  int           `json:"attempts,omitempty"`
+	Retries   int           `json:"retries"` // retries the state machine scheduled
+	BytesIn   int64         `json:"bytes_in"`
+	BytesOut  int64         `json:"bytes_out"`
+	Outputs   []string      `json:"outputs,omitempty"`
+	Duration  time.Duration `json:"duration_ns"`
+	History   []asl.Event   `json:"-"`
+}
+
+// Runner runs the migrate state machine over many inputs, Workers at a time.
+type Runner struct {
+	Executor *asl.Executor
+	Workers  int
+	// OnDone is called once per input as it finishes (progress display).
+	OnDone func(Outcome)
+}
+
+// Run executes one state machine execution per input and returns the
+// outcomes in input order. ctx cancellation stops new executions; running
+// ones see the cancelled context.
+func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
+	workers := max(r.Workers, 1)
+	out := make([]Outcome, len(inputs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = r.runOne(ctx, inputs[i])
+				if r.OnDone != nil {
+					r.OnDone(out[i])
+				}
+			}
+		}()
+	}
+feed:
+	for i := range inputs {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			for j := i; j < len(inputs); j++ {
+				out[j] = Outcome{Bucket: inputs[j].Bucket, Key: inputs[j].Key, Status: StatusFailed, Error: "Cancelled", Message: ctx.Err().Error()}
+			}
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// ExecutionName is unique per run: it is also the lease owner, and a new
+// run must not mistake an old run's lease for its own.
+func ExecutionName(key string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%s", time.Now().UTC().Format("20060102T150405"), hex.EncodeToString(b[:]))
+}
+
+func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
+	start := time.Now()
+	o := Outcome{Bucket: src.Bucket, Key: src.Key, Execution: ExecutionName(src.Key)}
+	input, _ := json.Marshal(src)
+	res, err := r.Executor.Run(ctx, o.Execution, input)
+	o.Duration = time.Since(start)
+	if err != nil {
+		o.Status, o.Error, o.Message = StatusFailed, "Executor", err.Error()
+		return o
+	}
+	Summarize(res, &o)
+	return o
+}
+
+// Summarize reads an execution result into an outcome.
+func Summarize(res *asl.Result, o *Outcome) {
+	o.History = res.History
+	for _, ev := range res.History {
+		if ev.Type == "RetryScheduled" {
+			o.Retries++
+		}
+	}
+	if res.Status == "SUCCEEDED" {
+		var done struct {
+			Status string               `json:"status"`
+			Reason string               `json:"reason"`
+			Job    migration.Job        `json:"job"`
+			Out    []migration.Artifact `json:"outputs"`
+		}
+		_ = json.Unmarshal(res.Output, &done)
+		o.Status, o.Reason, o.JobID = done.Status, done.Reason, done.Job.ID
+		if o.Status == StatusCompleted {
+			o.BytesIn = done.Job.SourceSize
+		}
+		for _, a := range done.Out {
+			o.BytesOut += a.Size
+			o.Outputs = append(o.Outputs, a.DestKey)
+		}
+		if o.Status != StatusCompleted && o.Status != StatusSkipped {
+			o.Status, o.Message = StatusFailed, "unexpected output: "+string(res.Output)
+		}
+		return
+	}
+	switch res.Error {
+	case statemachine.ErrorRoutedRemediation:
+		o.Status = StatusRemediation
+	case statemachine.ErrorRoutedDeadLetter:
+		o.Status = StatusDeadLetter
+	default:
+		o.Status, o.Error, o.Message = StatusFailed, res.Error, res.Cause
+		return
+	}
+	// The routed message is Classify's output (or ClassifyFailed's).
+	for i := len(res.History) - 1; i >= 0; i-- {
+		ev := res.History[i]
+		if ev.Type != "StateExited" || (ev.State != "Route" && ev.State != "ClassifyFailed") {
+			continue
+		}
+		var st struct {
+			Classified struct {
+				Tier    string                 `json:"tier"`
+				Message migration.RouteMessage `json:"message"`
+			} `json:"classified"`
+		}
+		if json.Unmarshal(ev.Output, &st) == nil {
+			m := st.Classified.Message
+			o.Tier, o.JobID, o.Error, o.Code, o.Message, o.Attempts = st.Classified.Tier, m.JobID, m.Error, m.Code, m.Message, m.Attempts
+		}
+		break
+	}
+}

@@ -1,0 +1,212 @@
+package migration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+)
+
+// Routes.
+const (
+	RouteRemediation = "remediation"
+	RouteDeadLetter  = "dlq"
+)
+
+// Rule maps a Step Functions error name to a tier and a route. Name is an
+// exact name, a prefix ending in "*", or "*" alone.
+type Rule struct {
+	Name  string
+	Tier  fault.Tier
+	Route string
+}
+
+// DefaultRules is the design's error contract. Only data faults go to
+// remediation: a person can fix the file. Everything else goes to the DLQ,
+// from where it is replayed once the system is healthy again.
+var DefaultRules = []Rule{
+	{"DataError", fault.TierDataSpecific, RouteRemediation},
+	{"TransientError", fault.TierTransient, RouteDeadLetter}, // retries exhausted
+	{"SystemicError", fault.TierSystemic, RouteDeadLetter},
+	{"Lambda.*", fault.TierTransient, RouteDeadLetter}, // service errors, retries exhausted
+	{"States.Timeout", fault.TierSystemic, RouteDeadLetter},
+	{"*", fault.TierUnknown, RouteDeadLetter},
+}
+
+func match(rules []Rule, name string) Rule {
+	for _, r := range rules {
+		if r.Name == name || r.Name == "*" || (strings.HasSuffix(r.Name, "*") && strings.HasPrefix(name, strings.TrimSuffix(r.Name, "*"))) {
+			return r
+		}
+	}
+	return Rule{Name: "*", Tier: fault.TierUnknown, Route: RouteDeadLetter}
+}
+
+// RouteMessage is the queue message: everything needed to understand and
+// replay the job without reading logs.
+type RouteMessage struct {
+	Version      int       `json:"version"`
+	JobID        string    `json:"job_id"`
+	DatasetID    string    `json:"dataset_id"`
+	Bucket       string    `json:"bucket"`
+	Key          string    `json:"key"`
+	SourceSHA256 string    `json:"source_sha256,omitempty"`
+	RecipeHash   string    `json:"recipe_hash,omitempty"`
+	Tier         string    `json:"tier"`
+	Route        string    `json:"route"`
+	Error        string    `json:"error"`
+	Code         string    `json:"code,omitempty"`
+	Message      string    `json:"message"`
+	Cause        string    `json:"cause,omitempty"`
+	Attempts     int       `json:"attempts"`
+	Execution    string    `json:"execution"`
+	FailedAt     time.Time `json:"failed_at"`
+	Hint         string    `json:"hint"`
+	// Replay is the input that starts the job again once fixed.
+	Replay Source `json:"replay"`
+}
+
+// Classify turns a caught error into a tier, a route and a message, and
+// records the terminal status.
+type Classify struct {
+	tracker *statestore.Tracker
+	rules   []Rule
+	now     func() time.Time
+	log     *slog.Logger
+}
+
+// NewClassify wires the handler; rules nil means DefaultRules.
+func NewClassify(tracker *statestore.Tracker, rules []Rule, log *slog.Logger) *Classify {
+	if rules == nil {
+		rules = DefaultRules
+	}
+	return &Classify{tracker: tracker, rules: rules, now: time.Now, log: log}
+}
+
+// Handle is the Lambda handler.
+func (c *Classify) Handle(ctx context.Context, in ClassifyInput) (ClassifyOutput, error) {
+	log := logFor(c.log, in.Context, in.Source.Key)
+	out, err := c.classify(ctx, in)
+	meterOf(c).classify(in, out, err)
+	logOutcome(ctx, log, "classify", err, slog.String("job", out.Message.JobID), slog.String("tier", out.Tier),
+		slog.String("route", out.Route), slog.String("error", in.Error.Error), slog.String("code", out.Message.Code))
+	return out, boundary(err, in.Context)
+}
+
+// lambdaCause is the Cause Step Functions records for a function error.
+type lambdaCause struct {
+	ErrorMessage string `json:"errorMessage"`
+	ErrorType    string `json:"errorType"`
+}
+
+// Describe reads a caught error: its message (from the Lambda error JSON in
+// Cause, or Cause itself), the data error code and the attempts made.
+func Describe(e CaughtError) (message string, code fault.Code, attempts int) {
+	message = e.Cause
+	var lc lambdaCause
+	if json.Unmarshal([]byte(e.Cause), &lc) == nil && lc.ErrorMessage != "" {
+		message = lc.ErrorMessage
+	}
+	message, attempts = fault.ParseAttempt(message)
+	if e.Error == "DataError" {
+		if code = fault.ParseCode(message); code != "" {
+			message = strings.TrimPrefix(message, string(code)+": ")
+		}
+	}
+	return message, code, attempts
+}
+
+func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutput, error) {
+	rule := match(c.rules, in.Error.Error)
+	msg, code, attempts := Describe(in.Error)
+	src := in.Source
+	if key, err := src.DecodedKey(); err == nil {
+		src.Key = key
+	}
+	src.KeyEncoding = "plain"
+	job := in.Job
+	if job.ID == "" { // failed before HashCheck could fingerprint and claim
+		if src.DatasetID == "" {
+			src.DatasetID = src.Bucket
+		}
+		job = Job{ID: src.DatasetID + ":unhashed:" + src.Bucket + "/" + src.Key, DatasetID: src.DatasetID, SourceBucket: src.Bucket, SourceKey: src.Key}
+	}
+	out := ClassifyOutput{Tier: string(rule.Tier), Route: rule.Route, Message: RouteMessage{
+		Version: 1, JobID: job.ID, DatasetID: job.DatasetID, Bucket: job.SourceBucket, Key: job.SourceKey,
+		SourceSHA256: job.SourceSHA256, RecipeHash: job.RecipeHash,
+		Tier: string(rule.Tier), Route: rule.Route, Error: in.Error.Error, Code: string(code), Message: msg,
+		Cause: in.Error.Cause, Attempts: attempts, Execution: in.Context.Execution, FailedAt: c.now().UTC(),
+		Hint:   hint(rule.Tier, code, in.Error.Error),
+		Replay: Source{Bucket: job.SourceBucket, Key: job.SourceKey, KeyEncoding: "plain", DatasetID: job.DatasetID},
+	}}
+	to := statestore.Quarantined
+	if rule.Route == RouteRemediation {
+		to = statestore.Remedial
+	}
+	_, err := c.tracker.Transition(ctx, statestore.Update{
+		ID: job.ID, Execution: in.Context.Execution, Attempt: attempts, To: to,
+		Note: fmt.Sprintf("%s: %s", in.Error.Error, truncate(msg, 300)),
+		Seed: stateRecord(job),
+		Mutate: func(j *statestore.Job) {
+			j.Tier, j.ErrorName, j.ErrorCause = string(rule.Tier), in.Error.Error, truncate(msg, 2000)
+		},
+	})
+	if err != nil && (errors.Is(err, statestore.ErrLeaseLost) || strings.Contains(err.Error(), "is not allowed")) {
+		// Another execution owns the job now (or finished it); routing this
+		// execution's failure is still right, overwriting theirs is not.
+		out.Message.Hint += " (state store not updated: " + err.Error() + ")"
+		err = nil
+	}
+	if err != nil {
+		return out, fmt.Errorf("classify: record %s: %w", to, err)
+	}
+	return out, nil
+}
+
+// hint tells the person reading the queue what to do next.
+func hint(tier fault.Tier, code fault.Code, name string) string {
+	switch code {
+	case fault.MissingCRS:
+		return "The source has no coordinate reference system. Assign one (e.g. gdal_edit.py -a_srs EPSG:4326 FILE, or add a .prj), re-upload, or replay with the fixed file."
+	case fault.InvalidCRS:
+		return "The CRS cannot be interpreted by PROJ. Replace it with a known EPSG code and re-upload."
+	case fault.UnsupportedFormat:
+		return "The format is not on the allow-list. Convert it to a supported format (GeoTIFF, GeoPackage, Shapefile, …) first."
+	case fault.CorruptSource:
+		return "The file cannot be read (truncated or damaged). Re-export or re-upload it from the original."
+	case fault.InvalidGeometry:
+		return "Geometries are invalid under the strict policy. Repair them (ST_MakeValid / ogr2ogr -makevalid) or use the repair policy."
+	case fault.EmptyDataset:
+		return "The source holds no features or pixels. Check the export."
+	case fault.BudgetExceeded:
+		return "The source exceeds the size, pixel or feature budget. Split it or raise the budget in the recipe."
+	case fault.UnsafeSource:
+		return "The file references other files or URLs (VRT, remote paths), which are refused for safety. Materialize it first (gdal_translate)."
+	case fault.SourceNotFound:
+		return "The source object no longer exists; nothing to do unless it was deleted by mistake."
+	case fault.SourceChanged:
+		return "The source was overwritten during migration; its new version is migrated on its own."
+	case fault.DestinationTaken:
+		return "Two sources map to the same destination key. Rename one of them."
+	}
+	switch tier {
+	case fault.TierTransient:
+		return "Transient failures outlasted the retries (throttling or an outage). Replay from the DLQ once the service is healthy."
+	case fault.TierSystemic:
+		return "The worker or its environment failed (" + name + "): check permissions, buckets, memory and disk, then replay."
+	}
+	return "Unclassified failure: inspect the cause and the execution history, then replay."
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

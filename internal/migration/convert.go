@@ -1,0 +1,289 @@
+package migration
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/validate"
+)
+
+// Convert turns a claimed source into its cloud-native outputs and writes
+// them under the staging prefix. Nothing it writes is ever at a final key.
+type Convert struct {
+	cfg      Config
+	store    objectstore.Store
+	tracker  *statestore.Tracker
+	engine   convert.Engine
+	validate func(path, format string) (validate.Result, error)
+	log      *slog.Logger
+}
+
+// ConvertOption configures Convert.
+type ConvertOption func(*Convert)
+
+// WithValidator replaces the output validator (validate.File).
+func WithValidator(v func(path, format string) (validate.Result, error)) ConvertOption {
+	return func(c *Convert) { c.validate = v }
+}
+
+// NewConvert wires the handler.
+func NewConvert(cfg Config, store objectstore.Store, tracker *statestore.Tracker, engine convert.Engine, log *slog.Logger, opts ...ConvertOption) *Convert {
+	c := &Convert{cfg: cfg.withDefaults(), store: store, tracker: tracker, engine: engine, validate: validate.File, log: log}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Handle is the Lambda handler.
+func (c *Convert) Handle(ctx context.Context, in ConvertInput) (ConvertOutput, error) {
+	log := logFor(c.log, in.Context, in.Job.SourceKey)
+	out, err := c.convert(ctx, in, log)
+	meterOf(c).convert(in, out, err)
+	logOutcome(ctx, log, "convert", err, slog.String("job", in.Job.ID), slog.Int("outputs", len(out.Outputs)))
+	return out, boundary(err, in.Context)
+}
+
+func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger) (ConvertOutput, error) {
+	job := in.Job
+	if job.ID == "" || job.SourceSHA256 == "" {
+		return ConvertOutput{}, fault.Systemic("convert", errors.New("input carries no job (was HashCheck skipped?)"))
+	}
+	if _, err := c.tracker.BeginAttempt(ctx, job.ID, in.Context.Execution, in.Context.State, in.Context.Attempt); err != nil {
+		return ConvertOutput{}, leaseError("convert", err)
+	}
+	work, err := os.MkdirTemp(c.cfg.WorkDir, "geomigrate-convert-")
+	if err != nil {
+		return ConvertOutput{}, localError("convert: work dir", err)
+	}
+	defer os.RemoveAll(work)
+
+	src, err := c.localSource(ctx, job, work)
+	if err != nil {
+		return ConvertOutput{}, err
+	}
+	outDir := filepath.Join(work, "out")
+	if err := os.Mkdir(outDir, 0o755); err != nil {
+		return ConvertOutput{}, localError("convert: work dir", err)
+	}
+	outputs, err := c.engine.Convert(ctx, src, outDir, job.Recipe)
+	if err != nil {
+		return ConvertOutput{}, fmt.Errorf("convert %s: %w", job.SourceKey, err)
+	}
+	if len(outputs) == 0 {
+		return ConvertOutput{}, fault.Data(fault.EmptyDataset, "%s produced no output", job.SourceKey)
+	}
+	// An output our own validators reject is the pipeline's fault, not the
+	// data's: it must never reach staging, and it goes to the DLQ.
+	for _, o := range outputs {
+		res, err := c.validate(o.Path, o.Format)
+		if err != nil {
+			return ConvertOutput{}, fault.Systemic("convert: validate output", err)
+		}
+		if err := res.Err(); err != nil {
+			return ConvertOutput{}, fault.Systemic("convert: validate output", err)
+		}
+	}
+	// The source must still be the bytes HashCheck fingerprinted; otherwise
+	// the output would be filed under the wrong content hash.
+	if err := c.verifySource(ctx, job, src); err != nil {
+		return ConvertOutput{}, err
+	}
+	multi := len(outputs) > 1
+	var res ConvertOutput
+	for _, o := range outputs {
+		a, err := c.stage(ctx, job, o, multi)
+		if err != nil {
+			return ConvertOutput{}, err
+		}
+		for _, w := range o.Warnings {
+			log.WarnContext(ctx, "conversion warning", slog.String("output", a.DestKey), slog.String("warning", w))
+		}
+		res.Outputs = append(res.Outputs, a)
+	}
+	return res, nil
+}
+
+// localSource gives GDAL a local path: the object itself where the store
+// keeps files, else a copy in the work dir.
+func (c *Convert) localSource(ctx context.Context, job Job, work string) (string, error) {
+	if lp, ok := c.store.(objectstore.LocalPather); ok {
+		if p, err := lp.LocalPath(job.SourceBucket, job.SourceKey); err == nil {
+			return p, nil
+		}
+	}
+	// Keep the source's base name: drivers pick sidecars and formats by it.
+	dir := filepath.Join(work, "src")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", localError("convert: download", err)
+	}
+	dst, err := c.download(ctx, job.SourceBucket, job.SourceKey, dir)
+	if err != nil {
+		return "", err
+	}
+	// Sidecars (roads.shx, roads.dbf, roads.prj, dem.tfw …) travel with
+	// their main file: GDAL finds them next to it.
+	stem := strings.TrimSuffix(job.SourceKey, path.Ext(job.SourceKey)) + "."
+	var sidecars []string
+	err = c.store.List(ctx, job.SourceBucket, stem, func(o objectstore.Object) error {
+		rest := strings.TrimPrefix(o.Key, stem)
+		if IsSidecar(o.Key) && !strings.Contains(rest, "/") && o.Key != job.SourceKey {
+			sidecars = append(sidecars, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("convert: list sidecars: %w", err)
+	}
+	for _, k := range sidecars {
+		if _, err := c.download(ctx, job.SourceBucket, k, dir); err != nil && !errors.Is(err, errSourceGone) {
+			return "", err
+		}
+	}
+	return dst, nil
+}
+
+var errSourceGone = errors.New("source gone")
+
+// download copies one object into dir under its base name.
+func (c *Convert) download(ctx context.Context, bucket, key, dir string) (string, error) {
+	rc, err := c.store.Open(ctx, bucket, key)
+	if err != nil {
+		if errors.Is(err, objectstore.ErrNotFound) {
+			return "", fmt.Errorf("%w: %w", errSourceGone, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared before conversion", bucket, key))
+		}
+		return "", fmt.Errorf("convert: open source: %w", err)
+	}
+	defer rc.Close()
+	dst := filepath.Join(dir, path.Base(key))
+	f, err := os.Create(dst)
+	if err != nil {
+		return "", localError("convert: download", err)
+	}
+	if _, err := io.Copy(f, rc); err != nil {
+		f.Close()
+		return "", readError("convert: download "+key, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", localError("convert: download", err)
+	}
+	return dst, nil
+}
+
+func (c *Convert) verifySource(ctx context.Context, job Job, path string) error {
+	if job.Fingerprint != "sha256" {
+		return nil // fast fingerprints are verified in full after promotion
+	}
+	sum, _, err := fileSHA256(path)
+	if err != nil {
+		return localError("convert: verify source", err)
+	}
+	if sum != job.SourceSHA256 {
+		return fault.Data(fault.SourceChanged, "s3://%s/%s changed while it was being migrated (sha256 %s, expected %s); the new version is migrated by its own event",
+			job.SourceBucket, job.SourceKey, sum, job.SourceSHA256)
+	}
+	return nil
+}
+
+// stage uploads one output to its staging key with the metadata Promote
+// will carry to the final key.
+func (c *Convert) stage(ctx context.Context, job Job, o convert.Output, multi bool) (Artifact, error) {
+	sum, size, err := fileSHA256(o.Path)
+	if err != nil {
+		return Artifact{}, localError("convert: hash output", err)
+	}
+	destKey := c.cfg.DestPrefix + convert.DestKey(job.SourceKey, o, multi)
+	a := Artifact{
+		StagingKey:  job.StagingPrefix + convert.DestKey(job.SourceKey, o, multi),
+		DestKey:     destKey,
+		Format:      o.Format,
+		ContentType: o.ContentType,
+		Layer:       o.Layer,
+		SHA256:      sum,
+		Size:        size,
+		Warnings:    o.Warnings,
+	}
+	f, err := os.Open(o.Path)
+	if err != nil {
+		return Artifact{}, localError("convert: open output", err)
+	}
+	defer f.Close()
+	_, err = c.store.Put(ctx, objectstore.PutRequest{
+		Bucket: job.DestBucket, Key: a.StagingKey, Body: f, Size: size,
+		Metadata: promotedMetadata(job, a),
+	})
+	if err != nil {
+		return Artifact{}, fmt.Errorf("convert: stage %s: %w", a.StagingKey, err)
+	}
+	return a, nil
+}
+
+func promotedMetadata(job Job, a Artifact) map[string]string {
+	return map[string]string{
+		objectstore.MetaSourceSHA256: job.SourceSHA256,
+		objectstore.MetaRecipe:       job.RecipeHash,
+		objectstore.MetaSourceKey:    job.SourceBucket + "/" + job.SourceKey,
+		objectstore.MetaFingerprint:  job.Fingerprint,
+		MetaOutputSHA256:             a.SHA256,
+	}
+}
+
+// MetaOutputSHA256 records the output's own SHA-256 beside the source's,
+// so a reader can verify a download without trusting ETags.
+const MetaOutputSHA256 = "sha256"
+
+func fileSHA256(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// localError classifies a failure of the worker's own disk: out of space or
+// permissions are systemic; anything else is too, since local I/O does not
+// heal by waiting.
+func localError(op string, err error) error {
+	if errors.Is(err, syscall.ENOSPC) {
+		return fault.Systemic(op, fmt.Errorf("disk full: %w", err))
+	}
+	return fault.Systemic(op, err)
+}
+
+// readError keeps a store's own classification of a failed read (a reset
+// stream is transient) and treats the rest as local.
+func readError(op string, err error) error {
+	if fault.TierOf(err) != fault.TierUnknown {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return localError(op, err)
+}
+
+// leaseError: another execution took the job over (ours was presumed dead).
+// Stopping is right; the DLQ message says why.
+func leaseError(op string, err error) error {
+	if errors.Is(err, statestore.ErrLeaseLost) {
+		return fault.Systemic(op, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

@@ -1,0 +1,26 @@
+package migration
+
+import (
+	"context"
+
+	"github.com/geomigrate/geomigrate/internal/fingerprint"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+)
+
+// StoreFingerprinter fingerprints objects through an object store: the full
+// SHA-256 up to Threshold bytes, the fast fingerprint above it (seed 000).
+type StoreFingerprinter struct {
+	Store     objectstore.Store
+	Threshold int64
+	Options   fingerprint.Options
+}
+
+// Fingerprint implements Fingerprinter.
+func (f StoreFingerprinter) Fingerprint(ctx context.Context, bucket, key string, size int64) (string, string, error) {
+	if f.Threshold > 0 && size > f.Threshold {
+		sum, err := fingerprint.FastFingerprint(ctx, f.Store, bucket, key, size)
+		return sum, "fast", err
+	}
+	sum, err := fingerprint.SHA256(ctx, f.Store, bucket, key, size, f.Options)
+	return sum, "sha256", err
+}

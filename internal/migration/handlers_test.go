@@ -1,0 +1,435 @@
+package migration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
+	"github.com/geomigrate/geomigrate/internal/validate"
+)
+
+// fakeEngine "converts" by prefixing the source bytes; a source starting
+// with "BAD:<Code>" is refused with that data error code.
+type fakeEngine struct{ calls int }
+
+func (e *fakeEngine) Version() string { return "fake-1" }
+
+func (e *fakeEngine) Convert(ctx context.Context, src, workDir string, r convert.Recipe) ([]convert.Output, error) {
+	e.calls++
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return nil, err
+	}
+	if code, ok := bytes.CutPrefix(b, []byte("BAD:")); ok {
+		return nil, fault.Data(fault.Code(strings.TrimSpace(string(code))), "fake refusal of %s", filepath.Base(src))
+	}
+	out := filepath.Join(workDir, "out.tif")
+	if err := os.WriteFile(out, append([]byte("COG:"), b...), 0o644); err != nil {
+		return nil, err
+	}
+	info := convert.Formats[convert.FormatCOG]
+	return []convert.Output{{Path: out, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType, Kind: info.Kind}}, nil
+}
+
+// fakeValidator accepts the fake engine's outputs ("COG:" + source) and
+// nothing else.
+func fakeValidator(path, format string) (validate.Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return validate.Result{}, err
+	}
+	r := validate.Result{Path: path, Format: format, Valid: bytes.HasPrefix(b, []byte("COG:"))}
+	if !r.Valid {
+		r.Errors = []string{"not a fake COG"}
+	}
+	return r, nil
+}
+
+type fixture struct {
+	store    *memstore.Store
+	tracker  *statestore.Tracker
+	engine   *fakeEngine
+	cfg      Config
+	hash     *HashCheck
+	convert  *Convert
+	promote  *Promote
+	classify *Classify
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{store: memstore.New("src", "dest"), engine: &fakeEngine{}}
+	f.tracker = statestore.NewTracker(statestoretest.NewMemory())
+	f.cfg = Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: convert.Recipe{EngineVersion: "fake-1", ToolVersion: "test"}}
+	quiet := slog.New(slog.DiscardHandler)
+	f.hash = NewHashCheck(f.cfg, f.store, f.tracker, StoreFingerprinter{Store: f.store, Threshold: 1 << 20}, quiet)
+	f.convert = NewConvert(f.cfg, f.store, f.tracker, f.engine, quiet, WithValidator(fakeValidator))
+	f.promote = NewPromote(f.cfg, f.store, f.tracker, quiet)
+	f.classify = NewClassify(f.tracker, nil, quiet)
+	return f
+}
+
+func (f *fixture) put(t *testing.T, key, body string) {
+	t.Helper()
+	_, err := f.store.Put(context.Background(), objectstore.PutRequest{Bucket: "src", Key: key, Body: strings.NewReader(body), Size: int64(len(body))})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func inv(exec string, attempt int) Invocation {
+	return Invocation{Execution: exec, State: "S", Attempt: attempt}
+}
+
+// migrate runs HashCheck → Convert → Promote the way the state machine
+// does on the happy path.
+func (f *fixture) migrate(t *testing.T, exec, key string) HashCheckOutput {
+	t.Helper()
+	ctx := context.Background()
+	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: key}, Context: inv(exec, 0)})
+	if err != nil {
+		t.Fatalf("hashcheck %s: %v", key, err)
+	}
+	if hc.Decision != DecisionConvert {
+		return hc
+	}
+	conv, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv(exec, 0)})
+	if err != nil {
+		t.Fatalf("convert %s: %v", key, err)
+	}
+	if _, err := f.promote.Handle(ctx, PromoteInput{Job: hc.Job, Converted: conv, Context: inv(exec, 0)}); err != nil {
+		t.Fatalf("promote %s: %v", key, err)
+	}
+	return hc
+}
+
+func TestMigrateThenSkip(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.put(t, "a/dem.img", "raster-bytes")
+	hc := f.migrate(t, "exec-1", "a/dem.img")
+	if hc.Decision != DecisionConvert || hc.Job.DestKey != "a/dem.tif" {
+		t.Fatalf("first run: %+v", hc)
+	}
+	obj, err := f.store.Head(ctx, "dest", "a/dem.tif")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.Metadata[objectstore.MetaSourceSHA256] != hc.Job.SourceSHA256 || obj.Metadata[objectstore.MetaRecipe] != hc.Job.RecipeHash {
+		t.Fatalf("final object metadata = %v", obj.Metadata)
+	}
+	if keys := f.store.Keys("dest"); len(keys) != 1 {
+		t.Fatalf("dest holds %v; staging must be gone", keys)
+	}
+	rec, err := f.tracker.Get(ctx, hc.Job.ID)
+	if err != nil || rec.Status != statestore.Completed || rec.DestKey != "a/dem.tif" {
+		t.Fatalf("state = %+v, %v", rec, err)
+	}
+	again := f.migrate(t, "exec-2", "a/dem.img")
+	if again.Decision != DecisionSkip || again.Reason != ReasonAlreadyMigrated || f.engine.calls != 1 {
+		t.Fatalf("second run = %s/%s after %d conversions", again.Decision, again.Reason, f.engine.calls)
+	}
+	// Changed content is a new job and converts again.
+	f.put(t, "a/dem.img", "raster-bytes-v2")
+	if third := f.migrate(t, "exec-3", "a/dem.img"); third.Decision != DecisionConvert || f.engine.calls != 2 {
+		t.Fatalf("changed source: %s after %d conversions", third.Decision, f.engine.calls)
+	}
+}
+
+func TestHashCheckDecisions(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		setup      func(t *testing.T, f *fixture)
+		src        Source
+		exec       string
+		wantDecide string
+		wantReason string
+		wantCode   fault.Code
+	}{
+		{name: "new source is claimed", setup: func(t *testing.T, f *fixture) { f.put(t, "x.tif", "x") },
+			src: Source{Bucket: "src", Key: "x.tif"}, exec: "e1", wantDecide: DecisionConvert},
+		{name: "URL-encoded key is decoded", setup: func(t *testing.T, f *fixture) { f.put(t, "my dir/x ü.tif", "x") },
+			src: Source{Bucket: "src", Key: "my+dir/x+%C3%BC.tif", KeyEncoding: "url"}, exec: "e1", wantDecide: DecisionConvert},
+		{name: "raw key kept when the event did not encode", setup: func(t *testing.T, f *fixture) { f.put(t, "a+b.tif", "x") },
+			src: Source{Bucket: "src", Key: "a+b.tif", KeyEncoding: "url"}, exec: "e1", wantDecide: DecisionConvert},
+		{name: "lease held by another execution", setup: func(t *testing.T, f *fixture) {
+			f.put(t, "x.tif", "x")
+			if _, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("other", 0)}); err != nil {
+				t.Fatal(err)
+			}
+		}, src: Source{Bucket: "src", Key: "x.tif"}, exec: "e1", wantDecide: DecisionSkip, wantReason: ReasonInProgress},
+		{name: "retried hashcheck of the lease holder", setup: func(t *testing.T, f *fixture) {
+			f.put(t, "x.tif", "x")
+			if _, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)}); err != nil {
+				t.Fatal(err)
+			}
+		}, src: Source{Bucket: "src", Key: "x.tif"}, exec: "e1", wantDecide: DecisionConvert},
+		{name: "destination already carries the hash: adopted", setup: func(t *testing.T, f *fixture) {
+			f.put(t, "x.tif", "x")
+			hc, _ := f.hash.check(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("probe", 0)})
+			f.tracker = statestore.NewTracker(statestoretest.NewMemory())
+			f.hash = NewHashCheck(f.cfg, f.store, f.tracker, StoreFingerprinter{Store: f.store}, slog.New(slog.DiscardHandler))
+			_, err := f.store.Put(ctx, objectstore.PutRequest{Bucket: "dest", Key: "x.tif", Body: strings.NewReader("cog"), Size: 3,
+				Metadata: map[string]string{objectstore.MetaSourceSHA256: hc.Job.SourceSHA256, objectstore.MetaRecipe: hc.Job.RecipeHash}})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}, src: Source{Bucket: "src", Key: "x.tif"}, exec: "e1", wantDecide: DecisionSkip, wantReason: ReasonAlreadyMigrated},
+		{name: "sidecar is not a source", setup: func(t *testing.T, f *fixture) { f.put(t, "roads.dbf", "x") },
+			src: Source{Bucket: "src", Key: "roads.dbf"}, exec: "e1", wantDecide: DecisionSkip, wantReason: ReasonSidecar},
+		{name: "missing source is a data error", setup: func(t *testing.T, f *fixture) {},
+			src: Source{Bucket: "src", Key: "gone.tif"}, exec: "e1", wantCode: fault.SourceNotFound},
+		{name: "pipeline outputs are not sources", setup: func(t *testing.T, f *fixture) {
+			_, _ = f.store.Put(ctx, objectstore.PutRequest{Bucket: "dest", Key: "_staging/x.tif", Body: strings.NewReader("x"), Size: 1})
+		}, src: Source{Bucket: "dest", Key: "_staging/x.tif"}, exec: "e1", wantCode: fault.InvalidInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			tt.setup(t, f)
+			out, err := f.hash.Handle(ctx, HashCheckInput{Source: tt.src, Context: inv(tt.exec, 0)})
+			if tt.wantCode != "" {
+				var de *fault.DataError
+				if !errors.As(err, &de) || de.Code != tt.wantCode {
+					t.Fatalf("err = %v, want DataError %s", err, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Decision != tt.wantDecide || out.Reason != tt.wantReason {
+				t.Fatalf("decision = %s/%s, want %s/%s", out.Decision, out.Reason, tt.wantDecide, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestPromoteIsIdempotentAndConditional(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.put(t, "x.tif", "x")
+	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := PromoteInput{Job: hc.Job, Converted: conv, Context: inv("e1", 0)}
+	if _, err := f.promote.Handle(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	// A retry after success (the response was lost) changes nothing.
+	in.Context.Attempt = 1
+	if _, err := f.promote.Handle(ctx, in); err != nil {
+		t.Fatalf("second promote: %v", err)
+	}
+	// Another source mapping to the same final key is refused, not overwritten.
+	f.put(t, "x.img", "y")
+	hc2, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.img"}, Context: inv("e2", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conv2, err := f.convert.Handle(ctx, ConvertInput{Job: hc2.Job, Context: inv("e2", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.promote.Handle(ctx, PromoteInput{Job: hc2.Job, Converted: conv2, Context: inv("e2", 0)})
+	var de *fault.DataError
+	if !errors.As(err, &de) || de.Code != fault.DestinationTaken {
+		t.Fatalf("err = %v, want DestinationConflict", err)
+	}
+	rc, err := f.store.Open(ctx, "dest", "x.tif")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "COG:x" {
+		t.Fatalf("final key holds %q", b)
+	}
+}
+
+func TestConvertRefusesAChangedSource(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.put(t, "x.tif", "x")
+	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.put(t, "x.tif", "x2")
+	_, err = f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+	var de *fault.DataError
+	if !errors.As(err, &de) || de.Code != fault.SourceChanged {
+		t.Fatalf("err = %v, want SourceChanged", err)
+	}
+	if keys := f.store.Keys("dest"); len(keys) != 0 {
+		t.Fatalf("dest holds %v after a refused conversion", keys)
+	}
+}
+
+// TestBoundaryErrorsKeepTheirTypeName checks what aws-lambda-go will report
+// as errorType: the bare taxonomy type, never a wrapper.
+func TestBoundaryErrorsKeepTheirTypeName(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.put(t, "bad.tif", "BAD:MissingCRS")
+	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "bad.tif"}, Context: inv("e1", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 2)})
+	if got := reflect.TypeOf(err).Elem().Name(); got != "DataError" {
+		t.Fatalf("errorType = %s (%v)", got, err)
+	}
+	msg, attempt := fault.ParseAttempt(err.Error())
+	if attempt != 3 || !strings.HasPrefix(msg, "MissingCRS: ") {
+		t.Fatalf("message %q attempt %d", msg, attempt)
+	}
+}
+
+func lambdaCauseOf(t *testing.T, typ, msg string) string {
+	b, err := json.Marshal(map[string]any{"errorMessage": msg, "errorType": typ, "stackTrace": []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestClassify(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name         string
+		err          CaughtError
+		claimed      bool
+		wantTier     fault.Tier
+		wantRoute    string
+		wantStatus   statestore.Status
+		wantCode     string
+		wantAttempts int
+	}{
+		{"data error goes to remediation", CaughtError{"DataError", lambdaCauseOf(t, "DataError", "MissingCRS: no CRS [attempt 1]")}, true,
+			fault.TierDataSpecific, RouteRemediation, statestore.Remedial, "MissingCRS", 1},
+		{"exhausted transient goes to the DLQ", CaughtError{"TransientError", lambdaCauseOf(t, "TransientError", "objectstore.Put: SlowDown [attempt 5]")}, true,
+			fault.TierTransient, RouteDeadLetter, statestore.Quarantined, "", 5},
+		{"systemic goes to the DLQ", CaughtError{"SystemicError", lambdaCauseOf(t, "SystemicError", "AccessDenied [attempt 1]")}, true,
+			fault.TierSystemic, RouteDeadLetter, statestore.Quarantined, "", 1},
+		{"lambda service error", CaughtError{"Lambda.ServiceException", "Lambda is unavailable"}, true,
+			fault.TierTransient, RouteDeadLetter, statestore.Quarantined, "", 0},
+		{"task timeout", CaughtError{"States.Timeout", ""}, true,
+			fault.TierSystemic, RouteDeadLetter, statestore.Quarantined, "", 0},
+		{"unknown error type", CaughtError{"errorString", lambdaCauseOf(t, "errorString", "boom")}, true,
+			fault.TierUnknown, RouteDeadLetter, statestore.Quarantined, "", 0},
+		{"failure before the claim still gets a record", CaughtError{"DataError", lambdaCauseOf(t, "DataError", "SourceNotFound: gone [attempt 1]")}, false,
+			fault.TierDataSpecific, RouteRemediation, statestore.Remedial, "SourceNotFound", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.put(t, "x.tif", "x")
+			in := ClassifyInput{Source: Source{Bucket: "src", Key: "x.tif"}, Error: tt.err, Context: inv("e1", 0)}
+			if tt.claimed {
+				hc, err := f.hash.Handle(ctx, HashCheckInput{Source: in.Source, Context: inv("e1", 0)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				in.Job = hc.Job
+			}
+			out, err := f.classify.Handle(ctx, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := out.Message
+			if out.Tier != string(tt.wantTier) || out.Route != tt.wantRoute || m.Code != tt.wantCode || m.Attempts != tt.wantAttempts {
+				t.Fatalf("got tier %s route %s code %q attempts %d", out.Tier, out.Route, m.Code, m.Attempts)
+			}
+			if m.Hint == "" || m.Key != "x.tif" || m.Replay.Key != "x.tif" || m.Execution != "e1" {
+				t.Fatalf("message lacks what a replay needs: %+v", m)
+			}
+			rec, err := f.tracker.Get(ctx, m.JobID)
+			if err != nil || rec.Status != tt.wantStatus || rec.ErrorName != tt.err.Error {
+				t.Fatalf("state = %+v, %v", rec, err)
+			}
+		})
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	env := map[string]string{"GEOMIGRATE_DEST_BUCKET": "out", "GEOMIGRATE_LEASE_SECONDS": "60", "GEOMIGRATE_VECTOR_FORMAT": "FlatGeobuf"}
+	cfg, err := ConfigFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Lease != time.Minute || cfg.StagingPrefix != DefaultStagingPrefix || cfg.Recipe.VectorFormat != "FlatGeobuf" {
+		t.Fatalf("cfg = %+v", cfg)
+	}
+	for _, bad := range []map[string]string{
+		{},
+		{"GEOMIGRATE_DEST_BUCKET": "out", "GEOMIGRATE_LEASE_SECONDS": "soon"},
+		{"GEOMIGRATE_DEST_BUCKET": "out", "GEOMIGRATE_VECTOR_FORMAT": "Shapefile"},
+		{"GEOMIGRATE_DEST_BUCKET": "out", "GEOMIGRATE_STAGING_PREFIX": "tmp"},
+	} {
+		if _, err := ConfigFromEnv(func(k string) string { return bad[k] }); err == nil {
+			t.Errorf("ConfigFromEnv(%v) accepted", bad)
+		}
+	}
+}
+
+// TestSameBytesUnderTwoKeysAreTwoMigrations: identical files at two keys
+// each get their own output; the second is not mistaken for done.
+func TestSameBytesUnderTwoKeysAreTwoMigrations(t *testing.T) {
+	f := newFixture(t)
+	f.put(t, "a/x.tif", "same")
+	f.put(t, "b/x.tif", "same")
+	for _, k := range []string{"a/x.tif", "b/x.tif"} {
+		if hc := f.migrate(t, "e-"+k, k); hc.Decision != DecisionConvert {
+			t.Fatalf("%s: %s/%s", k, hc.Decision, hc.Reason)
+		}
+	}
+	if keys := f.store.Keys("dest"); len(keys) != 2 {
+		t.Fatalf("dest holds %v", keys)
+	}
+}
+
+// TestInvalidOutputNeverReachesStaging: an output the validator rejects is
+// a systemic fault (the pipeline's, not the data's) and is not staged.
+func TestInvalidOutputNeverReachesStaging(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.put(t, "x.tif", "x")
+	f.convert = NewConvert(f.cfg, f.store, f.tracker, f.engine, slog.New(slog.DiscardHandler),
+		WithValidator(func(path, format string) (validate.Result, error) {
+			return validate.Result{Path: path, Format: format, Errors: []string{"overviews after data"}}, nil
+		}))
+	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+	var se *fault.SystemicError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "overviews after data") {
+		t.Fatalf("err = %v, want a SystemicError naming the problem", err)
+	}
+	if keys := f.store.Keys("dest"); len(keys) != 0 {
+		t.Fatalf("staged %v", keys)
+	}
+}

@@ -1,0 +1,181 @@
+// Package migration holds the four steps of the state machine — HashCheck,
+// Convert, Promote and Classify — as plain Go handlers over the ports
+// (object store, state store, conversion engine). The Lambda entry points in
+// functions/* and the local executor both call these handlers; neither
+// knows more about the work than how to reach them.
+package migration
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/geomigrate/geomigrate/internal/convert"
+)
+
+// Invocation is what the state machine tells a handler about the call
+// ($$.Execution.Id, $$.State.Name, $$.State.RetryCount).
+type Invocation struct {
+	Execution string `json:"execution"`
+	State     string `json:"state"`
+	Attempt   int    `json:"attempt"` // 0 on the first attempt
+}
+
+// Source is the canonical input produced by the Normalize states.
+type Source struct {
+	Bucket      string `json:"bucket"`
+	Key         string `json:"key"`
+	KeyEncoding string `json:"key_encoding"` // "url" (S3 notifications) or "plain"
+	DatasetID   string `json:"dataset_id"`
+}
+
+// DecodedKey returns the object key: notification keys are URL-encoded in
+// query style ("red flower.jpg" arrives as "red+flower.jpg").
+func (s Source) DecodedKey() (string, error) {
+	if s.KeyEncoding != "url" {
+		return s.Key, nil
+	}
+	k, err := url.QueryUnescape(s.Key)
+	if err != nil {
+		return "", fmt.Errorf("key %q is not URL-encoded: %w", s.Key, err)
+	}
+	return k, nil
+}
+
+// Job is the work order HashCheck hands to Convert and Promote: the
+// identity of the job and everything needed to do it without asking again.
+type Job struct {
+	ID            string         `json:"id"`
+	DatasetID     string         `json:"dataset_id"`
+	SourceBucket  string         `json:"source_bucket"`
+	SourceKey     string         `json:"source_key"`
+	SourceSize    int64          `json:"source_size"`
+	SourceSHA256  string         `json:"source_sha256"`
+	Fingerprint   string         `json:"fingerprint"` // "sha256" or "fast"
+	RecipeHash    string         `json:"recipe_hash"`
+	Recipe        convert.Recipe `json:"recipe"`
+	DestBucket    string         `json:"dest_bucket"`
+	DestKey       string         `json:"dest_key"` // predicted primary output key
+	StagingPrefix string         `json:"staging_prefix"`
+}
+
+// JobID is the idempotency key: seed 001's dataset_id:chunk_hash, extended
+// with the recipe (a new recipe migrates again) and a short digest of the
+// source location (the same bytes under two keys are two migrations, each
+// with its own output). Never a timestamp.
+func JobID(dataset, bucket, key, sha, recipeHash string) string {
+	loc := sha256.Sum256([]byte(bucket + "/" + key))
+	return dataset + ":" + sha + ":" + recipeHash + ":" + hex.EncodeToString(loc[:6])
+}
+
+// Artifact is one converted output on its way from staging to its final key.
+type Artifact struct {
+	StagingKey  string   `json:"staging_key"`
+	DestKey     string   `json:"dest_key"`
+	Format      string   `json:"format"`
+	ContentType string   `json:"content_type"`
+	Layer       string   `json:"layer,omitempty"`
+	SHA256      string   `json:"sha256"`
+	Size        int64    `json:"size"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+// Decisions of HashCheck.
+const (
+	DecisionConvert = "convert"
+	DecisionSkip    = "skip"
+)
+
+// Skip reasons.
+const (
+	ReasonAlreadyMigrated     = "already_migrated"
+	ReasonInProgress          = "in_progress"
+	ReasonAwaitingRemediation = "awaiting_remediation"
+	ReasonSidecar             = "sidecar"
+)
+
+type (
+	HashCheckInput struct {
+		Source  Source     `json:"source"`
+		Context Invocation `json:"context"`
+	}
+	HashCheckOutput struct {
+		Source   Source `json:"source"`
+		Job      Job    `json:"job"`
+		Decision string `json:"decision"`
+		Reason   string `json:"reason,omitempty"`
+	}
+	ConvertInput struct {
+		Job     Job        `json:"job"`
+		Context Invocation `json:"context"`
+	}
+	ConvertOutput struct {
+		Outputs []Artifact `json:"outputs"`
+	}
+	PromoteInput struct {
+		Job       Job           `json:"job"`
+		Converted ConvertOutput `json:"converted"`
+		Context   Invocation    `json:"context"`
+	}
+	PromoteOutput struct {
+		Outputs []Artifact `json:"outputs"`
+	}
+	// CaughtError is what a Catch puts at ResultPath.
+	CaughtError struct {
+		Error string `json:"Error"`
+		Cause string `json:"Cause"`
+	}
+	ClassifyInput struct {
+		Source  Source      `json:"source"`
+		Job     Job         `json:"job"` // empty when HashCheck failed
+		Error   CaughtError `json:"error"`
+		Context Invocation  `json:"context"`
+	}
+	ClassifyOutput struct {
+		Tier    string       `json:"tier"`
+		Route   string       `json:"route"` // "remediation" or "dlq"
+		Message RouteMessage `json:"message"`
+	}
+)
+
+// kindByExtension guesses what a source will become before it is opened, so
+// HashCheck can find an earlier output by key. The conversion decides for
+// real; a wrong guess only costs a state-store lookup.
+func kindByExtension(key string) convert.Kind {
+	lower := strings.ToLower(key)
+	for _, ext := range []string{".shp", ".shp.zip", ".zip", ".gpkg", ".gdb", ".gdb.zip", ".kml", ".kmz", ".geojson", ".json", ".fgb"} {
+		if strings.HasSuffix(lower, ext) {
+			return convert.Vector
+		}
+	}
+	return convert.Raster
+}
+
+// predictDestKey is the key of the single output a source most likely gets.
+func predictDestKey(prefix, srcKey string, r convert.Recipe) string {
+	format := r.RasterFormat
+	if kindByExtension(srcKey) == convert.Vector {
+		format = r.VectorFormat
+	}
+	info := convert.Formats[format]
+	return prefix + convert.DestKey(srcKey, convert.Output{Format: info.Format, Extension: info.Extension, Kind: info.Kind}, false)
+}
+
+// sidecarExts are files that belong to another source (Shapefile parts,
+// world files, GDAL's auxiliary files). They are read with their main file
+// and are not sources of their own.
+var sidecarExts = []string{".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx", ".qmd",
+	".aux.xml", ".ovr", ".tfw", ".tifw", ".wld", ".pgw", ".pngw", ".jgw", ".jpgw", ".j2w", ".msk"}
+
+// IsSidecar reports whether a key names a sidecar file.
+func IsSidecar(key string) bool {
+	lower := strings.ToLower(key)
+	for _, ext := range sidecarExts {
+		if strings.HasSuffix(lower, ext) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,163 @@
+package migration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+)
+
+// Promote moves staged outputs to their final keys. Each copy is
+// conditional, so a final key only ever holds a complete object whose
+// metadata names its source, and promoting twice is harmless.
+type Promote struct {
+	cfg     Config
+	store   objectstore.Store
+	tracker *statestore.Tracker
+	log     *slog.Logger
+}
+
+// NewPromote wires the handler.
+func NewPromote(cfg Config, store objectstore.Store, tracker *statestore.Tracker, log *slog.Logger) *Promote {
+	return &Promote{cfg: cfg.withDefaults(), store: store, tracker: tracker, log: log}
+}
+
+// Handle is the Lambda handler.
+func (p *Promote) Handle(ctx context.Context, in PromoteInput) (PromoteOutput, error) {
+	log := logFor(p.log, in.Context, in.Job.SourceKey)
+	out, err := p.promote(ctx, in)
+	meterOf(p).promote(in, out, err)
+	logOutcome(ctx, log, "promote", err, slog.String("job", in.Job.ID), slog.Int("outputs", len(out.Outputs)))
+	return out, boundary(err, in.Context)
+}
+
+func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, error) {
+	job := in.Job
+	if job.ID == "" || len(in.Converted.Outputs) == 0 {
+		return PromoteOutput{}, fault.Systemic("promote", errors.New("input carries no job or no outputs"))
+	}
+	// A retry whose earlier attempt finished (only the response was lost)
+	// finds the job completed: confirm the outputs and succeed again.
+	if rec, err := p.tracker.Get(ctx, job.ID); err == nil && rec.Status == statestore.Completed {
+		if done, err := p.allPromoted(ctx, job, in.Converted.Outputs); err != nil || done {
+			return PromoteOutput{Outputs: in.Converted.Outputs}, err
+		}
+	}
+	if _, err := p.tracker.BeginAttempt(ctx, job.ID, in.Context.Execution, in.Context.State, in.Context.Attempt); err != nil {
+		return PromoteOutput{}, leaseError("promote", err)
+	}
+	for _, a := range in.Converted.Outputs {
+		if strings.HasPrefix(a.DestKey, p.cfg.StagingPrefix) || !strings.HasPrefix(a.StagingKey, p.cfg.StagingPrefix) {
+			return PromoteOutput{}, fault.Systemic("promote", fmt.Errorf("refusing to promote %s → %s: keys are not staging → final", a.StagingKey, a.DestKey))
+		}
+		if err := p.promoteOne(ctx, job, a); err != nil {
+			return PromoteOutput{}, err
+		}
+	}
+	// Staging is removed only once every output is final: a retry after a
+	// partial promotion still finds what it needs.
+	for _, a := range in.Converted.Outputs {
+		if err := p.store.Delete(ctx, job.DestBucket, a.StagingKey); err != nil {
+			return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", a.StagingKey, err)
+		}
+	}
+	first := in.Converted.Outputs[0]
+	var total int64
+	for _, a := range in.Converted.Outputs {
+		total += a.Size
+	}
+	_, err := p.tracker.Transition(ctx, statestore.Update{
+		ID: job.ID, Execution: in.Context.Execution, Attempt: in.Context.Attempt, To: statestore.Completed,
+		Note: fmt.Sprintf("promoted %d output(s)", len(in.Converted.Outputs)),
+		Mutate: func(j *statestore.Job) {
+			j.DestKey, j.OutputSHA256, j.OutputSize = first.DestKey, first.SHA256, total
+		},
+	})
+	if err != nil {
+		return PromoteOutput{}, leaseError("promote: mark completed", err)
+	}
+	return PromoteOutput{Outputs: in.Converted.Outputs}, nil
+}
+
+// promoteOne makes a.DestKey hold the staged object. The destination is
+// either absent (copy only if still absent), an older output of the same
+// source (overwrite only that exact version), already this output (done),
+// or another source's output (refuse: two sources map to one key).
+func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
+	meta := promotedMetadata(job, a)
+	req := objectstore.CopyRequest{
+		SrcBucket: job.DestBucket, SrcKey: a.StagingKey,
+		DstBucket: job.DestBucket, DstKey: a.DestKey,
+		Metadata: meta,
+	}
+	cur, err := p.store.Head(ctx, job.DestBucket, a.DestKey)
+	switch {
+	case errors.Is(err, objectstore.ErrNotFound):
+		req.IfNoneMatch = true
+	case err != nil:
+		return fmt.Errorf("promote: head %s: %w", a.DestKey, err)
+	case isPromoted(cur, meta):
+		return nil
+	case cur.Metadata[objectstore.MetaSourceKey] != meta[objectstore.MetaSourceKey]:
+		return fault.Data(fault.DestinationTaken, "%s already holds the output of %s; %s/%s maps to the same key",
+			a.DestKey, orUnknown(cur.Metadata[objectstore.MetaSourceKey]), job.SourceBucket, job.SourceKey)
+	default:
+		req.IfMatch = cur.ETag
+	}
+	_, err = p.store.Copy(ctx, req)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, objectstore.ErrPreconditionFailed):
+		// Someone promoted between our Head and Copy. Same hash: done.
+		now, herr := p.store.Head(ctx, job.DestBucket, a.DestKey)
+		if herr == nil && isPromoted(now, meta) {
+			return nil
+		}
+		return fault.Transient("promote: "+a.DestKey, errors.New("destination changed during promotion (412)"))
+	case errors.Is(err, objectstore.ErrNotFound):
+		// Staging is gone. If the final key already holds this output a
+		// previous attempt finished the copy; otherwise the staged output
+		// was lost and Convert must run again.
+		now, herr := p.store.Head(ctx, job.DestBucket, a.DestKey)
+		if herr == nil && isPromoted(now, meta) {
+			return nil
+		}
+		return fault.Systemic("promote", fmt.Errorf("staging object %s is missing", a.StagingKey))
+	default:
+		return fmt.Errorf("promote: copy %s → %s: %w", a.StagingKey, a.DestKey, err)
+	}
+}
+
+func (p *Promote) allPromoted(ctx context.Context, job Job, outs []Artifact) (bool, error) {
+	for _, a := range outs {
+		cur, err := p.store.Head(ctx, job.DestBucket, a.DestKey)
+		switch {
+		case errors.Is(err, objectstore.ErrNotFound):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("promote: head %s: %w", a.DestKey, err)
+		case !isPromoted(cur, promotedMetadata(job, a)):
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func isPromoted(o objectstore.Object, meta map[string]string) bool {
+	return o.Metadata[objectstore.MetaSourceSHA256] == meta[objectstore.MetaSourceSHA256] &&
+		o.Metadata[objectstore.MetaRecipe] == meta[objectstore.MetaRecipe] &&
+		o.Metadata[MetaOutputSHA256] == meta[MetaOutputSHA256]
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown source"
+	}
+	return s
+}
