@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/geomigrate/geomigrate/internal/localrun"
+)
+
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := realMain(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{
+		nil,
+		{"no-such-command"},
+		{"migrate"},
+		{"migrate", "somewhere"},
+		{"status"},
+		{"sample-data"},
+		{"validate"},
+	} {
+		if _, _, err := run(t, args...); err == nil {
+			t.Errorf("geomigrate %v succeeded", args)
+		}
+	}
+	if _, stderr, err := run(t, "help"); err != nil || !strings.Contains(stderr, "migrate SRC...") {
+		t.Errorf("help: %v\n%s", err, stderr)
+	}
+}
+
+func TestGraphIsMermaidOfTheStateMachine(t *testing.T) {
+	out, _, err := run(t, "graph")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"flowchart", "HashCheck", "Convert", "Promote", "Classify", "SendToRemediation", "SendToDeadLetter"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("graph lacks %q", want)
+		}
+	}
+}
+
+// lastReport reads the newest run report in dest.
+func lastReport(t *testing.T, stdout string) localrun.Report {
+	t.Helper()
+	i := strings.LastIndex(stdout, "report: ")
+	if i < 0 {
+		t.Fatalf("no report path in output:\n%s", stdout)
+	}
+	path := strings.TrimSpace(strings.SplitN(stdout[i+len("report: "):], "\n", 2)[0])
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r localrun.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestMakeRunFlow is what `make run` does, twice: sample data, migrate,
+// status; the second migrate converts nothing.
+func TestMakeRunFlow(t *testing.T) {
+	dir := t.TempDir()
+	samples, dest := filepath.Join(dir, "samples"), filepath.Join(dir, "out")
+	if _, _, err := run(t, "sample-data", samples); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run(t, "migrate", samples, "--dest", dest, "--vector-format", "FlatGeobuf", "--progress", "plain")
+	if err != nil {
+		t.Fatalf("first migrate: %v\n%s\n%s", err, out, stderr)
+	}
+	first := lastReport(t, out)
+	if first.Totals.Completed == 0 || first.Totals.Remediation == 0 || first.Totals.DeadLetter+first.Totals.Failed != 0 {
+		t.Fatalf("first run totals %+v", first.Totals)
+	}
+	if !strings.Contains(out, "Needs attention:") || !strings.Contains(stderr, "[1/") {
+		t.Errorf("summary or progress lines missing:\n%s\n%s", out, stderr)
+	}
+	out, _, err = run(t, "migrate", samples, "--dest", dest, "--vector-format", "FlatGeobuf")
+	if err != nil {
+		t.Fatalf("second migrate: %v", err)
+	}
+	second := lastReport(t, out)
+	if second.Totals.Skipped != second.Totals.Files || second.Totals.Files != first.Totals.Files {
+		t.Fatalf("second run totals %+v, want every file skipped", second.Totals)
+	}
+	status, _, err := run(t, "status", "--dest", dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"COMPLETED", "REMEDIAL", "remediation"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("status lacks %q:\n%s", want, status)
+		}
+	}
+	var tifs []string
+	filepath.Walk(dest, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(p, ".tif") && !strings.Contains(p, stateDirName) {
+			tifs = append(tifs, p)
+		}
+		return nil
+	})
+	if len(tifs) == 0 {
+		t.Fatal("no COG outputs")
+	}
+	if out, _, err := run(t, append([]string{"validate"}, tifs...)...); err != nil {
+		t.Fatalf("validate: %v\n%s", err, out)
+	}
+	// A recipe the pipeline cannot honour is refused before any work.
+	if _, _, err := run(t, "migrate", samples, "--dest", dest, "--vector-format", "Shapefile"); err == nil {
+		t.Fatal("migrate with an unsupported vector format succeeded")
+	}
+}
+
+func TestReplayNeedsAKnownQueue(t *testing.T) {
+	_, _, err := run(t, "replay", "--dest", t.TempDir(), "--queue", "elsewhere")
+	if err == nil || errors.Is(err, errUsage) {
+		t.Fatalf("err = %v", err)
+	}
+}

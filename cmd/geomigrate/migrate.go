@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/migration"
+)
+
+// runFlags are the flags shared by every command that runs the state
+// machine over files (migrate, replay).
+type runFlags struct {
+	dest, stateDir, report string
+	workers                int
+	vectorFormat           string
+	zstdLevel              int
+	progress               string
+	logLevel, logFormat    string
+}
+
+func addRunFlags(fs *flag.FlagSet) *runFlags {
+	f := &runFlags{}
+	fs.StringVar(&f.dest, "dest", "", "destination directory (the local destination bucket)")
+	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "files migrated at once")
+	fs.StringVar(&f.stateDir, "state-dir", "", "state store, queues and reports (default DEST/"+stateDirName+")")
+	fs.StringVar(&f.report, "report", "", "JSON run report path (default STATE-DIR/reports/run-TIME.json)")
+	fs.StringVar(&f.vectorFormat, "vector-format", "", "GeoParquet or FlatGeobuf (default GeoParquet)")
+	fs.IntVar(&f.zstdLevel, "zstd-level", 0, "ZSTD level for outputs (default 9)")
+	fs.StringVar(&f.progress, "progress", "auto", "auto, bar or plain")
+	// Routed files are reported by the progress lines and the summary;
+	// handler warnings about them would say it twice.
+	fs.StringVar(&f.logLevel, "log-level", "error", "debug, info, warn or error (handler logs on stderr)")
+	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	return f
+}
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("migrate", stderr)
+	f := addRunFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: geomigrate migrate SRC... --dest DIR [flags]\n\nEach file under SRC (a file or a directory) runs once through the migrate state machine.\nFlags:")
+		fs.PrintDefaults()
+	}
+	srcs, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if f.dest == "" || len(srcs) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	roots, inputs, err := collectSources(srcs, f.dest)
+	if err != nil {
+		return err
+	}
+	return f.run(ctx, roots, inputs, stdout, stderr)
+}
+
+// run migrates inputs through the local executor and reports.
+func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migration.Source, stdout, stderr io.Writer) error {
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	engine, err := gdal.New()
+	if err != nil {
+		return fmt.Errorf("GDAL: %w", err)
+	}
+	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir()}
+	cfg.Recipe.VectorFormat = f.vectorFormat
+	cfg.Recipe.ZSTDLevel = f.zstdLevel
+	cfg.Recipe.EngineVersion = engine.Version()
+	cfg.Recipe.ToolVersion = buildinfo.Version
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	paths := pathsFor(f.dest, f.stateDir)
+	backend, err := openLocal(f.dest, paths, roots, cfg)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	if err := saveBuckets(paths, roots); err != nil {
+		return err
+	}
+	exec, err := localrun.NewExecutor(newHandlers(cfg, backend, engine, log), backend.queues)
+	if err != nil {
+		return err
+	}
+
+	isTTY := false
+	if file, ok := stderr.(*os.File); ok {
+		isTTY = term.IsTerminal(int(file.Fd()))
+	}
+	prog := newProgress(stderr, len(inputs), f.progress == "bar" || (f.progress == "auto" && isTTY))
+	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done}
+	fmt.Fprintf(stderr, "geomigrate %s: %d file(s) → %s (GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), f.dest, engine.Version(), f.workers)
+	started := time.Now()
+	outcomes := runner.Run(ctx, inputs)
+	prog.finish()
+
+	report := localrun.NewReport(started, outcomes)
+	report.Backend, report.Dest, report.Workers, report.Recipe = "local", f.dest, f.workers, cfg.Recipe.CanonicalJSON()
+	reportPath := f.report
+	if reportPath == "" {
+		reportPath = filepath.Join(paths.reports, "run-"+started.UTC().Format("20060102T150405.000")+".json")
+	}
+	if err := report.Write(reportPath); err != nil {
+		return err
+	}
+	report.PrintSummary(stdout)
+	fmt.Fprintf(stdout, "\nreport: %s\nqueues: %s, %s\n", reportPath, paths.remediation, paths.deadLetter)
+	if t := report.Totals; t.DeadLetter+t.Failed > 0 {
+		return fmt.Errorf("%d file(s) in the dead-letter queue, %d failed: see the report", t.DeadLetter, t.Failed)
+	}
+	return ctx.Err()
+}
+
+// saveBuckets remembers which directory each local bucket name stood for,
+// so `geomigrate replay` can find a queued job's source again.
+func saveBuckets(paths localPaths, roots []sourceRoot) error {
+	known, err := loadBuckets(paths)
+	if err != nil {
+		return err
+	}
+	for _, r := range roots {
+		known[r.bucket] = r.dir
+	}
+	b, err := json.MarshalIndent(known, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := paths.buckets + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return fmt.Errorf("save bucket map: %w", err)
+	}
+	return os.Rename(tmp, paths.buckets)
+}
+
+func loadBuckets(paths localPaths) (map[string]string, error) {
+	known := map[string]string{}
+	b, err := os.ReadFile(paths.buckets)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return known, nil
+	case err != nil:
+		return nil, fmt.Errorf("read bucket map: %w", err)
+	}
+	if err := json.Unmarshal(b, &known); err != nil {
+		return nil, fmt.Errorf("read bucket map %s: %w", paths.buckets, err)
+	}
+	return known, nil
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: %w", level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}

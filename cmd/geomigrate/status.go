@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/geomigrate/geomigrate/internal/queue"
+	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
+)
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("status", stderr)
+	dest := fs.String("dest", "", "destination directory of earlier runs")
+	stateDir := fs.String("state-dir", "", "state directory (default DEST/"+stateDirName+")")
+	only := fs.String("status", "", "list only jobs in this status (PROCESSING, REMEDIAL, …)")
+	asJSON := fs.Bool("json", false, "print the jobs as JSON lines")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dest == "" && *stateDir == "" {
+		fmt.Fprintln(stderr, "Usage: geomigrate status --dest DIR [--status S] [--json]")
+		return errUsage
+	}
+	paths := pathsFor(*dest, *stateDir)
+	if _, err := os.Stat(paths.db); err != nil {
+		return fmt.Errorf("no state store at %s: has a migration run there?", paths.db)
+	}
+	db, err := boltstore.Open(paths.db)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	counts := map[statestore.Status]int{}
+	var listed []statestore.Job
+	err = db.List(ctx, statestore.Status(*only), func(j statestore.Job) error {
+		counts[j.Status]++
+		if *only != "" || j.Status != statestore.Completed {
+			listed = append(listed, j)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		for _, j := range listed {
+			if err := enc.Encode(j); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	fmt.Fprintf(stdout, "state store: %s\n", paths.db)
+	for _, s := range statestore.Statuses {
+		if counts[s] > 0 {
+			fmt.Fprintf(stdout, "  %-12s %d\n", s, counts[s])
+		}
+	}
+	for _, q := range []struct{ name, path string }{{"remediation", paths.remediation}, {"dead-letter", paths.deadLetter}} {
+		n, err := countMessages(ctx, q.path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "queue %-12s %d message(s)  %s\n", q.name, n, q.path)
+	}
+	if len(listed) > 0 {
+		fmt.Fprintln(stdout)
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "STATUS\tSOURCE\tATTEMPTS\tERROR\tUPDATED")
+		for _, j := range listed {
+			fmt.Fprintf(tw, "%s\t%s/%s\t%d\t%s\t%s\n", j.Status, j.SourceBucket, j.SourceKey, j.Attempts,
+				oneLineErr(j.ErrorName, j.ErrorCause), j.UpdatedAt.Format("2006-01-02 15:04:05"))
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+func oneLineErr(name, cause string) string {
+	if name == "" {
+		return "-"
+	}
+	s := name + ": " + cause
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+func countMessages(ctx context.Context, path string) (int, error) {
+	if _, err := os.Stat(path); os.IsNotExist(err) {
+		return 0, nil
+	}
+	q, err := jsonlqueue.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer q.Close()
+	n := 0
+	err = q.ReadAll(ctx, func(queue.Message) error { n++; return nil })
+	return n, err
+}

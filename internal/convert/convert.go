@@ -1,0 +1,115 @@
+package convert
+
+import (
+	"context"
+	"path"
+	"strings"
+)
+
+// Kind is what a source holds.
+type Kind string
+
+const (
+	Raster Kind = "raster"
+	Vector Kind = "vector"
+)
+
+// Output is one file written by a conversion.
+type Output struct {
+	Path        string           `json:"path"`         // local file in the work dir
+	Format      string           `json:"format"`       // FormatCOG, FormatGeoParquet, FormatFlatGeobuf
+	Extension   string           `json:"extension"`    // ".tif", ".parquet", ".fgb"
+	ContentType string           `json:"content_type"` // for the object's Content-Type
+	Kind        Kind             `json:"kind"`
+	Layer       string           `json:"layer,omitempty"`    // source layer (vector)
+	Warnings    []string         `json:"warnings,omitempty"` // non-fatal GDAL messages and repairs
+	Stats       map[string]int64 `json:"stats,omitempty"`    // width, height, bands, overviews, features, repaired, bytes …
+}
+
+// Engine converts one local source file into one or more outputs in workDir.
+//
+// A multi-layer vector source gives one Output per layer. Refusals are
+// *fault.DataError (with a code), failures of the worker's environment
+// (disk full, out of memory, misconfiguration) *fault.SystemicError.
+// Conversion is local CPU work: nothing it returns is transient.
+type Engine interface {
+	Convert(ctx context.Context, src string, workDir string, r Recipe) ([]Output, error)
+	Version() string
+}
+
+// FormatInfo describes an output format.
+type FormatInfo struct {
+	Format      string
+	Extension   string
+	ContentType string
+	Kind        Kind
+}
+
+// Formats lists the output formats.
+var Formats = map[string]FormatInfo{
+	FormatCOG:        {FormatCOG, ".tif", "image/tiff; application=geotiff; profile=cloud-optimized", Raster},
+	FormatGeoParquet: {FormatGeoParquet, ".parquet", "application/vnd.apache.parquet", Vector},
+	FormatFlatGeobuf: {FormatFlatGeobuf, ".fgb", "application/flatgeobuf", Vector},
+}
+
+// compound extensions stripped as a whole.
+var compoundExt = []string{".shp.zip", ".tar.gz", ".aux.xml"}
+
+// Stem is the base name of a key without its extension ("a/b/roads.shp.zip" → "roads").
+func Stem(key string) string {
+	base := path.Base(key)
+	lower := strings.ToLower(base)
+	for _, ce := range compoundExt {
+		if strings.HasSuffix(lower, ce) && len(base) > len(ce) {
+			return base[:len(base)-len(ce)]
+		}
+	}
+	if ext := path.Ext(base); ext != "" && len(ext) < len(base) {
+		return base[:len(base)-len(ext)]
+	}
+	return base
+}
+
+// DestKey names an output in the destination bucket from the source key:
+// the extension is replaced ("a/b/dem.img" → "a/b/dem.tif",
+// "roads.shp" → "roads.parquet"); for a multi-layer source each layer goes
+// in a folder named after the source ("x.gpkg", layer "roads" →
+// "x/roads.parquet"). Layer names are made safe for a key (no "/", "..",
+// control characters).
+func DestKey(srcKey string, out Output, multiLayer bool) string {
+	dir := path.Dir(srcKey)
+	if dir == "." || !strings.Contains(srcKey, "/") {
+		dir = ""
+	} else {
+		dir += "/"
+	}
+	stem := Stem(srcKey)
+	ext := out.Extension
+	if ext == "" {
+		ext = Formats[out.Format].Extension
+	}
+	if multiLayer && out.Layer != "" {
+		return dir + stem + "/" + SafeName(out.Layer) + ext
+	}
+	return dir + stem + ext
+}
+
+// SafeName maps a layer name to a single safe path segment.
+func SafeName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			b.WriteRune(r)
+		case r > 127 && r != 0xFFFD: // keep non-ASCII letters (UTF-8 keys are fine in S3)
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	out := strings.Trim(b.String(), ".")
+	if out == "" {
+		return "layer"
+	}
+	return out
+}

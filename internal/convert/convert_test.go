@@ -1,0 +1,129 @@
+package convert
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/geomigrate/geomigrate/internal/fault"
+)
+
+// goldenHash pins the hash of the default recipe with fixed versions. If it
+// changes, every object ever migrated will be converted again: change it only
+// on purpose (and bump hashVersion when the canonical form changes meaning).
+const goldenHash = "b07b13b3bc9a6d8104ffa214292e9b361202b69ce2a68801c9afe32564861d1b"
+
+func baseRecipe() Recipe {
+	r := DefaultRecipe()
+	r.EngineVersion = "3.6.2"
+	r.ToolVersion = "v0.1.0"
+	return r
+}
+
+func TestHashGolden(t *testing.T) {
+	r := baseRecipe()
+	if got := r.Hash(); got != goldenHash {
+		t.Fatalf("hash of the default recipe = %s, want %s\ncanonical: %s", got, goldenHash, r.CanonicalJSON())
+	}
+	if got := r.ShortHash(); got != goldenHash[:16] || len(got) != 16 {
+		t.Fatalf("short hash %q", got)
+	}
+	want := `{"block_size":512,"engine_version":"3.6.2","geometry_policy":"repair","overview_resampling":"auto","raster_format":"COG","row_group_rows":65536,"tool_version":"v0.1.0","v":1,"vector_format":"GeoParquet","zstd_level":9}`
+	if got := r.CanonicalJSON(); got != want {
+		t.Fatalf("canonical JSON\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestHashChangesWithOutputFields(t *testing.T) {
+	base := baseRecipe().Hash()
+	cases := []struct {
+		name string
+		mod  func(*Recipe)
+	}{
+		{"vector format", func(r *Recipe) { r.VectorFormat = FormatFlatGeobuf }},
+		{"raster format", func(r *Recipe) { r.RasterFormat = "GTiff" }},
+		{"block size", func(r *Recipe) { r.BlockSize = 256 }},
+		{"zstd level", func(r *Recipe) { r.ZSTDLevel = 15 }},
+		{"resampling", func(r *Recipe) { r.OverviewResampling = ResamplingNearest }},
+		{"geometry policy", func(r *Recipe) { r.GeometryPolicy = GeometryStrict }},
+		{"row group", func(r *Recipe) { r.RowGroupRows = 131072 }},
+		{"engine version", func(r *Recipe) { r.EngineVersion = "3.8.4" }},
+		{"tool version", func(r *Recipe) { r.ToolVersion = "v0.2.0" }},
+	}
+	seen := map[string]string{base: "base"}
+	for _, c := range cases {
+		r := baseRecipe()
+		c.mod(&r)
+		h := r.Hash()
+		if prev, dup := seen[h]; dup {
+			t.Errorf("%s: hash %s equals that of %s", c.name, h, prev)
+		}
+		seen[h] = c.name
+	}
+}
+
+func TestHashIgnoresBudgetsAndDefaults(t *testing.T) {
+	base := baseRecipe().Hash()
+	r := baseRecipe()
+	r.MaxBytes, r.MaxPixels, r.MaxFeatures = 1, 2, 3
+	if r.Hash() != base {
+		t.Error("budgets changed the hash")
+	}
+	zero := Recipe{EngineVersion: "3.6.2", ToolVersion: "v0.1.0"}
+	if zero.Hash() != base {
+		t.Error("zero fields and explicit defaults hash differently")
+	}
+	for range 3 {
+		if baseRecipe().Hash() != base {
+			t.Fatal("hash not stable")
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	if err := DefaultRecipe().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := []Recipe{
+		{RasterFormat: "PNG"}, {VectorFormat: "Shapefile"}, {BlockSize: 100}, {ZSTDLevel: 23},
+		{OverviewResampling: "lanczos2"}, {GeometryPolicy: "ignore"}, {MaxBytes: -1},
+	}
+	for _, r := range bad {
+		err := r.Validate()
+		var s *fault.SystemicError
+		if !errors.As(err, &s) {
+			t.Errorf("%+v: want SystemicError, got %v", r, err)
+		}
+	}
+}
+
+func TestDestKey(t *testing.T) {
+	cog := Output{Format: FormatCOG, Extension: ".tif"}
+	pq := Output{Format: FormatGeoParquet, Extension: ".parquet"}
+	cases := []struct {
+		src   string
+		out   Output
+		multi bool
+		want  string
+	}{
+		{"a/b/dem.img", cog, false, "a/b/dem.tif"},
+		{"a/b/dem.tif", cog, false, "a/b/dem.tif"},
+		{"dem", cog, false, "dem.tif"},
+		{"roads.shp", pq, false, "roads.parquet"},
+		{"in/roads.shp.zip", pq, false, "in/roads.parquet"},
+		{"x.gpkg", withLayer(pq, "roads"), true, "x/roads.parquet"},
+		{"d/x.gpkg", withLayer(pq, "roads"), true, "d/x/roads.parquet"},
+		{"d/x.gpkg", withLayer(pq, "../../etc/passwd"), true, "d/x/_.._etc_passwd.parquet"},
+		{"d/x.gpkg", withLayer(pq, ".."), true, "d/x/layer.parquet"},
+		{"d/x.gpkg", withLayer(pq, "routes"), false, "d/x.parquet"},
+		{"d/x.gpkg", Output{Format: FormatFlatGeobuf, Layer: "a b"}, true, "d/x/a_b.fgb"},
+		{"/abs/path.tif", cog, false, "/abs/path.tif"},
+		{"a.b/c", cog, false, "a.b/c.tif"},
+	}
+	for _, c := range cases {
+		if got := DestKey(c.src, c.out, c.multi); got != c.want {
+			t.Errorf("DestKey(%q, %q, %v) = %q, want %q", c.src, c.out.Layer, c.multi, got, c.want)
+		}
+	}
+}
+
+func withLayer(o Output, l string) Output { o.Layer = l; return o }

@@ -1,0 +1,199 @@
+// Package convert is the domain of conversion: what a conversion is asked to
+// produce (Recipe), what it produces (Output), the Engine that does the work,
+// and how outputs are named (DestKey). It is pure Go: the GDAL-backed Engine
+// lives in internal/gdal, the only cgo package.
+package convert
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/geomigrate/geomigrate/internal/fault"
+)
+
+// Output formats.
+const (
+	FormatCOG        = "COG"
+	FormatGeoParquet = "GeoParquet"
+	FormatFlatGeobuf = "FlatGeobuf"
+)
+
+// Overview resampling policies. ResamplingAuto picks nearest for
+// categorical (paletted) rasters and average for everything else.
+const (
+	ResamplingAuto     = "auto"
+	ResamplingNearest  = "nearest"
+	ResamplingAverage  = "average"
+	ResamplingBilinear = "bilinear"
+	ResamplingCubic    = "cubic"
+	ResamplingMode     = "mode"
+)
+
+// Geometry policies: GeometryRepair makes invalid geometries valid (counted
+// and reported in Output.Stats); GeometryStrict refuses the source with
+// fault.InvalidGeometry.
+const (
+	GeometryRepair = "repair"
+	GeometryStrict = "strict"
+)
+
+// Defaults.
+const (
+	DefaultBlockSize = 512
+	// DefaultZSTDLevel is 9, GDAL's own default for ZSTD_LEVEL. With the
+	// horizontal predictor, levels above ~9 buy 1–3 % smaller rasters for
+	// 2–5x the CPU time, which on Lambda is billed time; levels below ~6
+	// lose more size than they save time. Keeping GDAL's default also makes
+	// our output comparable byte for byte with `gdal_translate -of COG
+	// -co COMPRESS=ZSTD`.
+	DefaultZSTDLevel    = 9
+	DefaultRowGroupRows = 65536
+	// Budgets: generous for a 10 GB Lambda /tmp, small enough that a
+	// declared pixel bomb is refused before any pixel is read.
+	DefaultMaxBytes    int64 = 5 << 30       // 5 GiB of source files
+	DefaultMaxPixels   int64 = 4_000_000_000 // 4 Gpx (width × height × bands)
+	DefaultMaxFeatures int64 = 50_000_000
+)
+
+// Recipe is what a conversion is asked to produce. The fields that change
+// output bytes enter Hash; the budgets decide only whether a source is
+// refused, so they do not.
+type Recipe struct {
+	RasterFormat       string `json:"raster_format"`       // "COG"
+	VectorFormat       string `json:"vector_format"`       // "GeoParquet" | "FlatGeobuf"
+	BlockSize          int    `json:"block_size"`          // COG tile size, 512
+	ZSTDLevel          int    `json:"zstd_level"`          // 1..22, default 9
+	OverviewResampling string `json:"overview_resampling"` // "auto" | nearest | average | bilinear | cubic | mode
+	GeometryPolicy     string `json:"geometry_policy"`     // "repair" | "strict"
+	RowGroupRows       int    `json:"row_group_rows"`      // GeoParquet row group size (issue 3)
+
+	MaxBytes    int64 `json:"max_bytes"`    // source size (with sidecars)
+	MaxPixels   int64 `json:"max_pixels"`   // declared width × height × bands
+	MaxFeatures int64 `json:"max_features"` // features over all layers
+
+	EngineVersion string `json:"engine_version"` // GDAL release, from Engine.Version()
+	ToolVersion   string `json:"tool_version"`   // geomigrate version
+}
+
+// DefaultRecipe is the recipe of the design: COG and GeoParquet.
+func DefaultRecipe() Recipe { return Recipe{}.WithDefaults() }
+
+// WithDefaults fills every zero field with its default, so that a zero
+// field and its explicit default hash the same.
+func (r Recipe) WithDefaults() Recipe {
+	if r.RasterFormat == "" {
+		r.RasterFormat = FormatCOG
+	}
+	if r.VectorFormat == "" {
+		r.VectorFormat = FormatGeoParquet
+	}
+	if r.BlockSize == 0 {
+		r.BlockSize = DefaultBlockSize
+	}
+	if r.ZSTDLevel == 0 {
+		r.ZSTDLevel = DefaultZSTDLevel
+	}
+	if r.OverviewResampling == "" {
+		r.OverviewResampling = ResamplingAuto
+	}
+	if r.GeometryPolicy == "" {
+		r.GeometryPolicy = GeometryRepair
+	}
+	if r.RowGroupRows == 0 {
+		r.RowGroupRows = DefaultRowGroupRows
+	}
+	if r.MaxBytes == 0 {
+		r.MaxBytes = DefaultMaxBytes
+	}
+	if r.MaxPixels == 0 {
+		r.MaxPixels = DefaultMaxPixels
+	}
+	if r.MaxFeatures == 0 {
+		r.MaxFeatures = DefaultMaxFeatures
+	}
+	return r
+}
+
+// Validate checks a recipe (after WithDefaults). A bad recipe is a
+// misconfiguration of the worker, not a fault of the data: it is a
+// *fault.SystemicError.
+func (r Recipe) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fault.Systemic("convert.Recipe", fmt.Errorf(format, args...))
+	}
+	r = r.WithDefaults()
+	if r.RasterFormat != FormatCOG {
+		return bad("raster format %q: only %q is supported", r.RasterFormat, FormatCOG)
+	}
+	if r.VectorFormat != FormatGeoParquet && r.VectorFormat != FormatFlatGeobuf {
+		return bad("vector format %q: want %q or %q", r.VectorFormat, FormatGeoParquet, FormatFlatGeobuf)
+	}
+	if r.BlockSize < 64 || r.BlockSize > 4096 || r.BlockSize%16 != 0 {
+		return bad("block size %d: want a multiple of 16 in [64, 4096]", r.BlockSize)
+	}
+	if r.ZSTDLevel < 1 || r.ZSTDLevel > 22 {
+		return bad("zstd level %d: want 1..22", r.ZSTDLevel)
+	}
+	switch r.OverviewResampling {
+	case ResamplingAuto, ResamplingNearest, ResamplingAverage, ResamplingBilinear, ResamplingCubic, ResamplingMode:
+	default:
+		return bad("overview resampling %q", r.OverviewResampling)
+	}
+	if r.GeometryPolicy != GeometryRepair && r.GeometryPolicy != GeometryStrict {
+		return bad("geometry policy %q: want %q or %q", r.GeometryPolicy, GeometryRepair, GeometryStrict)
+	}
+	if r.RowGroupRows < 1 {
+		return bad("row group rows %d", r.RowGroupRows)
+	}
+	if r.MaxBytes < 0 || r.MaxPixels < 0 || r.MaxFeatures < 0 {
+		return bad("negative budget")
+	}
+	return nil
+}
+
+// hashVersion is bumped when the canonical form below changes meaning.
+const hashVersion = 1
+
+// canonical is the map of output-affecting fields, after defaults.
+// encoding/json writes map keys sorted, which makes the JSON canonical.
+func (r Recipe) canonical() []byte {
+	r = r.WithDefaults()
+	m := map[string]any{
+		"v":                   hashVersion,
+		"raster_format":       r.RasterFormat,
+		"vector_format":       r.VectorFormat,
+		"block_size":          r.BlockSize,
+		"zstd_level":          r.ZSTDLevel,
+		"overview_resampling": r.OverviewResampling,
+		"geometry_policy":     r.GeometryPolicy,
+		"row_group_rows":      r.RowGroupRows,
+		"engine_version":      r.EngineVersion,
+		"tool_version":        r.ToolVersion,
+	}
+	b, err := json.Marshal(m)
+	if err != nil { // cannot happen: strings and ints only
+		panic(err)
+	}
+	return b
+}
+
+// CanonicalJSON is the text that Hash digests (sorted keys, defaults
+// applied, budgets left out), for logs and object metadata.
+func (r Recipe) CanonicalJSON() string { return string(r.canonical()) }
+
+// Hash is the hex SHA-256 of CanonicalJSON: it changes whenever a field that
+// changes output bytes changes (formats, block size, ZSTD level, resampling,
+// geometry policy, row group size, GDAL and geomigrate versions) and never
+// otherwise. Budgets are not part of it: they decide whether a source is
+// refused, not what a conversion writes.
+func (r Recipe) Hash() string {
+	sum := sha256.Sum256(r.canonical())
+	return hex.EncodeToString(sum[:])
+}
+
+// ShortHash is the first 16 hex characters (64 bits) of Hash, the form used
+// in the idempotency key and in object metadata ("recipe"). 64 bits is
+// ample: the set of recipes a deployment ever uses is tiny.
+func (r Recipe) ShortHash() string { return r.Hash()[:16] }

@@ -1,0 +1,276 @@
+package gdal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/fault"
+)
+
+// Convert converts the local file src into workDir following r.
+//
+// Order of work: recipe and work dir checks (systemic), preflight without a
+// full open (UnsafeSource, UnsupportedFormat, CorruptSource,
+// BudgetExceeded on bytes), full open with the identified driver only,
+// declared pixel / feature budgets, CRS, then the conversion itself. A
+// failed conversion leaves nothing in workDir.
+func (e *Engine) Convert(ctx context.Context, src, workDir string, r convert.Recipe) ([]convert.Output, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// One OS thread for the whole conversion: GDAL keeps per-thread state
+	// (PROJ context, error handler stack, thread-local config options) and
+	// a conversion should see one consistent set of it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r = r.WithDefaults()
+	if err := r.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkWorkDir(workDir); err != nil {
+		return nil, err
+	}
+	s, err := preflight(src, r)
+	if err != nil {
+		return nil, err
+	}
+	rec := newRecorder()
+	ds, err := s.open(rec)
+	if err != nil {
+		return nil, err
+	}
+	defer ds.Close()
+
+	var outs []convert.Output
+	switch {
+	case len(ds.Bands()) > 0 || len(subdatasets(ds)) > 0:
+		outs, err = e.convertRaster(ctx, ds, s, workDir, r, rec)
+	case len(ds.Layers()) > 0:
+		outs, err = e.convertVector(ctx, ds, s, workDir, r, rec)
+	default:
+		err = fault.Data(fault.EmptyDataset, "%s source has neither raster bands nor vector layers", s.driver)
+	}
+	if err != nil {
+		for _, o := range outs {
+			os.Remove(o.Path)
+		}
+		return nil, err
+	}
+	return outs, nil
+}
+
+func checkWorkDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fault.Systemic("gdal.Convert: work dir", err)
+	}
+	if !fi.IsDir() {
+		return fault.Systemic("gdal.Convert: work dir", fmt.Errorf("%s is not a directory", dir))
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return fault.Systemic("gdal.Convert: work dir not writable", err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
+}
+
+// subdatasets lists SUBDATASET_n_NAME values in order (netCDF, HDF5 …).
+func subdatasets(ds *godal.Dataset) []string {
+	md := ds.Metadatas(godal.Domain("SUBDATASETS"))
+	type sub struct {
+		n    int
+		name string
+	}
+	var subs []sub
+	for k, v := range md {
+		if !strings.HasSuffix(k, "_NAME") || !strings.HasPrefix(k, "SUBDATASET_") {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(k, "SUBDATASET_"), "_NAME"))
+		if err == nil {
+			subs = append(subs, sub{n, v})
+		}
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].n < subs[j].n })
+	out := make([]string, len(subs))
+	for i, s := range subs {
+		out[i] = s.name
+	}
+	return out
+}
+
+// ---- raster ----
+
+func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r convert.Recipe, rec *recorder) ([]convert.Output, error) {
+	stem := convert.Stem(filepath.Base(s.path))
+	if len(ds.Bands()) > 0 {
+		o, err := e.rasterOne(ds, s, filepath.Join(workDir, stem+".tif"), "", r, rec)
+		if err != nil {
+			return nil, err
+		}
+		return []convert.Output{o}, nil
+	}
+	// A container of subdatasets: one COG per subdataset, all or nothing.
+	var outs []convert.Output
+	for _, name := range subdatasets(ds) {
+		if err := ctx.Err(); err != nil {
+			return outs, err
+		}
+		layer := subdatasetLayer(name)
+		if !strings.Contains(name, s.path) {
+			return outs, fault.Data(fault.UnsafeSource, "subdataset %q refers to a file other than the source", name)
+		}
+		sub, err := godal.Open(name, godal.Drivers(s.driver), godal.RasterOnly(), rec.opt())
+		if err != nil {
+			return outs, classify("gdal.Open", err, "", fault.CorruptSource, "cannot open subdataset %s", layer)
+		}
+		o, err := e.rasterOne(sub, s, filepath.Join(workDir, stem+"."+convert.SafeName(layer)+".tif"), layer, r, rec.child())
+		sub.Close()
+		if err != nil {
+			return outs, err
+		}
+		outs = append(outs, o)
+	}
+	return outs, nil
+}
+
+func subdatasetLayer(name string) string {
+	if i := strings.LastIndex(name, ":"); i >= 0 && i < len(name)-1 {
+		return strings.TrimLeft(name[i+1:], "/")
+	}
+	return name
+}
+
+// COGOptions are the pinned gdal_translate switches for a raster: every
+// creation option that shapes the bytes is explicit, none is left to a
+// GDAL default that may move between releases.
+func COGOptions(r convert.Recipe, paletted bool, numThreads int) []string {
+	r = r.WithDefaults()
+	resampling := r.OverviewResampling
+	if resampling == convert.ResamplingAuto {
+		resampling = convert.ResamplingAverage
+		if paletted {
+			resampling = convert.ResamplingNearest
+		}
+	}
+	// A predictor helps continuous data (elevation, imagery); on class
+	// indices it only adds noise to the compressor.
+	predictor := "YES" // the COG driver picks 2 (integers) or 3 (floats)
+	if paletted {
+		predictor = "NO"
+	}
+	co := []string{
+		"BLOCKSIZE=" + strconv.Itoa(r.BlockSize),
+		"COMPRESS=ZSTD",
+		"OVERVIEW_COMPRESS=ZSTD",
+		"LEVEL=" + strconv.Itoa(r.ZSTDLevel),
+		"PREDICTOR=" + predictor,
+		"OVERVIEW_PREDICTOR=" + predictor,
+		"OVERVIEWS=IGNORE_EXISTING",
+		"RESAMPLING=" + strings.ToUpper(resampling),
+		"OVERVIEW_RESAMPLING=" + strings.ToUpper(resampling),
+		"BIGTIFF=IF_SAFER",
+		"SPARSE_OK=FALSE",
+		"TILING_SCHEME=CUSTOM",
+		"NUM_THREADS=" + strconv.Itoa(max(numThreads, 1)),
+	}
+	args := []string{"-of", "COG"}
+	for _, c := range co {
+		args = append(args, "-co", c)
+	}
+	return args
+}
+
+func isPaletted(b godal.Band) bool {
+	return b.ColorInterp() == godal.CIPalette || len(b.ColorTable().Entries) > 0
+}
+
+func (e *Engine) rasterOne(ds *godal.Dataset, s *source, dst, layer string, r convert.Recipe, rec *recorder) (convert.Output, error) {
+	what := "the raster"
+	if layer != "" {
+		what = "subdataset " + layer
+	}
+	st := ds.Structure()
+	pixels := int64(st.SizeX) * int64(st.SizeY) * int64(st.NBands)
+	if st.SizeX <= 0 || st.SizeY <= 0 || st.NBands <= 0 {
+		return convert.Output{}, fault.Data(fault.EmptyDataset, "%s has no pixels (%dx%d, %d bands)", what, st.SizeX, st.SizeY, st.NBands)
+	}
+	if r.MaxPixels > 0 && pixels > r.MaxPixels {
+		return convert.Output{}, fault.Data(fault.BudgetExceeded,
+			"%s declares %d x %d pixels x %d bands = %d, over the budget of %d; not attempted",
+			what, st.SizeX, st.SizeY, st.NBands, pixels, r.MaxPixels)
+	}
+	if err := checkCRS(ds.Projection(), what, rec); err != nil {
+		return convert.Output{}, err
+	}
+	if _, err := ds.GeoTransform(rec.opt()); err != nil {
+		return convert.Output{}, fault.Data(fault.MissingCRS, "%s has a CRS but no geotransform: it is not georeferenced", what)
+	}
+	bands := ds.Bands()
+	paletted := isPaletted(bands[0])
+	args := COGOptions(r, paletted, e.cfg.NumThreads)
+
+	os.Remove(dst)
+	out, err := ds.Translate(dst, args, rec.opt())
+	if err != nil {
+		removeOutput(dst)
+		return convert.Output{}, classify("gdal.Translate(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be read in full", what)
+	}
+	if err := out.Close(rec.opt()); err != nil {
+		removeOutput(dst)
+		return convert.Output{}, classify("gdal.Close(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be written", what)
+	}
+	// Read back what was written: the GTiff driver reports LAYOUT=COG
+	// only for a file whose structure is that of a COG.
+	chk, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
+	if err != nil {
+		removeOutput(dst)
+		return convert.Output{}, fault.Systemic("gdal.Translate(COG): reopen output", err)
+	}
+	ost := chk.Structure()
+	ovr := len(chk.Bands()[0].Overviews())
+	layout := chk.Metadata("LAYOUT", godal.Domain("IMAGE_STRUCTURE"))
+	chk.Close()
+	if aux := dst + ".aux.xml"; exists(aux) {
+		// Whatever GDAL could not put in the TIFF; the COG stands alone.
+		os.Remove(aux)
+		rec.warn("some metadata could not be stored in the COG and was dropped (.aux.xml)")
+	}
+	if layout != "COG" {
+		removeOutput(dst)
+		return convert.Output{}, fault.Systemic("gdal.Translate(COG)", fmt.Errorf("output LAYOUT=%q, want COG", layout))
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		return convert.Output{}, fault.Systemic("gdal.Translate(COG)", err)
+	}
+	info := convert.Formats[convert.FormatCOG]
+	return convert.Output{
+		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
+		Kind: convert.Raster, Layer: layer, Warnings: rec.list(),
+		Stats: map[string]int64{
+			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
+			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.bytes,
+		},
+	}, nil
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func removeOutput(p string) {
+	os.Remove(p)
+	os.Remove(p + ".aux.xml")
+}
+
+var errGeoParquet = errors.New("GeoParquet output is not implemented yet (issue 3); use VectorFormat FlatGeobuf")

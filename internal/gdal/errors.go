@@ -1,0 +1,135 @@
+package gdal
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/fault"
+)
+
+// recorder is the error policy of every godal call made for one
+// conversion: CE_Warning is recorded (deduplicated, bounded) and ignored,
+// CE_Failure and CE_Fatal fail the call, debug output is dropped.
+type recorder struct {
+	mu       sync.Mutex
+	warnings []string
+	seen     map[string]bool
+	dropped  int
+}
+
+const maxWarnings = 50
+
+func newRecorder() *recorder { return &recorder{seen: map[string]bool{}} }
+
+func (r *recorder) handle(ec godal.ErrorCategory, code int, msg string) error {
+	switch {
+	case ec >= godal.CE_Failure:
+		return &gdalError{Code: code, Msg: strings.TrimSpace(msg)}
+	case ec == godal.CE_Warning:
+		r.warn(strings.TrimSpace(msg))
+	}
+	return nil
+}
+
+// child is a recorder for one output: it starts with the warnings recorded
+// so far (those of the source) and records its own apart from its siblings.
+func (r *recorder) child() *recorder {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := newRecorder()
+	c.warnings = append(c.warnings, r.warnings...)
+	for k := range r.seen {
+		c.seen[k] = true
+	}
+	c.dropped = r.dropped
+	return c
+}
+
+func (r *recorder) warn(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if msg == "" || r.seen[msg] {
+		return
+	}
+	r.seen[msg] = true
+	if len(r.warnings) >= maxWarnings {
+		r.dropped++
+		return
+	}
+	r.warnings = append(r.warnings, msg)
+}
+
+func (r *recorder) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]string(nil), r.warnings...)
+	if r.dropped > 0 {
+		out = append(out, fmt.Sprintf("… and %d more warnings", r.dropped))
+	}
+	return out
+}
+
+// opt is the godal option installing the recorder.
+func (r *recorder) opt() interface {
+	godal.OpenOption
+	godal.DatasetTranslateOption
+	godal.DatasetVectorTranslateOption
+	godal.CloseOption
+	godal.FeatureCountOption
+	godal.GetGeoTransformOption
+	godal.CreateSpatialRefOption
+	godal.SpatialRefValidateOption
+} {
+	return godal.ErrLogger(r.handle)
+}
+
+// gdalError is a CE_Failure/CE_Fatal message from GDAL.
+type gdalError struct {
+	Code int // CPLErrorNum
+	Msg  string
+}
+
+func (e *gdalError) Error() string { return e.Msg }
+
+// CPLErrorNum values that mean the machine, not the data, failed.
+const (
+	cpleOutOfMemory = 2
+	cpleFileIO      = 3
+)
+
+var systemicHints = []string{
+	"no space left on device", "free disk space", "disk full", "enospc",
+	"out of memory", "cannot allocate", "memory allocation", "std::bad_alloc",
+	"too many open files",
+}
+
+// classify turns a GDAL failure into the taxonomy: exhausted memory or disk,
+// and failures writing into the work dir, are systemic; anything else that
+// GDAL raised while reading a source is a fault of the data (code).
+func classify(op string, err error, workDir string, code fault.Code, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	var d *fault.DataError
+	var s *fault.SystemicError
+	if errors.As(err, &d) || errors.As(err, &s) {
+		return err
+	}
+	msg := strings.ToLower(err.Error())
+	var ge *gdalError
+	if errors.As(err, &ge) && ge.Code == cpleOutOfMemory {
+		return fault.Systemic(op, err)
+	}
+	for _, h := range systemicHints {
+		if strings.Contains(msg, h) {
+			return fault.Systemic(op, err)
+		}
+	}
+	if workDir != "" && strings.Contains(err.Error(), workDir) && !strings.Contains(msg, "read") {
+		return fault.Systemic(op, err)
+	}
+	return fault.DataWrap(code, err, format, args...)
+}

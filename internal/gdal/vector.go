@@ -1,0 +1,260 @@
+package gdal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/fault"
+)
+
+// layerScan is what a full read of a layer's geometries found.
+type layerScan struct {
+	name      string
+	features  int64
+	nulls     int64
+	invalid   int64
+	types     map[godal.GeometryType]int64 // flattened 2D types
+	promote   bool                         // mixed single/multi of one family
+	mixedKind bool                         // points with polygons, etc.
+	hasZ      bool
+	hasM      bool
+	family    string // "point", "line", "polygon" when there is one
+}
+
+var geomNames = map[godal.GeometryType]string{
+	godal.GTPoint: "POINT", godal.GTLineString: "LINESTRING", godal.GTPolygon: "POLYGON",
+	godal.GTMultiPoint: "MULTIPOINT", godal.GTMultiLineString: "MULTILINESTRING", godal.GTMultiPolygon: "MULTIPOLYGON",
+}
+
+var multiOf = map[string]string{"point": "MULTIPOINT", "line": "MULTILINESTRING", "polygon": "MULTIPOLYGON"}
+
+// targetType is the -nlt value that gives the output layer one declared
+// geometry type ("" leaves it to GDAL): single and multi of one family
+// become multi, and so does a polygon layer being repaired (MakeValid may
+// split a polygon in parts).
+func (sc layerScan) targetType(repair bool) string {
+	if sc.mixedKind || sc.hasM || sc.family == "" {
+		return ""
+	}
+	name := ""
+	if len(sc.types) == 1 {
+		for t := range sc.types {
+			name = geomNames[t]
+		}
+	}
+	if sc.promote || (repair && sc.family == "polygon") {
+		name = multiOf[sc.family]
+	}
+	if name != "" && sc.hasZ {
+		name += "Z"
+	}
+	return name
+}
+
+func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r convert.Recipe, rec *recorder) ([]convert.Output, error) {
+	layers := ds.Layers()
+	// Preflight every layer before writing anything: budget, CRS, emptiness,
+	// geometry validity under the policy.
+	var total int64
+	var scans []layerScan
+	var skipped []string
+	for _, l := range layers {
+		n, err := l.FeatureCount(rec.opt())
+		if err != nil {
+			return nil, classify("gdal.FeatureCount", err, "", fault.CorruptSource, "layer %q cannot be read", l.Name())
+		}
+		total += int64(n)
+		if r.MaxFeatures > 0 && total > r.MaxFeatures {
+			return nil, fault.Data(fault.BudgetExceeded, "source has more than %d features (budget)", r.MaxFeatures)
+		}
+		if n == 0 {
+			skipped = append(skipped, l.Name())
+			continue
+		}
+		if err := layerCRS(l, rec); err != nil {
+			return nil, err
+		}
+		sc, err := scanLayer(ctx, l)
+		if err != nil {
+			return nil, err
+		}
+		if sc.features == sc.nulls {
+			return nil, fault.Data(fault.EmptyDataset, "layer %q has %d features but no geometry", sc.name, sc.features)
+		}
+		if sc.invalid > 0 && r.GeometryPolicy == convert.GeometryStrict {
+			return nil, fault.Data(fault.InvalidGeometry,
+				"layer %q: %d of %d geometries are invalid (self-intersections, bad rings …); policy is strict: repair them (e.g. ST_MakeValid) or convert with geometry policy \"repair\"",
+				sc.name, sc.invalid, sc.features)
+		}
+		scans = append(scans, sc)
+	}
+	if len(scans) == 0 {
+		return nil, fault.Data(fault.EmptyDataset, "every layer is empty (%s)", strings.Join(skipped, ", "))
+	}
+	for _, name := range skipped {
+		rec.warn(fmt.Sprintf("empty layer %q skipped", name))
+	}
+	if r.VectorFormat == convert.FormatGeoParquet {
+		return nil, fault.Systemic("gdal.Convert", errGeoParquet)
+	}
+
+	stem := convert.Stem(filepath.Base(s.path))
+	multi := len(scans) > 1
+	var outs []convert.Output
+	for _, sc := range scans {
+		if err := ctx.Err(); err != nil {
+			return outs, err
+		}
+		name := stem + ".fgb"
+		if multi {
+			name = stem + "." + convert.SafeName(sc.name) + ".fgb"
+		}
+		o, err := writeFlatGeobuf(ds, sc, filepath.Join(workDir, name), r, rec.child())
+		if err != nil {
+			return outs, err
+		}
+		o.Stats["source_bytes"] = s.bytes
+		outs = append(outs, o)
+	}
+	return outs, nil
+}
+
+// layerCRS checks a layer's CRS (present, valid, georeferencing).
+func layerCRS(l godal.Layer, rec *recorder) error {
+	what := fmt.Sprintf("layer %q", l.Name())
+	sr := l.SpatialRef()
+	if sr == nil || isNullHandle(sr) {
+		return checkCRS("", what, rec)
+	}
+	wkt, err := sr.WKT()
+	if err != nil {
+		return fault.DataWrap(fault.InvalidCRS, err, "%s has a CRS that cannot be exported", what)
+	}
+	return checkCRS(wkt, what, rec)
+}
+
+// isNull reports a feature without geometry. godal hands out a Geometry
+// wrapping a NULL handle in that case and has no accessor for it; calling
+// any OGR_G_* function on it would log a CE_Failure.
+func isNull(g *godal.Geometry) bool { return g == nil || isNullHandle(g) }
+
+// isNullHandle reports a godal wrapper (pointer to a struct with a C handle
+// field named "handle") around a NULL handle. Tests pin this to godal's layout.
+func isNullHandle(p any) bool {
+	v := reflect.ValueOf(p)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return true
+	}
+	h := v.Elem().FieldByName("handle")
+	return !h.IsValid() || h.IsNil()
+}
+
+func flatten(t godal.GeometryType) godal.GeometryType {
+	// wkb25DBit and the ISO Z/M offsets.
+	t &^= godal.GeometryType(0x80000000)
+	return godal.GeometryType(int(t) % 1000)
+}
+
+func scanLayer(ctx context.Context, l godal.Layer) (layerScan, error) {
+	sc := layerScan{name: l.Name(), types: map[godal.GeometryType]int64{}}
+	// OGR_G_IsValid reports each invalidity through CPLError (GEOS
+	// "Self-intersection at …"); the count is what matters, so silence them
+	// on this OS thread for the scan.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pushQuiet()
+	defer popQuiet()
+	l.ResetReading()
+	defer l.ResetReading()
+	for f := l.NextFeature(); f != nil; f = l.NextFeature() {
+		sc.features++
+		g := f.Geometry()
+		switch {
+		case isNull(g) || g.Empty():
+			sc.nulls++
+		default:
+			t := g.Type()
+			iso := (uint32(t) &^ 0x80000000) / 1000
+			sc.hasZ = sc.hasZ || uint32(t)&0x80000000 != 0 || iso == 1 || iso == 3
+			sc.hasM = sc.hasM || iso == 2 || iso == 3
+			sc.types[flatten(t)]++
+			if !g.Valid() {
+				sc.invalid++
+			}
+		}
+		f.Close()
+		if sc.features%4096 == 0 && ctx.Err() != nil {
+			return sc, ctx.Err()
+		}
+	}
+	family := map[godal.GeometryType]string{
+		godal.GTPoint: "point", godal.GTMultiPoint: "point",
+		godal.GTLineString: "line", godal.GTMultiLineString: "line",
+		godal.GTPolygon: "polygon", godal.GTMultiPolygon: "polygon",
+	}
+	fams := map[string]int{}
+	for t := range sc.types {
+		fams[family[t]]++
+	}
+	sc.mixedKind = len(fams) > 1
+	for f, n := range fams {
+		if f != "" && n > 1 {
+			sc.promote = true
+		}
+		if len(fams) == 1 {
+			sc.family = f
+		}
+	}
+	return sc, nil
+}
+
+func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r convert.Recipe, rec *recorder) (convert.Output, error) {
+	args := []string{"-f", "FlatGeobuf", "-lco", "SPATIAL_INDEX=YES", "-nln", sc.name}
+	var repaired int64
+	repair := sc.invalid > 0 && r.GeometryPolicy == convert.GeometryRepair
+	if nlt := sc.targetType(repair); nlt != "" {
+		args = append(args, "-nlt", nlt)
+	}
+	if sc.promote {
+		rec.warn(fmt.Sprintf("layer %q mixes single and multi geometries: promoted to multi", sc.name))
+	}
+	if sc.mixedKind {
+		rec.warn(fmt.Sprintf("layer %q mixes geometry kinds: written with geometry type Unknown", sc.name))
+	}
+	if repair {
+		args = append(args, "-makevalid")
+		repaired = sc.invalid
+		rec.warn(fmt.Sprintf("layer %q: %d invalid geometries repaired (MakeValid)", sc.name, sc.invalid))
+	}
+	args = append(args, sc.name)
+	os.Remove(dst)
+	out, err := ds.VectorTranslate(dst, args, rec.opt())
+	if err != nil {
+		os.Remove(dst)
+		return convert.Output{}, classify("gdal.VectorTranslate(FlatGeobuf)", err, filepath.Dir(dst), fault.CorruptSource, "layer %q cannot be read in full", sc.name)
+	}
+	if err := out.Close(rec.opt()); err != nil {
+		os.Remove(dst)
+		return convert.Output{}, classify("gdal.Close(FlatGeobuf)", err, filepath.Dir(dst), fault.CorruptSource, "layer %q cannot be written", sc.name)
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		return convert.Output{}, fault.Systemic("gdal.VectorTranslate(FlatGeobuf)", err)
+	}
+	info := convert.Formats[convert.FormatFlatGeobuf]
+	return convert.Output{
+		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
+		Kind: convert.Vector, Layer: sc.name, Warnings: rec.list(),
+		Stats: map[string]int64{
+			"features": sc.features, "null_geometries": sc.nulls, "invalid_geometries": sc.invalid,
+			"repaired": repaired, "bytes": fi.Size(),
+		},
+	}, nil
+}
