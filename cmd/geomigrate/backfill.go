@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/migration"
+)
+
+// resultsBucket is the local stand-in for the backfill's results bucket.
+const resultsBucket = "backfill-results"
+
+// runBackfill runs statemachine/backfill.asl.json over a prefix of a local
+// source tree: the same Distributed Map that scales out on AWS, here with
+// its child executions run by the local executor.
+func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("backfill", stderr)
+	f := addRunFlags(fs)
+	prefix := fs.String("prefix", "", "key prefix under SRC to migrate (\"\" for everything)")
+	dataset := fs.String("dataset", "", "dataset id (default: the source bucket)")
+	tolerated := fs.Int("tolerated-failure-percentage", 100, "stop the map when more items fail (routed files count as failures)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if f.dest == "" || len(pos) != 1 {
+		fmt.Fprintln(stderr, "Usage: geomigrate backfill SRC_DIR --dest DIR [--prefix P] [--dataset D] [run flags]")
+		return errUsage
+	}
+	roots, _, err := collectSources(pos, f.dest)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(pos[0]); err != nil || !fi.IsDir() {
+		return fmt.Errorf("backfill: %s is not a directory", pos[0])
+	}
+	log, err := newLogger(stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return err
+	}
+	engine, err := gdal.New()
+	if err != nil {
+		return fmt.Errorf("GDAL: %w", err)
+	}
+	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir()}
+	cfg.Recipe.VectorFormat, cfg.Recipe.ZSTDLevel = f.vectorFormat, f.zstdLevel
+	cfg.Recipe.EngineVersion, cfg.Recipe.ToolVersion = engine.Version(), buildinfo.Version
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	paths := pathsFor(f.dest, f.stateDir)
+	resultsDir := filepath.Join(paths.dir, "backfill")
+	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
+		return err
+	}
+	roots = append(roots, sourceRoot{bucket: resultsBucket, dir: resultsDir})
+	backend, err := openLocal(f.dest, paths, roots, cfg)
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
+	if err := saveBuckets(paths, roots[:1]); err != nil {
+		return err
+	}
+	exec, err := localrun.NewExecutor(newHandlers(cfg, backend, engine, log), backend.queues)
+	if err != nil {
+		return err
+	}
+	bf, err := localrun.NewBackfill(localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: backend.store, Migrate: exec})
+	if err != nil {
+		return err
+	}
+	input, _ := json.Marshal(map[string]any{"prefix": *prefix, "dataset_id": *dataset, "max_concurrency": f.workers, "tolerated_failure_percentage": *tolerated})
+	fmt.Fprintf(stderr, "geomigrate %s: backfill of %s/%s → %s (%d at a time)\n", buildinfo.Version, roots[0].dir, *prefix, f.dest, f.workers)
+	started := time.Now()
+	res, outcomes, err := bf.Run(ctx, localrun.ExecutionName("backfill"), input)
+	if err != nil {
+		return err
+	}
+	report := localrun.NewReport(started, outcomes)
+	report.Backend, report.Dest, report.Workers, report.Recipe = "local", f.dest, f.workers, cfg.Recipe.CanonicalJSON()
+	reportPath := f.report
+	if reportPath == "" {
+		reportPath = filepath.Join(paths.reports, "backfill-"+started.UTC().Format("20060102T150405.000")+".json")
+	}
+	if err := report.Write(reportPath); err != nil {
+		return err
+	}
+	report.PrintSummary(stdout)
+	fmt.Fprintf(stdout, "\nbackfill execution: %s (%s)\nresults: %s\nreport: %s\n", res.Name, res.Status, resultsDir, reportPath)
+	if res.Status != "SUCCEEDED" {
+		return fmt.Errorf("backfill %s: %s: %s", res.Status, res.Error, res.Cause)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+func TestTierOf(t *testing.T) {
+	tests := []struct {
+		err  error
+		want Tier
+	}{
+		{nil, ""},
+		{Transient("s3.Put", errors.New("SlowDown")), TierTransient},
+		{fmt.Errorf("convert: %w", Data(MissingCRS, "no CRS")), TierDataSpecific},
+		{fmt.Errorf("promote: %w", Systemic("s3.Copy", errors.New("AccessDenied"))), TierSystemic},
+		// A data fault found while retrying stays a data fault.
+		{Transient("retry", Data(CorruptSource, "truncated")), TierDataSpecific},
+		{errors.New("boom"), TierUnknown},
+	}
+	for _, tt := range tests {
+		if got := TierOf(tt.err); got != tt.want {
+			t.Errorf("TierOf(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestBoundaryTypeNames pins what aws-lambda-go reports as errorType: the
+// type name with the pointer elided, whatever wrapping happened inside.
+func TestBoundaryTypeNames(t *testing.T) {
+	name := func(err error) string {
+		ty := reflect.TypeOf(err)
+		if ty.Kind() == reflect.Pointer {
+			ty = ty.Elem()
+		}
+		return ty.Name()
+	}
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("a: %w", fmt.Errorf("b: %w", Transient("op", errors.New("x")))), "TransientError"},
+		{fmt.Errorf("a: %w", Data(EmptyDataset, "empty")), "DataError"},
+		{fmt.Errorf("a: %w", Systemic("op", errors.New("x"))), "SystemicError"},
+		{errors.New("plain"), "errorString"},
+	}
+	for _, tt := range tests {
+		if got := name(ForBoundary(tt.err)); got != tt.want {
+			t.Errorf("ForBoundary(%v) reports %q, want %q", tt.err, got, tt.want)
+		}
+		if got := name(WithAttempt(tt.err, 3)); got != tt.want {
+			t.Errorf("WithAttempt(%v) reports %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestAttemptAndCodeSurviveTheMessage(t *testing.T) {
+	err := WithAttempt(fmt.Errorf("convert: %w", Data(InvalidCRS, "bad WKT")), 5)
+	msg, n := ParseAttempt(err.Error())
+	if n != 5 || msg != "InvalidCRS: bad WKT" {
+		t.Fatalf("ParseAttempt(%q) = %q, %d", err.Error(), msg, n)
+	}
+	if ParseCode(msg) != InvalidCRS {
+		t.Fatalf("ParseCode(%q) = %q", msg, ParseCode(msg))
+	}
+	for _, s := range []string{"no attempt here", "x [attempt ]", "x [attempt 2] tail"} {
+		if m, n := ParseAttempt(s); n != 0 || m != s {
+			t.Errorf("ParseAttempt(%q) = %q, %d", s, m, n)
+		}
+	}
+	if ParseCode("NotACode: x") != "" || ParseCode("no colon") != "" {
+		t.Error("ParseCode accepted an unknown code")
+	}
+}
