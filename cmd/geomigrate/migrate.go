@@ -16,7 +16,9 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
@@ -52,8 +54,15 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", stderr)
 	f := addRunFlags(fs)
+	backend := fs.String("backend", "local", "local (directories, embedded state store, JSONL queues) or aws (S3, DynamoDB, SQS)")
+	var a awsFlags
+	a.add(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: geomigrate migrate SRC... --dest DIR [flags]\n\nEach file under SRC (a file or a directory) runs once through the migrate state machine.\nFlags:")
+		fmt.Fprintln(stderr, `Usage: geomigrate migrate SRC... --dest DIR [flags]
+       geomigrate migrate s3://BUCKET[/PREFIX]... --backend aws --dest s3://BUCKET[/PREFIX] --state-table T [flags]
+
+Each source file runs once through the migrate state machine.
+Flags:`)
 		fs.PrintDefaults()
 	}
 	srcs, err := parseInterspersed(fs, args)
@@ -64,14 +73,30 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return errUsage
 	}
-	roots, inputs, err := collectSources(srcs, f.dest)
-	if err != nil {
-		return err
+	switch *backend {
+	case "local":
+		roots, inputs, err := collectSources(srcs, f.dest)
+		if err != nil {
+			return err
+		}
+		return f.run(ctx, roots, inputs, stdout, stderr)
+	case "aws":
+		h, q, inputs, closeQueues, err := f.awsRun(ctx, &a, srcs)
+		if err != nil {
+			return err
+		}
+		defer closeQueues()
+		exec, err := localrun.NewExecutor(h, q)
+		if err != nil {
+			return err
+		}
+		paths := pathsFor(".", f.stateDir)
+		return f.execute(ctx, exec, inputs, "aws", h.Recipe(), paths, stdout, stderr)
 	}
-	return f.run(ctx, roots, inputs, stdout, stderr)
+	return fmt.Errorf("--backend %q: want local or aws", *backend)
 }
 
-// run migrates inputs through the local executor and reports.
+// run migrates inputs from local directories through the local executor.
 func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migration.Source, stdout, stderr io.Writer) error {
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
@@ -98,24 +123,31 @@ func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migrati
 	if err := saveBuckets(paths, roots); err != nil {
 		return err
 	}
-	exec, err := localrun.NewExecutor(newHandlers(cfg, backend, engine, log), backend.queues)
+	h := newHandlers(cfg, backend, engine, log)
+	exec, err := localrun.NewExecutor(h, backend.queues)
 	if err != nil {
 		return err
 	}
+	return f.execute(ctx, exec, inputs, "local", h.Recipe(), paths, stdout, stderr)
+}
 
+// execute runs every input as one execution, shows progress, writes the
+// report and prints the summary. It fails when anything went to the DLQ or
+// failed outright; remediation is a data outcome, not a failed run.
+func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, inputs []migration.Source, backend string, recipe convert.Recipe, paths localPaths, stdout, stderr io.Writer) error {
 	isTTY := false
 	if file, ok := stderr.(*os.File); ok {
 		isTTY = term.IsTerminal(int(file.Fd()))
 	}
 	prog := newProgress(stderr, len(inputs), f.progress == "bar" || (f.progress == "auto" && isTTY))
 	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done}
-	fmt.Fprintf(stderr, "geomigrate %s: %d file(s) → %s (GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), f.dest, engine.Version(), f.workers)
+	fmt.Fprintf(stderr, "geomigrate %s: %d file(s) → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), f.dest, backend, recipe.EngineVersion, f.workers)
 	started := time.Now()
 	outcomes := runner.Run(ctx, inputs)
 	prog.finish()
 
 	report := localrun.NewReport(started, outcomes)
-	report.Backend, report.Dest, report.Workers, report.Recipe = "local", f.dest, f.workers, cfg.Recipe.CanonicalJSON()
+	report.Backend, report.Dest, report.Workers, report.Recipe = backend, f.dest, f.workers, recipe.CanonicalJSON()
 	reportPath := f.report
 	if reportPath == "" {
 		reportPath = filepath.Join(paths.reports, "run-"+started.UTC().Format("20060102T150405.000")+".json")

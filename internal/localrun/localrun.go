@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/statemachine"
@@ -46,6 +47,9 @@ type Handlers struct {
 	Promote   *migration.Promote
 	Classify  *migration.Classify
 }
+
+// Recipe is the recipe the handlers convert with.
+func (h Handlers) Recipe() convert.Recipe { return h.HashCheck.Recipe() }
 
 // Queues receive what the state machine routes.
 type Queues struct {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/convert"
 )
 
@@ -43,6 +44,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		WorkDir:              getenv("GEOMIGRATE_WORK_DIR"),
 	}
 	c.Recipe.VectorFormat = getenv("GEOMIGRATE_VECTOR_FORMAT")
+	// HashCheck has no GDAL, yet the recipe hash it computes must name the
+	// GDAL that Convert will run: the deployment states it (the layer's
+	// version), and Convert refuses to work under a different one.
+	c.Recipe.EngineVersion = getenv("GEOMIGRATE_ENGINE_VERSION")
+	c.Recipe.ToolVersion = buildinfo.Version
 	var err error
 	num := func(name string, set func(int64)) {
 		v := getenv(name)

@@ -63,6 +63,9 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 	if job.ID == "" || job.SourceSHA256 == "" {
 		return ConvertOutput{}, fault.Systemic("convert", errors.New("input carries no job (was HashCheck skipped?)"))
 	}
+	if want, have := job.Recipe.EngineVersion, c.engine.Version(); want != "" && want != have {
+		return ConvertOutput{}, fault.Systemic("convert", fmt.Errorf("the job's recipe names GDAL %s but this worker runs GDAL %s: set GEOMIGRATE_ENGINE_VERSION to the layer's version", want, have))
+	}
 	if _, err := c.tracker.BeginAttempt(ctx, job.ID, in.Context.Execution, in.Context.State, in.Context.Attempt); err != nil {
 		return ConvertOutput{}, leaseError("convert", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
@@ -34,6 +35,9 @@ type HashCheck struct {
 func NewHashCheck(cfg Config, store objectstore.Store, tracker *statestore.Tracker, finger Fingerprinter, log *slog.Logger) *HashCheck {
 	return &HashCheck{cfg: cfg.withDefaults(), store: store, tracker: tracker, finger: finger, log: log}
 }
+
+// Recipe is the recipe HashCheck puts into every job.
+func (h *HashCheck) Recipe() convert.Recipe { return h.cfg.Recipe }
 
 // Handle is the Lambda handler. Its error is a bare taxonomy type carrying
 // the attempt number (see fault.ForBoundary, fault.WithAttempt).

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/geomigrate/geomigrate/internal/awsapp"
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/queue"
+	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
+	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
+)
+
+// awsFlags select the AWS adapters for migrate: S3 for sources and the
+// destination, DynamoDB for the state store, SQS (or local JSONL files) for
+// the queues. The state machine still runs in this process.
+type awsFlags struct {
+	endpointURL, stateTable, region string
+	pathStyle, createTable          bool
+	conditionalCopy                 string
+	remediationURL, deadLetterURL   string
+}
+
+func (a *awsFlags) add(fs interface {
+	StringVar(*string, string, string, string)
+	BoolVar(*bool, string, bool, string)
+}) {
+	fs.StringVar(&a.endpointURL, "endpoint-url", "", "with --backend aws: an S3/DynamoDB-compatible endpoint (on-premises or local)")
+	fs.BoolVar(&a.pathStyle, "path-style", false, "with --backend aws: path-style S3 addressing (most S3-compatible stores)")
+	fs.StringVar(&a.stateTable, "state-table", "", "with --backend aws: the DynamoDB state table")
+	fs.BoolVar(&a.createTable, "create-table", false, "with --backend aws: create the state table if it does not exist")
+	fs.StringVar(&a.region, "region", "", "with --backend aws: AWS region (default from the environment)")
+	fs.StringVar(&a.conditionalCopy, "conditional-copy", "", "with --backend aws: server, client or probe (default: server on AWS, probe with --endpoint-url)")
+	fs.StringVar(&a.remediationURL, "remediation-queue-url", "", "with --backend aws: SQS remediation queue (default: a JSONL file in the state dir)")
+	fs.StringVar(&a.deadLetterURL, "dlq-url", "", "with --backend aws: SQS dead-letter queue (default: a JSONL file in the state dir)")
+}
+
+// s3URI splits s3://bucket/prefix.
+func s3URI(s string) (bucket, prefix string, err error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "s3" || u.Host == "" {
+		return "", "", fmt.Errorf("%q is not an s3://bucket[/prefix] URI", s)
+	}
+	return u.Host, strings.TrimPrefix(u.Path, "/"), nil
+}
+
+// awsRun builds the AWS-backed handlers and inputs for migrate.
+func (f *runFlags) awsRun(ctx context.Context, a *awsFlags, srcs []string) (localrun.Handlers, localrun.Queues, []migration.Source, func() error, error) {
+	fail := func(err error) (localrun.Handlers, localrun.Queues, []migration.Source, func() error, error) {
+		return localrun.Handlers{}, localrun.Queues{}, nil, nil, err
+	}
+	destBucket, destPrefix, err := s3URI(f.dest)
+	if err != nil {
+		return fail(fmt.Errorf("--dest: %w", err))
+	}
+	if a.stateTable == "" {
+		return fail(errors.New("--backend aws needs --state-table"))
+	}
+	copyMode := a.conditionalCopy
+	if copyMode == "" {
+		copyMode = awsapp.CopyModeServer
+		if a.endpointURL != "" || os.Getenv(awsconfig.EnvS3Endpoint) != "" {
+			copyMode = awsapp.CopyModeProbe // S3-compatible stores may ignore copy preconditions
+		}
+	}
+	if destPrefix != "" && !strings.HasSuffix(destPrefix, "/") {
+		destPrefix += "/"
+	}
+	env := map[string]string{
+		"GEOMIGRATE_DEST_BUCKET":   destBucket,
+		"GEOMIGRATE_DEST_PREFIX":   destPrefix,
+		awsapp.EnvStateTable:       a.stateTable,
+		awsapp.EnvConditionalCopy:  copyMode,
+		"GEOMIGRATE_VECTOR_FORMAT": f.vectorFormat,
+		awsconfig.EnvEndpointURL:   a.endpointURL,
+		awsconfig.EnvRegion:        a.region,
+		"GEOMIGRATE_WORK_DIR":      os.TempDir(),
+		"GEOMIGRATE_ZSTD_LEVEL":    "",
+	}
+	if f.zstdLevel > 0 {
+		env["GEOMIGRATE_ZSTD_LEVEL"] = strconv.Itoa(f.zstdLevel)
+	}
+	if a.pathStyle {
+		env[awsconfig.EnvPathStyle] = "true"
+	}
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok && v != "" {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	log, err := newLogger(os.Stderr, f.logLevel, f.logFormat)
+	if err != nil {
+		return fail(err)
+	}
+	engine, err := gdal.New()
+	if err != nil {
+		return fail(fmt.Errorf("GDAL: %w", err))
+	}
+	// The recipe names the GDAL and geomigrate versions, as on Lambda.
+	env["GEOMIGRATE_ENGINE_VERSION"] = engine.Version()
+	app, err := awsapp.Load(ctx, getenv, awsapp.WithLogger(log))
+	if err != nil {
+		return fail(err)
+	}
+	if a.createTable {
+		if err := dynamostore.CreateTable(ctx, app.DynamoDB, a.stateTable); err != nil {
+			return fail(err)
+		}
+	}
+	inputs, err := listS3Sources(ctx, app.Store, srcs)
+	if err != nil {
+		return fail(err)
+	}
+	q, closeQueues, err := f.awsQueues(app, a)
+	if err != nil {
+		return fail(err)
+	}
+	h := localrun.Handlers{HashCheck: app.HashCheck(), Convert: app.Convert(engine), Promote: app.Promote(), Classify: app.Classify()}
+	return h, q, inputs, closeQueues, nil
+}
+
+// awsQueues sends to SQS when queue URLs are given, else to JSONL files.
+func (f *runFlags) awsQueues(app *awsapp.App, a *awsFlags) (localrun.Queues, func() error, error) {
+	paths := pathsFor(".", f.stateDir)
+	var closers []func() error
+	open := func(sqsURL, file string) (queue.Sender, error) {
+		if sqsURL != "" {
+			return sqsqueue.New(awsconfig.NewSQS(app.AWS, app.AWSOptions), sqsqueue.Options{QueueURL: sqsURL}), nil
+		}
+		if err := os.MkdirAll(paths.dir, 0o755); err != nil {
+			return nil, err
+		}
+		q, err := jsonlqueue.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		closers = append(closers, q.Close)
+		return q, nil
+	}
+	closeAll := func() error {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c())
+		}
+		return errors.Join(errs...)
+	}
+	rq, err := open(a.remediationURL, paths.remediation)
+	if err != nil {
+		closeAll()
+		return localrun.Queues{}, nil, err
+	}
+	dq, err := open(a.deadLetterURL, paths.deadLetter)
+	if err != nil {
+		closeAll()
+		return localrun.Queues{}, nil, err
+	}
+	return localrun.Queues{Remediation: rq, DeadLetter: dq}, closeAll, nil
+}
+
+// listS3Sources expands s3:// URIs: an exact object key, or every object
+// under a prefix except sidecars and folder markers.
+func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) ([]migration.Source, error) {
+	var inputs []migration.Source
+	for _, s := range srcs {
+		bucket, prefix, err := s3URI(s)
+		if err != nil {
+			return nil, err
+		}
+		if prefix != "" && !strings.HasSuffix(prefix, "/") {
+			if _, err := store.Head(ctx, bucket, prefix); err == nil {
+				inputs = append(inputs, migration.Source{Bucket: bucket, Key: prefix, KeyEncoding: "plain"})
+				continue
+			} else if !errors.Is(err, objectstore.ErrNotFound) {
+				return nil, err
+			}
+		}
+		err = store.List(ctx, bucket, prefix, func(o objectstore.Object) error {
+			if !strings.HasSuffix(o.Key, "/") && !migration.IsSidecar(o.Key) {
+				inputs = append(inputs, migration.Source{Bucket: bucket, Key: o.Key, KeyEncoding: "plain"})
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", s, err)
+		}
+	}
+	return inputs, nil
+}

@@ -1,0 +1,192 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/localrun"
+)
+
+// s3Client talks to the S3 stand-in started by `make test`
+// (scripts/with-integration-servers.sh).
+func s3Client(t *testing.T) *s3.Client {
+	t.Helper()
+	if os.Getenv(awsconfig.EnvS3Endpoint) == "" || os.Getenv(awsconfig.EnvDynamoDBEndpoint) == "" {
+		t.Skip("no S3/DynamoDB stand-ins: run through `make test` (scripts/with-integration-servers.sh)")
+	}
+	o, err := awsconfig.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := awsconfig.Load(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return awsconfig.NewS3(cfg, o)
+}
+
+// uploadSamples writes the sample data into a new bucket under samples/.
+func uploadSamples(t *testing.T, c *s3.Client, bucket, dir string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("samples/" + e.Name()), Body: bytes.NewReader(b)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func statuses(r localrun.Report) map[string]string {
+	m := map[string]string{}
+	for _, o := range r.Files {
+		m[filepath.Base(o.Key)] = o.Status
+	}
+	return m
+}
+
+// TestAWSBackendMatchesTheEmbeddedBackends runs the sample data through S3
+// and DynamoDB stand-ins and through the embedded backends: every file
+// ends the same way.
+func TestAWSBackendMatchesTheEmbeddedBackends(t *testing.T) {
+	c := s3Client(t)
+	dir := t.TempDir()
+	samples := filepath.Join(dir, "samples")
+	if _, _, err := run(t, "sample-data", samples); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "migrate", samples, "--dest", filepath.Join(dir, "local"), "--vector-format", "FlatGeobuf")
+	if err != nil {
+		t.Fatalf("local run: %v\n%s", err, out)
+	}
+	local := statuses(lastReport(t, out))
+
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	src, dst, table := "src-"+suffix, "dst-"+suffix, "state-"+suffix
+	uploadSamples(t, c, src, samples)
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(dst)}); err != nil {
+		t.Fatal(err)
+	}
+	awsArgs := func(stateDir string) []string {
+		return []string{"migrate", "s3://" + src + "/samples/", "--backend", "aws", "--dest", "s3://" + dst + "/out",
+			"--state-table", table, "--create-table", "--state-dir", stateDir, "--vector-format", "FlatGeobuf", "--progress", "plain"}
+	}
+	out, stderr, err := run(t, awsArgs(filepath.Join(dir, "aws1"))...)
+	if err != nil {
+		t.Fatalf("aws run: %v\n%s\n%s", err, out, stderr)
+	}
+	remote := statuses(lastReport(t, out))
+	for name, want := range local {
+		if remote[name] != want {
+			t.Errorf("%s: aws backend %q, embedded %q", name, remote[name], want)
+		}
+	}
+	if len(remote) != len(local) {
+		t.Errorf("aws run saw %d files, local %d", len(remote), len(local))
+	}
+	// Outputs are at the final keys with their lineage metadata.
+	head, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(dst), Key: aws.String("out/samples/dem_utm33.tif")})
+	if err != nil {
+		t.Fatalf("promoted COG missing: %v", err)
+	}
+	if head.Metadata["src-sha256"] == "" || head.Metadata["recipe"] == "" {
+		t.Errorf("promoted object metadata %v", head.Metadata)
+	}
+	// Again: everything skipped.
+	out, _, err = run(t, awsArgs(filepath.Join(dir, "aws2"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := lastReport(t, out); r.Totals.Skipped != r.Totals.Files {
+		t.Errorf("second aws run: %+v", r.Totals)
+	}
+}
+
+// TestTwoConcurrentAWSRunsConvertEachFileOnce starts two migrations of one
+// bucket at once; leases and conditional promotion make each file convert
+// once.
+func TestTwoConcurrentAWSRunsConvertEachFileOnce(t *testing.T) {
+	c := s3Client(t)
+	dir := t.TempDir()
+	samples := filepath.Join(dir, "samples")
+	written, err := gdal.WriteSamples(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	src, dst, table := "csrc-"+suffix, "cdst-"+suffix, "cstate-"+suffix
+	uploadSamples(t, c, src, samples)
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(dst)}); err != nil {
+		t.Fatal(err)
+	}
+	// Create the table before the race so neither run waits on the other's CreateTable.
+	if _, _, err := run(t, "migrate", "s3://"+src+"/samples/none", "--backend", "aws", "--dest", "s3://"+dst, "--state-table", table, "--create-table", "--state-dir", filepath.Join(dir, "init")); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	reports := make([]localrun.Report, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out, errOut bytes.Buffer
+			errs[i] = realMain(context.Background(), []string{"migrate", "s3://" + src + "/samples/", "--backend", "aws", "--dest", "s3://" + dst,
+				"--state-table", table, "--state-dir", filepath.Join(dir, fmt.Sprint("run", i)), "--vector-format", "FlatGeobuf", "--workers", "2"}, &out, &errOut)
+			if errs[i] == nil {
+				reports[i] = lastReport(t, out.String())
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	completed := map[string]int{}
+	for _, r := range reports {
+		for _, o := range r.Files {
+			if o.Status == localrun.StatusCompleted {
+				completed[o.Key]++
+			}
+		}
+	}
+	good := 0
+	for _, s := range written {
+		if !s.Bad {
+			good++
+		}
+	}
+	for key, n := range completed {
+		if n != 1 {
+			t.Errorf("%s converted %d times", key, n)
+		}
+	}
+	if len(completed) == 0 || len(completed) != good {
+		t.Errorf("%d files converted, want %d (every good file once)", len(completed), good)
+	}
+}
