@@ -61,6 +61,9 @@ type Config struct {
 	BackfillDefinition    string // context backfillDefinition
 
 	RepoRoot string // found by walking up to cdk.json; not a context key
+	// GDALVersion is the GDAL release of the layer (context gdalVersion;
+	// default: versions.gdal of layers/gdal/manifest.json).
+	GDALVersion string
 }
 
 // FunctionNames are the four Lambda functions, in build/<name>/bootstrap.
@@ -224,6 +227,17 @@ func LoadConfig(scope constructs.Construct) (*Config, error) {
 		errs = append(errs, err.Error())
 	}
 	c.RepoRoot = root
+	// HashCheck has no GDAL but names GDAL's version in every recipe hash,
+	// and Convert refuses jobs whose recipe names another: both read it from
+	// GEOMIGRATE_ENGINE_VERSION, which must be the layer's GDAL.
+	c.GDALVersion = ctxString(n, "gdalVersion", "")
+	if c.GDALVersion == "" && root != "" {
+		v, err := layerGDALVersion(c.Path("layers/gdal/manifest.json"))
+		if err != nil {
+			errs = append(errs, err.Error())
+		}
+		c.GDALVersion = v
+	}
 
 	errs = append(errs, c.validate()...)
 	if len(errs) > 0 {
@@ -322,4 +336,21 @@ func findRepoRoot() (string, error) {
 			return "", fmt.Errorf("no cdk.json found above %s (set GEOMIGRATE_REPO_ROOT)", dir)
 		}
 	}
+}
+
+// layerGDALVersion reads versions.gdal from the layer manifest.
+func layerGDALVersion(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("gdalVersion: %w (or set -c gdalVersion=X.Y.Z)", err)
+	}
+	var m struct {
+		Versions struct {
+			GDAL string `json:"gdal"`
+		} `json:"versions"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m.Versions.GDAL == "" {
+		return "", fmt.Errorf("gdalVersion: %s has no versions.gdal (%v)", path, err)
+	}
+	return m.Versions.GDAL, nil
 }

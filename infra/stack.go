@@ -267,6 +267,7 @@ func (st *Stack) functions(assets *Assets) error {
 		"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES": strconv.FormatInt(c.FingerprintThresholdBytes, 10),
 		"GEOMIGRATE_VECTOR_FORMAT":               c.VectorFormat,
 		"GEOMIGRATE_ZSTD_LEVEL":                  itoa(c.ZstdLevel),
+		"GEOMIGRATE_ENGINE_VERSION":              c.GDALVersion,
 		"LOG_LEVEL":                              c.LogLevel,
 	}
 	gdalEnv := map[string]string{

@@ -148,6 +148,7 @@ func TestFunctionsRuntimeArchLayerEnv(t *testing.T) {
 		"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES": "1073741824",
 		"GEOMIGRATE_VECTOR_FORMAT":               "GeoParquet",
 		"GEOMIGRATE_ZSTD_LEVEL":                  "9",
+		"GEOMIGRATE_ENGINE_VERSION":              layerManifestGDAL(t),
 		"LOG_LEVEL":                              "info",
 	}
 	gdal := map[string]string{
@@ -599,4 +600,15 @@ func TestCdkNagAwsSolutions(t *testing.T) {
 		t.Error("no suppressions found in metadata: is cdk-nag wired in?")
 	}
 	t.Logf("%d cdk-nag suppressions, all with reasons", n)
+}
+
+// layerManifestGDAL is the GDAL version the layer manifest promises: every
+// function must put it in the recipe (GEOMIGRATE_ENGINE_VERSION).
+func layerManifestGDAL(t *testing.T) string {
+	t.Helper()
+	v, err := layerGDALVersion(filepath.Join(repoRoot(t), "layers", "gdal", "manifest.json"))
+	if err != nil || v == "" {
+		t.Fatalf("layer manifest GDAL version: %q, %v", v, err)
+	}
+	return v
 }
