@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
-	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
-	"github.com/geomigrate/geomigrate/internal/migration"
 )
 
 // resultsBucket is the local stand-in for the backfill's results bucket.
@@ -42,42 +40,20 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if fi, err := os.Stat(pos[0]); err != nil || !fi.IsDir() {
 		return fmt.Errorf("backfill: %s is not a directory", pos[0])
 	}
-	log, err := newLogger(stderr, f.logLevel, f.logFormat)
-	if err != nil {
-		return err
-	}
-	engine, err := gdal.New()
-	if err != nil {
-		return fmt.Errorf("GDAL: %w", err)
-	}
-	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir()}
-	cfg.Recipe.VectorFormat, cfg.Recipe.ZSTDLevel = f.vectorFormat, f.zstdLevel
-	cfg.Recipe.EngineVersion, cfg.Recipe.ToolVersion = engine.Version(), buildinfo.Version
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	paths := pathsFor(f.dest, f.stateDir)
-	resultsDir := filepath.Join(paths.dir, "backfill")
+	resultsDir := filepath.Join(pathsFor(f.dest, f.stateDir).dir, "backfill")
 	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
 		return err
 	}
-	roots = append(roots, sourceRoot{bucket: resultsBucket, dir: resultsDir})
-	backend, err := openLocal(f.dest, paths, roots, cfg)
+	p, err := f.openLocalPipeline(roots, []sourceRoot{{bucket: resultsBucket, dir: resultsDir}}, stderr)
 	if err != nil {
 		return err
 	}
-	defer backend.Close()
-	if err := saveBuckets(paths, roots[:1]); err != nil {
-		return err
-	}
-	exec, err := localrun.NewExecutor(newHandlers(cfg, backend, engine, log), backend.queues)
+	defer p.backend.Close()
+	bf, err := localrun.NewBackfill(localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: p.backend.store, Migrate: p.exec})
 	if err != nil {
 		return err
 	}
-	bf, err := localrun.NewBackfill(localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: backend.store, Migrate: exec})
-	if err != nil {
-		return err
-	}
+	paths := p.paths
 	input, _ := json.Marshal(map[string]any{"prefix": *prefix, "dataset_id": *dataset, "max_concurrency": f.workers, "tolerated_failure_percentage": *tolerated})
 	fmt.Fprintf(stderr, "geomigrate %s: backfill of %s/%s → %s (%d at a time)\n", buildinfo.Version, roots[0].dir, *prefix, f.dest, f.workers)
 	started := time.Now()
@@ -86,7 +62,7 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	report := localrun.NewReport(started, outcomes)
-	report.Backend, report.Dest, report.Workers, report.Recipe = "local", f.dest, f.workers, cfg.Recipe.CanonicalJSON()
+	report.Backend, report.Dest, report.Workers, report.Recipe = "local", f.dest, f.workers, p.recipe.CanonicalJSON()
 	reportPath := f.report
 	if reportPath == "" {
 		reportPath = filepath.Join(paths.reports, "backfill-"+started.UTC().Format("20060102T150405.000")+".json")

@@ -96,39 +96,59 @@ Flags:`)
 	return fmt.Errorf("--backend %q: want local or aws", *backend)
 }
 
-// run migrates inputs from local directories through the local executor.
-func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migration.Source, stdout, stderr io.Writer) error {
+// localPipeline is the migrate state machine wired to the embedded
+// backends.
+type localPipeline struct {
+	paths   localPaths
+	backend *localBackend
+	recipe  convert.Recipe
+	exec    *asl.Executor
+}
+
+// openLocalPipeline builds the GDAL engine, the embedded backends and the
+// executor. roots are source buckets (remembered for replay); extra are
+// other local buckets the run needs.
+func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer) (*localPipeline, error) {
 	log, err := newLogger(stderr, f.logLevel, f.logFormat)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	engine, err := gdal.New()
 	if err != nil {
-		return fmt.Errorf("GDAL: %w", err)
+		return nil, fmt.Errorf("GDAL: %w", err)
 	}
 	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir()}
-	cfg.Recipe.VectorFormat = f.vectorFormat
-	cfg.Recipe.ZSTDLevel = f.zstdLevel
-	cfg.Recipe.EngineVersion = engine.Version()
-	cfg.Recipe.ToolVersion = buildinfo.Version
+	cfg.Recipe.VectorFormat, cfg.Recipe.ZSTDLevel = f.vectorFormat, f.zstdLevel
+	cfg.Recipe.EngineVersion, cfg.Recipe.ToolVersion = engine.Version(), buildinfo.Version
 	if err := cfg.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	paths := pathsFor(f.dest, f.stateDir)
-	backend, err := openLocal(f.dest, paths, roots, cfg)
+	backend, err := openLocal(f.dest, paths, append(append([]sourceRoot(nil), roots...), extra...), cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer backend.Close()
 	if err := saveBuckets(paths, roots); err != nil {
-		return err
+		backend.Close()
+		return nil, err
 	}
 	h := newHandlers(cfg, backend, engine, log)
 	exec, err := localrun.NewExecutor(h, backend.queues)
 	if err != nil {
+		backend.Close()
+		return nil, err
+	}
+	return &localPipeline{paths: paths, backend: backend, recipe: h.Recipe(), exec: exec}, nil
+}
+
+// run migrates inputs from local directories through the local executor.
+func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migration.Source, stdout, stderr io.Writer) error {
+	p, err := f.openLocalPipeline(roots, nil, stderr)
+	if err != nil {
 		return err
 	}
-	return f.execute(ctx, exec, inputs, "local", h.Recipe(), paths, stdout, stderr)
+	defer p.backend.Close()
+	return f.execute(ctx, p.exec, inputs, "local", p.recipe, p.paths, stdout, stderr)
 }
 
 // execute runs every input as one execution, shows progress, writes the
