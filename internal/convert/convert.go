@@ -2,6 +2,7 @@ package convert
 
 import (
 	"context"
+	"io"
 	"path"
 	"strings"
 )
@@ -53,7 +54,7 @@ var Formats = map[string]FormatInfo{
 }
 
 // compound extensions stripped as a whole.
-var compoundExt = []string{".shp.zip", ".tar.gz", ".aux.xml"}
+var compoundExt = []string{".shp.zip", ".gdb.zip", ".tar.gz", ".aux.xml"}
 
 // Stem is the base name of a key without its extension ("a/b/roads.shp.zip" → "roads").
 func Stem(key string) string {
@@ -112,4 +113,26 @@ func SafeName(s string) string {
 		return "layer"
 	}
 	return out
+}
+
+// RangeEngine is an Engine that can also read a single-file source through
+// ranged reads, so a large object is never copied whole to local disk.
+type RangeEngine interface {
+	Engine
+	ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, name, workDir string, r Recipe) ([]Output, error)
+}
+
+// needsLocalFile lists sources that cannot be read through ranged reads:
+// formats made of several files, and libraries that want a real file.
+var needsLocalFile = []string{".shp", ".nc", ".nc4", ".h5", ".hdf", ".hdf5", ".he5", ".asc", ".png", ".jpg", ".jpeg", ".img"}
+
+// ReadableByRange reports whether a key can go to ConvertReader.
+func ReadableByRange(key string) bool {
+	lower := strings.ToLower(key)
+	for _, ext := range needsLocalFile {
+		if strings.HasSuffix(lower, ext) {
+			return false
+		}
+	}
+	return true
 }

@@ -75,17 +75,13 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 	}
 	defer os.RemoveAll(work)
 
-	src, err := c.localSource(ctx, job, work)
-	if err != nil {
-		return ConvertOutput{}, err
-	}
 	outDir := filepath.Join(work, "out")
 	if err := os.Mkdir(outDir, 0o755); err != nil {
 		return ConvertOutput{}, localError("convert: work dir", err)
 	}
-	outputs, err := c.engine.Convert(ctx, src, outDir, job.Recipe)
+	outputs, err := c.run(ctx, job, work, outDir)
 	if err != nil {
-		return ConvertOutput{}, fmt.Errorf("convert %s: %w", job.SourceKey, err)
+		return ConvertOutput{}, err
 	}
 	if len(outputs) == 0 {
 		return ConvertOutput{}, fault.Data(fault.EmptyDataset, "%s produced no output", job.SourceKey)
@@ -101,11 +97,6 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 			return ConvertOutput{}, fault.Systemic("convert: validate output", err)
 		}
 	}
-	// The source must still be the bytes HashCheck fingerprinted; otherwise
-	// the output would be filed under the wrong content hash.
-	if err := c.verifySource(ctx, job, src); err != nil {
-		return ConvertOutput{}, err
-	}
 	multi := len(outputs) > 1
 	var res ConvertOutput
 	for _, o := range outputs {
@@ -119,6 +110,51 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 		res.Outputs = append(res.Outputs, a)
 	}
 	return res, nil
+}
+
+// run converts the source: in place where the store keeps files, through
+// ranged reads where the engine can (large objects are never copied whole),
+// else from a downloaded copy. Either way the source must still be the
+// bytes HashCheck fingerprinted; otherwise the output would be filed under
+// the wrong content hash.
+func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]convert.Output, error) {
+	_, local := c.store.(objectstore.LocalPather)
+	if re, ok := c.engine.(convert.RangeEngine); ok && !local && convert.ReadableByRange(job.SourceKey) {
+		if err := c.checkUnchanged(ctx, job); err != nil {
+			return nil, err
+		}
+		ra := objectstore.NewReaderAt(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize)
+		outputs, err := re.ConvertReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), outDir, job.Recipe)
+		if err != nil {
+			return nil, fmt.Errorf("convert %s: %w", job.SourceKey, err)
+		}
+		return outputs, c.checkUnchanged(ctx, job)
+	}
+	src, err := c.localSource(ctx, job, work)
+	if err != nil {
+		return nil, err
+	}
+	outputs, err := c.engine.Convert(ctx, src, outDir, job.Recipe)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s: %w", job.SourceKey, err)
+	}
+	return outputs, c.verifySource(ctx, job, src)
+}
+
+// checkUnchanged compares the object's ETag and size with what HashCheck
+// saw: the ranged reads never see the whole object to hash it again.
+func (c *Convert) checkUnchanged(ctx context.Context, job Job) error {
+	obj, err := c.store.Head(ctx, job.SourceBucket, job.SourceKey)
+	switch {
+	case errors.Is(err, objectstore.ErrNotFound):
+		return fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared during conversion", job.SourceBucket, job.SourceKey)
+	case err != nil:
+		return fmt.Errorf("convert: head source: %w", err)
+	case obj.Size != job.SourceSize || (job.SourceETag != "" && obj.ETag != job.SourceETag):
+		return fault.Data(fault.SourceChanged, "s3://%s/%s changed while it was being migrated (ETag %s, expected %s); the new version is migrated by its own event",
+			job.SourceBucket, job.SourceKey, obj.ETag, job.SourceETag)
+	}
+	return nil
 }
 
 // localSource gives GDAL a local path: the object itself where the store

@@ -433,3 +433,67 @@ func TestInvalidOutputNeverReachesStaging(t *testing.T) {
 		t.Fatalf("staged %v", keys)
 	}
 }
+
+// rangeEngine reads the source through ranged reads only; during may
+// change the store mid-conversion.
+type rangeEngine struct {
+	fakeEngine
+	ranged int
+	during func()
+}
+
+func (e *rangeEngine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, name, workDir string, r convert.Recipe) ([]convert.Output, error) {
+	e.ranged++
+	b := make([]byte, size)
+	if _, err := ra.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if e.during != nil {
+		e.during()
+	}
+	src := filepath.Join(workDir, "src-"+name)
+	if err := os.WriteFile(src, b, 0o644); err != nil {
+		return nil, err
+	}
+	return e.fakeEngine.Convert(ctx, src, workDir, r)
+}
+
+func TestConvertReadsRemoteSourcesByRange(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name     string
+		change   bool
+		wantCode fault.Code
+	}{
+		{name: "unchanged source converts"},
+		{name: "source overwritten mid-conversion", change: true, wantCode: fault.SourceChanged},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			eng := &rangeEngine{}
+			if tt.change {
+				eng.during = func() { f.put(t, "x.tif", "x-v2") }
+			}
+			conv := NewConvert(f.cfg, f.store, f.tracker, eng, slog.New(slog.DiscardHandler), WithValidator(fakeValidator))
+			f.put(t, "x.tif", "x")
+			hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = conv.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+			if eng.ranged != 1 {
+				t.Fatalf("ConvertReader called %d times", eng.ranged)
+			}
+			if tt.wantCode == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var de *fault.DataError
+			if !errors.As(err, &de) || de.Code != tt.wantCode {
+				t.Fatalf("err = %v, want %s", err, tt.wantCode)
+			}
+		})
+	}
+}

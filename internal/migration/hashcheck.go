@@ -84,6 +84,7 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 		SourceBucket:  src.Bucket,
 		SourceKey:     key,
 		SourceSize:    obj.Size,
+		SourceETag:    obj.ETag,
 		SourceSHA256:  sum,
 		Fingerprint:   kind,
 		RecipeHash:    recipeHash,

@@ -52,6 +52,7 @@ type Job struct {
 	SourceBucket  string         `json:"source_bucket"`
 	SourceKey     string         `json:"source_key"`
 	SourceSize    int64          `json:"source_size"`
+	SourceETag    string         `json:"source_etag,omitempty"`
 	SourceSHA256  string         `json:"source_sha256"`
 	Fingerprint   string         `json:"fingerprint"` // "sha256" or "fast"
 	RecipeHash    string         `json:"recipe_hash"`
