@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -43,6 +44,11 @@ func (e *Engine) Convert(ctx context.Context, src, workDir string, r convert.Rec
 	if err != nil {
 		return nil, err
 	}
+	return e.convertSource(ctx, s, workDir, r)
+}
+
+// convertSource is the conversion of a preflighted source.
+func (e *Engine) convertSource(ctx context.Context, s *source, workDir string, r convert.Recipe) ([]convert.Output, error) {
 	rec := newRecorder()
 	ds, err := s.open(rec)
 	if err != nil {
@@ -113,7 +119,7 @@ func subdatasets(ds *godal.Dataset) []string {
 // ---- raster ----
 
 func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r convert.Recipe, rec *recorder) ([]convert.Output, error) {
-	stem := convert.Stem(filepath.Base(s.path))
+	stem := s.stem()
 	if len(ds.Bands()) > 0 {
 		o, err := e.rasterOne(ds, s, filepath.Join(workDir, stem+".tif"), "", r, rec)
 		if err != nil {
@@ -131,7 +137,7 @@ func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source
 		if !strings.Contains(name, s.path) {
 			return outs, fault.Data(fault.UnsafeSource, "subdataset %q refers to a file other than the source", name)
 		}
-		sub, err := godal.Open(name, godal.Drivers(s.driver), godal.RasterOnly(), rec.opt())
+		sub, err := godal.Open(name, godal.Drivers(subdatasetDrivers(s.driver)...), godal.RasterOnly(), rec.opt())
 		if err != nil {
 			return outs, classify("gdal.Open", err, "", fault.CorruptSource, "cannot open subdataset %s", layer)
 		}
@@ -143,6 +149,16 @@ func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source
 		outs = append(outs, o)
 	}
 	return outs, nil
+}
+
+// subdatasetDrivers: the drivers that open a container's subdatasets (the
+// HDF5 driver hands each array to HDF5Image).
+func subdatasetDrivers(container string) []string {
+	switch container {
+	case "HDF5":
+		return []string{"HDF5", "HDF5Image"}
+	}
+	return []string{container}
 }
 
 func subdatasetLayer(name string) string {
@@ -214,8 +230,12 @@ func (e *Engine) rasterOne(ds *godal.Dataset, s *source, dst, layer string, r co
 	if err := checkCRS(ds.Projection(), what, rec); err != nil {
 		return convert.Output{}, err
 	}
-	if _, err := ds.GeoTransform(rec.opt()); err != nil {
+	gt, err := ds.GeoTransform(rec.opt())
+	if err != nil {
 		return convert.Output{}, fault.Data(fault.MissingCRS, "%s has a CRS but no geotransform: it is not georeferenced", what)
+	}
+	if err := checkGeoTransform(gt, what); err != nil {
+		return convert.Output{}, err
 	}
 	bands := ds.Bands()
 	paletted := isPaletted(bands[0])
@@ -264,6 +284,20 @@ func (e *Engine) rasterOne(ds *godal.Dataset, s *source, dst, layer string, r co
 			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.bytes,
 		},
 	}, nil
+}
+
+// checkGeoTransform refuses a geotransform that places no pixel anywhere:
+// NaN or infinite terms, or a singular matrix (zero pixel size).
+func checkGeoTransform(gt [6]float64, what string) error {
+	for _, v := range gt {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fault.Data(fault.CorruptSource, "%s has a geotransform with NaN or infinite terms %v: its georeferencing is damaged; fix it (gdal_edit.py -a_ullr …) and upload again", what, gt)
+		}
+	}
+	if det := gt[1]*gt[5] - gt[2]*gt[4]; det == 0 {
+		return fault.Data(fault.CorruptSource, "%s has a degenerate geotransform %v (zero pixel size): its georeferencing is damaged", what, gt)
+	}
+	return nil
 }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -61,7 +61,9 @@ func contains(list []string, s string) bool {
 
 // source is what preflight learnt about a source before a full open.
 type source struct {
-	path     string
+	path     string // what GDAL opens: the file, or a /vsizip/ path into it
+	name     string // the local file as given (for stems and messages)
+	archive  string // absolute path of the zip archive path points into, if any
 	driver   string
 	siblings []string // base names GDAL may open beside path (path's own name first)
 	bytes    int64    // total size with sidecars
@@ -89,7 +91,7 @@ func preflight(src string, r convert.Recipe) (*source, error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, fault.Data(fault.UnsafeSource, "source is a symbolic link")
 	}
-	s := &source{path: src}
+	s := &source{path: src, name: src}
 	if fi.IsDir() {
 		// Only a File Geodatabase is a directory source.
 		if !strings.EqualFold(filepath.Ext(src), ".gdb") {
@@ -113,6 +115,12 @@ func preflight(src string, r convert.Recipe) (*source, error) {
 				return nil, fault.Data(fault.UnsafeSource, "source is a %s document, which makes GDAL open the files or URLs it names; refused", h[1:])
 			}
 		}
+		if r.MaxBytes > 0 && fi.Size() > r.MaxBytes {
+			return nil, fault.Data(fault.BudgetExceeded, "source is %d bytes, over the budget of %d bytes", fi.Size(), r.MaxBytes)
+		}
+		if isZipMagic(head) || isZipName(src) {
+			return preflightZip(src, r)
+		}
 		s.siblings, s.bytes = siblings(src, fi.Size())
 	}
 	if r.MaxBytes > 0 && s.bytes > r.MaxBytes {
@@ -120,15 +128,28 @@ func preflight(src string, r convert.Recipe) (*source, error) {
 	}
 
 	s.driver = identify(src, identifyAllowed, s.siblings)
-	switch {
-	case s.driver == "":
-		return nil, fault.Data(fault.UnsupportedFormat,
-			"GDAL recognises no supported format in this file%s (rasters: %s; vectors: %s)",
-			extHint(src), strings.Join(RasterDrivers, ", "), strings.Join(VectorDrivers, ", "))
-	case contains(unsafeDrivers, s.driver):
-		return nil, fault.Data(fault.UnsafeSource, "source is a %s dataset, which can make GDAL read other files or URLs; refused", s.driver)
-	case contains(unsupportedDrivers, s.driver):
-		return nil, fault.Data(fault.UnsupportedFormat, "source is %s, which is not a supported input format", s.driver)
+	if err := s.checkDriver(); err != nil {
+		return nil, err
+	}
+	switch s.driver {
+	case "ESRI Shapefile":
+		if strings.EqualFold(filepath.Ext(src), ".shp") {
+			if err := checkLocalShapefile(src, s.siblings); err != nil {
+				return nil, err
+			}
+			if err := checkLocalDBF(src, s.siblings); err != nil {
+				return nil, err
+			}
+		}
+	case "KML", "LIBKML":
+		if err := checkLocalKML(src); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.siblings) > 1 {
+		if err := checkLocalPRJ(src, s.siblings); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -233,11 +254,11 @@ func checkCRS(wkt string, what string, rec *recorder) error {
 		return fault.DataWrap(fault.InvalidCRS, err, "%s has a CRS that cannot be parsed", what)
 	}
 	defer sr.Close()
+	if !sr.Geographic() && !sr.Projected() {
+		return fault.Data(fault.InvalidCRS, "%s has a local/engineering CRS that does not locate it on Earth; reproject it to a geographic or projected CRS (EPSG) and upload again", what)
+	}
 	if err := sr.Validate(rec.opt()); err != nil {
 		return fault.DataWrap(fault.InvalidCRS, err, "%s has an invalid CRS", what)
-	}
-	if !sr.Geographic() && !sr.Projected() {
-		return fault.Data(fault.InvalidCRS, "%s has a local/engineering CRS that does not locate it on Earth", what)
 	}
 	return nil
 }

@@ -1,0 +1,623 @@
+package gdal
+
+// Inputs that need more than "hand the file to GDAL": archives (zipped
+// Shapefile, KMZ, zipped File Geodatabase), KML (which can name URLs), and
+// the .prj sidecar (whose content GDAL drops silently when it cannot parse
+// it). Everything here is pure Go reading of the LOCAL source: GDAL is only
+// handed an archive through /vsizip/ after Go's archive/zip has checked
+// every entry of it.
+
+import (
+	"archive/zip"
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/fault"
+)
+
+// Archive limits. The declared uncompressed total is also held to the
+// recipe's byte budget; GDAL's /vsizip/ never inflates an entry past its
+// declared size, so the declared sizes are the real bound.
+const (
+	maxZipEntries = 10_000
+	// maxZipRatio refuses an entry that inflates more than this many times
+	// (deflate tops out near 1032:1, so only degenerate content, i.e. a
+	// bomb, comes close). Entries under zipRatioFloor are exempt.
+	maxZipRatio   = 200
+	zipRatioFloor = 1 << 20
+	maxPRJBytes   = 64 << 10
+)
+
+// nested archives are not opened: GDAL would chain /vsizip/ on its own.
+var archiveExts = []string{".zip", ".kmz", ".gz", ".tgz", ".tar", ".7z", ".rar", ".bz2", ".xz", ".zst", ".lz4"}
+
+// isZipName: the names under which a source is treated as a zip archive.
+func isZipName(p string) bool {
+	l := strings.ToLower(p)
+	return strings.HasSuffix(l, ".zip") || strings.HasSuffix(l, ".kmz")
+}
+
+func isZipMagic(head []byte) bool {
+	return bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06"))
+}
+
+// vsiZipPath is GDAL's name of entry inside the local archive file zipPath.
+// The braces let the archive path itself contain ".zip".
+func vsiZipPath(zipPath, entry string) string {
+	return "/vsizip/{" + zipPath + "}/" + entry
+}
+
+// ignoredEntry: macOS resource forks and Finder files, which zips made on
+// a Mac carry beside every file.
+func ignoredEntry(name string) bool {
+	base := path.Base(name)
+	return strings.HasPrefix(name, "__MACOSX/") || strings.HasPrefix(base, "._") || base == ".DS_Store" || base == "Thumbs.db"
+}
+
+// preflightZip checks a local zip archive entry by entry and picks what
+// GDAL is to open inside it:
+//   - a File Geodatabase directory (x.gdb/…), opened with OpenFileGDB;
+//   - else exactly one Shapefile, with its .shx, .dbf and .prj;
+//   - else a KML document (doc.kml for a KMZ, else the only .kml);
+//   - else the only file in it (a zipped GeoTIFF, GeoJSON, GeoPackage …).
+//
+// Refusals: not a readable zip → CorruptSource; too many entries, declared
+// size over budget, or an inflation ratio of a bomb → BudgetExceeded;
+// absolute or ".." names, symbolic links, nested archives, KML NetworkLinks
+// → UnsafeSource; encrypted or unusually compressed entries, several
+// datasets → UnsupportedFormat.
+func preflightZip(src string, r convert.Recipe) (*source, error) {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return nil, fault.Systemic("gdal.preflight", err)
+	}
+	zr, err := zip.OpenReader(abs)
+	if err != nil {
+		return nil, fault.DataWrap(fault.CorruptSource, err, "source is named like a zip archive but is not a readable one")
+	}
+	defer zr.Close()
+	return preflightZipReader(&zr.Reader, src, abs, r)
+}
+
+// preflightZipReader is preflightZip on an open archive: name is the
+// source as given, gdalPath the archive's name for GDAL (a local file or
+// one of our own VSI keys).
+func preflightZipReader(zr *zip.Reader, name, gdalPath string, r convert.Recipe) (*source, error) {
+	abs := gdalPath
+	src := name
+	if len(zr.File) > maxZipEntries {
+		return nil, fault.Data(fault.BudgetExceeded, "archive holds %d entries, over the limit of %d", len(zr.File), maxZipEntries)
+	}
+	var declared uint64
+	files := map[string]*zip.File{} // cleaned name → entry (regular files only)
+	dirs := map[string]bool{}
+	for _, f := range zr.File {
+		name := f.Name
+		if err := checkEntryName(name); err != nil {
+			return nil, err
+		}
+		mode := f.Mode()
+		switch {
+		case mode&fs.ModeSymlink != 0:
+			return nil, fault.Data(fault.UnsafeSource, "archive entry %q is a symbolic link; links are not followed", name)
+		case mode.IsDir() || strings.HasSuffix(name, "/"):
+			dirs[strings.TrimSuffix(name, "/")] = true
+			continue
+		case mode&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0:
+			return nil, fault.Data(fault.UnsafeSource, "archive entry %q is not a regular file", name)
+		}
+		if ignoredEntry(name) {
+			continue
+		}
+		if f.Flags&0x1 != 0 {
+			return nil, fault.Data(fault.UnsupportedFormat, "archive entry %q is encrypted; upload it without a password", name)
+		}
+		if f.Method != zip.Store && f.Method != zip.Deflate {
+			return nil, fault.Data(fault.UnsupportedFormat, "archive entry %q uses compression method %d; use deflate (a plain zip)", name, f.Method)
+		}
+		for _, ext := range archiveExts {
+			if strings.HasSuffix(strings.ToLower(name), ext) {
+				return nil, fault.Data(fault.UnsafeSource, "archive entry %q is itself an archive; nested archives are not opened: unpack it and upload its content", name)
+			}
+		}
+		if _, dup := files[name]; dup {
+			return nil, fault.Data(fault.CorruptSource, "archive holds %q twice", name)
+		}
+		declared += f.UncompressedSize64
+		if r.MaxBytes > 0 && declared > uint64(r.MaxBytes) {
+			return nil, fault.Data(fault.BudgetExceeded, "archive declares more than %d bytes uncompressed (budget)", r.MaxBytes)
+		}
+		if f.UncompressedSize64 > zipRatioFloor && f.UncompressedSize64 > maxZipRatio*max(f.CompressedSize64, 1) {
+			return nil, fault.Data(fault.BudgetExceeded, "archive entry %q inflates %d bytes into %d (over %d:1): refused as a zip bomb",
+				name, f.CompressedSize64, f.UncompressedSize64, maxZipRatio)
+		}
+		files[name] = f
+	}
+	if len(files) == 0 {
+		return nil, fault.Data(fault.EmptyDataset, "archive holds no files")
+	}
+
+	s := &source{path: "", name: src, archive: abs, bytes: int64(declared)}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+
+	// A File Geodatabase: the one directory named *.gdb.
+	gdbs := map[string]bool{}
+	for _, n := range names {
+		parts := strings.Split(n, "/")
+		for i, p := range parts[:len(parts)-1] {
+			if strings.HasSuffix(strings.ToLower(p), ".gdb") {
+				gdbs[strings.Join(parts[:i+1], "/")] = true
+				break
+			}
+		}
+	}
+	byExt := func(ext string) []string {
+		var out []string
+		for _, n := range names {
+			if strings.HasSuffix(strings.ToLower(n), ext) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	switch shps, kmls := byExt(".shp"), byExt(".kml"); {
+	case len(gdbs) > 1:
+		return nil, fault.Data(fault.UnsupportedFormat, "archive holds %d File Geodatabases; upload one per archive", len(gdbs))
+	case len(gdbs) == 1:
+		for g := range gdbs {
+			s.path = vsiZipPath(abs, g)
+			s.siblings = nil
+		}
+		s.driver = "OpenFileGDB"
+	case len(shps) > 1:
+		return nil, fault.Data(fault.UnsupportedFormat, "archive holds %d shapefiles (%s); upload one per archive", len(shps), strings.Join(shps, ", "))
+	case len(shps) == 1:
+		if err := zipShapefile(s, shps[0], files); err != nil {
+			return nil, err
+		}
+	case len(kmls) > 0:
+		doc := ""
+		for _, k := range kmls {
+			if strings.EqualFold(k, "doc.kml") {
+				doc = k
+			}
+		}
+		if doc == "" {
+			var top []string
+			for _, k := range kmls {
+				if !strings.Contains(k, "/") {
+					top = append(top, k)
+				}
+			}
+			if len(top) != 1 {
+				return nil, fault.Data(fault.UnsupportedFormat, "KMZ has no doc.kml and %d top-level .kml documents; want exactly one", len(top))
+			}
+			doc = top[0]
+		}
+		rc, err := files[doc].Open()
+		if err != nil {
+			return nil, fault.DataWrap(fault.CorruptSource, err, "archive entry %q cannot be read", doc)
+		}
+		err = scanKML(rc, doc)
+		rc.Close()
+		if err != nil {
+			return nil, err
+		}
+		s.path = vsiZipPath(abs, doc)
+		s.siblings = []string{path.Base(doc)}
+	default:
+		// One dataset file, plus sidecars of the same stem.
+		stem := ""
+		for _, n := range names {
+			if isSidecarName(n) {
+				continue
+			}
+			if stem != "" {
+				return nil, fault.Data(fault.UnsupportedFormat, "archive holds several files (%s); upload one dataset per archive", strings.Join(names, ", "))
+			}
+			stem = n
+		}
+		if stem == "" {
+			return nil, fault.Data(fault.UnsupportedFormat, "archive holds only sidecar files (%s)", strings.Join(names, ", "))
+		}
+		s.path = vsiZipPath(abs, stem)
+		s.siblings = zipSiblings(stem, names)
+	}
+
+	if s.driver == "" {
+		s.driver = identify(s.path, identifyAllowed, s.siblings)
+	}
+	if err := s.checkDriver(); err != nil {
+		return nil, err
+	}
+	switch s.driver {
+	case "netCDF", "HDF5":
+		// Both libraries want a real file; they cannot read through /vsizip/.
+		return nil, fault.Data(fault.UnsupportedFormat, "a zipped %s file cannot be read in place; upload the file itself", s.driver)
+	}
+	return s, nil
+}
+
+// checkEntryName refuses names that would climb out of, or sit outside,
+// the archive if it were ever extracted, and names GDAL's VSI layer would
+// read as something other than a plain entry.
+func checkEntryName(name string) error {
+	bad := name == "" || strings.ContainsAny(name, "\\\x00{}") || strings.HasPrefix(name, "/") ||
+		(len(name) >= 2 && name[1] == ':') || strings.HasPrefix(name, "/vsi")
+	for _, seg := range strings.Split(name, "/") {
+		if seg == ".." || seg == "." {
+			bad = true
+		}
+	}
+	if bad {
+		return fault.Data(fault.UnsafeSource, "archive entry name %q is absolute or climbs out of the archive (path traversal); refused", name)
+	}
+	return nil
+}
+
+// isSidecarName: the names that accompany a dataset rather than being one.
+func isSidecarName(n string) bool {
+	l := strings.ToLower(n)
+	if strings.HasSuffix(l, ".aux.xml") {
+		return true
+	}
+	ext := path.Ext(l)
+	for _, list := range sidecarExt {
+		for _, e := range list {
+			if e == ext && e != ".shp" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// zipSiblings lists main's sidecars among the entries: same directory, same
+// stem (case-insensitive), main's own base name first.
+func zipSiblings(main string, names []string) []string {
+	dir, base := path.Split(main)
+	stem := strings.ToLower(convert.Stem(base))
+	out := []string{base}
+	for _, n := range names {
+		d, b := path.Split(n)
+		if d != dir || b == base {
+			continue
+		}
+		if strings.HasPrefix(strings.ToLower(b), stem+".") {
+			out = append(out, b)
+		}
+	}
+	sort.Strings(out[1:])
+	return out
+}
+
+// zipShapefile requires the three files a Shapefile is made of and a CRS.
+func zipShapefile(s *source, shp string, files map[string]*zip.File) error {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sib := zipSiblings(shp, names)
+	find := func(ext string) string {
+		for _, b := range sib {
+			if strings.EqualFold(path.Ext(b), ext) && strings.EqualFold(strings.TrimSuffix(b, path.Ext(b)), convert.Stem(path.Base(shp))) {
+				return path.Join(path.Dir(shp), b)
+			}
+		}
+		return ""
+	}
+	for _, ext := range []string{".shx", ".dbf"} {
+		if find(ext) == "" {
+			return shapefileMissing(ext, path.Base(shp))
+		}
+	}
+	prj := find(".prj")
+	if prj == "" {
+		return shapefileMissing(".prj", path.Base(shp))
+	}
+	f := files[prj]
+	if f.UncompressedSize64 > maxPRJBytes {
+		return fault.Data(fault.InvalidCRS, "%s is %d bytes: not a .prj", prj, f.UncompressedSize64)
+	}
+	rc, err := f.Open()
+	if err != nil {
+		return fault.DataWrap(fault.CorruptSource, err, "archive entry %q cannot be read", prj)
+	}
+	text, err := io.ReadAll(io.LimitReader(rc, maxPRJBytes))
+	rc.Close()
+	if err != nil {
+		return fault.DataWrap(fault.CorruptSource, err, "archive entry %q cannot be read", prj)
+	}
+	if err := checkPRJText(text, path.Base(prj)); err != nil {
+		return err
+	}
+	if cpg := find(".cpg"); cpg != "" && files[cpg].UncompressedSize64 < 256 {
+		if rc, err := files[cpg].Open(); err == nil {
+			text, _ := io.ReadAll(io.LimitReader(rc, 256))
+			rc.Close()
+			if declaresUTF8(text) {
+				rc, err := files[find(".dbf")].Open()
+				if err != nil {
+					return fault.DataWrap(fault.CorruptSource, err, "archive entry %q cannot be read", find(".dbf"))
+				}
+				err = checkDBFUTF8(rc, path.Base(find(".dbf")))
+				rc.Close()
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	s.path = vsiZipPath(s.archive, shp)
+	s.siblings = sib
+	return nil
+}
+
+func shapefileMissing(ext, shp string) error {
+	switch ext {
+	case ".prj":
+		return fault.Data(fault.MissingCRS, "shapefile %s has no .prj: its coordinate reference system is unknown; add the .prj (or assign one with ogr2ogr -a_srs EPSG:xxxx) and upload again", shp)
+	case ".shx":
+		return fault.Data(fault.CorruptSource, "shapefile %s has no .shx index; upload it together with the .shp (or rebuild it: ogr2ogr --config SHAPE_RESTORE_SHX YES)", shp)
+	default:
+		return fault.Data(fault.CorruptSource, "shapefile %s has no %s attribute table; upload it together with the .shp", shp, ext)
+	}
+}
+
+// checkPRJText refuses a .prj that is present but not a CRS: GDAL would
+// drop it with a warning and the data would look as if it had none.
+func checkPRJText(text []byte, name string) error {
+	t := strings.TrimSpace(string(bytes.TrimPrefix(text, []byte("\xef\xbb\xbf"))))
+	if t == "" {
+		return fault.Data(fault.MissingCRS, "%s is empty: the coordinate reference system is unknown", name)
+	}
+	sr, err := godal.NewSpatialRefFromWKT(t, godal.ErrLogger(quietLogger))
+	if err != nil {
+		return fault.DataWrap(fault.InvalidCRS, err, "%s is not a WKT coordinate reference system (%q…); replace it with a valid .prj", name, clip(t, 40))
+	}
+	sr.Close()
+	return nil
+}
+
+func quietLogger(ec godal.ErrorCategory, _ int, msg string) error {
+	if ec >= godal.CE_Failure {
+		return errors.New(msg)
+	}
+	return nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// checkLocalPRJ checks the .prj sidecar of a local file, when there is one.
+func checkLocalPRJ(src string, siblings []string) error {
+	dir := filepath.Dir(src)
+	stem := strings.ToLower(convert.Stem(filepath.Base(src)))
+	for _, b := range siblings[1:] {
+		if strings.ToLower(b) != stem+".prj" {
+			continue
+		}
+		p := filepath.Join(dir, b)
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil
+		}
+		if fi.Size() > maxPRJBytes {
+			return fault.Data(fault.InvalidCRS, "%s is %d bytes: not a .prj", b, fi.Size())
+		}
+		text, err := os.ReadFile(p)
+		if err != nil {
+			return fault.DataWrap(fault.CorruptSource, err, "%s cannot be read", b)
+		}
+		return checkPRJText(text, b)
+	}
+	return nil
+}
+
+// checkLocalShapefile requires .shx and .dbf beside a .shp (the .prj is
+// checked by the layer's CRS check, which names the layer).
+func checkLocalShapefile(src string, siblings []string) error {
+	stem := strings.ToLower(convert.Stem(filepath.Base(src)))
+	have := map[string]bool{}
+	for _, b := range siblings {
+		have[strings.ToLower(b)] = true
+	}
+	for _, ext := range []string{".shx", ".dbf"} {
+		if !have[stem+ext] {
+			return shapefileMissing(ext, filepath.Base(src))
+		}
+	}
+	return nil
+}
+
+// kmlUnsafe are KML elements that make a reader fetch other documents
+// (NetworkLink, and the super-overlays built from it) or expand entities.
+var kmlUnsafe = []struct{ needle, why string }{
+	{"<networklink", "a NetworkLink, which makes a KML reader fetch another document (a super-overlay or a remote layer)"},
+	{":networklink", "a NetworkLink, which makes a KML reader fetch another document (a super-overlay or a remote layer)"},
+	{"<!entity", "an XML entity declaration (entity expansion or external entities)"},
+}
+
+// scanKML reads a KML document once, in bounded chunks, and refuses it if
+// it holds anything in kmlUnsafe. Case-insensitive: a reader may be lenient.
+func scanKML(r io.Reader, name string) error {
+	const chunk = 64 << 10
+	keep := 0
+	for _, k := range kmlUnsafe {
+		keep = max(keep, len(k.needle)-1)
+	}
+	buf := make([]byte, 0, chunk+keep)
+	tmp := make([]byte, chunk)
+	for {
+		n, err := r.Read(tmp)
+		if n > 0 {
+			buf = append(buf, bytes.ToLower(tmp[:n])...)
+			for _, k := range kmlUnsafe {
+				if bytes.Contains(buf, []byte(k.needle)) {
+					return fault.Data(fault.UnsafeSource, "%s holds %s; refused: flatten it to plain placemarks", name, k.why)
+				}
+			}
+			if len(buf) > keep {
+				buf = append(buf[:0], buf[len(buf)-keep:]...)
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fault.DataWrap(fault.CorruptSource, err, "%s cannot be read", name)
+		}
+	}
+}
+
+// checkLocalKML scans a local KML file.
+func checkLocalKML(src string) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fault.DataWrap(fault.CorruptSource, err, "source cannot be read")
+	}
+	defer f.Close()
+	return scanKML(f, filepath.Base(src))
+}
+
+// checkDriver refuses a driver outside the allow-list, by kind.
+func (s *source) checkDriver() error {
+	switch {
+	case s.driver == "":
+		return fault.Data(fault.UnsupportedFormat,
+			"GDAL recognises no supported format in this file%s (rasters: %s; vectors: %s)",
+			extHint(s.name), strings.Join(RasterDrivers, ", "), strings.Join(VectorDrivers, ", "))
+	case contains(unsafeDrivers, s.driver):
+		return fault.Data(fault.UnsafeSource, "source is a %s dataset, which can make GDAL read other files or URLs; refused", s.driver)
+	case contains(unsupportedDrivers, s.driver):
+		return fault.Data(fault.UnsupportedFormat, "source is %s, which is not a supported input format", s.driver)
+	}
+	return nil
+}
+
+// stem names outputs after the uploaded file ("roads.shp.zip" → "roads",
+// "city.gdb.zip" → "city", "places.kmz" → "places").
+func (s *source) stem() string {
+	st := convert.Stem(filepath.Base(s.name))
+	if strings.HasSuffix(strings.ToLower(st), ".gdb") {
+		st = st[:len(st)-4]
+	}
+	return st
+}
+
+func (s *source) String() string { return fmt.Sprintf("%s (%s)", s.name, s.driver) }
+
+// declaresUTF8 reports a .cpg that names UTF-8.
+func declaresUTF8(cpg []byte) bool {
+	switch strings.ToUpper(strings.TrimSpace(string(cpg))) {
+	case "UTF-8", "UTF8", "65001", "UTF_8":
+		return true
+	}
+	return false
+}
+
+// checkDBFUTF8 reads a DBF attribute table once and refuses it when a
+// character field holds bytes that are not UTF-8 although the .cpg says
+// they are: GDAL would pass them through into an output that readers then
+// reject or mangle. The usual cause is a Latin-1/Windows-1252 export with a
+// wrong .cpg; the fix is to correct the .cpg.
+func checkDBFUTF8(r io.Reader, name string) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	head := make([]byte, 32)
+	if _, err := io.ReadFull(br, head); err != nil {
+		return fault.DataWrap(fault.CorruptSource, err, "%s: attribute table header cannot be read", name)
+	}
+	nrec := binary.LittleEndian.Uint32(head[4:8])
+	hlen := int(binary.LittleEndian.Uint16(head[8:10]))
+	rlen := int(binary.LittleEndian.Uint16(head[10:12]))
+	if hlen < 33 || rlen < 1 {
+		return fault.Data(fault.CorruptSource, "%s: attribute table header is damaged", name)
+	}
+	rest := make([]byte, hlen-32)
+	if _, err := io.ReadFull(br, rest); err != nil {
+		return fault.DataWrap(fault.CorruptSource, err, "%s: attribute table header cannot be read", name)
+	}
+	type field struct {
+		name     string
+		off, len int
+	}
+	var fields []field
+	off := 1 // deletion flag
+	for i := 0; i+32 <= len(rest) && rest[i] != 0x0D; i += 32 {
+		d := rest[i : i+32]
+		f := field{name: strings.TrimRight(string(d[:11]), "\x00"), off: off, len: int(d[16])}
+		off += f.len
+		if d[11] == 'C' {
+			fields = append(fields, f)
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	rec := make([]byte, rlen)
+	for n := uint32(0); n < nrec; n++ {
+		if _, err := io.ReadFull(br, rec); err != nil {
+			return nil // a short table is GDAL's to report
+		}
+		for _, f := range fields {
+			if f.off+f.len > rlen {
+				return fault.Data(fault.CorruptSource, "%s: field %s lies outside the record", name, f.name)
+			}
+			if v := rec[f.off : f.off+f.len]; !utf8.Valid(v) {
+				return fault.Data(fault.SchemaMismatch,
+					"%s: field %s of record %d is not UTF-8 (%q) although the .cpg declares UTF-8; correct the .cpg to the real encoding (e.g. ISO-8859-1 or 1252) and upload again",
+					name, f.name, n+1, bytes.TrimSpace(v))
+			}
+		}
+	}
+	return nil
+}
+
+// checkLocalDBF applies checkDBFUTF8 to a local shapefile whose .cpg declares UTF-8.
+func checkLocalDBF(src string, siblings []string) error {
+	dir := filepath.Dir(src)
+	stem := strings.ToLower(convert.Stem(filepath.Base(src)))
+	var cpg, dbf string
+	for _, b := range siblings {
+		switch strings.ToLower(b) {
+		case stem + ".cpg":
+			cpg = filepath.Join(dir, b)
+		case stem + ".dbf":
+			dbf = filepath.Join(dir, b)
+		}
+	}
+	if cpg == "" || dbf == "" {
+		return nil
+	}
+	text, err := readHead(cpg, 256)
+	if err != nil || !declaresUTF8(text) {
+		return nil
+	}
+	f, err := os.Open(dbf)
+	if err != nil {
+		return fault.DataWrap(fault.CorruptSource, err, "%s cannot be read", filepath.Base(dbf))
+	}
+	defer f.Close()
+	return checkDBFUTF8(f, filepath.Base(dbf))
+}
