@@ -78,7 +78,7 @@ func TestMakeRunFlow(t *testing.T) {
 	if _, _, err := run(t, "sample-data", samples); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := run(t, "migrate", samples, "--dest", dest, "--vector-format", "FlatGeobuf", "--progress", "plain")
+	out, stderr, err := run(t, "migrate", samples, "--dest", dest, "--progress", "plain")
 	if err != nil {
 		t.Fatalf("first migrate: %v\n%s\n%s", err, out, stderr)
 	}
@@ -89,7 +89,7 @@ func TestMakeRunFlow(t *testing.T) {
 	if !strings.Contains(out, "Needs attention:") || !strings.Contains(stderr, "[1/") {
 		t.Errorf("summary or progress lines missing:\n%s\n%s", out, stderr)
 	}
-	out, _, err = run(t, "migrate", samples, "--dest", dest, "--vector-format", "FlatGeobuf")
+	out, _, err = run(t, "migrate", samples, "--dest", dest)
 	if err != nil {
 		t.Fatalf("second migrate: %v", err)
 	}

@@ -2,7 +2,6 @@ package gdal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -306,5 +305,3 @@ func removeOutput(p string) {
 	os.Remove(p)
 	os.Remove(p + ".aux.xml")
 }
-
-var errGeoParquet = errors.New("GeoParquet output is not implemented yet (issue 3); use VectorFormat FlatGeobuf")

@@ -101,10 +101,6 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 	for _, name := range skipped {
 		rec.warn(fmt.Sprintf("empty layer %q skipped", name))
 	}
-	if r.VectorFormat == convert.FormatGeoParquet {
-		return nil, fault.Systemic("gdal.Convert", errGeoParquet)
-	}
-
 	stem := convert.Stem(filepath.Base(s.path))
 	multi := len(scans) > 1
 	var outs []convert.Output
@@ -112,11 +108,18 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 		if err := ctx.Err(); err != nil {
 			return outs, err
 		}
-		name := stem + ".fgb"
-		if multi {
-			name = stem + "." + convert.SafeName(sc.name) + ".fgb"
+		var o convert.Output
+		var err error
+		switch r.VectorFormat {
+		case convert.FormatFlatGeobuf:
+			name := stem + ".fgb"
+			if multi {
+				name = stem + "." + convert.SafeName(sc.name) + ".fgb"
+			}
+			o, err = writeFlatGeobuf(ds, sc, filepath.Join(workDir, name), r, rec.child())
+		default:
+			o, err = writeGeoParquet(ctx, ds, sc, filepath.Join(workDir, geoParquetName(stem, sc.name, multi)), r, rec.child())
 		}
-		o, err := writeFlatGeobuf(ds, sc, filepath.Join(workDir, name), r, rec.child())
 		if err != nil {
 			return outs, err
 		}
@@ -232,6 +235,13 @@ func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r convert.Reci
 		args = append(args, "-makevalid")
 		repaired = sc.invalid
 		rec.warn(fmt.Sprintf("layer %q: %d invalid geometries repaired (MakeValid)", sc.name, sc.invalid))
+	}
+	// The CRS text in the header comes from a canonical rebuild of the
+	// layer CRS, not from GDAL's per-thread PROJ state (see crs.go).
+	if l := ds.LayerByName(sc.name); l != nil {
+		if crs, err := canonicalCRS(l.SpatialRef()); err == nil && crs.Canonical {
+			args = append(args, "-a_srs", crs.WKT2)
+		}
 	}
 	args = append(args, sc.name)
 	os.Remove(dst)

@@ -25,6 +25,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
+	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
 // memQueue records what the state machine sends.
@@ -117,7 +118,7 @@ func newPipeline(t *testing.T, srcDir string) *pipeline {
 	}
 	p.store = store
 	p.tracker = statestore.NewTracker(statestoretest.NewMemory())
-	p.cfg = migration.Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: convert.Recipe{VectorFormat: convert.FormatFlatGeobuf, EngineVersion: p.engine.Version(), ToolVersion: "test"}}
+	p.cfg = migration.Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: convert.Recipe{EngineVersion: p.engine.Version(), ToolVersion: "test"}}
 	return p
 }
 
@@ -126,7 +127,7 @@ func (p *pipeline) executor(t *testing.T, store objectstore.Store, opts ...asl.O
 	finger := migration.StoreFingerprinter{Store: store, Threshold: 1 << 30}
 	h := localrun.Handlers{
 		HashCheck: migration.NewHashCheck(p.cfg, store, p.tracker, finger, quiet),
-		Convert:   migration.NewConvert(p.cfg, store, p.tracker, p.engine, quiet),
+		Convert:   migration.NewConvert(p.cfg, store, p.tracker, p.engine, validate.Output, quiet),
 		Promote:   migration.NewPromote(p.cfg, store, p.tracker, quiet),
 		Classify:  migration.NewClassify(p.tracker, nil, quiet),
 	}

@@ -1,0 +1,178 @@
+package gdal
+
+// Canonical CRS text for outputs (FlatGeobuf header WKT, GeoParquet PROJJSON).
+//
+// Why this exists (issue 3, "nondeterministic FlatGeobuf CRS"): GDAL gives
+// every OS thread one PROJ context, and PROJ (9.1.1 here) keeps a cache of
+// database objects per context. When a thread has once asked the database
+// for the *datum* EPSG:6326 (GDAL does so e.g. while reading GeoTIFF keys or
+// resolving datum names), that cache holds the WGS 84 ensemble turned into a
+// plain datum, and every later creation of EPSG:4326 from the database on
+// that thread is built on it: WKT2_2019 then says DATUM["World Geodetic
+// System 1984"] instead of ENSEMBLE["World Geodetic System 1984 ensemble"].
+// GDAL's own per-thread cache of EPSG objects then keeps whichever variant
+// the thread made first. So the CRS text GDAL writes depends on the history
+// of the OS thread a conversion happens to run on. Reproduced with PROJ
+// alone: on a fresh context proj_create_from_database("EPSG","4326") exports
+// ENSEMBLE; after proj_create_from_database("EPSG","6326",DATUM) on the same
+// context it exports DATUM.
+//
+// The fix here is to never take output CRS text from GDAL's shared
+// per-thread PROJ state: the layer CRS is identified (authority and code),
+// rebuilt from proj.db in a PROJ context created for this one call (an
+// empty cache, so always the database's own definition) and exported from
+// there. FlatGeobuf gets that WKT through -a_srs, GeoParquet the PROJJSON.
+
+/*
+#cgo pkg-config: gdal proj
+#include <stdlib.h>
+#include <string.h>
+#include <proj.h>
+#include <ogr_srs_api.h>
+#include <cpl_conv.h>
+#include <cpl_error.h>
+
+typedef struct {
+	char *auth;      // authority of the CRS (malloc), or NULL
+	char *code;      // its code (malloc), or NULL
+	char *wkt2;      // WKT2_2019, one line (malloc)
+	char *projjson;  // PROJJSON, one line (malloc)
+	int canonical;   // 1: rebuilt from proj.db in a fresh context
+	int swap_xy;     // 1: data x is a northing/latitude axis
+	int geographic;
+} gm_crs;
+
+static char *gm_dup(const char *s) { return s ? strdup(s) : NULL; }
+
+static void gm_crs_free(gm_crs *c) {
+	free(c->auth); free(c->code); free(c->wkt2); free(c->projjson);
+}
+
+static int gm_canonical_crs(OGRSpatialReferenceH in, char **search, gm_crs *out) {
+	memset(out, 0, sizeof(*out));
+	CPLPushErrorHandler(CPLQuietErrorHandler);
+	OGRSpatialReferenceH sr = OSRClone(in);
+	if (sr == NULL) { CPLPopErrorHandler(); return 0; }
+	out->geographic = OSRIsGeographic(sr);
+
+	// Which data axis is x: with the traditional GIS order it is the
+	// longitude/easting axis; anything else is swapped on output.
+	int n = 0;
+	const int *map = OSRGetDataAxisToSRSAxisMapping(sr, &n);
+	if (map != NULL && n >= 2) {
+		OGRAxisOrientation o = OAO_Other;
+		OSRGetAxis(sr, NULL, map[0] > 0 ? map[0] - 1 : 0, &o);
+		out->swap_xy = (o == OAO_North || o == OAO_South);
+	}
+
+	const char *auth = OSRGetAuthorityName(sr, NULL);
+	if (auth == NULL || auth[0] == 0) {
+		OSRAutoIdentifyEPSG(sr);
+		auth = OSRGetAuthorityName(sr, NULL);
+	}
+	const char *code = OSRGetAuthorityCode(sr, NULL);
+	if (auth && auth[0] && code && code[0]) {
+		out->auth = gm_dup(auth);
+		out->code = gm_dup(code);
+	}
+
+	const char *wopts[] = {"FORMAT=WKT2_2019", "MULTILINE=NO", NULL};
+	const char *jopts[] = {"MULTILINE=NO", NULL};
+	if (out->auth) {
+		PJ_CONTEXT *ctx = proj_context_create();
+		if (ctx) {
+			int k = 0;
+			while (search && search[k]) k++;
+			if (k > 0) proj_context_set_search_paths(ctx, k, (const char *const *)search);
+			proj_context_set_enable_network(ctx, 0);
+			PJ *crs = proj_create_from_database(ctx, out->auth, out->code, PJ_CATEGORY_CRS, 0, NULL);
+			if (crs) {
+				const char *w = proj_as_wkt(ctx, crs, PJ_WKT2_2019, (const char *const *)jopts);
+				const char *j = proj_as_projjson(ctx, crs, (const char *const *)jopts);
+				if (w && j) {
+					out->wkt2 = gm_dup(w);
+					out->projjson = gm_dup(j);
+					out->canonical = 1;
+				}
+				proj_destroy(crs);
+			}
+			proj_context_destroy(ctx);
+		}
+	}
+	if (!out->canonical) {
+		char *w = NULL, *j = NULL;
+		if (OSRExportToWktEx(sr, &w, wopts) == OGRERR_NONE && w) out->wkt2 = gm_dup(w);
+		if (OSRExportToPROJJSON(sr, &j, jopts) == OGRERR_NONE && j) out->projjson = gm_dup(j);
+		CPLFree(w);
+		CPLFree(j);
+	}
+	OSRRelease(sr);
+	CPLPopErrorHandler();
+	CPLErrorReset();
+	return out->wkt2 != NULL && out->projjson != NULL;
+}
+*/
+import "C"
+
+import (
+	"fmt"
+	"path/filepath"
+	"unsafe"
+
+	"github.com/airbusgeo/godal"
+)
+
+// crsInfo is the canonical description of a layer CRS.
+type crsInfo struct {
+	Auth, Code string // e.g. "EPSG", "4326"; empty when not identified
+	WKT2       string // WKT2_2019 on one line
+	PROJJSON   []byte
+	Canonical  bool // rebuilt from proj.db (Auth:Code), independent of GDAL's thread state
+	SwapXY     bool // OGR hands out (northing, easting): swap to (x=lon/easting, y=lat/northing)
+	Geographic bool
+}
+
+// IsCRS84 reports WGS 84 geographic 2D in its EPSG or OGC identity, which
+// GeoParquet writes by omitting "crs" (coordinates are lon/lat either way).
+func (c crsInfo) IsCRS84() bool {
+	return (c.Auth == "EPSG" && c.Code == "4326") || (c.Auth == "OGC" && c.Code == "CRS84")
+}
+
+// spatialRefHandle is the OGRSpatialReferenceH of a godal SpatialRef.
+// godal keeps it in a field named "handle"; isNullHandle's test pins that.
+func spatialRefHandle(sr *godal.SpatialRef) C.OGRSpatialReferenceH {
+	return *(*C.OGRSpatialReferenceH)(unsafe.Pointer(sr))
+}
+
+// canonicalCRS describes sr for an output (see the comment at the top of
+// this file). The PROJ search path is that of the engine (PROJ_DATA).
+func canonicalCRS(sr *godal.SpatialRef) (crsInfo, error) {
+	if sr == nil || isNullHandle(sr) {
+		return crsInfo{}, fmt.Errorf("no CRS")
+	}
+	var search []string
+	if d := getConfig("PROJ_DATA"); d != "" {
+		search = filepath.SplitList(d)
+	}
+	cs := newCStrings(search)
+	defer cs.free()
+	var out C.gm_crs
+	ok := C.gm_canonical_crs(spatialRefHandle(sr), cs.p, &out)
+	defer C.gm_crs_free(&out)
+	info := crsInfo{
+		Auth: goStr(out.auth), Code: goStr(out.code), WKT2: goStr(out.wkt2),
+		PROJJSON:  []byte(goStr(out.projjson)),
+		Canonical: out.canonical != 0, SwapXY: out.swap_xy != 0, Geographic: out.geographic != 0,
+	}
+	if ok == 0 {
+		return info, fmt.Errorf("the CRS cannot be exported as WKT2/PROJJSON")
+	}
+	return info, nil
+}
+
+func goStr(p *C.char) string {
+	if p == nil {
+		return ""
+	}
+	return C.GoString(p)
+}
