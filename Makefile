@@ -63,4 +63,4 @@ clean: ## remove build outputs, samples and local runs
 include test/integration.mk
 include scripts/hyparquet/hyparquet.mk
 include infra/infra.mk
--include functions/functions.mk
+include functions/functions.mk

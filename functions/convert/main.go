@@ -1,0 +1,38 @@
+// Command convert is the Convert Lambda function (provided.al2023): preflight,
+// GDAL conversion, validation, staging upload. It links GDAL through cgo
+// (internal/gdal): built against the system GDAL for tests and inside the
+// layer image (layers/gdal) for deployment.
+// Config and clients are built once, at cold start; see internal/awsapp.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/geomigrate/geomigrate/internal/awsapp"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/validate"
+)
+
+func main() {
+	if err := realMain(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "convert:", err)
+		os.Exit(1)
+	}
+}
+
+func realMain(ctx context.Context) error {
+	app, err := awsapp.Load(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	engine, err := gdal.New(gdal.WithTmpDir(app.Config.WorkDir))
+	if err != nil {
+		return err
+	}
+	lambda.Start(app.Convert(engine, validate.Output).Handle)
+	return nil
+}

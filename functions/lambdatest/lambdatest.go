@@ -1,0 +1,406 @@
+// Package lambdatest runs the functions' bootstrap binaries under
+// aws-lambda-rie for tests: it builds host-arch bootstraps, starts one rie
+// per function on a free 127.0.0.1 port with an explicit environment,
+// invokes it over HTTP and stops it by PID. The S3 and DynamoDB endpoints
+// come from scripts/with-integration-servers.sh (versitygw, dynalite).
+package lambdatest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
+)
+
+// Functions are the four Lambda functions (functions/<name>).
+var Functions = []string{"hashcheck", "convert", "classify", "promote"}
+
+// InvokePath is rie's invoke endpoint.
+const InvokePath = "/2015-03-31/functions/function/invocations"
+
+// RepoRoot finds the module root (the directory holding go.mod) above the
+// working directory.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "functions")); err == nil {
+				return dir, nil
+			}
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("lambdatest: no go.mod with functions/ above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// RIE returns the aws-lambda-rie binary (.tools/bin, then PATH) or skips.
+func RIE(t testing.TB) string {
+	t.Helper()
+	if root, err := RepoRoot(); err == nil {
+		p := filepath.Join(root, ".tools", "bin", "aws-lambda-rie")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("aws-lambda-rie"); err == nil {
+		return p
+	}
+	t.Skip("aws-lambda-rie not installed: run `make tools-rie` (installs it into .tools/bin), or `make test-lambda`")
+	return ""
+}
+
+// Servers are the endpoints and credentials of the integration servers.
+type Servers struct {
+	S3, DynamoDB          string
+	AccessKey, SecretKey  string
+	Region                string
+	s3once, ddbonce       sync.Once
+	s3client              *s3.Client
+	ddbclient             *dynamodb.Client
+	s3options, ddboptions awsconfig.Options
+}
+
+// RequireServers returns the servers started by
+// scripts/with-integration-servers.sh, or skips.
+func RequireServers(t testing.TB) *Servers {
+	t.Helper()
+	s := &Servers{
+		S3:        os.Getenv(awsconfig.EnvS3Endpoint),
+		DynamoDB:  os.Getenv(awsconfig.EnvDynamoDBEndpoint),
+		AccessKey: envOr("AWS_ACCESS_KEY_ID", "geomigrate-test"),
+		SecretKey: envOr("AWS_SECRET_ACCESS_KEY", "geomigrate-test-secret"),
+		Region:    envOr("AWS_REGION", "us-east-1"),
+	}
+	if s.S3 == "" || s.DynamoDB == "" {
+		t.Skipf("%s / %s not set: run under scripts/with-integration-servers.sh (make test-lambda or make test)", awsconfig.EnvS3Endpoint, awsconfig.EnvDynamoDBEndpoint)
+	}
+	return s
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// S3Client is a client for the S3 server (or for endpoint, when given).
+func (s *Servers) S3Client(t testing.TB) *s3.Client {
+	t.Helper()
+	s.s3once.Do(func() {
+		s.s3options = awsconfig.Options{S3EndpointURL: s.S3, PathStyle: true, Region: s.Region, AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}
+		cfg, err := awsconfig.Load(context.Background(), s.s3options)
+		if err != nil {
+			panic(err)
+		}
+		s.s3client = awsconfig.NewS3(cfg, s.s3options)
+	})
+	return s.s3client
+}
+
+// DynamoDBClient is a client for the DynamoDB server.
+func (s *Servers) DynamoDBClient(t testing.TB) *dynamodb.Client {
+	t.Helper()
+	s.ddbonce.Do(func() {
+		s.ddboptions = awsconfig.Options{DynamoDBEndpointURL: s.DynamoDB, Region: s.Region, AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}
+		cfg, err := awsconfig.Load(context.Background(), s.ddboptions)
+		if err != nil {
+			panic(err)
+		}
+		s.ddbclient = awsconfig.NewDynamoDB(cfg, s.ddboptions)
+	})
+	return s.ddbclient
+}
+
+// CreateBucket creates bucket (an existing one is emptied).
+func (s *Servers) CreateBucket(t testing.TB, bucket string) {
+	t.Helper()
+	ctx := context.Background()
+	c := s.S3Client(t)
+	if _, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
+		if !strings.Contains(err.Error(), "BucketAlreadyOwnedByYou") && !strings.Contains(err.Error(), "BucketAlreadyExists") {
+			t.Fatalf("create bucket %s: %v", bucket, err)
+		}
+		s.EmptyBucket(t, bucket)
+	}
+}
+
+// EmptyBucket deletes every object of bucket.
+func (s *Servers) EmptyBucket(t testing.TB, bucket string) {
+	t.Helper()
+	ctx := context.Background()
+	c := s.S3Client(t)
+	p := s3.NewListObjectsV2Paginator(c, &s3.ListObjectsV2Input{Bucket: &bucket})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("list %s: %v", bucket, err)
+		}
+		for _, o := range page.Contents {
+			if _, err := c.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: o.Key}); err != nil {
+				t.Fatalf("delete %s/%s: %v", bucket, aws.ToString(o.Key), err)
+			}
+		}
+	}
+}
+
+// PutObject writes body at bucket/key.
+func (s *Servers) PutObject(t testing.TB, bucket, key string, body []byte) {
+	t.Helper()
+	if _, err := s.S3Client(t).PutObject(context.Background(), &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(body)}); err != nil {
+		t.Fatalf("put %s/%s: %v", bucket, key, err)
+	}
+}
+
+// CreateTable creates a job table (dropped when the test ends) and returns its name.
+func (s *Servers) CreateTable(t testing.TB, name string) string {
+	t.Helper()
+	c := s.DynamoDBClient(t)
+	if err := dynamostore.CreateTable(context.Background(), c, name); err != nil {
+		t.Fatalf("create table %s: %v", name, err)
+	}
+	t.Cleanup(func() { _, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &name}) })
+	return name
+}
+
+// Env is the function environment pointing at the servers.
+func (s *Servers) Env(destBucket, table string) map[string]string {
+	return map[string]string{
+		"GEOMIGRATE_DEST_BUCKET":         destBucket,
+		"GEOMIGRATE_STATE_TABLE":         table,
+		"GEOMIGRATE_S3_ENDPOINT":         s.S3,
+		"GEOMIGRATE_DYNAMODB_ENDPOINT":   s.DynamoDB,
+		"GEOMIGRATE_S3_PATH_STYLE":       "true",
+		"GEOMIGRATE_S3_CONDITIONAL_COPY": "probe", // versitygw ignores copy preconditions: probe finds "client"
+		"AWS_ACCESS_KEY_ID":              s.AccessKey,
+		"AWS_SECRET_ACCESS_KEY":          s.SecretKey,
+		"AWS_REGION":                     s.Region,
+	}
+}
+
+var (
+	buildMu sync.Mutex
+	built   = map[string]string{}
+)
+
+// Build compiles functions/<name> for the host into dir/<name>/bootstrap
+// with the deployment flags (lambda.norpc, trimmed, stripped; CGO only for
+// convert, against the system GDAL) and returns its path. Each name is
+// built once per dir and process.
+func Build(t testing.TB, dir, name string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	out := filepath.Join(dir, name, "bootstrap")
+	if p, ok := built[out]; ok {
+		return p
+	}
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cgo := "0"
+	if name == "convert" {
+		cgo = "1"
+	}
+	if err := BuildFor(root, out, name, runtime.GOOS, runtime.GOARCH, cgo); err != nil {
+		t.Fatal(err)
+	}
+	built[out] = out
+	return out
+}
+
+// BuildFor runs go build for functions/<name> with the deployment flags.
+func BuildFor(root, out, name, goos, goarch, cgo string) error {
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", out, "./functions/"+name)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo, "GOOS="+goos, "GOARCH="+goarch)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s (%s/%s): %v\n%s", name, goos, goarch, err, b)
+	}
+	return nil
+}
+
+// Function is one bootstrap running under aws-lambda-rie.
+type Function struct {
+	Name    string
+	URL     string // http://127.0.0.1:PORT
+	Started time.Time
+	cmd     *exec.Cmd
+	out     *syncBuffer
+	done    chan struct{}
+	once    sync.Once
+}
+
+// FreePort returns a free TCP port on 127.0.0.1.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Start runs bootstrap under rie with exactly env (plus PATH, HOME, TMPDIR)
+// and waits until rie listens. The process (and its runtime, which rie
+// kills when it gets SIGTERM) is stopped by PID when the test ends.
+func Start(t testing.TB, rie, name, bootstrap string, env map[string]string) *Function {
+	t.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	// The Runtime API (rie ↔ bootstrap) defaults to 127.0.0.1:9001 for
+	// every rie: give each its own port so several run at once.
+	runtimeAPI := "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	cmd := exec.Command(rie, "--runtime-interface-emulator-address", addr, "--runtime-api-address", runtimeAPI, bootstrap)
+	cmd.Dir = filepath.Dir(bootstrap)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	buf := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = buf, buf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	done := make(chan struct{})
+	f := &Function{Name: name, URL: "http://" + addr, cmd: cmd, out: buf, Started: time.Now(), done: done}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start rie for %s: %v", name, err)
+	}
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(f.Stop)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case <-done:
+			t.Fatalf("rie for %s exited early:\n%s", name, buf.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rie for %s did not listen on %s:\n%s", name, addr, buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return f
+}
+
+// Stop sends SIGTERM to rie (by PID; rie then SIGKILLs its runtime), then
+// SIGKILL to the process group it leads if it has not exited after 3 s.
+// Start registers it as a cleanup; calling it earlier is fine.
+func (f *Function) Stop() {
+	f.once.Do(func() {
+		pid := f.cmd.Process.Pid
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		select {
+		case <-f.done:
+		case <-time.After(3 * time.Second):
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			<-f.done
+		}
+	})
+}
+
+// PID is rie's process ID.
+func (f *Function) PID() int { return f.cmd.Process.Pid }
+
+// Output is what rie and the function wrote so far (logs, EMF lines).
+func (f *Function) Output() string { return f.out.String() }
+
+// Response is one invocation's result as rie returns it.
+type Response struct {
+	Status       int
+	Body         []byte
+	ErrorType    string // set for a function error
+	ErrorMessage string
+	Duration     time.Duration
+}
+
+// Invoke posts payload and reads the response. A function error comes back
+// as HTTP 200 with {"errorMessage","errorType"} (rie sets no
+// X-Amz-Function-Error header), so the body decides.
+func (f *Function) Invoke(ctx context.Context, payload []byte) (Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.URL+InvokePath, bytes.NewReader(payload))
+	if err != nil {
+		return Response{}, err
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return Response{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	r := Response{Status: resp.StatusCode, Body: body, Duration: time.Since(start)}
+	if err != nil {
+		return r, err
+	}
+	r.ErrorType, r.ErrorMessage = FunctionError(body)
+	return r, nil
+}
+
+// FunctionError reads a Lambda error document ("" when body is not one).
+func FunctionError(body []byte) (errorType, errorMessage string) {
+	var e struct {
+		ErrorType    *string `json:"errorType"`
+		ErrorMessage *string `json:"errorMessage"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if dec.Decode(&e) != nil || e.ErrorType == nil || e.ErrorMessage == nil {
+		return "", ""
+	}
+	// A handler output that happens to have these two fields and more is
+	// not an error document.
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) == nil && len(m) > 3 {
+		return "", ""
+	}
+	return *e.ErrorType, *e.ErrorMessage
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

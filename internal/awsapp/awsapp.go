@@ -1,0 +1,290 @@
+// Package awsapp wires the migration handlers to the AWS adapters (S3 object
+// store, DynamoDB state store) from the environment. The Lambda entry points
+// in functions/* call Load once at cold start; `geomigrate migrate --backend
+// aws` calls it with its own getenv (flags layered over the environment).
+//
+// Environment (besides migration.ConfigFromEnv's GEOMIGRATE_* variables and
+// the SDK's own AWS_* credentials and region):
+//
+//	GEOMIGRATE_STATE_TABLE            DynamoDB table of the job records (required)
+//	GEOMIGRATE_S3_CONDITIONAL_COPY    server (default) | client | probe
+//	GEOMIGRATE_ENDPOINT_URL, GEOMIGRATE_S3_ENDPOINT, GEOMIGRATE_DYNAMODB_ENDPOINT,
+//	GEOMIGRATE_S3_PATH_STYLE, GEOMIGRATE_AWS_MAX_ATTEMPTS, GEOMIGRATE_AWS_REGION
+//	                                  as in internal/awsconfig
+//	GEOMIGRATE_STATE_TTL_DAYS         keep terminal job records this long (0: forever)
+package awsapp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/emf"
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
+)
+
+// Environment variables read by Load (beyond migration.ConfigFromEnv and
+// awsconfig's endpoint variables).
+const (
+	EnvStateTable      = "GEOMIGRATE_STATE_TABLE"
+	EnvConditionalCopy = "GEOMIGRATE_S3_CONDITIONAL_COPY"
+	EnvStateTTLDays    = "GEOMIGRATE_STATE_TTL_DAYS"
+	// EnvLambdaRuntimeAPI is set by Lambda (and aws-lambda-rie) for the
+	// bootstrap; its presence turns on EMF metrics on stdout by default.
+	EnvLambdaRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
+	EnvLambdaFunction   = "AWS_LAMBDA_FUNCTION_NAME"
+	envLambdaLogFormat  = "AWS_LAMBDA_LOG_FORMAT"
+)
+
+// Conditional copy modes (GEOMIGRATE_S3_CONDITIONAL_COPY).
+const (
+	CopyModeServer = "server" // CopyObject enforces If-None-Match / If-Match (AWS)
+	CopyModeClient = "client" // stream through the client with a conditional Put (versitygw)
+	CopyModeProbe  = "probe"  // find out once at start-up against the destination bucket
+)
+
+// MetricsNamespace is the CloudWatch namespace of the EMF metrics.
+const MetricsNamespace = "geomigrate"
+
+// App holds what the handlers share, built once.
+type App struct {
+	Config  migration.Config
+	Store   objectstore.Store
+	Tracker *statestore.Tracker
+	Log     *slog.Logger
+	Metrics migration.Metrics
+
+	// The underlying clients and settings, for callers that need more
+	// (the CLI's status listing, tests).
+	AWS             aws.Config
+	AWSOptions      awsconfig.Options
+	S3              *s3.Client
+	DynamoDB        *dynamodb.Client
+	StateTable      string
+	State           *dynamostore.Backend
+	ConditionalCopy s3store.ConditionalCopy
+}
+
+type settings struct {
+	log       *slog.Logger
+	metrics   migration.Metrics
+	awsOpts   []func(*awsconfig.Options)
+	storeOpts []func(*s3store.Options)
+}
+
+// Option configures Load.
+type Option func(*settings)
+
+// WithLogger sets the handlers' logger (default: JSON through aws-lambda-go's
+// lambdacontext handler, which adds the Lambda requestId to every line).
+func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.log = l } }
+
+// WithMetrics sets where the handlers' metrics go (default: EMF lines on
+// stdout inside Lambda, i.e. when AWS_LAMBDA_RUNTIME_API is set, else none).
+func WithMetrics(m migration.Metrics) Option { return func(s *settings) { s.metrics = m } }
+
+// WithAWSOptions adjusts the client options read from the environment
+// (the CLI's --endpoint-url and --path-style, an HTTP client in tests).
+func WithAWSOptions(fn func(*awsconfig.Options)) Option {
+	return func(s *settings) { s.awsOpts = append(s.awsOpts, fn) }
+}
+
+// WithStoreOptions adjusts the S3 store's options (part sizes, concurrency).
+func WithStoreOptions(fn func(*s3store.Options)) Option {
+	return func(s *settings) { s.storeOpts = append(s.storeOpts, fn) }
+}
+
+// Load reads the configuration through getenv (os.Getenv in production)
+// and builds the clients, the object store and the state tracker. Its
+// errors are plain configuration errors: a cold start that fails has no job
+// to route, and Lambda reports it as an init error (Runtime.ExitError).
+func Load(ctx context.Context, getenv func(string) string, opts ...Option) (*App, error) {
+	var set settings
+	for _, o := range opts {
+		o(&set)
+	}
+	cfg, err := migration.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("awsapp: %w", err)
+	}
+	table := getenv(EnvStateTable)
+	if table == "" {
+		return nil, fmt.Errorf("awsapp: %s is required", EnvStateTable)
+	}
+	mode := strings.ToLower(strings.TrimSpace(getenv(EnvConditionalCopy)))
+	switch mode {
+	case "":
+		mode = CopyModeServer
+	case CopyModeServer, CopyModeClient, CopyModeProbe:
+	default:
+		return nil, fmt.Errorf("awsapp: %s=%q: want server, client or probe", EnvConditionalCopy, mode)
+	}
+	var ttl time.Duration
+	if v := getenv(EnvStateTTLDays); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("awsapp: %s=%q: want a non-negative integer", EnvStateTTLDays, v)
+		}
+		ttl = time.Duration(n) * 24 * time.Hour
+	}
+	o, err := OptionsFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	for _, fn := range set.awsOpts {
+		fn(&o)
+	}
+	awsCfg, err := awsconfig.Load(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("awsapp: %w", err)
+	}
+	app := &App{Config: cfg, AWS: awsCfg, AWSOptions: o, StateTable: table, Log: set.log, Metrics: set.metrics}
+	app.S3 = awsconfig.NewS3(awsCfg, o)
+	app.DynamoDB = awsconfig.NewDynamoDB(awsCfg, o)
+
+	switch mode {
+	case CopyModeClient:
+		app.ConditionalCopy = s3store.CopyThroughClient
+	case CopyModeProbe:
+		prefix := cfg.StagingPrefix
+		if prefix == "" {
+			prefix = migration.DefaultStagingPrefix
+		}
+		app.ConditionalCopy, err = s3store.ProbeConditionalCopy(ctx, app.S3, cfg.DestBucket, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("awsapp: probe conditional copy on s3://%s: %w", cfg.DestBucket, err)
+		}
+	}
+	so := s3store.Options{ConditionalCopy: app.ConditionalCopy}
+	for _, fn := range set.storeOpts {
+		fn(&so)
+	}
+	app.Store = s3store.New(app.S3, so)
+	app.State = dynamostore.New(app.DynamoDB, dynamostore.Options{Table: table})
+	trackerOpts := []statestore.TrackerOption{statestore.WithLease(cfg.Lease)}
+	if ttl > 0 {
+		trackerOpts = append(trackerOpts, statestore.WithTTL(ttl))
+	}
+	app.Tracker = statestore.NewTracker(app.State, trackerOpts...)
+
+	if app.Log == nil {
+		app.Log = NewLambdaLogger(getenv)
+	}
+	if app.Metrics == nil {
+		if getenv(EnvLambdaRuntimeAPI) != "" {
+			var props []emf.Option
+			if fn := getenv(EnvLambdaFunction); fn != "" {
+				props = append(props, emf.WithProperty("function", fn))
+			}
+			app.Metrics = emf.New(os.Stdout, MetricsNamespace, props...)
+		} else {
+			app.Metrics = migration.NopMetrics{}
+		}
+	}
+	return app, nil
+}
+
+// NewLambdaLogger returns aws-lambda-go's lambdacontext logger (requestId on
+// every line, AWS_LAMBDA_LOG_LEVEL honoured) in JSON. lambdacontext chooses
+// JSON only when AWS_LAMBDA_LOG_FORMAT=JSON (the function's LoggingFormat);
+// otherwise the same handler shape is built here over slog's JSON handler,
+// so the logs are JSON either way.
+func NewLambdaLogger(getenv func(string) string) *slog.Logger {
+	if strings.EqualFold(getenv(envLambdaLogFormat), "JSON") {
+		return lambdacontext.NewLogger()
+	}
+	level := slog.LevelInfo
+	switch strings.ToUpper(getenv("AWS_LAMBDA_LOG_LEVEL")) {
+	case "DEBUG":
+		level = slog.LevelDebug
+	case "WARN":
+		level = slog.LevelWarn
+	case "ERROR":
+		level = slog.LevelError
+	}
+	return slog.New(requestIDHandler{slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level, ReplaceAttr: lambdacontext.ReplaceAttr})})
+}
+
+// requestIDHandler adds the Lambda request ID, as lambdacontext's handler does.
+type requestIDHandler struct{ slog.Handler }
+
+func (h requestIDHandler) Handle(ctx context.Context, r slog.Record) error {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		r.AddAttrs(slog.String("requestId", lc.AwsRequestID))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
+}
+
+// OptionsFromEnv is awsconfig.FromEnv over getenv instead of os.Getenv.
+func OptionsFromEnv(getenv func(string) string) (awsconfig.Options, error) {
+	o := awsconfig.Options{
+		Region:              getenv(awsconfig.EnvRegion),
+		EndpointURL:         getenv(awsconfig.EnvEndpointURL),
+		S3EndpointURL:       getenv(awsconfig.EnvS3Endpoint),
+		DynamoDBEndpointURL: getenv(awsconfig.EnvDynamoDBEndpoint),
+		SQSEndpointURL:      getenv(awsconfig.EnvSQSEndpoint),
+		SFNEndpointURL:      getenv(awsconfig.EnvSFNEndpoint),
+	}
+	o.PathStyle = o.EndpointURL != "" || o.S3EndpointURL != ""
+	if v := getenv(awsconfig.EnvPathStyle); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return o, fmt.Errorf("awsapp: %s=%q: %w", awsconfig.EnvPathStyle, v, err)
+		}
+		o.PathStyle = b
+	}
+	if v := getenv(awsconfig.EnvMaxAttempts); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return o, fmt.Errorf("awsapp: %s=%q: want a positive integer", awsconfig.EnvMaxAttempts, v)
+		}
+		o.MaxAttempts = n
+	}
+	return o, nil
+}
+
+// HashCheck returns the HashCheck handler.
+func (a *App) HashCheck() *migration.HashCheck {
+	f := migration.StoreFingerprinter{Store: a.Store, Threshold: a.Config.FingerprintThreshold}
+	return migration.NewHashCheck(a.Config, a.Store, a.Tracker, f, a.Log).WithMetrics(a.Metrics)
+}
+
+// Convert returns the Convert handler over engine (internal/gdal in Lambda)
+// and the output validator (internal/validate.Output), both passed in so
+// that only the convert binary links GDAL and the Parquet reader.
+func (a *App) Convert(engine convert.Engine, validate migration.OutputValidator) *migration.Convert {
+	return migration.NewConvert(a.Config, a.Store, a.Tracker, engine, validate, a.Log).WithMetrics(a.Metrics)
+}
+
+// Promote returns the Promote handler.
+func (a *App) Promote() *migration.Promote {
+	return migration.NewPromote(a.Config, a.Store, a.Tracker, a.Log).WithMetrics(a.Metrics)
+}
+
+// Classify returns the Classify handler with the default rules.
+func (a *App) Classify() *migration.Classify {
+	return migration.NewClassify(a.Tracker, nil, a.Log).WithMetrics(a.Metrics)
+}

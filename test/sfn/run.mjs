@@ -1,0 +1,132 @@
+// Runs one execution of a state machine on aws-local-stepfunctions (the
+// second engine) and prints what happened as one JSON document on stdout.
+//
+// stdin: {
+//   "definition": "<ASL text, placeholders substituted>",
+//   "input": <execution input>,
+//   "executionArn": "...", "executionName": "...",
+//   "lambdas": {"<FunctionName as in Parameters>": "http://127.0.0.1:PORT"},   // aws-lambda-rie endpoints
+//   "retryIntervalMs": 0
+// }
+// stdout: {"status", "output", "error", "cause", "calls": [{state, payload}], "messages": [{queueUrl, body}], "retries": {state: n}}
+//
+// Task states are answered by taskResourceLocalHandlers:
+//   lambda:invoke → HTTP POST of Payload to the function's rie; a function
+//     error (rie answers 200 with {"errorMessage","errorType"}) is thrown as
+//     an Error whose name is the errorType and whose message is the error
+//     document, which is what Step Functions puts in {Error, Cause};
+//   sqs:sendMessage → an in-memory recorder (MessageBody serialized to JSON
+//     text when it is not a string, as Step Functions does).
+import { StateMachine } from 'aws-local-stepfunctions';
+import { createHash } from 'node:crypto';
+
+const INVOKE_PATH = '/2015-03-31/functions/function/invocations';
+
+async function readStdin() {
+  const chunks = [];
+  for await (const c of process.stdin) chunks.push(c);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+const job = await readStdin();
+const definition = JSON.parse(job.definition);
+const calls = [];
+const messages = [];
+const attempts = {}; // state → calls so far in this execution
+const retries = {};
+
+// aws-local-stepfunctions 3.0.0 does not maintain $$.State (Name,
+// EnteredTime, RetryCount): the context object is the static one passed in
+// RunOptions.context. The definition reads $$.State.Name and
+// $$.State.RetryCount into every Lambda payload, so the run passes
+// placeholders (so the paths resolve) and the handler writes the values
+// Step Functions would: the state's name and the number of retries so far
+// (each Task state of this definition is entered once per execution, so
+// that is the number of earlier calls of the same state).
+function fillStateContext(stateName, payload) {
+  const n = attempts[stateName] ?? 0;
+  attempts[stateName] = n + 1;
+  if (payload && typeof payload === 'object' && payload.context && typeof payload.context === 'object') {
+    payload.context.state = stateName;
+    payload.context.attempt = n;
+  }
+  return payload;
+}
+
+function lambdaHandler(stateName) {
+  return async (input) => {
+    const url = job.lambdas[input.FunctionName];
+    if (!url) {
+      const err = new Error(`no function ${input.FunctionName}`);
+      err.name = 'States.TaskFailed';
+      throw err;
+    }
+    const payload = fillStateContext(stateName, input.Payload ?? {});
+    calls.push({ state: stateName, payload: structuredClone(payload) });
+    const res = await fetch(url + INVOKE_PATH, { method: 'POST', body: JSON.stringify(payload) });
+    const text = await res.text();
+    if (res.status !== 200) {
+      // rie answers 502 when the runtime crashed (a panic): Lambda.Unknown on AWS.
+      const err = new Error(text);
+      err.name = 'Lambda.Unknown';
+      throw err;
+    }
+    const body = JSON.parse(text);
+    if (body && typeof body === 'object' && !Array.isArray(body) &&
+        typeof body.errorType === 'string' && typeof body.errorMessage === 'string' &&
+        Object.keys(body).length <= 3) {
+      const err = new Error(text);
+      err.name = body.errorType;
+      throw err;
+    }
+    return { ExecutedVersion: '$LATEST', Payload: body, StatusCode: 200 };
+  };
+}
+
+function sqsHandler(stateName) {
+  return async (input) => {
+    const body = typeof input.MessageBody === 'string' ? input.MessageBody : JSON.stringify(input.MessageBody);
+    messages.push({ state: stateName, queueUrl: input.QueueUrl, body });
+    return {
+      MessageId: `msg-${messages.length}`,
+      MD5OfMessageBody: createHash('md5').update(body).digest('hex'),
+    };
+  };
+}
+
+const taskResourceLocalHandlers = {};
+const retryIntervalOverrides = {};
+for (const [name, st] of Object.entries(definition.States)) {
+  if (st.Type !== 'Task') continue;
+  if (st.Resource === 'arn:aws:states:::lambda:invoke') taskResourceLocalHandlers[name] = lambdaHandler(name);
+  else if (st.Resource === 'arn:aws:states:::sqs:sendMessage') taskResourceLocalHandlers[name] = sqsHandler(name);
+  if (st.Retry) retryIntervalOverrides[name] = job.retryIntervalMs ?? 0;
+}
+
+const sm = new StateMachine(definition);
+const execution = sm.run(job.input, {
+  overrides: { taskResourceLocalHandlers, retryIntervalOverrides },
+  context: {
+    Execution: { Id: job.executionArn, Name: job.executionName },
+    State: { Name: '', EnteredTime: '', RetryCount: 0 }, // placeholders, see fillStateContext
+  },
+});
+
+const logs = (async () => {
+  for await (const ev of execution.eventLogs) {
+    if (ev.type === 'StateRetried') retries[ev.state.name] = (retries[ev.state.name] ?? 0) + 1;
+  }
+})();
+
+const report = { calls, messages, retries };
+try {
+  report.output = await execution.result;
+  report.status = 'SUCCEEDED';
+} catch (e) {
+  report.status = 'FAILED';
+  const cause = e.cause ?? e;
+  report.error = cause.name;
+  report.cause = cause.message;
+}
+await Promise.race([logs, new Promise((r) => setTimeout(r, 200))]);
+process.stdout.write(JSON.stringify(report) + '\n');
