@@ -19,6 +19,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
+	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
 // awsFlags select the AWS adapters for migrate: S3 for sources and the
@@ -126,7 +127,7 @@ func (f *runFlags) awsRun(ctx context.Context, a *awsFlags, srcs []string) (loca
 	if err != nil {
 		return fail(err)
 	}
-	h := localrun.Handlers{HashCheck: app.HashCheck(), Convert: app.Convert(engine), Promote: app.Promote(), Classify: app.Classify()}
+	h := localrun.Handlers{HashCheck: app.HashCheck(), Convert: app.Convert(engine, validate.Output), Promote: app.Promote(), Classify: app.Classify()}
 	return h, q, inputs, closeQueues, nil
 }
 

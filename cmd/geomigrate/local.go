@@ -18,6 +18,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
+	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
 // destBucket is the local name of the destination bucket (the --dest dir).
@@ -113,7 +114,7 @@ func newHandlers(cfg migration.Config, b *localBackend, engine *gdal.Engine, log
 	finger := migration.StoreFingerprinter{Store: b.store, Threshold: cfg.FingerprintThreshold}
 	return localrun.Handlers{
 		HashCheck: migration.NewHashCheck(cfg, b.store, b.tracker, finger, log),
-		Convert:   migration.NewConvert(cfg, b.store, b.tracker, engine, log),
+		Convert:   migration.NewConvert(cfg, b.store, b.tracker, engine, validate.Output, log),
 		Promote:   migration.NewPromote(cfg, b.store, b.tracker, log),
 		Classify:  migration.NewClassify(b.tracker, nil, log),
 	}

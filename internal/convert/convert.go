@@ -123,8 +123,9 @@ type RangeEngine interface {
 }
 
 // needsLocalFile lists sources that cannot be read through ranged reads:
-// formats made of several files, and libraries that want a real file.
-var needsLocalFile = []string{".shp", ".nc", ".nc4", ".h5", ".hdf", ".hdf5", ".he5", ".asc", ".png", ".jpg", ".jpeg", ".img"}
+// formats made of several files, and libraries that want a real file
+// (SQLite behind GeoPackage opens its own file handles).
+var needsLocalFile = []string{".shp", ".nc", ".nc4", ".h5", ".hdf", ".hdf5", ".he5", ".asc", ".png", ".jpg", ".jpeg", ".img", ".gpkg", ".sqlite", ".gdb"}
 
 // ReadableByRange reports whether a key can go to ConvertReader.
 func ReadableByRange(key string) bool {

@@ -95,7 +95,7 @@ func (c *Classify) Handle(ctx context.Context, in ClassifyInput) (ClassifyOutput
 	out, err := c.classify(ctx, in)
 	meterOf(c).classify(in, out, err)
 	logOutcome(ctx, log, "classify", err, slog.String("job", out.Message.JobID), slog.String("tier", out.Tier),
-		slog.String("route", out.Route), slog.String("error", in.Error.Error), slog.String("code", out.Message.Code))
+		slog.String("route", out.Route), slog.String("caught", in.Error.Error), slog.String("code", out.Message.Code))
 	return out, boundary(err, in.Context)
 }
 

@@ -18,7 +18,6 @@ import (
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
-	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
 // Convert turns a claimed source into its cloud-native outputs and writes
@@ -28,25 +27,19 @@ type Convert struct {
 	store    objectstore.Store
 	tracker  *statestore.Tracker
 	engine   convert.Engine
-	validate func(path, format string) (validate.Result, error)
+	validate OutputValidator
 	log      *slog.Logger
 }
 
-// ConvertOption configures Convert.
-type ConvertOption func(*Convert)
-
-// WithValidator replaces the output validator (validate.File).
-func WithValidator(v func(path, format string) (validate.Result, error)) ConvertOption {
-	return func(c *Convert) { c.validate = v }
-}
+// OutputValidator checks one converted file of the given format and says
+// what is wrong with it (internal/validate.Output). It is passed in rather
+// than imported so that the other handlers' binaries do not link the
+// Parquet reader.
+type OutputValidator func(path, format string) error
 
 // NewConvert wires the handler.
-func NewConvert(cfg Config, store objectstore.Store, tracker *statestore.Tracker, engine convert.Engine, log *slog.Logger, opts ...ConvertOption) *Convert {
-	c := &Convert{cfg: cfg.withDefaults(), store: store, tracker: tracker, engine: engine, validate: validate.File, log: log}
-	for _, o := range opts {
-		o(c)
-	}
-	return c
+func NewConvert(cfg Config, store objectstore.Store, tracker *statestore.Tracker, engine convert.Engine, validate OutputValidator, log *slog.Logger) *Convert {
+	return &Convert{cfg: cfg.withDefaults(), store: store, tracker: tracker, engine: engine, validate: validate, log: log}
 }
 
 // Handle is the Lambda handler.
@@ -89,11 +82,10 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 	// An output our own validators reject is the pipeline's fault, not the
 	// data's: it must never reach staging, and it goes to the DLQ.
 	for _, o := range outputs {
-		res, err := c.validate(o.Path, o.Format)
-		if err != nil {
-			return ConvertOutput{}, fault.Systemic("convert: validate output", err)
+		if c.validate == nil {
+			return ConvertOutput{}, fault.Systemic("convert", errors.New("no output validator configured"))
 		}
-		if err := res.Err(); err != nil {
+		if err := c.validate(o.Path, o.Format); err != nil {
 			return ConvertOutput{}, fault.Systemic("convert: validate output", err)
 		}
 	}
@@ -321,8 +313,11 @@ func readError(op string, err error) error {
 // leaseError: another execution took the job over (ours was presumed dead).
 // Stopping is right; the DLQ message says why.
 func leaseError(op string, err error) error {
-	if errors.Is(err, statestore.ErrLeaseLost) {
+	switch {
+	case errors.Is(err, statestore.ErrLeaseLost):
 		return fault.Systemic(op, err)
+	case errors.Is(err, statestore.ErrNotFound):
+		return fault.Systemic(op, fmt.Errorf("the job has no state record (was HashCheck skipped?): %w", err))
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

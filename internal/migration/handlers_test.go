@@ -20,7 +20,6 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
-	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
 // fakeEngine "converts" by prefixing the source bytes; a source starting
@@ -48,16 +47,15 @@ func (e *fakeEngine) Convert(ctx context.Context, src, workDir string, r convert
 
 // fakeValidator accepts the fake engine's outputs ("COG:" + source) and
 // nothing else.
-func fakeValidator(path, format string) (validate.Result, error) {
+func fakeValidator(path, format string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return validate.Result{}, err
+		return err
 	}
-	r := validate.Result{Path: path, Format: format, Valid: bytes.HasPrefix(b, []byte("COG:"))}
-	if !r.Valid {
-		r.Errors = []string{"not a fake COG"}
+	if !bytes.HasPrefix(b, []byte("COG:")) {
+		return errors.New("not a fake COG")
 	}
-	return r, nil
+	return nil
 }
 
 type fixture struct {
@@ -78,7 +76,7 @@ func newFixture(t *testing.T) *fixture {
 	f.cfg = Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: convert.Recipe{EngineVersion: "fake-1", ToolVersion: "test"}}
 	quiet := slog.New(slog.DiscardHandler)
 	f.hash = NewHashCheck(f.cfg, f.store, f.tracker, StoreFingerprinter{Store: f.store, Threshold: 1 << 20}, quiet)
-	f.convert = NewConvert(f.cfg, f.store, f.tracker, f.engine, quiet, WithValidator(fakeValidator))
+	f.convert = NewConvert(f.cfg, f.store, f.tracker, f.engine, fakeValidator, quiet)
 	f.promote = NewPromote(f.cfg, f.store, f.tracker, quiet)
 	f.classify = NewClassify(f.tracker, nil, quiet)
 	return f
@@ -416,10 +414,9 @@ func TestInvalidOutputNeverReachesStaging(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.put(t, "x.tif", "x")
-	f.convert = NewConvert(f.cfg, f.store, f.tracker, f.engine, slog.New(slog.DiscardHandler),
-		WithValidator(func(path, format string) (validate.Result, error) {
-			return validate.Result{Path: path, Format: format, Errors: []string{"overviews after data"}}, nil
-		}))
+	f.convert = NewConvert(f.cfg, f.store, f.tracker, f.engine, func(path, format string) error {
+		return errors.New("out.tif is not a valid COG: overviews after data")
+	}, slog.New(slog.DiscardHandler))
 	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -474,7 +471,7 @@ func TestConvertReadsRemoteSourcesByRange(t *testing.T) {
 			if tt.change {
 				eng.during = func() { f.put(t, "x.tif", "x-v2") }
 			}
-			conv := NewConvert(f.cfg, f.store, f.tracker, eng, slog.New(slog.DiscardHandler), WithValidator(fakeValidator))
+			conv := NewConvert(f.cfg, f.store, f.tracker, eng, fakeValidator, slog.New(slog.DiscardHandler))
 			f.put(t, "x.tif", "x")
 			hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
 			if err != nil {

@@ -30,6 +30,16 @@ func (r Result) Err() error {
 	return fmt.Errorf("%s is not a valid %s: %s", filepath.Base(r.Path), r.Format, strings.Join(r.Errors, "; "))
 }
 
+// Output validates a converted file and returns its problems as an error
+// (nil when valid); the form migration.Convert takes.
+func Output(path, format string) error {
+	res, err := File(path, format)
+	if err != nil {
+		return err
+	}
+	return res.Err()
+}
+
 // FormatOf guesses a file's format from its extension.
 func FormatOf(path string) string {
 	switch strings.ToLower(filepath.Ext(path)) {
