@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 )
 
 // Tier is the routing class of a failure (seed 001).
@@ -217,4 +218,27 @@ func ParseAttempt(msg string) (string, int) {
 		return msg, 0
 	}
 	return msg[:i], n
+}
+
+// FromOS classifies a failure of local file I/O at where: a full disk,
+// missing permissions or a broken device is systemic (waiting does not heal
+// it), running out of descriptors or an interrupted call is transient.
+// Errors already in the taxonomy keep their class; anything else is
+// returned wrapped and unclassified, for the caller to decide.
+func FromOS(where string, err error) error {
+	if TierOf(err) != TierUnknown {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return Systemic(where, fmt.Errorf("DiskFull: %w", err))
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EROFS):
+		return Systemic(where, fmt.Errorf("AccessDenied: %w", err))
+	case errors.Is(err, syscall.EIO):
+		return Systemic(where, fmt.Errorf("IOError: %w", err))
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.EAGAIN),
+		errors.Is(err, syscall.EINTR), errors.Is(err, syscall.EBUSY), errors.Is(err, syscall.ETIMEDOUT):
+		return Transient(where, err)
+	}
+	return fmt.Errorf("%s: %w", where, err)
 }

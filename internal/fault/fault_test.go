@@ -3,7 +3,10 @@ package fault
 import (
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -72,5 +75,24 @@ func TestAttemptAndCodeSurviveTheMessage(t *testing.T) {
 	}
 	if ParseCode("NotACode: x") != "" || ParseCode("no colon") != "" {
 		t.Error("ParseCode accepted an unknown code")
+	}
+}
+
+func TestFromOS(t *testing.T) {
+	tests := []struct {
+		err  error
+		want Tier
+	}{
+		{&os.PathError{Op: "write", Path: "/tmp/x", Err: syscall.ENOSPC}, TierSystemic},
+		{&os.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}, TierSystemic},
+		{&os.PathError{Op: "open", Path: "/x", Err: syscall.EMFILE}, TierTransient},
+		{Data(CorruptSource, "already classified"), TierDataSpecific},
+		{errors.New("something else"), TierUnknown},
+	}
+	for _, tt := range tests {
+		got := FromOS("op", tt.err)
+		if TierOf(got) != tt.want || !strings.HasPrefix(got.Error(), "op: ") {
+			t.Errorf("FromOS(%v) = %v (tier %s), want tier %s", tt.err, got, TierOf(got), tt.want)
+		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
@@ -291,12 +290,12 @@ func fileSHA256(path string) (string, int64, error) {
 	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
-// localError classifies a failure of the worker's own disk: out of space or
-// permissions are systemic; anything else is too, since local I/O does not
-// heal by waiting.
+// localError classifies a failure of the worker's own disk. Whatever
+// fault.FromOS leaves unclassified is systemic too: local I/O does not heal
+// by waiting.
 func localError(op string, err error) error {
-	if errors.Is(err, syscall.ENOSPC) {
-		return fault.Systemic(op, fmt.Errorf("disk full: %w", err))
+	if err := fault.FromOS(op, err); fault.TierOf(err) != fault.TierUnknown {
+		return err
 	}
 	return fault.Systemic(op, err)
 }

@@ -213,26 +213,12 @@ func checkKey(key string) error {
 // where names an operation for error messages: "dirstore.Put b/k".
 func where(op, bucket, key string) string { return "dirstore." + op + " " + bucket + "/" + key }
 
-// classify maps an operating system error onto the fault taxonomy.
+// classify maps an operating system error onto the fault taxonomy: the
+// common cases as fault.FromOS does, plus the key problems a directory
+// store has that S3 has not.
 func classify(where string, err error) error {
-	var (
-		te *fault.TransientError
-		de *fault.DataError
-		se *fault.SystemicError
-	)
-	if errors.As(err, &te) || errors.As(err, &de) || errors.As(err, &se) {
-		return fmt.Errorf("%s: %w", where, err)
-	}
 	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return fault.Systemic(where, fmt.Errorf("DiskFull: %w", err))
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EROFS):
-		return fault.Systemic(where, fmt.Errorf("AccessDenied: %w", err))
-	case errors.Is(err, syscall.EIO):
-		return fault.Systemic(where, fmt.Errorf("IOError: %w", err))
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.EAGAIN),
-		errors.Is(err, syscall.EINTR), errors.Is(err, syscall.EBUSY), errors.Is(err, syscall.ETIMEDOUT):
-		return fault.Transient(where, err)
+	case fault.TierOf(err) != fault.TierUnknown:
 	case errors.Is(err, syscall.ENAMETOOLONG):
 		return fmt.Errorf("%s: %w", where, fault.DataWrap(fault.InvalidInput, err, "name too long"))
 	case errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EISDIR), errors.Is(err, syscall.ENOTEMPTY),
@@ -240,7 +226,7 @@ func classify(where string, err error) error {
 		return fmt.Errorf("%s: %w", where, fault.DataWrap(fault.DestinationTaken, err,
 			"key conflicts with an existing object or directory (a directory store cannot hold both \"a\" and \"a/b\")"))
 	}
-	return fmt.Errorf("%s: %w", where, err)
+	return fault.FromOS(where, err)
 }
 
 func notFound(err error) bool {

@@ -6,9 +6,8 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
-	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/geomigrate/geomigrate/internal/filelock"
 )
 
 // lockStripes is the number of lock files per bucket. Keys hash onto
@@ -47,13 +46,13 @@ func (s *Store) lock(ctx context.Context, bdir, key string) (func(), error) {
 		<-sem
 		return nil, err
 	}
-	if err := flockContext(ctx, f); err != nil {
+	if err := filelock.Lock(ctx, f); err != nil {
 		f.Close()
 		<-sem
 		return nil, err
 	}
 	return func() {
-		_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		_ = filelock.Unlock(f)
 		_ = f.Close()
 		<-sem
 	}, nil
@@ -70,30 +69,4 @@ func openLockFile(bdir string, stripe uint32) (*os.File, error) {
 		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	}
 	return f, err
-}
-
-// flockContext polls a non-blocking flock so that a cancelled context ends
-// the wait (a blocking flock cannot be interrupted).
-func flockContext(ctx context.Context, f *os.File) error {
-	delay := 100 * time.Microsecond
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		switch err {
-		case nil:
-			return nil
-		case unix.EINTR:
-			continue
-		case unix.EWOULDBLOCK:
-		default:
-			return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		delay = min(delay*2, 20*time.Millisecond)
-	}
 }

@@ -21,12 +21,10 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/filelock"
 	"github.com/geomigrate/geomigrate/internal/queue"
 )
 
@@ -48,11 +46,11 @@ var (
 // Open opens (creating, with its directory, when needed) the queue file.
 func Open(path string) (*Queue, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, classify("jsonlqueue.Open "+path, err)
+		return nil, fault.FromOS("jsonlqueue.Open "+path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, classify("jsonlqueue.Open "+path, err)
+		return nil, fault.FromOS("jsonlqueue.Open "+path, err)
 	}
 	return &Queue{path: path, f: f, now: time.Now}, nil
 }
@@ -94,19 +92,18 @@ func (q *Queue) Send(ctx context.Context, body string) (string, error) {
 	if q.f == nil {
 		return "", fault.Systemic(where, errors.New("queue is closed"))
 	}
-	fd := int(q.f.Fd())
-	if err := flock(ctx, fd); err != nil {
-		return "", classify(where+": lock", err)
+	if err := filelock.Lock(ctx, q.f); err != nil {
+		return "", fault.FromOS(where+": lock", err)
 	}
-	defer unix.Flock(fd, unix.LOCK_UN) //nolint:errcheck // closing releases it anyway
+	defer filelock.Unlock(q.f) //nolint:errcheck // closing releases it anyway
 	if err := terminateTornLine(q.f); err != nil {
-		return "", classify(where, err)
+		return "", fault.FromOS(where, err)
 	}
 	if _, err := q.f.Write(buf.Bytes()); err != nil {
-		return "", classify(where, err)
+		return "", fault.FromOS(where, err)
 	}
 	if err := q.f.Sync(); err != nil {
-		return "", classify(where, err)
+		return "", fault.FromOS(where, err)
 	}
 	return msg.ID, nil
 }
@@ -127,30 +124,6 @@ func terminateTornLine(f *os.File) error {
 	}
 	_, err = f.Write([]byte{'\n'})
 	return err
-}
-
-func flock(ctx context.Context, fd int) error {
-	delay := 100 * time.Microsecond
-	for {
-		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
-		switch err {
-		case nil:
-			return nil
-		case unix.EINTR:
-			continue
-		case unix.EWOULDBLOCK:
-		default:
-			return err
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
-		}
-		delay = min(delay*2, 20*time.Millisecond)
-	}
 }
 
 // Stats describes what a read found.
@@ -185,7 +158,7 @@ func Scan(ctx context.Context, path string, fn func(queue.Message) error) (Stats
 		return st, nil // nothing was ever sent
 	}
 	if err != nil {
-		return st, classify(where, err)
+		return st, fault.FromOS(where, err)
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -201,7 +174,7 @@ func Scan(ctx context.Context, path string, fn func(queue.Message) error) (Stats
 			return st, nil
 		}
 		if err != nil {
-			return st, classify(where, err)
+			return st, fault.FromOS(where, err)
 		}
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
@@ -226,18 +199,4 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
-}
-
-func classify(where string, err error) error {
-	switch {
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
-		return fault.Systemic(where, fmt.Errorf("DiskFull: %w", err))
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EROFS):
-		return fault.Systemic(where, fmt.Errorf("AccessDenied: %w", err))
-	case errors.Is(err, syscall.EIO):
-		return fault.Systemic(where, fmt.Errorf("IOError: %w", err))
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), errors.Is(err, syscall.EINTR), errors.Is(err, syscall.EAGAIN):
-		return fault.Transient(where, err)
-	}
-	return fmt.Errorf("%s: %w", where, err)
 }

@@ -1,0 +1,42 @@
+// Package filelock takes exclusive flock(2) locks that a context can
+// abandon, for the stores that share files between processes on one
+// machine (directory buckets, JSONL queues).
+package filelock
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Lock takes an exclusive lock on f, polling a non-blocking flock so that a
+// cancelled context ends the wait (a blocking flock cannot be interrupted).
+// Unlock by closing f or with Unlock.
+func Lock(ctx context.Context, f *os.File) error {
+	delay := 100 * time.Microsecond
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EWOULDBLOCK:
+		default:
+			return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, 20*time.Millisecond)
+	}
+}
+
+// Unlock releases a lock taken with Lock.
+func Unlock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
