@@ -504,7 +504,9 @@ func createTemp(dir string) (*os.File, error) {
 			return nil, err
 		case errors.Is(err, fs.ErrExist):
 		case errors.Is(err, fs.ErrNotExist):
-			if err := os.MkdirAll(dir, 0o755); err != nil {
+			// A concurrent Delete may prune a parent while MkdirAll walks
+			// down; that is a lost race, not a failure: try again.
+			if err := os.MkdirAll(dir, 0o755); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, err
 			}
 		default:

@@ -3,10 +3,12 @@ package dirstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -133,5 +135,43 @@ func TestSidecarPathForLongNames(t *testing.T) {
 	}
 	if got := sidecarPath("/r/b/x.tif"); got != "/r/b/.geomigrate-meta/x.tif.json" {
 		t.Errorf("sidecarPath = %s", got)
+	}
+}
+
+// TestPutsAndDeletesInSharedDirectoriesRace: Deletes prune empty parent
+// directories while Puts create new children under them; no Put may fail.
+func TestPutsAndDeletesInSharedDirectoriesRace(t *testing.T) {
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateBucket("b"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				key := fmt.Sprintf("a/b/c/d/e/w%d-%d/k", w, i)
+				if _, err := s.Put(ctx, objectstore.PutRequest{Bucket: "b", Key: key, Body: strings.NewReader("x"), Size: 1}); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.Delete(ctx, "b", key); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
