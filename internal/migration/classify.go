@@ -154,7 +154,11 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		Note: fmt.Sprintf("%s: %s", in.Error.Error, truncate(msg, 300)),
 		Seed: stateRecord(job),
 		Mutate: func(j *statestore.Job) {
-			j.Tier, j.ErrorName, j.ErrorCause = string(rule.Tier), in.Error.Error, truncate(msg, 2000)
+			cause := msg
+			if code != "" {
+				cause = string(code) + ": " + msg
+			}
+			j.Tier, j.ErrorName, j.ErrorCause = string(rule.Tier), in.Error.Error, truncate(cause, 2000)
 		},
 	})
 	if err != nil && (errors.Is(err, statestore.ErrLeaseLost) || strings.Contains(err.Error(), "is not allowed")) {
