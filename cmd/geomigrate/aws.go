@@ -2,8 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
 	"errors"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"net/url"
 	"os"
 	"strconv"
@@ -197,4 +204,58 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 		}
 	}
 	return inputs, nil
+}
+
+// awsConfig loads the SDK configuration with the flags' endpoint, region
+// and addressing over the environment's.
+func (a *awsFlags) awsConfig(ctx context.Context) (aws.Config, awsconfig.Options, error) {
+	o, err := awsconfig.FromEnv()
+	if err != nil {
+		return aws.Config{}, o, err
+	}
+	if a.endpointURL != "" {
+		o.EndpointURL = a.endpointURL
+	}
+	if a.region != "" {
+		o.Region = a.region
+	}
+	if a.pathStyle {
+		o.PathStyle = true
+	}
+	cfg, err := awsconfig.Load(ctx, o)
+	return cfg, o, err
+}
+
+// stateBackend opens the DynamoDB state table.
+func (a *awsFlags) stateBackend(ctx context.Context) (*dynamostore.Backend, error) {
+	cfg, o, err := a.awsConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return dynamostore.New(awsconfig.NewDynamoDB(cfg, o), dynamostore.Options{Table: a.stateTable}), nil
+}
+
+// startBackfill starts the deployed backfill state machine (the Distributed
+// Map then runs on AWS; follow it in the console).
+func (a *awsFlags) startBackfill(ctx context.Context, arn string, input map[string]any, stdout io.Writer) error {
+	if arn == "" {
+		return errors.New("backfill --backend aws needs --state-machine-arn (the stack output BackfillStateMachineArn)")
+	}
+	body, err := json.Marshal(input)
+	if err != nil {
+		return err
+	}
+	cfg, o, err := a.awsConfig(ctx)
+	if err != nil {
+		return err
+	}
+	name := "backfill-" + time.Now().UTC().Format("20060102T150405")
+	out, err := awsconfig.NewSFN(cfg, o).StartExecution(ctx, &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(arn), Name: aws.String(name), Input: aws.String(string(body)),
+	})
+	if err != nil {
+		return fmt.Errorf("start backfill: %w", err)
+	}
+	fmt.Fprintf(stdout, "started %s\ninput: %s\n", aws.ToString(out.ExecutionArn), body)
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -120,6 +121,11 @@ func TestAWSBackendMatchesTheEmbeddedBackends(t *testing.T) {
 	}
 	if head.Metadata["src-sha256"] == "" || head.Metadata["recipe"] == "" {
 		t.Errorf("promoted object metadata %v", head.Metadata)
+	}
+	// The state table lists the jobs by status.
+	status, _, err := run(t, "status", "--backend", "aws", "--state-table", table)
+	if err != nil || !strings.Contains(status, "COMPLETED") || !strings.Contains(status, "REMEDIAL") {
+		t.Errorf("status --backend aws: %v\n%s", err, status)
 	}
 	// Again: everything skipped.
 	out, _, err = run(t, awsArgs(filepath.Join(dir, "aws2"))...)

@@ -25,9 +25,30 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	prefix := fs.String("prefix", "", "key prefix under SRC to migrate (\"\" for everything)")
 	dataset := fs.String("dataset", "", "dataset id (default: the source bucket)")
 	tolerated := fs.Int("tolerated-failure-percentage", 100, "stop the map when more items fail (routed files count as failures)")
+	backend := fs.String("backend", "local", "local (run the backfill here) or aws (start the deployed backfill state machine)")
+	stateMachine := fs.String("state-machine-arn", "", "with --backend aws: the backfill state machine (stack output BackfillStateMachineArn)")
+	manifest := fs.String("manifest", "", "with --backend aws: s3://bucket/key of an S3 Inventory manifest.json instead of --prefix")
+	var a awsFlags
+	a.add(fs)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
+	}
+	if *backend == "aws" {
+		input := map[string]any{"max_concurrency": f.workers, "tolerated_failure_percentage": *tolerated}
+		if *dataset != "" {
+			input["dataset_id"] = *dataset
+		}
+		if *manifest != "" {
+			bucket, key, err := s3URI(*manifest)
+			if err != nil {
+				return fmt.Errorf("--manifest: %w", err)
+			}
+			input["manifest"] = map[string]string{"bucket": bucket, "key": key}
+		} else {
+			input["prefix"] = *prefix
+		}
+		return a.startBackfill(ctx, *stateMachine, input, stdout)
 	}
 	if f.dest == "" || len(pos) != 1 {
 		fmt.Fprintln(stderr, "Usage: geomigrate backfill SRC_DIR --dest DIR [--prefix P] [--dataset D] [run flags]")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,26 +21,46 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	stateDir := fs.String("state-dir", "", "state directory (default DEST/"+stateDirName+")")
 	only := fs.String("status", "", "list only jobs in this status (PROCESSING, REMEDIAL, …)")
 	asJSON := fs.Bool("json", false, "print the jobs as JSON lines")
+	backend := fs.String("backend", "local", "local, or aws (the DynamoDB state table)")
+	var a awsFlags
+	a.add(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *dest == "" && *stateDir == "" {
-		fmt.Fprintln(stderr, "Usage: geomigrate status --dest DIR [--status S] [--json]")
+	var (
+		db    statestore.Backend
+		paths localPaths
+		where string
+	)
+	switch {
+	case *backend == "aws":
+		if a.stateTable == "" {
+			return errors.New("status --backend aws needs --state-table")
+		}
+		b, err := a.stateBackend(ctx)
+		if err != nil {
+			return err
+		}
+		db, where = b, "dynamodb table "+a.stateTable
+	case *dest == "" && *stateDir == "":
+		fmt.Fprintln(stderr, "Usage: geomigrate status --dest DIR [--status S] [--json]\n       geomigrate status --backend aws --state-table T [--status S] [--json]")
 		return errUsage
+	default:
+		paths = pathsFor(*dest, *stateDir)
+		if _, err := os.Stat(paths.db); err != nil {
+			return fmt.Errorf("no state store at %s: has a migration run there?", paths.db)
+		}
+		bolt, err := boltstore.Open(paths.db)
+		if err != nil {
+			return err
+		}
+		defer bolt.Close()
+		db, where = bolt, paths.db
 	}
-	paths := pathsFor(*dest, *stateDir)
-	if _, err := os.Stat(paths.db); err != nil {
-		return fmt.Errorf("no state store at %s: has a migration run there?", paths.db)
-	}
-	db, err := boltstore.Open(paths.db)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
 
 	counts := map[statestore.Status]int{}
 	var listed []statestore.Job
-	err = db.List(ctx, statestore.Status(*only), func(j statestore.Job) error {
+	err := db.List(ctx, statestore.Status(*only), func(j statestore.Job) error {
 		counts[j.Status]++
 		if *only != "" || j.Status != statestore.Completed {
 			listed = append(listed, j)
@@ -58,13 +79,16 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "state store: %s\n", paths.db)
+	fmt.Fprintf(stdout, "state store: %s\n", where)
 	for _, s := range statestore.Statuses {
 		if counts[s] > 0 {
 			fmt.Fprintf(stdout, "  %-12s %d\n", s, counts[s])
 		}
 	}
 	for _, q := range []struct{ name, path string }{{"remediation", paths.remediation}, {"dead-letter", paths.deadLetter}} {
+		if q.path == "" {
+			continue // SQS: its depth is a CloudWatch metric, not ours to count
+		}
 		n, err := countMessages(ctx, q.path)
 		if err != nil {
 			return err

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestBackfillStartsTheDeployedStateMachine checks, at the wire, what
+// `geomigrate backfill --backend aws` asks Step Functions for.
+func TestBackfillStartsTheDeployedStateMachine(t *testing.T) {
+	var got struct {
+		target string
+		body   map[string]string
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.target = r.Header.Get("X-Amz-Target")
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &got.body)
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		io.WriteString(w, `{"executionArn":"arn:aws:states:eu-west-1:123456789012:execution:backfill:b1","startDate":1.7e9}`)
+	}))
+	defer srv.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "eu-west-1")
+	const arn = "arn:aws:states:eu-west-1:123456789012:stateMachine:backfill"
+	out, _, err := run(t, "backfill", "--backend", "aws", "--state-machine-arn", arn, "--endpoint-url", srv.URL,
+		"--prefix", "incoming/", "--dataset", "tiles", "--workers", "50", "--dest", "unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.target != "AWSStepFunctions.StartExecution" || got.body["stateMachineArn"] != arn {
+		t.Fatalf("request %s %v", got.target, got.body)
+	}
+	var input map[string]any
+	if err := json.Unmarshal([]byte(got.body["input"]), &input); err != nil {
+		t.Fatal(err)
+	}
+	if input["prefix"] != "incoming/" || input["dataset_id"] != "tiles" || input["max_concurrency"] != float64(50) {
+		t.Fatalf("execution input %v", input)
+	}
+	if !strings.Contains(out, "execution:backfill:b1") {
+		t.Fatalf("output %q", out)
+	}
+	// Without the ARN it says what to pass.
+	if _, _, err := run(t, "backfill", "--backend", "aws", "--prefix", "x/", "--dest", "unused"); err == nil || !strings.Contains(err.Error(), "state-machine-arn") {
+		t.Fatalf("err = %v", err)
+	}
+}
