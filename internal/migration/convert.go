@@ -11,7 +11,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
@@ -111,15 +110,15 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]convert.Output, error) {
 	_, local := c.store.(objectstore.LocalPather)
 	if re, ok := c.engine.(convert.RangeEngine); ok && !local && convert.ReadableByRange(job.SourceKey) {
-		if err := c.checkUnchanged(ctx, job); err != nil {
-			return nil, err
-		}
-		ra := objectstore.NewReaderAt(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize)
-		outputs, err := re.ConvertReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), outDir, job.Recipe)
+		// A world file or .aux.xml beside the source carries georeferencing
+		// that a ranged read of the source alone would miss.
+		sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
 		if err != nil {
-			return nil, fmt.Errorf("convert %s: %w", job.SourceKey, err)
+			return nil, fmt.Errorf("convert: %w", err)
 		}
-		return outputs, c.checkUnchanged(ctx, job)
+		if len(sidecars) == 0 {
+			return c.runByRange(ctx, job, re, outDir)
+		}
 	}
 	src, err := c.localSource(ctx, job, work)
 	if err != nil {
@@ -130,6 +129,20 @@ func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]conv
 		return nil, fmt.Errorf("convert %s: %w", job.SourceKey, err)
 	}
 	return outputs, c.verifySource(ctx, job, src)
+}
+
+// runByRange converts through ranged reads; the object's ETag and size,
+// checked before and after, stand in for re-hashing it.
+func (c *Convert) runByRange(ctx context.Context, job Job, re convert.RangeEngine, outDir string) ([]convert.Output, error) {
+	if err := c.checkUnchanged(ctx, job); err != nil {
+		return nil, err
+	}
+	ra := objectstore.NewReaderAt(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize)
+	outputs, err := re.ConvertReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), outDir, job.Recipe)
+	if err != nil {
+		return nil, fmt.Errorf("convert %s: %w", job.SourceKey, err)
+	}
+	return outputs, c.checkUnchanged(ctx, job)
 }
 
 // checkUnchanged compares the object's ETag and size with what HashCheck
@@ -167,20 +180,13 @@ func (c *Convert) localSource(ctx context.Context, job Job, work string) (string
 	}
 	// Sidecars (roads.shx, roads.dbf, roads.prj, dem.tfw …) travel with
 	// their main file: GDAL finds them next to it.
-	stem := strings.TrimSuffix(job.SourceKey, path.Ext(job.SourceKey)) + "."
-	var sidecars []string
-	err = c.store.List(ctx, job.SourceBucket, stem, func(o objectstore.Object) error {
-		rest := strings.TrimPrefix(o.Key, stem)
-		if IsSidecar(o.Key) && !strings.Contains(rest, "/") && o.Key != job.SourceKey {
-			sidecars = append(sidecars, o.Key)
-		}
-		return nil
-	})
+	sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
 	if err != nil {
-		return "", fmt.Errorf("convert: list sidecars: %w", err)
+		return "", fmt.Errorf("convert: %w", err)
 	}
-	for _, k := range sidecars {
-		if _, err := c.download(ctx, job.SourceBucket, k, dir); err != nil && !errors.Is(err, errSourceGone) {
+	for _, o := range sidecars {
+		// One that vanished since HashCheck shows up as SourceChanged.
+		if _, err := c.download(ctx, job.SourceBucket, o.Key, dir); err != nil && !errors.Is(err, errSourceGone) {
 			return "", err
 		}
 	}
@@ -214,16 +220,16 @@ func (c *Convert) download(ctx context.Context, bucket, key, dir string) (string
 	return dst, nil
 }
 
-func (c *Convert) verifySource(ctx context.Context, job Job, path string) error {
+func (c *Convert) verifySource(ctx context.Context, job Job, src string) error {
 	if job.Fingerprint != "sha256" {
 		return nil // fast fingerprints are verified in full after promotion
 	}
-	sum, _, err := fileSHA256(path)
+	sum, err := localBundleDigest(src)
 	if err != nil {
 		return localError("convert: verify source", err)
 	}
 	if sum != job.SourceSHA256 {
-		return fault.Data(fault.SourceChanged, "s3://%s/%s changed while it was being migrated (sha256 %s, expected %s); the new version is migrated by its own event",
+		return fault.Data(fault.SourceChanged, "s3://%s/%s (or a sidecar) changed while it was being migrated (sha256 %s, expected %s); the new version is migrated by its own event",
 			job.SourceBucket, job.SourceKey, sum, job.SourceSHA256)
 	}
 	return nil

@@ -494,3 +494,47 @@ func TestConvertReadsRemoteSourcesByRange(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarsArePartOfTheSourceIdentity: editing only roads.dbf changes
+// roads.shp's output, so it must be a new job, not a skip.
+func TestSidecarsArePartOfTheSourceIdentity(t *testing.T) {
+	f := newFixture(t)
+	f.put(t, "roads.shp", "geometry")
+	f.put(t, "roads.dbf", "attributes-v1")
+	if hc := f.migrate(t, "e1", "roads.shp"); hc.Decision != DecisionConvert {
+		t.Fatalf("first: %s", hc.Decision)
+	}
+	if hc := f.migrate(t, "e2", "roads.shp"); hc.Decision != DecisionSkip {
+		t.Fatalf("unchanged: %s/%s", hc.Decision, hc.Reason)
+	}
+	f.put(t, "roads.dbf", "attributes-v2")
+	if hc := f.migrate(t, "e3", "roads.shp"); hc.Decision != DecisionConvert {
+		t.Fatalf("after editing the .dbf: %s/%s", hc.Decision, hc.Reason)
+	}
+	// A sidecar of another file with a similar name does not count.
+	f.put(t, "roads2.dbf", "other")
+	if hc := f.migrate(t, "e4", "roads.shp"); hc.Decision != DecisionSkip {
+		t.Fatalf("unrelated sidecar: %s/%s", hc.Decision, hc.Reason)
+	}
+}
+
+// TestSourcesWithSidecarsAreDownloadedNotRanged: a world file carries the
+// georeferencing a ranged read of the GeoTIFF alone would miss.
+func TestSourcesWithSidecarsAreDownloadedNotRanged(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	eng := &rangeEngine{}
+	conv := NewConvert(f.cfg, f.store, f.tracker, eng, fakeValidator, slog.New(slog.DiscardHandler))
+	f.put(t, "x.tif", "pixels")
+	f.put(t, "x.tfw", "1\n0\n0\n-1\n0\n0\n")
+	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conv.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if eng.ranged != 0 || eng.calls != 1 {
+		t.Fatalf("ranged %d, downloaded %d; want the download path", eng.ranged, eng.calls)
+	}
+}

@@ -77,6 +77,19 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 	if err != nil {
 		return HashCheckOutput{}, fmt.Errorf("hashcheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
 	}
+	sidecars, err := listSidecars(ctx, h.store, src.Bucket, key)
+	if err != nil {
+		return HashCheckOutput{}, fmt.Errorf("hashcheck: %w", err)
+	}
+	sums := map[string]string{}
+	for _, sc := range sidecars {
+		s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
+		if err != nil {
+			return HashCheckOutput{}, fmt.Errorf("hashcheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
+		}
+		sums[path.Base(sc.Key)] = s
+	}
+	sum = bundleDigest(path.Base(key), sum, sums)
 	recipeHash := h.cfg.Recipe.ShortHash()
 	job := Job{
 		ID:            JobID(src.DatasetID, src.Bucket, key, sum, recipeHash),

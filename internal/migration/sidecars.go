@@ -1,0 +1,93 @@
+package migration
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+)
+
+// sidecarOf reports whether name (a base name) is a sidecar of the source
+// named main: same stem, a sidecar extension ("roads.shp" → "roads.dbf",
+// "dem.tif" → "dem.tfw", "dem.tif.aux.xml").
+func sidecarOf(main, name string) bool {
+	stem := strings.TrimSuffix(main, path.Ext(main)) + "."
+	return name != main && strings.HasPrefix(name, stem) && IsSidecar(name)
+}
+
+// listSidecars returns the sidecars stored beside key, in key order.
+func listSidecars(ctx context.Context, store objectstore.Store, bucket, key string) ([]objectstore.Object, error) {
+	dir, base := path.Split(key)
+	stem := strings.TrimSuffix(base, path.Ext(base)) + "."
+	var out []objectstore.Object
+	err := store.List(ctx, bucket, dir+stem, func(o objectstore.Object) error {
+		rest := strings.TrimPrefix(o.Key, dir)
+		if !strings.Contains(rest, "/") && sidecarOf(base, rest) {
+			out = append(out, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sidecars of %s/%s: %w", bucket, key, err)
+	}
+	return out, nil
+}
+
+// bundleDigest is the content identity of a source with sidecars: a change
+// to roads.dbf alone changes the attributes of roads.shp's output, so it
+// must change the idempotency key too. Without sidecars the digest is the
+// source's own.
+func bundleDigest(main, mainSum string, sidecarSums map[string]string) string {
+	if len(sidecarSums) == 0 {
+		return mainSum
+	}
+	names := make([]string, 0, len(sidecarSums))
+	for n := range sidecarSums {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	fmt.Fprintf(h, "geomigrate-bundle-v1\n%s %s\n", main, mainSum)
+	for _, n := range names {
+		fmt.Fprintf(h, "%s %s\n", n, sidecarSums[n])
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// localBundleDigest computes bundleDigest over a local source and the
+// sidecars beside it, by the same rules as HashCheck over the store.
+func localBundleDigest(src string) (string, error) {
+	mainSum, _, err := fileSHA256(src)
+	if err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(filepath.Dir(src))
+	if err != nil {
+		return "", err
+	}
+	base := filepath.Base(src)
+	sums := map[string]string{}
+	for _, e := range entries {
+		if !sidecarOf(base, e.Name()) {
+			continue
+		}
+		p := filepath.Join(filepath.Dir(src), e.Name())
+		// Follow links as the directory store does when it lists them.
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		s, _, err := fileSHA256(p)
+		if err != nil {
+			return "", err
+		}
+		sums[e.Name()] = s
+	}
+	return bundleDigest(base, mainSum, sums), nil
+}
