@@ -538,3 +538,26 @@ func TestSourcesWithSidecarsAreDownloadedNotRanged(t *testing.T) {
 		t.Fatalf("ranged %d, downloaded %d; want the download path", eng.ranged, eng.calls)
 	}
 }
+
+// TestASidecarEventMigratesItsMainFile: on S3 an edit of roads.dbf arrives
+// as an event for roads.dbf; it must migrate roads.shp again.
+func TestASidecarEventMigratesItsMainFile(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.put(t, "orphan.prj", "GEOGCS")
+	out, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "orphan.prj"}, Context: inv("e0", 0)})
+	if err != nil || out.Decision != DecisionSkip || out.Reason != ReasonSidecar {
+		t.Fatalf("sidecar without a main file: %s/%s %v", out.Decision, out.Reason, err)
+	}
+	f.put(t, "roads.shp", "geometry")
+	f.put(t, "roads.dbf", "attributes-v1")
+	f.migrate(t, "e1", "roads.shp")
+	f.put(t, "roads.dbf", "attributes-v2")
+	out, err = f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "roads.dbf"}, Context: inv("e2", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Decision != DecisionConvert || out.Source.Key != "roads.shp" || out.Job.SourceKey != "roads.shp" {
+		t.Fatalf("sidecar event: %s/%s for %s", out.Decision, out.Reason, out.Job.SourceKey)
+	}
+}

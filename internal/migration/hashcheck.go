@@ -63,9 +63,19 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 		src.DatasetID = src.Bucket
 	}
 	if IsSidecar(key) {
-		// Read with its main file (roads.shp brings roads.dbf); an event for
-		// the sidecar alone has nothing to convert.
-		return HashCheckOutput{Source: src, Decision: DecisionSkip, Reason: ReasonSidecar}, nil
+		// A sidecar is read with its main file (roads.shp brings roads.dbf)
+		// and is part of its identity: an edit of the sidecar alone
+		// migrates the main file again. Without a main file there is
+		// nothing to convert (yet: the main file's own event will come).
+		main, err := mainOf(ctx, h.store, src.Bucket, key)
+		if err != nil {
+			return HashCheckOutput{}, fmt.Errorf("hashcheck: %w", err)
+		}
+		if main.Key == "" {
+			return HashCheckOutput{Source: src, Decision: DecisionSkip, Reason: ReasonSidecar}, nil
+		}
+		obj, key = main, main.Key
+		src.Key = key
 	}
 	if strings.HasSuffix(key, "/") {
 		return HashCheckOutput{}, fault.Data(fault.InvalidInput, "%s is a folder marker, not a file", key)

@@ -40,6 +40,29 @@ func listSidecars(ctx context.Context, store objectstore.Store, bucket, key stri
 	return out, nil
 }
 
+// mainOf finds the one source a sidecar belongs to ("roads.dbf" →
+// "roads.shp"); the zero Object when there is none or it is ambiguous.
+func mainOf(ctx context.Context, store objectstore.Store, bucket, sidecar string) (objectstore.Object, error) {
+	dir, base := path.Split(sidecar)
+	first, _, _ := strings.Cut(base, ".")
+	var found []objectstore.Object
+	err := store.List(ctx, bucket, dir+first+".", func(o objectstore.Object) error {
+		rest := strings.TrimPrefix(o.Key, dir)
+		if !strings.Contains(rest, "/") && !IsSidecar(rest) && sidecarOf(rest, base) {
+			found = append(found, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return objectstore.Object{}, fmt.Errorf("find the main file of %s/%s: %w", bucket, sidecar, err)
+	}
+	if len(found) != 1 {
+		return objectstore.Object{}, nil
+	}
+	// List carries no metadata; the caller needs size and ETag only.
+	return found[0], nil
+}
+
 // bundleDigest is the content identity of a source with sidecars: a change
 // to roads.dbf alone changes the attributes of roads.shp's output, so it
 // must change the idempotency key too. Without sidecars the digest is the
