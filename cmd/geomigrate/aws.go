@@ -25,6 +25,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
+	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 	"github.com/geomigrate/geomigrate/internal/validate"
 )
@@ -63,9 +64,9 @@ func s3URI(s string) (bucket, prefix string, err error) {
 }
 
 // awsRun builds the AWS-backed handlers and inputs for migrate.
-func (f *runFlags) awsRun(ctx context.Context, a *awsFlags, srcs []string) (localrun.Handlers, localrun.Queues, []migration.Source, func() error, error) {
-	fail := func(err error) (localrun.Handlers, localrun.Queues, []migration.Source, func() error, error) {
-		return localrun.Handlers{}, localrun.Queues{}, nil, nil, err
+func (f *runFlags) awsRun(ctx context.Context, a *awsFlags, srcs []string) (localrun.Handlers, localrun.Queues, *statestore.Tracker, []migration.Source, func() error, error) {
+	fail := func(err error) (localrun.Handlers, localrun.Queues, *statestore.Tracker, []migration.Source, func() error, error) {
+		return localrun.Handlers{}, localrun.Queues{}, nil, nil, nil, err
 	}
 	destBucket, destPrefix, err := s3URI(f.dest)
 	if err != nil {
@@ -135,7 +136,7 @@ func (f *runFlags) awsRun(ctx context.Context, a *awsFlags, srcs []string) (loca
 		return fail(err)
 	}
 	h := localrun.Handlers{HashCheck: app.HashCheck(), Convert: app.Convert(engine, validate.Output), Promote: app.Promote(), Classify: app.Classify()}
-	return h, q, inputs, closeQueues, nil
+	return h, q, app.Tracker, inputs, closeQueues, nil
 }
 
 // awsQueues sends to SQS when queue URLs are given, else to JSONL files.

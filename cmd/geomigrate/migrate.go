@@ -22,6 +22,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
 // runFlags are the flags shared by every command that runs the state
@@ -81,7 +82,7 @@ Flags:`)
 		}
 		return f.run(ctx, roots, inputs, stdout, stderr)
 	case "aws":
-		h, q, inputs, closeQueues, err := f.awsRun(ctx, &a, srcs)
+		h, q, tracker, inputs, closeQueues, err := f.awsRun(ctx, &a, srcs)
 		if err != nil {
 			return err
 		}
@@ -91,7 +92,7 @@ Flags:`)
 			return err
 		}
 		paths := pathsFor(".", f.stateDir)
-		return f.execute(ctx, exec, inputs, "aws", h.Recipe(), paths, stdout, stderr)
+		return f.execute(ctx, exec, tracker, inputs, "aws", h.Recipe(), paths, stdout, stderr)
 	}
 	return fmt.Errorf("--backend %q: want local or aws", *backend)
 }
@@ -148,19 +149,22 @@ func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migrati
 		return err
 	}
 	defer p.backend.Close()
-	return f.execute(ctx, p.exec, inputs, "local", p.recipe, p.paths, stdout, stderr)
+	return f.execute(ctx, p.exec, p.backend.tracker, inputs, "local", p.recipe, p.paths, stdout, stderr)
 }
 
 // execute runs every input as one execution, shows progress, writes the
 // report and prints the summary. It fails when anything went to the DLQ or
 // failed outright; remediation is a data outcome, not a failed run.
-func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, inputs []migration.Source, backend string, recipe convert.Recipe, paths localPaths, stdout, stderr io.Writer) error {
+func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *statestore.Tracker, inputs []migration.Source, backend string, recipe convert.Recipe, paths localPaths, stdout, stderr io.Writer) error {
+	release := func(ctx context.Context, jobID, execution string) error {
+		return tracker.Release(ctx, jobID, execution, "execution ended unfinished")
+	}
 	isTTY := false
 	if file, ok := stderr.(*os.File); ok {
 		isTTY = term.IsTerminal(int(file.Fd()))
 	}
 	prog := newProgress(stderr, len(inputs), f.progress == "bar" || (f.progress == "auto" && isTTY))
-	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done}
+	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done, Release: release}
 	fmt.Fprintf(stderr, "geomigrate %s: %d file(s) → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), f.dest, backend, recipe.EngineVersion, f.workers)
 	started := time.Now()
 	outcomes := runner.Run(ctx, inputs)

@@ -348,3 +348,38 @@ func TestLeaseStopsASecondExecution(t *testing.T) {
 		t.Fatalf("%d conversions", p.engine.count())
 	}
 }
+
+// TestAnInterruptedRunReleasesItsLease: after Ctrl-C the next run converts
+// the file at once instead of finding it in progress until the lease
+// expires.
+func TestAnInterruptedRunReleasesItsLease(t *testing.T) {
+	dir, ss, _ := samples(t)
+	var key string
+	for _, s := range ss {
+		if !s.Bad && s.Kind == "raster" {
+			key = relKey(t, dir, s.Path)
+			break
+		}
+	}
+	p := newPipeline(t, dir)
+	p.engine.gate = make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan localrun.Outcome, 1)
+	r := &localrun.Runner{Executor: p.executor(t, p.store), Workers: 1,
+		Release: func(ctx context.Context, id, execution string) error { return p.tracker.Release(ctx, id, execution, "test") }}
+	go func() {
+		done <- r.Run(ctx, []migration.Source{{Bucket: "src", Key: key, KeyEncoding: "plain", DatasetID: "samples"}})[0]
+	}()
+	for p.engine.count() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	first := <-done
+	close(p.engine.gate) // the abandoned conversion may finish; later ones pass
+	if first.Status != localrun.StatusFailed || first.Error != "Aborted" || first.JobID == "" {
+		t.Fatalf("interrupted run: %+v", first)
+	}
+	if o := p.run(t, p.store, []string{key})[key]; o.Status != localrun.StatusCompleted {
+		t.Fatalf("next run: %s/%s, want completed at once", o.Status, o.Reason)
+	}
+}

@@ -53,6 +53,10 @@ type Runner struct {
 	Workers  int
 	// OnDone is called once per input as it finishes (progress display).
 	OnDone func(Outcome)
+	// Release, if set, gives up the lease of a job whose execution ended
+	// without finishing it (interrupted, timed out), so that the next run
+	// takes it over at once rather than after the lease expires.
+	Release func(ctx context.Context, jobID, execution string) error
 }
 
 // Run executes one state machine execution per input and returns the
@@ -105,11 +109,17 @@ func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
 	input, _ := json.Marshal(src)
 	res, err := r.Executor.Run(ctx, o.Execution, input)
 	o.Duration = time.Since(start)
-	if err != nil {
+	if res == nil {
 		o.Status, o.Error, o.Message = StatusFailed, "Executor", err.Error()
 		return o
 	}
 	Summarize(res, &o)
+	if o.Status == StatusFailed && o.JobID != "" && r.Release != nil {
+		// The context may be the cancelled one: release regardless.
+		if rerr := r.Release(context.WithoutCancel(ctx), o.JobID, res.ExecutionArn); rerr != nil {
+			o.Message += " (lease not released: " + rerr.Error() + ")"
+		}
+	}
 	return o
 }
 
@@ -149,6 +159,10 @@ func Summarize(res *asl.Result, o *Outcome) {
 		o.Status = StatusDeadLetter
 	default:
 		o.Status, o.Error, o.Message = StatusFailed, res.Error, res.Cause
+		if res.Status == asl.StatusAborted {
+			o.Error, o.Message = "Aborted", "the run was interrupted"
+		}
+		o.JobID = claimedJob(res.History)
 		return
 	}
 	// The routed message is Classify's output (or ClassifyFailed's).
@@ -169,4 +183,22 @@ func Summarize(res *asl.Result, o *Outcome) {
 		}
 		break
 	}
+}
+
+// claimedJob is the job HashCheck claimed in an execution, if it got that
+// far.
+func claimedJob(history []asl.Event) string {
+	for _, ev := range history {
+		if ev.Type != "StateExited" || ev.State != "HashCheck" {
+			continue
+		}
+		var out struct {
+			Decision string        `json:"decision"`
+			Job      migration.Job `json:"job"`
+		}
+		if json.Unmarshal(ev.Output, &out) == nil && out.Decision == migration.DecisionConvert {
+			return out.Job.ID
+		}
+	}
+	return ""
 }

@@ -239,3 +239,35 @@ func (t *Tracker) record(j *Job, to Status, execution string, attempt int, note 
 	}
 	j.Status = to
 }
+
+// Release gives up the lease an execution holds on an unfinished job, so
+// the next run takes it over at once instead of waiting for the lease to
+// expire (an interrupted local run, an execution that timed out). A job
+// held by someone else, or already finished, is left alone.
+func (t *Tracker) Release(ctx context.Context, id, execution, note string) error {
+	for {
+		now := t.now().UTC()
+		cur, err := t.backend.Get(ctx, id)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("statestore.Release %s: %w", id, err)
+		case cur.Status.Terminal() || cur.LeaseOwner != execution || !now.Before(cur.LeaseUntil):
+			return nil
+		}
+		next := cur
+		next.History = append(next.History, Transition{At: now, From: cur.Status, To: cur.Status, Execution: execution, Note: "lease released: " + note})
+		if over := len(next.History) - HistoryLimit; over > 0 {
+			next.History = append([]Transition(nil), next.History[over:]...)
+		}
+		next.LeaseUntil, next.UpdatedAt, next.Version = now, now, cur.Version+1
+		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			return fmt.Errorf("statestore.Release %s: %w", id, err)
+		}
+		return nil
+	}
+}

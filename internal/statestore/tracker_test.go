@@ -175,3 +175,36 @@ func TestHistoryIsBounded(t *testing.T) {
 		t.Fatalf("history has %d entries", len(j.History))
 	}
 }
+
+func TestReleaseLetsTheNextRunTakeOver(t *testing.T) {
+	tr, _ := newTracker()
+	ctx := context.Background()
+	claim(t, tr, "e1", false)
+	if _, o := claim(t, tr, "e2", false); o != statestore.InProgress {
+		t.Fatalf("before release: %s", o)
+	}
+	// Only the holder's release counts.
+	if err := tr.Release(ctx, "ds:abc:r1", "e2", "not mine"); err != nil {
+		t.Fatal(err)
+	}
+	if _, o := claim(t, tr, "e3", false); o != statestore.InProgress {
+		t.Fatalf("after a stranger's release: %s", o)
+	}
+	if err := tr.Release(ctx, "ds:abc:r1", "e1", "interrupted"); err != nil {
+		t.Fatal(err)
+	}
+	j, o := claim(t, tr, "e3", false)
+	if o != statestore.Claimed || j.LeaseOwner != "e3" {
+		t.Fatalf("after release: %s %+v", o, j)
+	}
+	// A finished job is left alone.
+	if err := to(t, tr, "e3", statestore.Completed); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Release(ctx, "ds:abc:r1", "e3", "late"); err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := tr.Get(ctx, "ds:abc:r1"); j.Status != statestore.Completed {
+		t.Fatalf("status %s", j.Status)
+	}
+}
