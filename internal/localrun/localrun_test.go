@@ -366,7 +366,9 @@ func TestAnInterruptedRunReleasesItsLease(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan localrun.Outcome, 1)
 	r := &localrun.Runner{Executor: p.executor(t, p.store), Workers: 1,
-		Release: func(ctx context.Context, id, execution string) error { return p.tracker.Release(ctx, id, execution, "test") }}
+		Release: func(ctx context.Context, id, execution string) error {
+			return p.tracker.Release(ctx, id, execution, "test")
+		}}
 	go func() {
 		done <- r.Run(ctx, []migration.Source{{Bucket: "src", Key: key, KeyEncoding: "plain", DatasetID: "samples"}})[0]
 	}()
