@@ -150,3 +150,26 @@ func TestProgressBarAndPlainLines(t *testing.T) {
 		t.Errorf("plain output %q", plain.String())
 	}
 }
+
+// TestLeftoverStagingIsSwept: a staged output whose job never promoted it
+// (interrupted, routed after Convert) does not outlive the next run.
+func TestLeftoverStagingIsSwept(t *testing.T) {
+	dir := t.TempDir()
+	samples, dest := filepath.Join(dir, "samples"), filepath.Join(dir, "out")
+	if err := os.MkdirAll(samples, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	leftover := filepath.Join(dest, "_staging", "abc-123", "dem.tif")
+	if err := os.MkdirAll(filepath.Dir(leftover), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(leftover, []byte("half a COG"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := run(t, "migrate", samples, "--dest", dest); err != nil || !strings.Contains(stderr, "removed 1 staged object") {
+		t.Fatalf("migrate: %v\n%s", err, stderr)
+	}
+	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+		t.Fatalf("leftover staging object still there: %v", err)
+	}
+}

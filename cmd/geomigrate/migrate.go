@@ -22,6 +22,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -149,7 +150,34 @@ func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migrati
 		return err
 	}
 	defer p.backend.Close()
-	return f.execute(ctx, p.exec, p.backend.tracker, inputs, "local", p.recipe, p.paths, stdout, stderr)
+	err = f.execute(ctx, p.exec, p.backend.tracker, inputs, "local", p.recipe, p.paths, stdout, stderr)
+	if n, serr := sweepStaging(context.WithoutCancel(ctx), p.backend); serr != nil {
+		fmt.Fprintf(stderr, "geomigrate: staging sweep: %v\n", serr)
+	} else if n > 0 {
+		fmt.Fprintf(stderr, "geomigrate: removed %d staged object(s) left by unfinished jobs\n", n)
+	}
+	return err
+}
+
+// sweepStaging removes what unfinished jobs (routed after Convert, or
+// interrupted) left under the staging prefix. Safe here: the embedded state
+// store admits one process at a time, and every execution of this one has
+// ended. On AWS a bucket lifecycle rule expires staging objects instead.
+func sweepStaging(ctx context.Context, b *localBackend) (int, error) {
+	var keys []string
+	err := b.store.List(ctx, destBucket, migration.DefaultStagingPrefix, func(o objectstore.Object) error {
+		keys = append(keys, o.Key)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range keys {
+		if err := b.store.Delete(ctx, destBucket, k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
 }
 
 // execute runs every input as one execution, shows progress, writes the
