@@ -91,16 +91,11 @@ func (f *runFlags) awsRun(ctx context.Context, a *awsFlags, srcs []string) (loca
 		awsapp.EnvStateTable:       a.stateTable,
 		awsapp.EnvConditionalCopy:  copyMode,
 		"GEOMIGRATE_VECTOR_FORMAT": f.vectorFormat,
-		awsconfig.EnvEndpointURL:   a.endpointURL,
-		awsconfig.EnvRegion:        a.region,
 		"GEOMIGRATE_WORK_DIR":      os.TempDir(),
 		"GEOMIGRATE_ZSTD_LEVEL":    "",
 	}
 	if f.zstdLevel > 0 {
 		env["GEOMIGRATE_ZSTD_LEVEL"] = strconv.Itoa(f.zstdLevel)
-	}
-	if a.pathStyle {
-		env[awsconfig.EnvPathStyle] = "true"
 	}
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok && v != "" {
@@ -118,7 +113,7 @@ func (f *runFlags) awsRun(ctx context.Context, a *awsFlags, srcs []string) (loca
 	}
 	// The recipe names the GDAL and geomigrate versions, as on Lambda.
 	env["GEOMIGRATE_ENGINE_VERSION"] = engine.Version()
-	app, err := awsapp.Load(ctx, getenv, awsapp.WithLogger(log))
+	app, err := awsapp.Load(ctx, getenv, awsapp.WithLogger(log), awsapp.WithAWSOptions(a.applyTo))
 	if err != nil {
 		return fail(err)
 	}
@@ -214,6 +209,14 @@ func (a *awsFlags) awsConfig(ctx context.Context) (aws.Config, awsconfig.Options
 	if err != nil {
 		return aws.Config{}, o, err
 	}
+	a.applyTo(&o)
+	cfg, err := awsconfig.Load(ctx, o)
+	return cfg, o, err
+}
+
+// applyTo lays the flags over client options read from the environment;
+// migrate (through awsapp), status and backfill share it.
+func (a *awsFlags) applyTo(o *awsconfig.Options) {
 	if a.endpointURL != "" {
 		o.EndpointURL = a.endpointURL
 	}
@@ -223,8 +226,6 @@ func (a *awsFlags) awsConfig(ctx context.Context) (aws.Config, awsconfig.Options
 	if a.pathStyle {
 		o.PathStyle = true
 	}
-	cfg, err := awsconfig.Load(ctx, o)
-	return cfg, o, err
 }
 
 // stateBackend opens the DynamoDB state table.
