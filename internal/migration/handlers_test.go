@@ -94,6 +94,16 @@ func inv(exec string, attempt int) Invocation {
 	return Invocation{Execution: exec, State: "S", Attempt: attempt}
 }
 
+// check runs HashCheck on a key of the source bucket as execution exec.
+func (f *fixture) check(t *testing.T, exec, key string) HashCheckOutput {
+	t.Helper()
+	out, err := f.hash.Handle(context.Background(), HashCheckInput{Source: Source{Bucket: "src", Key: key}, Context: inv(exec, 0)})
+	if err != nil {
+		t.Fatalf("hashcheck %s: %v", key, err)
+	}
+	return out
+}
+
 // migrate runs HashCheck → Convert → Promote the way the state machine
 // does on the happy path.
 func (f *fixture) migrate(t *testing.T, exec, key string) HashCheckOutput {
@@ -168,15 +178,11 @@ func TestHashCheckDecisions(t *testing.T) {
 			src: Source{Bucket: "src", Key: "a+b.tif", KeyEncoding: "url"}, exec: "e1", wantDecide: DecisionConvert},
 		{name: "lease held by another execution", setup: func(t *testing.T, f *fixture) {
 			f.put(t, "x.tif", "x")
-			if _, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("other", 0)}); err != nil {
-				t.Fatal(err)
-			}
+			f.check(t, "other", "x.tif")
 		}, src: Source{Bucket: "src", Key: "x.tif"}, exec: "e1", wantDecide: DecisionSkip, wantReason: ReasonInProgress},
 		{name: "retried hashcheck of the lease holder", setup: func(t *testing.T, f *fixture) {
 			f.put(t, "x.tif", "x")
-			if _, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)}); err != nil {
-				t.Fatal(err)
-			}
+			f.check(t, "e1", "x.tif")
 		}, src: Source{Bucket: "src", Key: "x.tif"}, exec: "e1", wantDecide: DecisionConvert},
 		{name: "destination already carries the hash: adopted", setup: func(t *testing.T, f *fixture) {
 			f.put(t, "x.tif", "x")
@@ -223,10 +229,7 @@ func TestPromoteIsIdempotentAndConditional(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.put(t, "x.tif", "x")
-	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := f.check(t, "e1", "x.tif")
 	conv, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -242,10 +245,7 @@ func TestPromoteIsIdempotentAndConditional(t *testing.T) {
 	}
 	// Another source mapping to the same final key is refused, not overwritten.
 	f.put(t, "x.img", "y")
-	hc2, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.img"}, Context: inv("e2", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc2 := f.check(t, "e2", "x.img")
 	conv2, err := f.convert.Handle(ctx, ConvertInput{Job: hc2.Job, Context: inv("e2", 0)})
 	if err != nil {
 		t.Fatal(err)
@@ -270,12 +270,9 @@ func TestConvertRefusesAChangedSource(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.put(t, "x.tif", "x")
-	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := f.check(t, "e1", "x.tif")
 	f.put(t, "x.tif", "x2")
-	_, err = f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+	_, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
 	var de *fault.DataError
 	if !errors.As(err, &de) || de.Code != fault.SourceChanged {
 		t.Fatalf("err = %v, want SourceChanged", err)
@@ -291,11 +288,8 @@ func TestBoundaryErrorsKeepTheirTypeName(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.put(t, "bad.tif", "BAD:MissingCRS")
-	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "bad.tif"}, Context: inv("e1", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 2)})
+	hc := f.check(t, "e1", "bad.tif")
+	_, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 2)})
 	if got := reflect.TypeOf(err).Elem().Name(); got != "DataError" {
 		t.Fatalf("errorType = %s (%v)", got, err)
 	}
@@ -417,11 +411,8 @@ func TestInvalidOutputNeverReachesStaging(t *testing.T) {
 	f.convert = NewConvert(f.cfg, f.store, f.tracker, f.engine, func(path, format string) error {
 		return errors.New("out.tif is not a valid COG: overviews after data")
 	}, slog.New(slog.DiscardHandler))
-	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+	hc := f.check(t, "e1", "x.tif")
+	_, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
 	var se *fault.SystemicError
 	if !errors.As(err, &se) || !strings.Contains(err.Error(), "overviews after data") {
 		t.Fatalf("err = %v, want a SystemicError naming the problem", err)
@@ -473,11 +464,8 @@ func TestConvertReadsRemoteSourcesByRange(t *testing.T) {
 			}
 			conv := NewConvert(f.cfg, f.store, f.tracker, eng, fakeValidator, slog.New(slog.DiscardHandler))
 			f.put(t, "x.tif", "x")
-			hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = conv.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+			hc := f.check(t, "e1", "x.tif")
+			_, err := conv.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
 			if eng.ranged != 1 {
 				t.Fatalf("ConvertReader called %d times", eng.ranged)
 			}
@@ -527,10 +515,7 @@ func TestSourcesWithSidecarsAreDownloadedNotRanged(t *testing.T) {
 	conv := NewConvert(f.cfg, f.store, f.tracker, eng, fakeValidator, slog.New(slog.DiscardHandler))
 	f.put(t, "x.tif", "pixels")
 	f.put(t, "x.tfw", "1\n0\n0\n-1\n0\n0\n")
-	hc, err := f.hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "x.tif"}, Context: inv("e1", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := f.check(t, "e1", "x.tif")
 	if _, err := conv.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)}); err != nil {
 		t.Fatal(err)
 	}
