@@ -120,15 +120,6 @@ func oneLineErr(name, cause string) string {
 }
 
 func countMessages(ctx context.Context, path string) (int, error) {
-	if _, err := os.Stat(path); os.IsNotExist(err) {
-		return 0, nil
-	}
-	q, err := jsonlqueue.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer q.Close()
-	n := 0
-	err = q.ReadAll(ctx, func(queue.Message) error { n++; return nil })
-	return n, err
+	st, err := jsonlqueue.Scan(ctx, path, func(queue.Message) error { return nil })
+	return st.Messages, err
 }
