@@ -46,11 +46,11 @@ test: deps hyparquet ## install and start what the tests need, run them all, sto
 
 .PHONY: test-unit
 test-unit: ## unit tests only (no services)
-	$(GO) test ./...
+	$(GO) test -timeout 10m ./...
 
 .PHONY: bench
 bench: deps ## run the benchmarks (conversion speed against gdal_translate, GeoParquet rows/s and memory, cold starts)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x -timeout 60m ./...
 
 .PHONY: fmt
 fmt: ## gofmt the tree
