@@ -18,7 +18,7 @@ INFRA_ENV := PATH="$(INFRA_NODE_BIN):$$PATH" CDK_DISABLE_CLI_TELEMETRY=true JSII
 CDK_FLAGS ?= --no-notices
 CDK_CONTEXT ?=
 
-.PHONY: tools-infra synth deploy diff destroy layer sam-invoke test-infra
+.PHONY: tools-infra synth deploy diff destroy layer sam-invoke test-infra rehearse
 
 $(INFRA_NODE_STAMP):
 	@mkdir -p $(TOOLS)/node22
@@ -79,3 +79,6 @@ sam-invoke: ## run one function locally with SAM CLI + Docker: make sam-invoke F
 
 test-infra: tools-infra ## run the infra assertion tests (awscdk assertions, cdk-nag AwsSolutions, ASL and layer manifest checks)
 	cd infra && $(INFRA_ENV) go test -count=1 ./...
+
+rehearse: tools-infra ## deploy rehearsal, offline: the synthesized stack created in moto's CloudFormation, then what exists is checked (GEOMIGRATE_MOTO_ENDPOINT, or a moto_server started and stopped here)
+	$(INFRA_ENV) infra/rehearse.sh
