@@ -1,6 +1,8 @@
 package samenv
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -132,5 +134,29 @@ func TestShellJoin(t *testing.T) {
 	got := ShellJoin([]string{"sam", "--event", "a b.json", "it's", ""})
 	if want := `sam --event 'a b.json' 'it'\''s' ''`; got != want {
 		t.Errorf("got %s want %s", got, want)
+	}
+}
+
+func TestLoadStackResources(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "resources.json")
+	// The shape of `aws cloudformation describe-stack-resources` output.
+	doc := `{"StackResources": [
+ {"StackName": "App", "LogicalResourceId": "Jobs1A2B3C4D", "PhysicalResourceId": "App-Jobs1A2B3C4D-XYZ", "ResourceType": "AWS::DynamoDB::Table", "ResourceStatus": "CREATE_COMPLETE"},
+ {"StackName": "App", "LogicalResourceId": "Layer", "ResourceType": "AWS::Lambda::LayerVersion", "ResourceStatus": "CREATE_COMPLETE"}]}`
+	if err := os.WriteFile(p, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadStackResources(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 1 || m["Jobs1A2B3C4D"] != "App-Jobs1A2B3C4D-XYZ" {
+		t.Errorf("%v", m)
+	}
+	if err := os.WriteFile(p, []byte(`{"Stacks": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadStackResources(p); err == nil {
+		t.Error("a file without StackResources accepted")
 	}
 }
