@@ -45,7 +45,7 @@ diff: tools-infra ## show what deploy would change in the account (needs AWS cre
 destroy: tools-infra ## delete the stack (buckets, table and queues are retained; see docs/deploy.md)
 	$(INFRA_ENV) $(CDK) destroy $(CDK_FLAGS) -c placeholderAssets=true $(CDK_CONTEXT) $(STACK)
 
-layer: ## build the GDAL Lambda layer with Docker into build/gdal-layer-$(LAYER_ARCH).zip (LAYER_ARCH=arm64|x86_64)
+layer: ## build the GDAL Lambda layer and the convert bootstrap with Docker: build/gdal-layer-$(LAYER_ARCH).zip, build/convert/bootstrap (LAYER_ARCH=arm64|x86_64)
 	layers/gdal/build.sh $(LAYER_ARCH)
 
 # sam-invoke: the names SAM should give the functions for Ref/GetAtt-valued variables (SAM itself
