@@ -43,6 +43,7 @@ test: deps hyparquet ## install and start what the tests need, run them all, sto
 	$(GO) vet -tags integration ./...
 	$(MAKE) --no-print-directory test-integration
 	$(MAKE) --no-print-directory test-infra
+	$(MAKE) --no-print-directory rehearse
 
 .PHONY: test-unit
 test-unit: ## unit tests only (no services)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Assets resolves where the Lambda code and the GDAL layer come from.
@@ -28,6 +29,7 @@ const placeholderBootstrap = "#!/bin/sh\necho 'geomigrate placeholder asset: run
 // ResolveAssets finds the build outputs or, when allowed, writes stand-ins for the missing ones.
 func ResolveAssets(c *Config) (*Assets, error) {
 	a := &Assets{FunctionDirs: map[string]string{}, LayerArn: c.GDALLayerArn}
+	var missing []string
 	for _, name := range FunctionNames {
 		dir := c.Path(filepath.Join(c.BuildDir, name))
 		if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err == nil {
@@ -35,7 +37,8 @@ func ResolveAssets(c *Config) (*Assets, error) {
 			continue
 		}
 		if !c.PlaceholderAssets {
-			return nil, fmt.Errorf("function %s: %s/bootstrap not found: run `make build` first (or pass -c placeholderAssets=true to synthesize without a build)", name, dir)
+			missing = append(missing, fmt.Sprintf("function %s: %s/bootstrap not found: %s", name, dir, bootstrapBuildHint(c, name)))
+			continue
 		}
 		p, err := a.placeholderDir(name)
 		if err != nil {
@@ -43,6 +46,9 @@ func ResolveAssets(c *Config) (*Assets, error) {
 		}
 		a.FunctionDirs[name] = p
 		a.Placeholders = append(a.Placeholders, "function "+name)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s\n  (or pass -c placeholderAssets=true to synthesize without a build; never deploy that)", strings.Join(missing, "\n  "))
 	}
 	if a.LayerArn != "" {
 		return a, nil
@@ -65,6 +71,28 @@ func ResolveAssets(c *Config) (*Assets, error) {
 	a.LayerZip = z
 	a.Placeholders = append(a.Placeholders, "GDAL layer")
 	return a, nil
+}
+
+// ConvertBuildCommand is the command that builds the convert bootstrap for arch: convert links
+// GDAL through cgo, so it is compiled inside the layer image, against the layer's own /opt
+// (functions/functions.mk: FUNCTIONS_CONVERT_IN_LAYER; `make layer LAYER_ARCH=<arch>` runs it).
+func ConvertBuildCommand(arch string) string { return "layers/gdal/build.sh " + arch }
+
+// bootstrapBuildHint says how to produce build/<name>/bootstrap.
+func bootstrapBuildHint(c *Config, name string) string {
+	if name != "convert" {
+		return "run `make build` first"
+	}
+	arch := c.Architecture
+	if arch == "" {
+		arch = "arm64"
+	}
+	hint := fmt.Sprintf("build it with `%s` (needs Docker with buildx; it also writes build/gdal-layer-%s.zip, see layers/gdal/README.md); on an arm64 host `make build` links it against the system GDAL instead",
+		ConvertBuildCommand(arch), arch)
+	if filepath.Clean(c.BuildDir) != "build" {
+		hint += fmt.Sprintf("; build.sh writes build/convert/bootstrap: copy it to %s/convert/", c.BuildDir)
+	}
+	return hint
 }
 
 func (a *Assets) tmpDir() (string, error) {

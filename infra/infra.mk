@@ -18,7 +18,7 @@ INFRA_ENV := PATH="$(INFRA_NODE_BIN):$$PATH" CDK_DISABLE_CLI_TELEMETRY=true JSII
 CDK_FLAGS ?= --no-notices
 CDK_CONTEXT ?=
 
-.PHONY: tools-infra synth deploy diff destroy layer sam-invoke test-infra
+.PHONY: tools-infra synth deploy diff destroy layer sam-invoke test-infra rehearse
 
 $(INFRA_NODE_STAMP):
 	@mkdir -p $(TOOLS)/node22
@@ -45,15 +45,40 @@ diff: tools-infra ## show what deploy would change in the account (needs AWS cre
 destroy: tools-infra ## delete the stack (buckets, table and queues are retained; see docs/deploy.md)
 	$(INFRA_ENV) $(CDK) destroy $(CDK_FLAGS) -c placeholderAssets=true $(CDK_CONTEXT) $(STACK)
 
-layer: ## build the GDAL Lambda layer with Docker into build/gdal-layer-$(LAYER_ARCH).zip (LAYER_ARCH=arm64|x86_64)
+layer: ## build the GDAL Lambda layer and the convert bootstrap with Docker: build/gdal-layer-$(LAYER_ARCH).zip, build/convert/bootstrap (LAYER_ARCH=arm64|x86_64)
 	layers/gdal/build.sh $(LAYER_ARCH)
 
-sam-invoke: synth ## run one function locally with SAM CLI + Docker: make sam-invoke FN=convert EVENT=events/<file>.json
+# sam-invoke: the names SAM should give the functions for Ref/GetAtt-valued variables (SAM itself
+# passes logical IDs such as StateTable9728C7E5). First to last: SAM_SET (VAR=value), SAM_STATE_TABLE /
+# SAM_DEST_BUCKET / SAM_NAMES (ConstructID=physical-name), SAM_STACK_RESOURCES (`aws cloudformation
+# describe-stack-resources --stack-name Geomigrate > f.json` of a deployed stack), names fixed by context
+# (sourceBucketName, destBucketName, ...), else "<stack>-<construct-id>" (printed). See docs/local-testing.md.
+SAM_ENV_FILE ?= cdk.out/sam-env.json
+SAM_REGION ?= $(or $(AWS_REGION),$(AWS_DEFAULT_REGION),us-east-1)
+SAM_ACCOUNT ?= 123456789012
+SAM_NAMES ?=
+SAM_SET ?=
+SAM_STATE_TABLE ?=
+SAM_DEST_BUCKET ?=
+SAM_STACK_RESOURCES ?=
+SAM_ENV_FLAGS = -template $(CURDIR)/cdk.out/$(STACK).template.json -function $(FN) -event $(abspath $(EVENT)) \
+	-env-out $(abspath $(SAM_ENV_FILE)) -region $(SAM_REGION) -account $(SAM_ACCOUNT) -stack-name $(STACK) \
+	$(if $(SAM_STACK_RESOURCES),-resources $(abspath $(SAM_STACK_RESOURCES))) \
+	$(if $(SAM_STATE_TABLE),-name StateTable=$(SAM_STATE_TABLE)) $(if $(SAM_DEST_BUCKET),-name DestinationBucket=$(SAM_DEST_BUCKET)) \
+	$(if $(SAM_NAMES),-name '$(SAM_NAMES)') $(if $(SAM_SET),-set '$(SAM_SET)')
+
+# Order matters: the cheap checks (arguments, sam, Docker) come before the synth they would waste.
+sam-invoke: ## run one function locally with SAM CLI + Docker: make sam-invoke FN=convert EVENT=events/<file>.json [SAM_STATE_TABLE=... SAM_DEST_BUCKET=...]
 	@test -n "$(FN)" || { echo "usage: make sam-invoke FN=hashcheck|convert|classify|promote EVENT=events/<file>.json"; exit 2; }
 	@test -n "$(EVENT)" || { echo "usage: make sam-invoke FN=$(FN) EVENT=events/<file>.json"; exit 2; }
+	@test -f "$(EVENT)" || { echo "sam-invoke: event file $(EVENT) not found"; exit 2; }
 	@command -v sam >/dev/null || { echo "sam-invoke needs the AWS SAM CLI (and Docker); see docs/local-testing.md for the Docker-free paths"; exit 2; }
 	@docker info >/dev/null 2>&1 || { echo "sam-invoke needs a running Docker engine; see docs/local-testing.md for the Docker-free paths (local executor, aws-lambda-rie)"; exit 2; }
-	sam local invoke -t cdk.out/$(STACK).template.json -e $(EVENT) $$(echo $(FN) | sed 's/^./\U&/')Function
+	$(MAKE) --no-print-directory synth
+	@cmd="$$(cd infra && go run ./cmd/sam-env $(SAM_ENV_FLAGS))" || exit 1; echo "$$cmd"; eval "$$cmd"
 
 test-infra: tools-infra ## run the infra assertion tests (awscdk assertions, cdk-nag AwsSolutions, ASL and layer manifest checks)
 	cd infra && $(INFRA_ENV) go test -count=1 -timeout 15m ./...
+
+rehearse: tools-infra ## deploy rehearsal, offline: the synthesized stack created in moto's CloudFormation, then what exists is checked (GEOMIGRATE_MOTO_ENDPOINT, or a moto_server started and stopped here)
+	$(INFRA_ENV) infra/rehearse.sh

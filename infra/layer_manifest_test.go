@@ -16,8 +16,11 @@ type layerManifest struct {
 	Architectures []string          `json:"architectures"`
 	Network       bool              `json:"network"`
 	Drivers       []struct {
-		Name, Kind, Role, Cmake string
+		Name, Kind, Role, Cmake, Why string
 	} `json:"drivers"`
+	NotBuilt []struct {
+		Name, Why string
+	} `json:"not_built"`
 	Libraries  []string         `json:"libraries"`
 	Layout     []string         `json:"layout"`
 	SizeBudget map[string]int64 `json:"size_budget"`
@@ -41,21 +44,14 @@ func readLayerManifest(t *testing.T) (*layerManifest, string) {
 // The layer's contract, checked without Docker.
 func TestLayerManifest(t *testing.T) {
 	m, dir := readLayerManifest(t)
-	drivers := map[string]string{}
+	// Which drivers: internal/gdal's TestLayerManifestMatchesDriverLists compares them with the
+	// engine's own allow-list and output drivers (no copy of those lists here).
 	for _, d := range m.Drivers {
 		if d.Cmake == "" || (d.Cmake != "core" && !strings.HasPrefix(d.Cmake, "GDAL_ENABLE_DRIVER_") && !strings.HasPrefix(d.Cmake, "OGR_ENABLE_DRIVER_")) {
 			t.Errorf("driver %s: cmake switch %q", d.Name, d.Cmake)
 		}
-		drivers[d.Name] = d.Role
-	}
-	// Every format the pipeline reads or writes (docs/design: rasters → COG, vectors → GeoParquet/FlatGeobuf).
-	for _, want := range []string{
-		"GTiff", "COG", "JP2OpenJPEG", "netCDF", "HFA", "AAIGrid", // raster inputs and COG output
-		"ESRI Shapefile", "OpenFileGDB", "GPKG", "KML", "GeoJSON", // vector inputs (zipped shapefile and KMZ via /vsizip/)
-		"Parquet", "FlatGeobuf", // vector outputs
-	} {
-		if _, ok := drivers[want]; !ok {
-			t.Errorf("manifest lacks driver %s", want)
+		if strings.Contains(d.Name, "|") {
+			t.Errorf("driver %q: '|' separates DRIVER_NAMES for the check stage", d.Name)
 		}
 	}
 	for _, lib := range []string{"proj", "geos", "zstd", "libdeflate", "openjpeg"} {
@@ -68,6 +64,9 @@ func TestLayerManifest(t *testing.T) {
 	}
 	if strings.Join(m.Architectures, ",") != "arm64,x86_64" || !strings.Contains(m.BaseImage, "provided:al2023") {
 		t.Errorf("architectures %v base %s", m.Architectures, m.BaseImage)
+	}
+	if _, ok := m.Versions["arrow"]; ok {
+		t.Error("manifest pins Arrow; GeoParquet is written in Go and the layer builds no Arrow")
 	}
 	for _, v := range []string{"gdal", "proj", "geos"} {
 		if m.Versions[v] == "" {
@@ -90,14 +89,22 @@ func TestLayerManifest(t *testing.T) {
 	// The build reads the manifest (single source of drivers and versions) and keeps GDAL offline.
 	df, _ := os.ReadFile(filepath.Join(dir, "Dockerfile"))
 	sh, _ := os.ReadFile(filepath.Join(dir, "build.sh"))
+	check := dockerStage(string(df), "check")
 	for what, cond := range map[string]bool{
-		"build.sh reads manifest.json":            strings.Contains(string(sh), "manifest.json"),
-		"build.sh passes the driver flags":        strings.Contains(string(sh), "DRIVER_FLAGS"),
-		"build.sh writes build/gdal-layer-<arch>": strings.Contains(string(sh), `gdal-layer-$ARCH.zip`),
-		"Dockerfile turns optional drivers off":   strings.Contains(string(df), "-DGDAL_BUILD_OPTIONAL_DRIVERS=OFF") && strings.Contains(string(df), "-DOGR_BUILD_OPTIONAL_DRIVERS=OFF"),
-		"Dockerfile builds without curl":          strings.Contains(string(df), "-DGDAL_USE_CURL=OFF"),
-		"Dockerfile checks drivers in the image":  strings.Contains(string(df), "drivers.txt") && strings.Contains(string(df), "manifest.json"),
-		"Dockerfile builds convert in the image":  strings.Contains(string(df), "./functions/convert"),
+		"build.sh reads manifest.json":                strings.Contains(string(sh), "manifest.json"),
+		"build.sh passes the driver flags":            strings.Contains(string(sh), `DRIVER_FLAGS="$DRIVER_FLAGS"`),
+		"build.sh passes the driver names":            strings.Contains(string(sh), `DRIVER_NAMES="$DRIVER_NAMES"`),
+		"build.sh writes build/gdal-layer-<arch>":     strings.Contains(string(sh), `gdal-layer-$ARCH.zip`),
+		"Dockerfile turns optional drivers off":       strings.Contains(string(df), "-DGDAL_BUILD_OPTIONAL_DRIVERS=OFF") && strings.Contains(string(df), "-DOGR_BUILD_OPTIONAL_DRIVERS=OFF"),
+		"Dockerfile builds without curl":              strings.Contains(string(df), "-DGDAL_USE_CURL=OFF"),
+		"Dockerfile builds without Arrow/Parquet":     strings.Contains(string(df), "-DGDAL_USE_ARROW=OFF") && strings.Contains(string(df), "-DGDAL_USE_PARQUET=OFF") && !strings.Contains(string(df), "arrow-devel"),
+		"Dockerfile builds convert in the image":      strings.Contains(string(df), "./functions/convert"),
+		"check stage starts from the Lambda image":    strings.HasPrefix(check, "FROM base AS check"),
+		"check stage installs nothing":                !strings.Contains(check, "dnf ") && !strings.Contains(check, "yum "),
+		"check stage checks drivers in the image":     strings.Contains(check, "drivers.txt") && strings.Contains(check, "DRIVER_NAMES"),
+		"check stage runs ldd on libs and bootstrap":  strings.Contains(check, "ldd") && strings.Contains(check, "/opt/lib") && strings.Contains(check, "/var/task") && strings.Contains(check, "bootstrap"),
+		"check stage fails on a library not found":    strings.Contains(check, "grep -q 'not found'") && strings.Contains(check, "exit 1"),
+		"export takes the layer from the check stage": strings.Contains(dockerStage(string(df), "export"), "--from=check /opt /opt"),
 	} {
 		if !cond {
 			t.Error(what)
@@ -161,4 +168,23 @@ func TestBuiltLayerAgainstManifest(t *testing.T) {
 	if !found {
 		t.Skip("no build/gdal-layer-<arch>.zip (run make layer, needs Docker); the manifest itself is checked by TestLayerManifest")
 	}
+}
+
+// dockerStage returns the text of the Dockerfile stage named name, from its FROM line to the next FROM.
+func dockerStage(df, name string) string {
+	lines := strings.Split(df, "\n")
+	var out []string
+	in := false
+	for _, l := range lines {
+		if strings.HasPrefix(l, "FROM ") {
+			if in {
+				break
+			}
+			in = strings.HasSuffix(strings.TrimSpace(l), " AS "+name)
+		}
+		if in {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

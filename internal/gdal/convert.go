@@ -200,7 +200,7 @@ func COGOptions(r convert.Recipe, paletted bool, numThreads int) []string {
 		"TILING_SCHEME=CUSTOM",
 		"NUM_THREADS=" + strconv.Itoa(max(numThreads, 1)),
 	}
-	args := []string{"-of", "COG"}
+	args := []string{"-of", cogDriver}
 	for _, c := range co {
 		args = append(args, "-co", c)
 	}

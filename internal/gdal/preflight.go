@@ -22,6 +22,17 @@ var (
 	VectorDrivers = []string{"ESRI Shapefile", "OpenFileGDB", "GPKG", "KML", "LIBKML", "GeoJSON", "FlatGeobuf"}
 )
 
+// outputDrivers are the GDAL drivers the engine writes with: COG for
+// rasters, FlatGeobuf for vectors on request. GeoParquet is written in Go
+// (internal/geoparquet), through no GDAL driver. The Lambda layer
+// (layers/gdal/manifest.json) builds exactly these and the drivers above.
+const (
+	cogDriver        = "COG"
+	flatGeobufDriver = "FlatGeobuf"
+)
+
+var outputDrivers = []string{cogDriver, flatGeobufDriver}
+
 // unsafeDrivers open other files or URLs named inside the source. They take
 // part in identification only so that such a source is refused by name.
 var unsafeDrivers = []string{

@@ -219,7 +219,7 @@ func scanLayer(ctx context.Context, l godal.Layer) (layerScan, error) {
 }
 
 func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r convert.Recipe, rec *recorder) (convert.Output, error) {
-	args := []string{"-f", "FlatGeobuf", "-lco", "SPATIAL_INDEX=YES", "-nln", sc.name}
+	args := []string{"-f", flatGeobufDriver, "-lco", "SPATIAL_INDEX=YES", "-nln", sc.name}
 	var repaired int64
 	repair := sc.invalid > 0 && r.GeometryPolicy == convert.GeometryRepair
 	if nlt := sc.targetType(repair); nlt != "" {
