@@ -35,7 +35,13 @@ type runFlags struct {
 	zstdLevel              int
 	progress               string
 	logLevel, logFormat    string
+	lease                  time.Duration
 }
+
+// minLease is the shortest --lease accepted: a lease must outlast the
+// longest single step (a conversion) of one file, or a second execution
+// takes the file over while it is still being converted.
+const minLease = time.Minute
 
 func addRunFlags(fs *flag.FlagSet) *runFlags {
 	f := &runFlags{}
@@ -50,7 +56,18 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	// handler warnings about them would say it twice.
 	fs.StringVar(&f.logLevel, "log-level", "error", "debug, info, warn or error (handler logs on stderr)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&f.lease, "lease", migration.DefaultLease,
+		"how long a file claimed by this run stays exclusive without renewal (renewed at each step); another run finding it\n"+
+			"held skips it as in progress until then; leases of a process that died on this host are taken over at once (at least 1m)")
 	return f
+}
+
+// checkLease refuses a lease too short to cover one conversion.
+func (f *runFlags) checkLease() error {
+	if f.lease < minLease {
+		return fmt.Errorf("--lease %s: must be at least %s (a lease shorter than one conversion lets a second run convert the same file)", f.lease, minLease)
+	}
+	return nil
 }
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -74,6 +91,9 @@ Flags:`)
 	if f.dest == "" || len(srcs) == 0 {
 		fs.Usage()
 		return errUsage
+	}
+	if err := f.checkLease(); err != nil {
+		return err
 	}
 	switch *backend {
 	case "local":
@@ -119,7 +139,10 @@ func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("GDAL: %w", err)
 	}
-	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir()}
+	if err := f.checkLease(); err != nil {
+		return nil, err
+	}
+	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir(), Lease: f.lease}
 	cfg.Recipe.VectorFormat, cfg.Recipe.ZSTDLevel = f.vectorFormat, f.zstdLevel
 	cfg.Recipe.EngineVersion, cfg.Recipe.ToolVersion = engine.Version(), buildinfo.Version
 	if err := cfg.Validate(); err != nil {

@@ -61,16 +61,30 @@ type TrackerOption func(*Tracker)
 // WithClock sets the time source (tests).
 func WithClock(now func() time.Time) TrackerOption { return func(t *Tracker) { t.now = now } }
 
+// DefaultLease is the lease of a Tracker built without WithLease.
+const DefaultLease = 20 * time.Minute
+
 // WithLease sets how long a claim stays exclusive without renewal. It must
-// outlast the longest single task attempt (Lambda: 15 minutes).
-func WithLease(d time.Duration) TrackerOption { return func(t *Tracker) { t.lease = d } }
+// outlast the longest single task attempt (Lambda: 15 minutes). Zero or less
+// keeps DefaultLease: a zero lease would expire as it is taken, and every
+// execution of the same job would take it over (issue 9).
+func WithLease(d time.Duration) TrackerOption {
+	return func(t *Tracker) {
+		if d > 0 {
+			t.lease = d
+		}
+	}
+}
+
+// Lease is how long a claim stays exclusive without renewal.
+func (t *Tracker) Lease() time.Duration { return t.lease }
 
 // WithTTL sets how long terminal records are kept (0: forever).
 func WithTTL(d time.Duration) TrackerOption { return func(t *Tracker) { t.ttl = d } }
 
 // NewTracker returns a Tracker over b.
 func NewTracker(b Backend, opts ...TrackerOption) *Tracker {
-	t := &Tracker{backend: b, now: time.Now, lease: 20 * time.Minute}
+	t := &Tracker{backend: b, now: time.Now, lease: DefaultLease}
 	for _, o := range opts {
 		o(t)
 	}
