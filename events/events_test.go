@@ -416,3 +416,45 @@ func TestClassifyErrorPayloads(t *testing.T) {
 		})
 	}
 }
+
+// TestFolderMarkerEventIsSkipped (issue 8, point 6): a console "Create
+// folder" marker arriving as an EventBridge Object Created event runs
+// Normalize → HashCheck (the real one) and ends skipped with a reason, not
+// in remediation.
+func TestFolderMarkerEventIsSkipped(t *testing.T) {
+	raw, err := events.Files.ReadFile("eventbridge-object-created.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev map[string]any
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	obj := ev["detail"].(map[string]any)["object"].(map[string]any)
+	obj["key"], obj["size"] = "parcels/new+folder/", 0
+	input, _ := json.Marshal(ev)
+
+	ctx := context.Background()
+	store := memstore.New("geo-archive-src", "geo-archive-cog")
+	if _, err := store.Put(ctx, objectstore.PutRequest{Bucket: "geo-archive-src", Key: "parcels/new folder/", Body: strings.NewReader(""), Size: 0}); err != nil {
+		t.Fatal(err)
+	}
+	hc := migration.NewHashCheck(migration.Config{DestBucket: "geo-archive-cog"}, store, statestore.NewTracker(statestoretest.NewMemory()),
+		migration.StoreFingerprinter{Store: store}, slog.New(slog.DiscardHandler))
+	def, err := asl.Substitute(statemachine.Migrate, localrun.Substitutions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := asl.NewExecutor(sm, asl.WithLambda(localrun.HashCheckFunction, localrun.LambdaFunc(hc.Handle))).Run(ctx, "marker", input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Status, Reason string }
+	if res.Status != asl.StatusSucceeded || json.Unmarshal(res.Output, &out) != nil || out.Status != "skipped" || out.Reason != migration.ReasonFolderMarker {
+		t.Fatalf("execution %s %s %s, output %s; want skipped/%s", res.Status, res.Error, res.Cause, res.Output, migration.ReasonFolderMarker)
+	}
+}
