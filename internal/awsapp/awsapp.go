@@ -284,7 +284,8 @@ func (a *App) Promote() *migration.Promote {
 	return migration.NewPromote(a.Config, a.Store, a.Tracker, a.Log).WithMetrics(a.Metrics)
 }
 
-// Classify returns the Classify handler with the default rules.
+// Classify returns the Classify handler with the default rules; it deletes
+// the staged outputs of the jobs it routes.
 func (a *App) Classify() *migration.Classify {
-	return migration.NewClassify(a.Tracker, nil, a.Log).WithMetrics(a.Metrics)
+	return migration.NewClassify(a.Tracker, nil, a.Log).WithMetrics(a.Metrics).WithStagingCleanup(a.Store, a.Config)
 }
