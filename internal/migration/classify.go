@@ -149,7 +149,7 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		if src.DatasetID == "" {
 			src.DatasetID = src.Bucket
 		}
-		job = Job{ID: src.DatasetID + ":unhashed:" + src.Bucket + "/" + src.Key, DatasetID: src.DatasetID, SourceBucket: src.Bucket, SourceKey: src.Key}
+		job = unhashedJob(src)
 	}
 	out := ClassifyOutput{Tier: string(rule.Tier), Route: rule.Route, Message: RouteMessage{
 		Version: 1, JobID: job.ID, DatasetID: job.DatasetID, Bucket: job.SourceBucket, Key: job.SourceKey,
