@@ -172,9 +172,9 @@ func TestExecutionFailedKnownJobOfAnotherHolder(t *testing.T) {
 
 func TestSourceFromExecutionInput(t *testing.T) {
 	for in, want := range map[string]Source{
-		`{"detail":{"bucket":{"name":"b"},"object":{"key":"dir/a+b%C3%BC.tif"}}}`:   {Bucket: "b", Key: "dir/a bü.tif", KeyEncoding: "plain", DatasetID: "b"},
+		`{"detail":{"bucket":{"name":"b"},"object":{"key":"dir/a+b%C3%BC.tif"}}}`:  {Bucket: "b", Key: "dir/a bü.tif", KeyEncoding: "plain", DatasetID: "b"},
 		`{"Records":[{"s3":{"bucket":{"name":"b"},"object":{"key":"x+y.gpkg"}}}]}`: {Bucket: "b", Key: "x y.gpkg", KeyEncoding: "plain", DatasetID: "b"},
-		`{"bucket":"b","key":"a+b.tif","dataset_id":"ds"}`:                          {Bucket: "b", Key: "a+b.tif", KeyEncoding: "plain", DatasetID: "ds"},
+		`{"bucket":"b","key":"a+b.tif","dataset_id":"ds"}`:                         {Bucket: "b", Key: "a+b.tif", KeyEncoding: "plain", DatasetID: "ds"},
 	} {
 		got, ok := SourceFromExecutionInput([]byte(in))
 		if !ok || got != want {
