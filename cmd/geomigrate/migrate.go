@@ -36,6 +36,10 @@ type runFlags struct {
 	progress               string
 	logLevel, logFormat    string
 	lease                  time.Duration
+	// closer, when set, closes the jobs of executions that end unfinished
+	// (timed out, interrupted) as the executionfailed function does on
+	// AWS; without it their leases are only released.
+	closer *migration.ExecutionFailed
 }
 
 // minLease is the shortest --lease accepted: a lease must outlast the
@@ -112,6 +116,9 @@ Flags:`)
 		if err != nil {
 			return err
 		}
+		// No object store here: on AWS the staging lifecycle rule expires
+		// what an unfinished job staged.
+		f.closer = migration.NewExecutionFailed(migration.Config{}, nil, tracker, q.DeadLetter, slog.New(slog.DiscardHandler))
 		paths := pathsFor(".", f.stateDir)
 		return f.execute(ctx, exec, tracker, inputs, "aws", h.Recipe(), paths, stdout, stderr)
 	}
@@ -125,6 +132,7 @@ type localPipeline struct {
 	backend *localBackend
 	recipe  convert.Recipe
 	exec    *asl.Executor
+	cfg     migration.Config
 }
 
 // openLocalPipeline builds the GDAL engine, the embedded backends and the
@@ -163,7 +171,7 @@ func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer
 		backend.Close()
 		return nil, err
 	}
-	return &localPipeline{paths: paths, backend: backend, recipe: h.Recipe(), exec: exec}, nil
+	return &localPipeline{paths: paths, backend: backend, recipe: h.Recipe(), exec: exec, cfg: cfg}, nil
 }
 
 // run migrates inputs from local directories through the local executor.
@@ -173,6 +181,7 @@ func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migrati
 		return err
 	}
 	defer p.backend.Close()
+	f.closer = migration.NewExecutionFailed(p.cfg, p.backend.store, p.backend.tracker, p.backend.queues.DeadLetter, slog.New(slog.DiscardHandler))
 	err = f.execute(ctx, p.exec, p.backend.tracker, inputs, "local", p.recipe, p.paths, stdout, stderr)
 	if n, serr := sweepStaging(context.WithoutCancel(ctx), p.backend); serr != nil {
 		fmt.Fprintf(stderr, "geomigrate: staging sweep: %v\n", serr)
@@ -216,6 +225,9 @@ func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *sta
 	}
 	prog := newProgress(stderr, len(inputs), f.progress == "bar" || (f.progress == "auto" && isTTY))
 	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done, Release: release}
+	if f.closer != nil {
+		runner.Ended = f.closer.Close
+	}
 	fmt.Fprintf(stderr, "geomigrate %s: %d file(s) → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), f.dest, backend, recipe.EngineVersion, f.workers)
 	started := time.Now()
 	outcomes := runner.Run(ctx, inputs)
