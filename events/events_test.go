@@ -79,6 +79,8 @@ func typeFor(t *testing.T, name string) any {
 		return &migration.PromoteInput{}
 	case events.KindClassify:
 		return &migration.ClassifyInput{}
+	case events.KindExecutionFailed:
+		return &migration.ExecutionStatusChange{}
 	}
 	t.Fatalf("%s: no Go type; add it to events.Kinds and typeFor", name)
 	return nil
@@ -458,3 +460,51 @@ func TestFolderMarkerEventIsSkipped(t *testing.T) {
 		t.Fatalf("execution %s %s %s, output %s; want skipped/%s", res.Status, res.Error, res.Cause, res.Output, migration.ReasonFolderMarker)
 	}
 }
+
+// TestExecutionFailedSample: the sample event closes the job its execution
+// claimed (HashCheck over the sample's own input, as that execution), and
+// the dead-letter message carries the execution ARN.
+func TestExecutionFailedSample(t *testing.T) {
+	raw, err := events.Files.ReadFile("executionfailed-timed-out.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev migration.ExecutionStatusChange
+	if err := decodeStrict(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store := memstore.New("geo-archive-src", "geo-archive-cog")
+	if _, err := store.Put(ctx, objectstore.PutRequest{Bucket: "geo-archive-src", Key: "dem/elevation.asc", Body: strings.NewReader("ncols 1\n"), Size: -1}); err != nil {
+		t.Fatal(err)
+	}
+	tracker := statestore.NewTracker(statestoretest.NewMemory())
+	cfg := migration.Config{DestBucket: "geo-archive-cog"}
+	hc := migration.NewHashCheck(cfg, store, tracker, migration.StoreFingerprinter{Store: store}, slog.New(slog.DiscardHandler))
+	src, ok := migration.SourceFromExecutionInput([]byte(*ev.Detail.Input))
+	if !ok {
+		t.Fatalf("no source in %s", *ev.Detail.Input)
+	}
+	claimed, err := hc.Handle(ctx, migration.HashCheckInput{Source: src, Context: migration.Invocation{Execution: ev.Detail.ExecutionArn, State: "HashCheck"}})
+	if err != nil || claimed.Decision != migration.DecisionConvert {
+		t.Fatalf("claim: %+v %v", claimed, err)
+	}
+	var sent []string
+	dlq := sendFunc(func(_ context.Context, body string) (string, error) { sent = append(sent, body); return "m1", nil })
+	h := migration.NewExecutionFailed(cfg, store, tracker, dlq, slog.New(slog.DiscardHandler)).ForStateMachine(ev.Detail.StateMachineArn)
+	out, err := h.Handle(ctx, ev)
+	if err != nil || out.Outcome != migration.EndedClosed || out.JobID != claimed.Job.ID || len(sent) != 1 {
+		t.Fatalf("outcome %+v %v, %d messages", out, err, len(sent))
+	}
+	var m migration.RouteMessage
+	if err := json.Unmarshal([]byte(sent[0]), &m); err != nil || m.Execution != ev.Detail.ExecutionArn || m.Error != "States.Timeout" || m.Replay != claimed.Source {
+		t.Fatalf("message %s (%v)", sent[0], err)
+	}
+	if rec, _ := tracker.Get(ctx, claimed.Job.ID); rec.Status != statestore.Quarantined {
+		t.Fatalf("record %s", rec.Status)
+	}
+}
+
+type sendFunc func(ctx context.Context, body string) (string, error)
+
+func (f sendFunc) Send(ctx context.Context, body string) (string, error) { return f(ctx, body) }
