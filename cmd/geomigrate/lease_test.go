@@ -1,11 +1,20 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
 )
 
 // goodRaster writes the sample data and returns one raster that converts.
@@ -55,5 +64,59 @@ func TestLeaseFlagIsDocumentedAndValidated(t *testing.T) {
 	f := goodRaster(t)
 	if _, _, err := run(t, "migrate", f, "--dest", t.TempDir(), "--lease", "10s"); err == nil || !strings.Contains(err.Error(), "--lease") {
 		t.Fatalf("a lease shorter than a minute was accepted: %v", err)
+	}
+}
+
+// TestLeaseOfAKilledRunIsTakenOver (issue 8, point 4): a run killed with
+// kill -9 leaves its file PROCESSING under a lease naming its host and PID;
+// the next run says so in one line, closes the job (quarantined, dead-letter
+// message) and converts the file instead of skipping it "in progress" for
+// the rest of the lease.
+func TestLeaseOfAKilledRunIsTakenOver(t *testing.T) {
+	f := goodRaster(t)
+	dest := filepath.Join(t.TempDir(), "out")
+	out, stderr, err := run(t, "migrate", f, "--dest", dest)
+	if err != nil {
+		t.Fatalf("first run: %v\n%s\n%s", err, out, stderr)
+	}
+	jobID := lastReport(t, out).Files[0].JobID
+
+	// What kill -9 leaves: the job PROCESSING, leased by a process gone.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skip(err)
+	}
+	killed := "arn:aws:states:local:000000000000:execution:geomigrate-migrate:" +
+		strings.Replace(localrun.ExecutionName("x"), "_"+strconv.Itoa(os.Getpid())+"_", "_"+strconv.Itoa(gone.Process.Pid)+"_", 1)
+	db, err := boltstore.Open(filepath.Join(dest, stateDirName, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	rec, err := db.Get(ctx, jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := rec
+	next.Status, next.LeaseOwner, next.LeaseUntil, next.Version = statestore.Processing, killed, time.Now().Add(20*time.Minute), rec.Version+1
+	if err := db.Put(ctx, next, rec.Version); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	out, stderr, err = run(t, "migrate", f, "--dest", dest)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s\n%s", err, out, stderr)
+	}
+	want := fmt.Sprintf("1 file(s) were held by process(es) no longer running on this host (PID %d)", gone.Process.Pid)
+	if strings.Count(stderr, "no longer running") != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks the one line %q:\n%s", want, stderr)
+	}
+	if o := lastReport(t, out).Files[0]; o.Status != "completed" {
+		t.Fatalf("second run: %s/%s, want completed", o.Status, o.Reason)
+	}
+	dlq, err := os.ReadFile(filepath.Join(dest, stateDirName, "dead-letter.jsonl"))
+	if err != nil || strings.Count(string(dlq), killed) != 1 {
+		t.Errorf("dead-letter queue %s (%v), want one message naming %s", dlq, err, killed)
 	}
 }

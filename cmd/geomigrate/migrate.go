@@ -224,6 +224,9 @@ func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *sta
 		isTTY = term.IsTerminal(int(file.Fd()))
 	}
 	prog := newProgress(stderr, len(inputs), f.progress == "bar" || (f.progress == "auto" && isTTY))
+	if err := takeOverDeadLeases(ctx, tracker, f.closer, stderr); err != nil {
+		return err
+	}
 	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done, Release: release}
 	if f.closer != nil {
 		runner.Ended = f.closer.Close

@@ -2,10 +2,7 @@ package localrun
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
@@ -97,14 +94,6 @@ feed:
 	close(next)
 	wg.Wait()
 	return out
-}
-
-// ExecutionName is unique per run: it is also the lease owner, and a new
-// run must not mistake an old run's lease for its own.
-func ExecutionName(key string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s-%s", time.Now().UTC().Format("20060102T150405"), hex.EncodeToString(b[:]))
 }
 
 func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
