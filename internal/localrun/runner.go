@@ -108,7 +108,7 @@ func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
 	}
 	Summarize(res, &o)
 	if o.Status == StatusFailed && r.Ended != nil {
-		r.closeEnded(ctx, src, res, &o)
+		closeEnded(ctx, r.Ended, src, res, &o)
 		return o
 	}
 	if o.Status == StatusFailed && o.JobID != "" && r.Release != nil {
@@ -122,9 +122,10 @@ func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
 
 // closeEnded records the end of an execution that left its job unfinished;
 // once a dead-letter message about it is sent, the input's outcome is dlq.
-func (r *Runner) closeEnded(ctx context.Context, src migration.Source, res *asl.Result, o *Outcome) {
+func closeEnded(ctx context.Context, ended func(context.Context, migration.EndedExecution) (migration.ExecutionFailedOutput, error),
+	src migration.Source, res *asl.Result, o *Outcome) {
 	// The context may be the cancelled one (Ctrl-C): close regardless.
-	out, err := r.Ended(context.WithoutCancel(ctx), migration.EndedExecution{
+	out, err := ended(context.WithoutCancel(ctx), migration.EndedExecution{
 		Execution: res.ExecutionArn, Status: res.Status, Error: res.Error, Cause: res.Cause,
 		Source: src, JobID: o.JobID, StartedAt: res.StartTime, StoppedAt: res.StopTime,
 	})
