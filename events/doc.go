@@ -1,7 +1,8 @@
 // Package events holds sample inputs: the three triggers of the migrate
 // state machine (an S3 PUT notification with a URL-encoded key, an
 // EventBridge "Object Created" event, the manual console input), each
-// function's input, and Step Functions error payloads for Classify. They are
+// function's input, Step Functions error payloads for Classify, and a Step
+// Functions execution status change event for executionfailed. They are
 // used by the tests (round-tripped through their Go types in this package,
 // posted to the bootstraps under aws-lambda-rie in functions/) and by
 // `sam local invoke -e events/<file>.json`.
@@ -25,6 +26,9 @@ const (
 	KindConvert      Kind = "convert"
 	KindPromote      Kind = "promote"
 	KindClassify     Kind = "classify"
+	// KindExecutionFailed: an EventBridge "Step Functions Execution Status
+	// Change" event, input of the executionfailed function.
+	KindExecutionFailed Kind = "executionfailed"
 )
 
 // Kinds maps every file in Files to its kind; a test fails when a file is
@@ -41,4 +45,5 @@ var Kinds = map[string]Kind{
 	"classify-data-error.json":           KindClassify,
 	"classify-transient-exhausted.json":  KindClassify,
 	"classify-lambda-service-error.json": KindClassify,
+	"executionfailed-timed-out.json":     KindExecutionFailed,
 }

@@ -79,6 +79,8 @@ func typeFor(t *testing.T, name string) any {
 		return &migration.PromoteInput{}
 	case events.KindClassify:
 		return &migration.ClassifyInput{}
+	case events.KindExecutionFailed:
+		return &migration.ExecutionStatusChange{}
 	}
 	t.Fatalf("%s: no Go type; add it to events.Kinds and typeFor", name)
 	return nil
@@ -416,3 +418,93 @@ func TestClassifyErrorPayloads(t *testing.T) {
 		})
 	}
 }
+
+// TestFolderMarkerEventIsSkipped (issue 8, point 6): a console "Create
+// folder" marker arriving as an EventBridge Object Created event runs
+// Normalize → HashCheck (the real one) and ends skipped with a reason, not
+// in remediation.
+func TestFolderMarkerEventIsSkipped(t *testing.T) {
+	raw, err := events.Files.ReadFile("eventbridge-object-created.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev map[string]any
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	obj := ev["detail"].(map[string]any)["object"].(map[string]any)
+	obj["key"], obj["size"] = "parcels/new+folder/", 0
+	input, _ := json.Marshal(ev)
+
+	ctx := context.Background()
+	store := memstore.New("geo-archive-src", "geo-archive-cog")
+	if _, err := store.Put(ctx, objectstore.PutRequest{Bucket: "geo-archive-src", Key: "parcels/new folder/", Body: strings.NewReader(""), Size: 0}); err != nil {
+		t.Fatal(err)
+	}
+	hc := migration.NewHashCheck(migration.Config{DestBucket: "geo-archive-cog"}, store, statestore.NewTracker(statestoretest.NewMemory()),
+		migration.StoreFingerprinter{Store: store}, slog.New(slog.DiscardHandler))
+	def, err := asl.Substitute(statemachine.Migrate, localrun.Substitutions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := asl.NewExecutor(sm, asl.WithLambda(localrun.HashCheckFunction, localrun.LambdaFunc(hc.Handle))).Run(ctx, "marker", input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct{ Status, Reason string }
+	if res.Status != asl.StatusSucceeded || json.Unmarshal(res.Output, &out) != nil || out.Status != "skipped" || out.Reason != migration.ReasonFolderMarker {
+		t.Fatalf("execution %s %s %s, output %s; want skipped/%s", res.Status, res.Error, res.Cause, res.Output, migration.ReasonFolderMarker)
+	}
+}
+
+// TestExecutionFailedSample: the sample event closes the job its execution
+// claimed (HashCheck over the sample's own input, as that execution), and
+// the dead-letter message carries the execution ARN.
+func TestExecutionFailedSample(t *testing.T) {
+	raw, err := events.Files.ReadFile("executionfailed-timed-out.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev migration.ExecutionStatusChange
+	if err := decodeStrict(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	store := memstore.New("geo-archive-src", "geo-archive-cog")
+	if _, err := store.Put(ctx, objectstore.PutRequest{Bucket: "geo-archive-src", Key: "dem/elevation.asc", Body: strings.NewReader("ncols 1\n"), Size: -1}); err != nil {
+		t.Fatal(err)
+	}
+	tracker := statestore.NewTracker(statestoretest.NewMemory())
+	cfg := migration.Config{DestBucket: "geo-archive-cog"}
+	hc := migration.NewHashCheck(cfg, store, tracker, migration.StoreFingerprinter{Store: store}, slog.New(slog.DiscardHandler))
+	src, ok := migration.SourceFromExecutionInput([]byte(*ev.Detail.Input))
+	if !ok {
+		t.Fatalf("no source in %s", *ev.Detail.Input)
+	}
+	claimed, err := hc.Handle(ctx, migration.HashCheckInput{Source: src, Context: migration.Invocation{Execution: ev.Detail.ExecutionArn, State: "HashCheck"}})
+	if err != nil || claimed.Decision != migration.DecisionConvert {
+		t.Fatalf("claim: %+v %v", claimed, err)
+	}
+	var sent []string
+	dlq := sendFunc(func(_ context.Context, body string) (string, error) { sent = append(sent, body); return "m1", nil })
+	h := migration.NewExecutionFailed(cfg, store, tracker, dlq, slog.New(slog.DiscardHandler)).ForStateMachine(ev.Detail.StateMachineArn)
+	out, err := h.Handle(ctx, ev)
+	if err != nil || out.Outcome != migration.EndedClosed || out.JobID != claimed.Job.ID || len(sent) != 1 {
+		t.Fatalf("outcome %+v %v, %d messages", out, err, len(sent))
+	}
+	var m migration.RouteMessage
+	if err := json.Unmarshal([]byte(sent[0]), &m); err != nil || m.Execution != ev.Detail.ExecutionArn || m.Error != "States.Timeout" || m.Replay != claimed.Source {
+		t.Fatalf("message %s (%v)", sent[0], err)
+	}
+	if rec, _ := tracker.Get(ctx, claimed.Job.ID); rec.Status != statestore.Quarantined {
+		t.Fatalf("record %s", rec.Status)
+	}
+}
+
+type sendFunc func(ctx context.Context, body string) (string, error)
+
+func (f sendFunc) Send(ctx context.Context, body string) (string, error) { return f(ctx, body) }

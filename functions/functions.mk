@@ -5,7 +5,7 @@
 #   build/<name>/bootstrap         linux/arm64, provided.al2023 (what CDK deploys)
 #   build/native/<name>/bootstrap  host arch, for aws-lambda-rie and test/sfn
 #
-# convert links GDAL through cgo. `make build` compiles the three pure-Go
+# convert links GDAL through cgo. `make build` compiles the four pure-Go
 # functions for linux/arm64 with CGO_ENABLED=0; an arm64 convert needs an
 # arm64 GDAL to link against, which exists only inside the layer image:
 # layers/gdal/build.sh builds it there (FUNCTIONS_CONVERT_IN_LAYER below is
@@ -14,8 +14,8 @@
 # Debian-family major version assumed). On other hosts build/convert/bootstrap
 # is left alone and a note is printed.
 
-FUNCTIONS := hashcheck convert classify promote
-FUNCTIONS_PURE := hashcheck classify promote
+FUNCTIONS := hashcheck convert classify promote executionfailed
+FUNCTIONS_PURE := hashcheck classify promote executionfailed
 FUNCTIONS_TOOLS := $(abspath $(or $(TOOLS),.tools))
 FUNCTIONS_GOFLAGS := -tags lambda.norpc -trimpath -ldflags "-s -w"
 FUNCTIONS_HOST_ARCH := $(shell go env GOARCH)

@@ -204,12 +204,29 @@ func TestBootstrapsAnswerEverySample(t *testing.T) {
 		}
 	}
 
+	// executionfailed-timed-out.json names the execution that just
+	// completed the job above: the function finds the job through the
+	// status index (records updated since the execution started) and,
+	// the job being COMPLETED, leaves it alone and sends nothing (so no
+	// SQS endpoint is needed here).
+	env := map[string]string{}
+	for k, v := range s.env {
+		env[k] = v
+	}
+	env["GEOMIGRATE_DEAD_LETTER_QUEUE_URL"] = "http://127.0.0.1:9/000000000000/unused-dlq"
+	env["GEOMIGRATE_MIGRATE_STATE_MACHINE_ARN"] = "arn:aws:states:eu-west-1:123456789012:stateMachine:geomigrate-migrate"
+	ef := lambdatest.Start(t, rie, "executionfailed", bootstrap(t, "executionfailed"), env)
+	r = invoke(t, ef, sample(t, "executionfailed-timed-out.json"))
+	if out := decode[migration.ExecutionFailedOutput](t, r); out.Outcome != migration.EndedLeftAlone || out.JobID != convertIn.Job.ID {
+		t.Errorf("executionfailed on a completed job: %+v, want %s of %s", out, migration.EndedLeftAlone, convertIn.Job.ID)
+	}
+
 	// Every function sample was posted.
 	for name, k := range events.Kinds {
 		if k == events.KindStateMachine {
 			continue
 		}
-		if _, ok := wantRoute[name]; !ok && !strings.HasPrefix(name, "hashcheck-") && name != "convert-input.json" && name != "promote-input.json" {
+		if _, ok := wantRoute[name]; !ok && !strings.HasPrefix(name, "hashcheck-") && name != "convert-input.json" && name != "promote-input.json" && k != events.KindExecutionFailed {
 			t.Errorf("%s was not posted to its function", name)
 		}
 	}

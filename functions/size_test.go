@@ -11,19 +11,19 @@ import (
 // MaxBootstrapBytes is the size budget of each pure-Go bootstrap.
 const MaxBootstrapBytes = 15 << 20
 
-// TestPureGoBootstrapSizes builds the three pure-Go functions exactly as
+// TestPureGoBootstrapSizes builds the four pure-Go functions exactly as
 // `make build` does (linux/arm64, CGO_ENABLED=0, lambda.norpc, -trimpath,
 // -s -w) and checks each stays under 15 MB.
 func TestPureGoBootstrapSizes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds three linux/arm64 binaries")
+		t.Skip("builds four linux/arm64 binaries")
 	}
 	root, err := lambdatest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"hashcheck", "classify", "promote"} {
+	for _, name := range []string{"hashcheck", "classify", "promote", "executionfailed"} {
 		out := filepath.Join(dir, name, "bootstrap")
 		if err := lambdatest.BuildFor(root, out, name, "linux", "arm64", "0"); err != nil {
 			t.Fatal(err)

@@ -66,8 +66,10 @@ type Config struct {
 	GDALVersion string
 }
 
-// FunctionNames are the four Lambda functions, in build/<name>/bootstrap.
-var FunctionNames = []string{"hashcheck", "convert", "classify", "promote"}
+// FunctionNames are the Lambda functions, in build/<name>/bootstrap: the four steps of the
+// migrate state machine and executionfailed, which closes the jobs of its executions that end
+// unfinished (FAILED outside Catch, TIMED_OUT, ABORTED).
+var FunctionNames = []string{"hashcheck", "convert", "classify", "promote", "executionfailed"}
 
 type contextReader interface {
 	TryGetContext(key *string) interface{}

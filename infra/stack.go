@@ -36,6 +36,7 @@ type Stack struct {
 	Functions                            map[string]awslambda.Function
 	Migrate, Backfill                    awsstepfunctions.StateMachine
 	Rule                                 awsevents.Rule
+	ExecutionEndedRule                   awsevents.Rule
 	AlarmTopic                           awssns.Topic
 	MigrateDefinition                    string // after substitution (contains CDK tokens)
 	BackfillDefinition                   string
@@ -107,6 +108,7 @@ func NewGeomigrateStack(scope constructs.Construct, cfg *Config, assets *Assets,
 		return nil, err
 	}
 	st.rule()
+	st.executionEndedRule()
 	st.alarmsAndDashboard()
 	// EventBridgeEnabled on the source bucket is applied by CDK's own notification custom resource.
 	if h := stack.Node().TryFindChild(s("BucketNotificationsHandler050a0587b7544547bf325f094a3db834")); h != nil {
@@ -304,6 +306,13 @@ func (st *Stack) functions(assets *Assets) error {
 		iam5                      []string // regexes of the wildcard object ARNs it legitimately has
 		desc                      string
 	}
+	// Listing the destination is limited to the staging prefix (s3:prefix condition).
+	listStaging := func(sid string) awsiam.PolicyStatement {
+		return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: s(sid), Actions: strs("s3:ListBucket"), Resources: arns(dst.BucketArn()),
+			Conditions: &map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": c.StagingPrefix + "*"}},
+		})
+	}
 	srcRe := `^Resource::<SourceBucket[A-Z0-9]+\.Arn>/.*\*$`
 	stagingRe := `^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/` + regexpQuote(c.StagingPrefix) + `\*$`
 	finalRe := `^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/` + regexpQuote(c.DestPrefix) + `\*$`
@@ -338,8 +347,30 @@ func (st *Stack) functions(assets *Assets) error {
 			},
 			iam5: []string{stagingRe, finalRe}},
 		"classify": {memory: c.SmallMemoryMB, timeout: 60, reserved: c.SmallReservedConcurrency, ephemeral: 512,
-			desc:  "classifies a caught error into a tier and route and records it",
-			stmts: []awsiam.PolicyStatement{tableStmt}},
+			desc: "classifies a caught error into a tier and route, records it and deletes the routed job's staged outputs",
+			stmts: []awsiam.PolicyStatement{tableStmt,
+				s3Statement("DeleteRoutedStaging", []string{"s3:DeleteObject"}, staging),
+				listStaging("ListRoutedStaging"),
+			},
+			iam5: []string{stagingRe}},
+		"executionfailed": {memory: c.SmallMemoryMB, timeout: 300, reserved: c.SmallReservedConcurrency, ephemeral: 512,
+			env: map[string]string{
+				"GEOMIGRATE_DEAD_LETTER_QUEUE_URL":     *st.DeadLetter.QueueUrl(),
+				"GEOMIGRATE_MIGRATE_STATE_MACHINE_ARN": *st.migrateArn(),
+			},
+			desc: "closes the job of a migrate execution that failed outside Catch, timed out or was aborted: quarantined, lease released, staging deleted, dead-letter message",
+			stmts: []awsiam.PolicyStatement{tableStmt,
+				awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+					Sid: s("FindJobsByStatus"), Actions: strs("dynamodb:Query"),
+					Resources: arns(s(*st.Table.TableArn() + "/index/status-index")),
+				}),
+				s3Statement("DeleteUnfinishedStaging", []string{"s3:DeleteObject"}, staging),
+				listStaging("ListUnfinishedStaging"),
+				awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+					Sid: s("SendToDeadLetterQueue"), Actions: strs("sqs:SendMessage"), Resources: arns(st.DeadLetter.QueueArn()),
+				}),
+			},
+			iam5: []string{stagingRe}},
 	}
 	for _, name := range FunctionNames {
 		sp := specs[name]
@@ -393,6 +424,13 @@ func (st *Stack) functions(assets *Assets) error {
 		}
 	}
 	return nil
+}
+
+// migrateArn is the migrate state machine's ARN built from its name, so the functions created
+// before the state machine can name it without a dependency cycle.
+func (st *Stack) migrateArn() *string {
+	return st.Stack.FormatArn(&awscdk.ArnComponents{Service: s("states"), Resource: s("stateMachine"),
+		ResourceName: s(st.Config.NamePrefix + "-migrate"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME})
 }
 
 func regexpQuote(p string) string {
@@ -566,6 +604,30 @@ func (st *Stack) rule() {
 		},
 	})
 	st.Rule.AddTarget(awseventstargets.NewSfnStateMachine(st.Migrate, &awseventstargets.SfnStateMachineProps{
+		DeadLetterQueue: st.EventsDLQ,
+		RetryAttempts:   n(float64(c.EventRetryAttempts)),
+		MaxEventAge:     awscdk.Duration_Hours(n(float64(c.EventMaxAgeHours))),
+	}))
+}
+
+// executionEndedRule sends the migrate state machine's unfinished ends to executionfailed. Step
+// Functions emits "Step Functions Execution Status Change" events for Standard workflows (AWS
+// Step Functions Developer Guide, "EventBridge (CloudWatch Events) for Step Functions execution
+// status changes"); routed executions also end FAILED (Routed.*) and are ignored by the handler.
+func (st *Stack) executionEndedRule() {
+	c := st.Config
+	st.ExecutionEndedRule = awsevents.NewRule(st.Stack, s("MigrateExecutionEndedRule"), &awsevents.RuleProps{
+		Description: s("geomigrate: a migrate execution FAILED, TIMED_OUT or ABORTED closes its job (executionfailed)"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     strs("aws.states"),
+			DetailType: strs("Step Functions Execution Status Change"),
+			Detail: &map[string]interface{}{
+				"status":          []interface{}{"FAILED", "TIMED_OUT", "ABORTED"},
+				"stateMachineArn": []interface{}{st.Migrate.StateMachineArn()},
+			},
+		},
+	})
+	st.ExecutionEndedRule.AddTarget(awseventstargets.NewLambdaFunction(st.Functions["executionfailed"], &awseventstargets.LambdaFunctionProps{
 		DeadLetterQueue: st.EventsDLQ,
 		RetryAttempts:   n(float64(c.EventRetryAttempts)),
 		MaxEventAge:     awscdk.Duration_Hours(n(float64(c.EventMaxAgeHours))),

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,10 +19,10 @@ func TestEveryResourceIsThere(t *testing.T) {
 		"AWS::S3::Bucket":                  4, // source, destination, ops (backfill results, inventory), access logs
 		"AWS::DynamoDB::Table":             1,
 		"AWS::SQS::Queue":                  5, // remediation + its DLQ, dead letter + its DLQ, EventBridge target DLQ
-		"AWS::Lambda::Function":            5, // our 4 + CDK's bucket-notifications handler
+		"AWS::Lambda::Function":            6, // our 5 + CDK's bucket-notifications handler
 		"AWS::Lambda::LayerVersion":        1,
 		"AWS::StepFunctions::StateMachine": 2,
-		"AWS::Events::Rule":                1,
+		"AWS::Events::Rule":                2, // Object Created → migrate; migrate execution ended → executionfailed
 		"AWS::SNS::Topic":                  1,
 		"AWS::CloudWatch::Dashboard":       1,
 		"Custom::S3BucketNotifications":    1,
@@ -29,7 +30,7 @@ func TestEveryResourceIsThere(t *testing.T) {
 	for typ, n := range want {
 		must(t, typ, func() { b.template.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n))) })
 	}
-	for _, p := range []string{"HashcheckFunction", "ConvertFunction", "ClassifyFunction", "PromoteFunction"} {
+	for _, p := range []string{"HashcheckFunction", "ConvertFunction", "ClassifyFunction", "PromoteFunction", "ExecutionfailedFunction"} {
 		b.one(t, "AWS::Lambda::Function", p)
 	}
 }
@@ -447,7 +448,7 @@ func TestAlarms(t *testing.T) {
 	}
 	check("MigrateUnroutedFailures", "ExecutionsFailed", 0)
 	check("BackfillFailed", "ExecutionsFailed", 0)
-	for _, f := range []string{"Hashcheck", "Convert", "Classify", "Promote"} {
+	for _, f := range []string{"Hashcheck", "Convert", "Classify", "Promote", "Executionfailed"} {
 		check(f+"Throttles", "Throttles", 0)
 		check(f+"Errors", "Errors", 5)
 	}
@@ -510,6 +511,17 @@ func TestIAMLeastPrivilege(t *testing.T) {
 		"ClassifyRole": {
 			`logs:(CreateLogStream|PutLogEvents) on <GetAtt:ClassifyLogs\w+\.Arn>`,
 			`dynamodb:(GetItem|PutItem|UpdateItem|ConditionCheckItem) on <GetAtt:StateTable\w+\.Arn>`,
+			`s3:DeleteObject on <GetAtt:DestinationBucket\w+\.Arn>/_staging/\*`,
+			`s3:ListBucket on <GetAtt:DestinationBucket\w+\.Arn>`,
+			`xray:\w+ on \*`,
+		},
+		"ExecutionfailedRole": {
+			`logs:(CreateLogStream|PutLogEvents) on <GetAtt:ExecutionfailedLogs\w+\.Arn>`,
+			`dynamodb:(GetItem|PutItem|UpdateItem|ConditionCheckItem) on <GetAtt:StateTable\w+\.Arn>`,
+			`dynamodb:Query on <GetAtt:StateTable\w+\.Arn>/index/status-index`,
+			`s3:DeleteObject on <GetAtt:DestinationBucket\w+\.Arn>/_staging/\*`,
+			`s3:ListBucket on <GetAtt:DestinationBucket\w+\.Arn>`,
+			`sqs:SendMessage on <GetAtt:DeadLetterQueue\w+\.Arn>`,
 			`xray:\w+ on \*`,
 		},
 		"MigrateStateMachineRole": {
@@ -548,7 +560,8 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
-	// 3. Promote, and only promote, deletes; never outside staging. The state machine only sends.
+	// 3. Deletes (promote; classify and executionfailed for jobs that will not be promoted) never
+	// reach outside staging. The state machine only sends.
 	for _, p := range b.resources("AWS::IAM::Policy") {
 		for _, g := range grants(b.statementsOf(p)) {
 			if strings.HasPrefix(g, "s3:DeleteObject") && !strings.HasSuffix(g, "/_staging/*") {
@@ -559,8 +572,15 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			}
 		}
 	}
-	if g := strings.Join(grants(b.statements(t, "ClassifyRole")), "\n"); strings.Contains(g, "s3:") {
-		t.Errorf("classify reaches S3:\n%s", g)
+	for _, role := range []string{"ClassifyRole", "ExecutionfailedRole"} {
+		for _, st := range b.statements(t, role) {
+			if slices.Contains(list(st["Action"]), "s3:ListBucket") && js(st["Condition"]) != `{"StringLike":{"s3:prefix":"_staging/*"}}` {
+				t.Errorf("%s lists the destination beyond staging: %s", role, js(st))
+			}
+		}
+		if g := strings.Join(grants(b.statements(t, role)), "\n"); strings.Contains(g, "SourceBucket") || strings.Contains(g, "s3:GetObject") || strings.Contains(g, "s3:PutObject") {
+			t.Errorf("%s reads or writes objects:\n%s", role, g)
+		}
 	}
 	if g := strings.Join(grants(b.statements(t, "PromoteRole")), "\n"); strings.Contains(g, "SourceBucket") {
 		t.Errorf("promote reaches the source:\n%s", g)
@@ -611,4 +631,49 @@ func layerManifestGDAL(t *testing.T) string {
 		t.Fatalf("layer manifest GDAL version: %q, %v", v, err)
 	}
 	return v
+}
+
+// TestExecutionEndedRule: the migrate state machine's FAILED / TIMED_OUT / ABORTED executions,
+// and only its, reach executionfailed, with the events DLQ behind the target; the function knows
+// the dead-letter queue and the state machine.
+func TestExecutionEndedRule(t *testing.T) {
+	b := defaultStack(t)
+	smID, _ := b.one(t, "AWS::StepFunctions::StateMachine", "MigrateStateMachine")
+	fnID, fn := b.one(t, "AWS::Lambda::Function", "ExecutionfailedFunction")
+	dlqID, _ := b.one(t, "AWS::SQS::Queue", "EventsDLQ")
+	deadLetterID, _ := b.one(t, "AWS::SQS::Queue", "DeadLetterQueue")
+	must(t, "execution ended rule", func() {
+		b.template.HasResourceProperties(jsii.String("AWS::Events::Rule"), &map[string]any{
+			"EventPattern": map[string]any{
+				"source":      []any{"aws.states"},
+				"detail-type": []any{"Step Functions Execution Status Change"},
+				"detail": map[string]any{
+					"status":          []any{"FAILED", "TIMED_OUT", "ABORTED"},
+					"stateMachineArn": []any{map[string]any{"Ref": smID}},
+				},
+			},
+			"Targets": []any{assertions.Match_ObjectLike(&map[string]any{
+				"Arn":              map[string]any{"Fn::GetAtt": []any{fnID, "Arn"}},
+				"DeadLetterConfig": map[string]any{"Arn": map[string]any{"Fn::GetAtt": []any{dlqID, "Arn"}}},
+			})},
+		})
+	})
+	env := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if got := render(env["GEOMIGRATE_DEAD_LETTER_QUEUE_URL"]); got != "<Ref:"+deadLetterID+">" {
+		t.Errorf("GEOMIGRATE_DEAD_LETTER_QUEUE_URL = %s", got)
+	}
+	if got := render(env["GEOMIGRATE_MIGRATE_STATE_MACHINE_ARN"]); !strings.HasSuffix(got, ":stateMachine:geomigrate-migrate") {
+		t.Errorf("GEOMIGRATE_MIGRATE_STATE_MACHINE_ARN = %s", got)
+	}
+	// EventBridge may invoke the function (a resource policy scoped to this rule).
+	found := false
+	for _, r := range b.resources("AWS::Lambda::Permission") {
+		p := js(r["Properties"])
+		if strings.Contains(p, fnID) && strings.Contains(p, "events.amazonaws.com") && strings.Contains(p, "MigrateExecutionEndedRule") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no lambda:InvokeFunction permission for the execution ended rule")
+	}
 }

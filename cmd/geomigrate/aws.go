@@ -93,6 +93,7 @@ func (f *runFlags) awsRun(ctx context.Context, a *awsFlags, srcs []string) (loca
 		"GEOMIGRATE_VECTOR_FORMAT": f.vectorFormat,
 		"GEOMIGRATE_WORK_DIR":      os.TempDir(),
 		"GEOMIGRATE_ZSTD_LEVEL":    "",
+		"GEOMIGRATE_LEASE_SECONDS": strconv.Itoa(int(f.lease / time.Second)),
 	}
 	if f.zstdLevel > 0 {
 		env["GEOMIGRATE_ZSTD_LEVEL"] = strconv.Itoa(f.zstdLevel)

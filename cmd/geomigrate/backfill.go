@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/migration"
 )
 
 // resultsBucket is the local stand-in for the backfill's results bucket.
@@ -70,7 +72,8 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer p.backend.Close()
-	bf, err := localrun.NewBackfill(localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: p.backend.store, Migrate: p.exec})
+	closer := migration.NewExecutionFailed(p.cfg, p.backend.store, p.backend.tracker, p.backend.queues.DeadLetter, slog.New(slog.DiscardHandler))
+	bf, err := localrun.NewBackfill(localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: p.backend.store, Migrate: p.exec, Ended: closer.Close})
 	if err != nil {
 		return err
 	}

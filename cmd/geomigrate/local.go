@@ -116,7 +116,7 @@ func newHandlers(cfg migration.Config, b *localBackend, engine *gdal.Engine, log
 		HashCheck: migration.NewHashCheck(cfg, b.store, b.tracker, finger, log),
 		Convert:   migration.NewConvert(cfg, b.store, b.tracker, engine, validate.Output, log),
 		Promote:   migration.NewPromote(cfg, b.store, b.tracker, log),
-		Classify:  migration.NewClassify(b.tracker, nil, log),
+		Classify:  migration.NewClassify(b.tracker, nil, log).WithStagingCleanup(b.store, cfg),
 	}
 }
 

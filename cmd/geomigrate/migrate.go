@@ -35,7 +35,17 @@ type runFlags struct {
 	zstdLevel              int
 	progress               string
 	logLevel, logFormat    string
+	lease                  time.Duration
+	// closer, when set, closes the jobs of executions that end unfinished
+	// (timed out, interrupted) as the executionfailed function does on
+	// AWS; without it their leases are only released.
+	closer *migration.ExecutionFailed
 }
+
+// minLease is the shortest --lease accepted: a lease must outlast the
+// longest single step (a conversion) of one file, or a second execution
+// takes the file over while it is still being converted.
+const minLease = time.Minute
 
 func addRunFlags(fs *flag.FlagSet) *runFlags {
 	f := &runFlags{}
@@ -50,7 +60,18 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	// handler warnings about them would say it twice.
 	fs.StringVar(&f.logLevel, "log-level", "error", "debug, info, warn or error (handler logs on stderr)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&f.lease, "lease", migration.DefaultLease,
+		"how long a file claimed by this run stays exclusive without renewal (renewed at each step); another run finding it\n"+
+			"held skips it as in progress until then; leases of a process that died on this host are taken over at once (at least 1m)")
 	return f
+}
+
+// checkLease refuses a lease too short to cover one conversion.
+func (f *runFlags) checkLease() error {
+	if f.lease < minLease {
+		return fmt.Errorf("--lease %s: must be at least %s (a lease shorter than one conversion lets a second run convert the same file)", f.lease, minLease)
+	}
+	return nil
 }
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -75,6 +96,9 @@ Flags:`)
 		fs.Usage()
 		return errUsage
 	}
+	if err := f.checkLease(); err != nil {
+		return err
+	}
 	switch *backend {
 	case "local":
 		roots, inputs, err := collectSources(srcs, f.dest)
@@ -92,6 +116,9 @@ Flags:`)
 		if err != nil {
 			return err
 		}
+		// No object store here: on AWS the staging lifecycle rule expires
+		// what an unfinished job staged.
+		f.closer = migration.NewExecutionFailed(migration.Config{}, nil, tracker, q.DeadLetter, slog.New(slog.DiscardHandler))
 		paths := pathsFor(".", f.stateDir)
 		return f.execute(ctx, exec, tracker, inputs, "aws", h.Recipe(), paths, stdout, stderr)
 	}
@@ -105,6 +132,7 @@ type localPipeline struct {
 	backend *localBackend
 	recipe  convert.Recipe
 	exec    *asl.Executor
+	cfg     migration.Config
 }
 
 // openLocalPipeline builds the GDAL engine, the embedded backends and the
@@ -119,7 +147,10 @@ func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer
 	if err != nil {
 		return nil, fmt.Errorf("GDAL: %w", err)
 	}
-	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir()}
+	if err := f.checkLease(); err != nil {
+		return nil, err
+	}
+	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir(), Lease: f.lease}
 	cfg.Recipe.VectorFormat, cfg.Recipe.ZSTDLevel = f.vectorFormat, f.zstdLevel
 	cfg.Recipe.EngineVersion, cfg.Recipe.ToolVersion = engine.Version(), buildinfo.Version
 	if err := cfg.Validate(); err != nil {
@@ -140,7 +171,7 @@ func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer
 		backend.Close()
 		return nil, err
 	}
-	return &localPipeline{paths: paths, backend: backend, recipe: h.Recipe(), exec: exec}, nil
+	return &localPipeline{paths: paths, backend: backend, recipe: h.Recipe(), exec: exec, cfg: cfg}, nil
 }
 
 // run migrates inputs from local directories through the local executor.
@@ -150,6 +181,7 @@ func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migrati
 		return err
 	}
 	defer p.backend.Close()
+	f.closer = migration.NewExecutionFailed(p.cfg, p.backend.store, p.backend.tracker, p.backend.queues.DeadLetter, slog.New(slog.DiscardHandler))
 	err = f.execute(ctx, p.exec, p.backend.tracker, inputs, "local", p.recipe, p.paths, stdout, stderr)
 	if n, serr := sweepStaging(context.WithoutCancel(ctx), p.backend); serr != nil {
 		fmt.Fprintf(stderr, "geomigrate: staging sweep: %v\n", serr)
@@ -192,7 +224,13 @@ func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *sta
 		isTTY = term.IsTerminal(int(file.Fd()))
 	}
 	prog := newProgress(stderr, len(inputs), f.progress == "bar" || (f.progress == "auto" && isTTY))
+	if err := takeOverDeadLeases(ctx, tracker, f.closer, stderr); err != nil {
+		return err
+	}
 	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done, Release: release}
+	if f.closer != nil {
+		runner.Ended = f.closer.Close
+	}
 	fmt.Fprintf(stderr, "geomigrate %s: %d file(s) → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), f.dest, backend, recipe.EngineVersion, f.workers)
 	started := time.Now()
 	outcomes := runner.Run(ctx, inputs)

@@ -34,6 +34,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
+	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 )
@@ -284,7 +285,29 @@ func (a *App) Promote() *migration.Promote {
 	return migration.NewPromote(a.Config, a.Store, a.Tracker, a.Log).WithMetrics(a.Metrics)
 }
 
-// Classify returns the Classify handler with the default rules.
+// Classify returns the Classify handler with the default rules; it deletes
+// the staged outputs of the jobs it routes.
 func (a *App) Classify() *migration.Classify {
-	return migration.NewClassify(a.Tracker, nil, a.Log).WithMetrics(a.Metrics)
+	return migration.NewClassify(a.Tracker, nil, a.Log).WithMetrics(a.Metrics).WithStagingCleanup(a.Store, a.Config)
+}
+
+// Environment of the executionfailed function (besides Load's).
+const (
+	// EnvDeadLetterQueueURL is the SQS queue executionfailed sends to.
+	EnvDeadLetterQueueURL = "GEOMIGRATE_DEAD_LETTER_QUEUE_URL"
+	// EnvMigrateStateMachineArn, when set, limits executionfailed to the
+	// executions of that state machine.
+	EnvMigrateStateMachineArn = "GEOMIGRATE_MIGRATE_STATE_MACHINE_ARN"
+)
+
+// ExecutionFailed returns the handler that closes the jobs of migrate
+// executions that ended unfinished; it sends to the queue named by
+// GEOMIGRATE_DEAD_LETTER_QUEUE_URL (required).
+func (a *App) ExecutionFailed(getenv func(string) string) (*migration.ExecutionFailed, error) {
+	url := getenv(EnvDeadLetterQueueURL)
+	if url == "" {
+		return nil, fmt.Errorf("awsapp: %s is required", EnvDeadLetterQueueURL)
+	}
+	dlq := sqsqueue.New(awsconfig.NewSQS(a.AWS, a.AWSOptions), sqsqueue.Options{QueueURL: url})
+	return migration.NewExecutionFailed(a.Config, a.Store, a.Tracker, dlq, a.Log).ForStateMachine(getenv(EnvMigrateStateMachineArn)), nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -35,6 +36,7 @@ const (
 // executor, and writes the result files to the results bucket.
 type Backfill struct {
 	exec    *asl.Executor
+	ended   func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
 	mu      sync.Mutex
 	results []Outcome
 }
@@ -45,6 +47,10 @@ type BackfillConfig struct {
 	ResultsBucket string
 	Store         objectstore.Store // lists sources, reads manifests, writes results
 	Migrate       *asl.Executor     // runs each child execution
+	// Ended, if set, closes the job of a child execution that ended
+	// unfinished, as Runner.Ended does (on AWS the children are Standard
+	// executions and executionfailed gets their events).
+	Ended func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
 }
 
 // NewBackfill parses the backfill definition and binds its resources.
@@ -61,7 +67,7 @@ func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
 	if err != nil {
 		return nil, fmt.Errorf("localrun.NewBackfill: %w", err)
 	}
-	b := &Backfill{}
+	b := &Backfill{ended: cfg.Ended}
 	all := []asl.Option{
 		asl.WithStateMachineName("geomigrate-backfill"),
 		asl.WithResource(resourceListObjects, listObjects(cfg.Store)),
@@ -244,7 +250,7 @@ func (b *Backfill) startChild(migrate *asl.Executor) func(context.Context, json.
 		if p.StateMachineArn != MigrateStateMachine {
 			return nil, &asl.TaskError{Name: "StepFunctions.StateMachineDoesNotExistException", Cause: "no local state machine " + p.StateMachineArn}
 		}
-		var src struct{ Bucket, Key string }
+		var src migration.Source
 		_ = json.Unmarshal(p.Input, &src)
 		o := Outcome{Bucket: src.Bucket, Key: src.Key, Execution: ExecutionName(src.Key)}
 		start := time.Now()
@@ -254,6 +260,9 @@ func (b *Backfill) startChild(migrate *asl.Executor) func(context.Context, json.
 		}
 		o.Duration = time.Since(start)
 		Summarize(res, &o)
+		if o.Status == StatusFailed && b.ended != nil {
+			closeEnded(ctx, b.ended, src, res, &o)
+		}
 		o.History = nil
 		b.mu.Lock()
 		b.results = append(b.results, o)

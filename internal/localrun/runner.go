@@ -2,10 +2,7 @@ package localrun
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
@@ -53,9 +50,13 @@ type Runner struct {
 	Workers  int
 	// OnDone is called once per input as it finishes (progress display).
 	OnDone func(Outcome)
-	// Release, if set, gives up the lease of a job whose execution ended
-	// without finishing it (interrupted, timed out), so that the next run
-	// takes it over at once rather than after the lease expires.
+	// Ended, if set, closes the job of an execution that ended without
+	// finishing it (timed out, aborted, failed outside Catch), as the
+	// executionfailed function does on AWS: the job is quarantined, its
+	// lease released and a dead-letter message sent (migration.ExecutionFailed.Close).
+	Ended func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
+	// Release, used when Ended is nil, only gives up the lease of such a
+	// job, so that the next run takes it over at once.
 	Release func(ctx context.Context, jobID, execution string) error
 }
 
@@ -95,14 +96,6 @@ feed:
 	return out
 }
 
-// ExecutionName is unique per run: it is also the lease owner, and a new
-// run must not mistake an old run's lease for its own.
-func ExecutionName(key string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s-%s", time.Now().UTC().Format("20060102T150405"), hex.EncodeToString(b[:]))
-}
-
 func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
 	start := time.Now()
 	o := Outcome{Bucket: src.Bucket, Key: src.Key, Execution: ExecutionName(src.Key)}
@@ -114,6 +107,10 @@ func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
 		return o
 	}
 	Summarize(res, &o)
+	if o.Status == StatusFailed && r.Ended != nil {
+		closeEnded(ctx, r.Ended, src, res, &o)
+		return o
+	}
 	if o.Status == StatusFailed && o.JobID != "" && r.Release != nil {
 		// The context may be the cancelled one: release regardless.
 		if rerr := r.Release(context.WithoutCancel(ctx), o.JobID, res.ExecutionArn); rerr != nil {
@@ -121,6 +118,24 @@ func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
 		}
 	}
 	return o
+}
+
+// closeEnded records the end of an execution that left its job unfinished;
+// once a dead-letter message about it is sent, the input's outcome is dlq.
+func closeEnded(ctx context.Context, ended func(context.Context, migration.EndedExecution) (migration.ExecutionFailedOutput, error),
+	src migration.Source, res *asl.Result, o *Outcome) {
+	// The context may be the cancelled one (Ctrl-C): close regardless.
+	out, err := ended(context.WithoutCancel(ctx), migration.EndedExecution{
+		Execution: res.ExecutionArn, Status: res.Status, Error: res.Error, Cause: res.Cause,
+		Source: src, JobID: o.JobID, StartedAt: res.StartTime, StoppedAt: res.StopTime,
+	})
+	switch {
+	case err != nil:
+		o.Message += " (job not closed: " + err.Error() + ")"
+	case out.MessageID != "":
+		o.Status, o.JobID = StatusDeadLetter, out.JobID
+		o.Message += " (job " + out.Outcome + "; dead-letter message " + out.MessageID + ")"
+	}
 }
 
 // Summarize reads an execution result into an outcome.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -79,6 +80,19 @@ type Classify struct {
 	rules   []Rule
 	now     func() time.Time
 	log     *slog.Logger
+	// store and cfg, when set, let Classify delete what the routed job
+	// staged (WithStagingCleanup).
+	store objectstore.Store
+	cfg   Config
+}
+
+// WithStagingCleanup makes Classify delete the staged outputs of a job it
+// routes, once the job's failure is recorded: they will never be promoted.
+// A failed delete is logged and changes nothing else (the staging lifecycle
+// rule expires what is left).
+func (c *Classify) WithStagingCleanup(store objectstore.Store, cfg Config) *Classify {
+	c.store, c.cfg = store, cfg
+	return c
 }
 
 // NewClassify wires the handler; rules nil means DefaultRules.
@@ -135,7 +149,7 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		if src.DatasetID == "" {
 			src.DatasetID = src.Bucket
 		}
-		job = Job{ID: src.DatasetID + ":unhashed:" + src.Bucket + "/" + src.Key, DatasetID: src.DatasetID, SourceBucket: src.Bucket, SourceKey: src.Key}
+		job = unhashedJob(src)
 	}
 	out := ClassifyOutput{Tier: string(rule.Tier), Route: rule.Route, Message: RouteMessage{
 		Version: 1, JobID: job.ID, DatasetID: job.DatasetID, Bucket: job.SourceBucket, Key: job.SourceKey,
@@ -165,12 +179,29 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		// Another execution owns the job now (or finished it); routing this
 		// execution's failure is still right, overwriting theirs is not.
 		out.Message.Hint += " (state store not updated: " + err.Error() + ")"
-		err = nil
+		return out, nil
 	}
 	if err != nil {
 		return out, fmt.Errorf("classify: record %s: %w", to, err)
 	}
+	// Only the job's holder gets here (the returns above): another
+	// execution that owns the job now may be staging the same keys.
+	c.cleanStaging(ctx, job)
 	return out, nil
+}
+
+func (c *Classify) cleanStaging(ctx context.Context, job Job) {
+	n, err := removeStaged(ctx, c.store, c.cfg, job)
+	log := c.log
+	if log == nil {
+		log = slog.Default()
+	}
+	switch {
+	case err != nil:
+		log.WarnContext(ctx, "classify: staging not cleaned; the staging lifecycle rule will expire it", slog.String("job", job.ID), slog.String("error", err.Error()))
+	case n > 0:
+		log.InfoContext(ctx, "classify: staged outputs of the routed job deleted", slog.String("job", job.ID), slog.Int("objects", n))
+	}
 }
 
 // hint tells the person reading the queue what to do next.

@@ -197,6 +197,10 @@ func TestHashCheckDecisions(t *testing.T) {
 		}, src: Source{Bucket: "src", Key: "x.tif"}, exec: "e1", wantDecide: DecisionSkip, wantReason: ReasonAlreadyMigrated},
 		{name: "sidecar is not a source", setup: func(t *testing.T, f *fixture) { f.put(t, "roads.dbf", "x") },
 			src: Source{Bucket: "src", Key: "roads.dbf"}, exec: "e1", wantDecide: DecisionSkip, wantReason: ReasonSidecar},
+		{name: "console folder marker is skipped, not a data error", setup: func(t *testing.T, f *fixture) { f.put(t, "incoming/2024/", "") },
+			src: Source{Bucket: "src", Key: "incoming/2024/", KeyEncoding: "url"}, exec: "e1", wantDecide: DecisionSkip, wantReason: ReasonFolderMarker},
+		{name: "URL-encoded folder marker, deleted since, is still skipped", setup: func(t *testing.T, f *fixture) {},
+			src: Source{Bucket: "src", Key: "my+folder%2F", KeyEncoding: "url"}, exec: "e1", wantDecide: DecisionSkip, wantReason: ReasonFolderMarker},
 		{name: "missing source is a data error", setup: func(t *testing.T, f *fixture) {},
 			src: Source{Bucket: "src", Key: "gone.tif"}, exec: "e1", wantCode: fault.SourceNotFound},
 		{name: "pipeline outputs are not sources", setup: func(t *testing.T, f *fixture) {

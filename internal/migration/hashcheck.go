@@ -54,6 +54,14 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 	if src.Bucket == "" || src.Key == "" {
 		return HashCheckOutput{}, fault.Data(fault.InvalidInput, "source bucket and key are required")
 	}
+	if key, err := src.DecodedKey(); err == nil && strings.HasSuffix(key, "/") {
+		// A console "Create folder" marker (a zero-byte key ending in /)
+		// arrives on the event path like any object; the backfill skips it
+		// in its item processor, the event path skips it here. Checked
+		// before the Head: a marker deleted since is not a missing source.
+		src.Key, src.KeyEncoding = key, "plain"
+		return HashCheckOutput{Source: src, Decision: DecisionSkip, Reason: ReasonFolderMarker}, nil
+	}
 	obj, key, err := h.resolve(ctx, src)
 	if err != nil {
 		return HashCheckOutput{}, err
@@ -76,9 +84,6 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 		}
 		obj, key = main, main.Key
 		src.Key = key
-	}
-	if strings.HasSuffix(key, "/") {
-		return HashCheckOutput{}, fault.Data(fault.InvalidInput, "%s is a folder marker, not a file", key)
 	}
 	if h.cfg.DestBucket == src.Bucket && (strings.HasPrefix(key, h.cfg.StagingPrefix) || (h.cfg.DestPrefix != "" && strings.HasPrefix(key, h.cfg.DestPrefix))) {
 		return HashCheckOutput{}, fault.Data(fault.InvalidInput, "%s is an output of this pipeline, not a source", key)

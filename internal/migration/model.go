@@ -95,6 +95,7 @@ const (
 	ReasonInProgress          = "in_progress"
 	ReasonAwaitingRemediation = "awaiting_remediation"
 	ReasonSidecar             = "sidecar"
+	ReasonFolderMarker        = "folder_marker"
 )
 
 type (

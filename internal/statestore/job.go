@@ -98,3 +98,9 @@ type Backend interface {
 	// List calls fn for every job with the given status ("" for all).
 	List(ctx context.Context, status Status, fn func(Job) error) error
 }
+
+// RecentLister is a Backend that lists a status's records updated at or
+// after a time without reading the older ones.
+type RecentLister interface {
+	ListUpdatedSince(ctx context.Context, status Status, since time.Time, fn func(Job) error) error
+}

@@ -61,16 +61,30 @@ type TrackerOption func(*Tracker)
 // WithClock sets the time source (tests).
 func WithClock(now func() time.Time) TrackerOption { return func(t *Tracker) { t.now = now } }
 
+// DefaultLease is the lease of a Tracker built without WithLease.
+const DefaultLease = 20 * time.Minute
+
 // WithLease sets how long a claim stays exclusive without renewal. It must
-// outlast the longest single task attempt (Lambda: 15 minutes).
-func WithLease(d time.Duration) TrackerOption { return func(t *Tracker) { t.lease = d } }
+// outlast the longest single task attempt (Lambda: 15 minutes). Zero or less
+// keeps DefaultLease: a zero lease would expire as it is taken, and every
+// execution of the same job would take it over (issue 9).
+func WithLease(d time.Duration) TrackerOption {
+	return func(t *Tracker) {
+		if d > 0 {
+			t.lease = d
+		}
+	}
+}
+
+// Lease is how long a claim stays exclusive without renewal.
+func (t *Tracker) Lease() time.Duration { return t.lease }
 
 // WithTTL sets how long terminal records are kept (0: forever).
 func WithTTL(d time.Duration) TrackerOption { return func(t *Tracker) { t.ttl = d } }
 
 // NewTracker returns a Tracker over b.
 func NewTracker(b Backend, opts ...TrackerOption) *Tracker {
-	t := &Tracker{backend: b, now: time.Now, lease: 20 * time.Minute}
+	t := &Tracker{backend: b, now: time.Now, lease: DefaultLease}
 	for _, o := range opts {
 		o(t)
 	}
@@ -267,6 +281,76 @@ func (t *Tracker) Release(ctx context.Context, id, execution, note string) error
 				continue
 			}
 			return fmt.Errorf("statestore.Release %s: %w", id, err)
+		}
+		return nil
+	}
+}
+
+// errFound stops a List early.
+var errFound = errors.New("statestore: found")
+
+// FindLeasedBy returns the job whose lease an execution holds or last held
+// (a terminal transition keeps the execution as its owner), looking in the
+// given statuses in order at records updated since the execution started:
+// with a RecentLister backend (DynamoDB's status index is sorted by
+// updated_at) that reads only the jobs touched since, not every job.
+func (t *Tracker) FindLeasedBy(ctx context.Context, execution string, since time.Time, statuses ...Status) (Job, bool, error) {
+	for _, s := range statuses {
+		var found Job
+		match := func(j Job) error {
+			if j.LeaseOwner == execution && j.Status == s && !j.UpdatedAt.Before(since) {
+				found = j
+				return errFound
+			}
+			return nil
+		}
+		var err error
+		if rl, ok := t.backend.(RecentLister); ok && !since.IsZero() {
+			err = rl.ListUpdatedSince(ctx, s, since, match)
+		} else {
+			err = t.backend.List(ctx, s, match)
+		}
+		switch {
+		case errors.Is(err, errFound):
+			// The listing may lag (an index); the record itself decides.
+			cur, err := t.backend.Get(ctx, found.ID)
+			if err != nil {
+				return Job{}, false, fmt.Errorf("statestore.FindLeasedBy %s: %w", found.ID, err)
+			}
+			if cur.LeaseOwner == execution {
+				return cur, true, nil
+			}
+		case err != nil:
+			return Job{}, false, fmt.Errorf("statestore.FindLeasedBy %s: %w", s, err)
+		}
+	}
+	return Job{}, false, nil
+}
+
+// Note appends a history entry without changing the status, on behalf of
+// the execution that holds or last held the job (what happened after the
+// job's last transition: a message sent about it, for instance).
+func (t *Tracker) Note(ctx context.Context, id, execution, note string) error {
+	for {
+		now := t.now().UTC()
+		cur, err := t.backend.Get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("statestore.Note %s: %w", id, err)
+		}
+		if cur.LeaseOwner != execution {
+			return fmt.Errorf("statestore.Note %s: %w (%s)", id, ErrLeaseLost, cur.LeaseOwner)
+		}
+		next := cur
+		next.History = append(next.History, Transition{At: now, From: cur.Status, To: cur.Status, Execution: execution, Note: note})
+		if over := len(next.History) - HistoryLimit; over > 0 {
+			next.History = append([]Transition(nil), next.History[over:]...)
+		}
+		next.UpdatedAt, next.Version = now, cur.Version+1
+		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			return fmt.Errorf("statestore.Note %s: %w", id, err)
 		}
 		return nil
 	}

@@ -208,3 +208,18 @@ func TestReleaseLetsTheNextRunTakeOver(t *testing.T) {
 		t.Fatalf("status %s", j.Status)
 	}
 }
+
+// TestZeroLeaseKeepsTheDefault (issue 9): a configuration that never set
+// the lease (0) must not make every claim expire as it is taken.
+func TestZeroLeaseKeepsTheDefault(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	tr := statestore.NewTracker(statestoretest.NewMemory(), statestore.WithClock(c.now), statestore.WithLease(0))
+	if tr.Lease() != statestore.DefaultLease {
+		t.Fatalf("lease %s, want %s", tr.Lease(), statestore.DefaultLease)
+	}
+	claim(t, tr, "e1", false)
+	c.advance(time.Second)
+	if _, o := claim(t, tr, "e2", false); o != statestore.InProgress {
+		t.Fatalf("a second execution one second later: %s, want in_progress", o)
+	}
+}

@@ -161,13 +161,40 @@ func (b *Backend) List(ctx context.Context, status statestore.Status, fn func(st
 	return err
 }
 
-func (b *Backend) query(ctx context.Context, status statestore.Status, fn func(statestore.Job) error) error {
+// ListUpdatedSince lists the records of a status updated at or after
+// since: a range on the status index's sort key (updated_at, written in
+// TimeLayout, which sorts as text), so older records are not read. Without
+// the index it scans and filters.
+func (b *Backend) ListUpdatedSince(ctx context.Context, status statestore.Status, since time.Time, fn func(statestore.Job) error) error {
+	keep := func(j statestore.Job) error {
+		if j.UpdatedAt.Before(since) {
+			return nil
+		}
+		return fn(j)
+	}
+	if b.noIndex.Load() {
+		return b.scan(ctx, status, keep)
+	}
+	err := b.query(ctx, status, keep, since)
+	if err != nil && isMissingIndex(err) {
+		b.noIndex.Store(true)
+		return b.scan(ctx, status, keep)
+	}
+	return err
+}
+
+func (b *Backend) query(ctx context.Context, status statestore.Status, fn func(statestore.Job) error, since ...time.Time) error {
 	in := &dynamodb.QueryInput{
 		TableName:                 &b.table,
 		IndexName:                 &b.index,
 		KeyConditionExpression:    aws.String("#s = :s"),
 		ExpressionAttributeNames:  map[string]string{"#s": AttrStatus},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: string(status)}},
+	}
+	if len(since) > 0 {
+		in.KeyConditionExpression = aws.String("#s = :s AND #u >= :u")
+		in.ExpressionAttributeNames["#u"] = AttrUpdatedAt
+		in.ExpressionAttributeValues[":u"] = &types.AttributeValueMemberS{Value: since[0].UTC().Format(TimeLayout)}
 	}
 	first := true
 	p := dynamodb.NewQueryPaginator(b.api, in)

@@ -134,10 +134,21 @@ func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func
 		return nil, &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: &awshttp.ResponseError{
 			ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: "ValidationException", Message: "The table does not have the specified index: status-index"}}}}
 	}
-	if aws.ToString(in.IndexName) != DefaultStatusIndex || aws.ToString(in.KeyConditionExpression) != "#s = :s" || in.ExpressionAttributeNames["#s"] != "status" {
+	cond := aws.ToString(in.KeyConditionExpression)
+	ranged := cond == "#s = :s AND #u >= :u" && in.ExpressionAttributeNames["#u"] == "updated_at"
+	if aws.ToString(in.IndexName) != DefaultStatusIndex || (cond != "#s = :s" && !ranged) || in.ExpressionAttributeNames["#s"] != "status" {
 		f.t.Errorf("unexpected query %+v", in)
 	}
 	items, last := f.page(s(in.ExpressionAttributeValues[":s"]), true, in.ExclusiveStartKey)
+	if ranged { // the sort key condition, as DynamoDB applies it before paging
+		var kept []map[string]types.AttributeValue
+		for _, it := range items {
+			if s(it["updated_at"]) >= s(in.ExpressionAttributeValues[":u"]) {
+				kept = append(kept, it)
+			}
+		}
+		items = kept
+	}
 	return &dynamodb.QueryOutput{Items: items, LastEvaluatedKey: last}, nil
 }
 

@@ -40,6 +40,7 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) statestore.Back
 		{"ListByStatus", testListByStatus},
 		{"ListStopsOnError", testListStopsOnError},
 		{"ListCallbackMayWrite", testListCallbackMayWrite},
+		{"ListUpdatedSince", testListUpdatedSince},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -452,5 +453,34 @@ func testListCallbackMayWrite(t *testing.T, b statestore.Backend) {
 	}
 	if got := listIDs(t, b, statestore.Processing); len(got) != 300 {
 		t.Errorf("%d processing, want 300", len(got))
+	}
+}
+
+// testListUpdatedSince: a RecentLister returns exactly the records of a
+// status updated at or after the time (other backends skip).
+func testListUpdatedSince(t *testing.T, b statestore.Backend) {
+	rl, ok := b.(statestore.RecentLister)
+	if !ok {
+		t.Skip("not a RecentLister")
+	}
+	for i, age := range []time.Duration{3 * time.Hour, time.Hour, time.Minute, 0} {
+		j := newJob(fmt.Sprintf("recent-%d", i), statestore.Processing)
+		j.UpdatedAt = t0.Add(-age)
+		mustPut(t, b, j, 0)
+	}
+	other := newJob("recent-done", statestore.Completed)
+	other.UpdatedAt = t0
+	mustPut(t, b, other, 0)
+	var got []string
+	err := rl.ListUpdatedSince(context.Background(), statestore.Processing, t0.Add(-time.Hour), func(j statestore.Job) error {
+		got = append(got, j.ID)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if want := []string{"recent-1", "recent-2", "recent-3"}; !slices.Equal(got, want) {
+		t.Fatalf("updated since an hour before t0: %v, want %v", got, want)
 	}
 }
