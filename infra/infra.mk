@@ -55,5 +55,5 @@ sam-invoke: synth ## run one function locally with SAM CLI + Docker: make sam-in
 	@docker info >/dev/null 2>&1 || { echo "sam-invoke needs a running Docker engine; see docs/local-testing.md for the Docker-free paths (local executor, aws-lambda-rie)"; exit 2; }
 	sam local invoke -t cdk.out/$(STACK).template.json -e $(EVENT) $$(echo $(FN) | sed 's/^./\U&/')Function
 
-test-infra: tools-infra ## run the infra assertion tests (awscdk assertions, cdk-nag AwsSolutions, ASL and layer manifest checks)
-	cd infra && $(INFRA_ENV) go test -count=1 ./...
+test-infra: tools-infra asl-judges cfn-lint-check ## run the infra assertion tests (awscdk assertions, cdk-nag AwsSolutions, ASL judges and cfn-lint on every synthesized variant, layer manifest checks)
+	cd infra && $(INFRA_ENV) GEOMIGRATE_REQUIRE_JUDGES=1 go test -count=1 ./...
