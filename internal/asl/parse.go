@@ -47,9 +47,10 @@ func Parse(def []byte) (*StateMachine, error) {
 }
 
 // checkUniqueNames rejects a state name used twice anywhere in the machine,
-// nested branches and item processors included: the States Language
-// requires names unique across the whole state machine, and Step Functions
-// refuses such a definition (DUPLICATE_STATE_NAMES).
+// nested branches and item processors included. Step Functions: "A state is
+// referred to by its name, which can be any string, but which must be unique
+// within the scope of the entire state machine."
+// (https://docs.aws.amazon.com/step-functions/latest/dg/workflow-states.html)
 func (sm *StateMachine) checkUniqueNames() error {
 	seen := map[string]string{}
 	var dups []string
