@@ -38,7 +38,8 @@ run: cli ## generate sample data and migrate it locally into ./out, printing a s
 	./$(BIN)/geomigrate status --dest $(OUT)
 
 .PHONY: test
-test: deps hyparquet ## install and start what the tests need, run them all, stop what was started
+test: export GEOMIGRATE_REQUIRE_JUDGES := 1
+test: deps hyparquet asl-judges ## install and start what the tests need, run them all, stop what was started
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(MAKE) --no-print-directory test-integration
@@ -64,4 +65,5 @@ clean: ## remove build outputs, samples and local runs
 include test/integration.mk
 include scripts/hyparquet/hyparquet.mk
 include infra/infra.mk
+include scripts/asl-judges/asl-judges.mk
 include functions/functions.mk

@@ -28,7 +28,6 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
-	"github.com/geomigrate/geomigrate/statemachine"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -239,7 +238,7 @@ func TestS3NotificationKeyDecoding(t *testing.T) {
 // HashCheck that records its payload and answers decision skip.
 func normalizeRun(t *testing.T, input []byte) (*asl.Result, json.RawMessage) {
 	t.Helper()
-	def, err := asl.Substitute(statemachine.Migrate, localrun.Substitutions())
+	def, err := localrun.MigrateDefinition()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +442,7 @@ func TestFolderMarkerEventIsSkipped(t *testing.T) {
 	}
 	hc := migration.NewHashCheck(migration.Config{DestBucket: "geo-archive-cog"}, store, statestore.NewTracker(statestoretest.NewMemory()),
 		migration.StoreFingerprinter{Store: store}, slog.New(slog.DiscardHandler))
-	def, err := asl.Substitute(statemachine.Migrate, localrun.Substitutions())
+	def, err := localrun.MigrateDefinition()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,8 @@ type Config struct {
 	ConvertReservedConcurrency  int    // context convertReservedConcurrency (0 = not reserved)
 	SmallMemoryMB               int    // context smallFunctionMemoryMB (hashcheck, classify, promote)
 	HashcheckTimeoutSeconds     int    // context hashcheckTimeoutSeconds
+	PromoteTimeoutSeconds       int    // fixed: promote copies at most one output set (not a context key)
+	ClassifyTimeoutSeconds      int    // fixed: classify only records and routes (not a context key)
 	SmallReservedConcurrency    int    // context smallFunctionReservedConcurrency (0 = not reserved)
 	LogRetentionDays            int    // context logRetentionDays
 	EventRetryAttempts          int    // context eventRetryAttempts: EventBridge → StartExecution
@@ -200,6 +202,8 @@ func LoadConfig(scope constructs.Construct) (*Config, error) {
 		ConvertReservedConcurrency:  geti("convertReservedConcurrency", 0),
 		SmallMemoryMB:               geti("smallFunctionMemoryMB", 512),
 		HashcheckTimeoutSeconds:     geti("hashcheckTimeoutSeconds", 900),
+		PromoteTimeoutSeconds:       900,
+		ClassifyTimeoutSeconds:      60,
 		SmallReservedConcurrency:    geti("smallFunctionReservedConcurrency", 0),
 		LogRetentionDays:            geti("logRetentionDays", 90),
 		EventRetryAttempts:          geti("eventRetryAttempts", 185),
@@ -305,6 +309,13 @@ func (c *Config) validate() []string {
 	}
 	if c.LeaseSeconds < 60 {
 		errs = append(errs, "leaseSeconds must be at least 60")
+	}
+	// A lease that ends while a function still runs would let a second execution claim the job.
+	for name, secs := range map[string]int{"convertTimeoutSeconds": c.ConvertTimeoutSeconds, "hashcheckTimeoutSeconds": c.HashcheckTimeoutSeconds,
+		"promote's timeout": c.PromoteTimeoutSeconds, "classify's timeout": c.ClassifyTimeoutSeconds} {
+		if c.LeaseSeconds <= secs {
+			errs = append(errs, fmt.Sprintf("leaseSeconds (%d) must exceed %s (%d): a lease must outlive the invocation holding it", c.LeaseSeconds, name, secs))
+		}
 	}
 	if c.FingerprintThresholdBytes <= 0 {
 		errs = append(errs, "fingerprintThresholdBytes must be positive")

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/geomigrate/geomigrate/statemachine"
 )
 
 // Placeholders each definition must contain, exactly (the contract with statemachine/).
@@ -14,8 +16,10 @@ var (
 	MigratePlaceholders = []string{
 		"HashCheckFunctionArn", "ConvertFunctionArn", "PromoteFunctionArn", "ClassifyFunctionArn",
 		"RemediationQueueUrl", "DeadLetterQueueUrl",
+		statemachine.HashCheckTimeoutSeconds, statemachine.ConvertTimeoutSeconds,
+		statemachine.PromoteTimeoutSeconds, statemachine.ClassifyTimeoutSeconds,
 	}
-	BackfillPlaceholders = []string{"MigrateStateMachineArn", "SourceBucket", "ResultsBucket"}
+	BackfillPlaceholders = []string{"MigrateStateMachineArn", "SourceBucket", "ResultsBucket", statemachine.SourcePrefixRules}
 )
 
 // placeholderRE matches ${Name}; CDK tokens (${Token[TOKEN.12]}) do not match.
@@ -133,6 +137,13 @@ func LoadDefinition(path string, want []string) (string, error) {
 // workflows cannot use the .sync integration, so instead of starting the migrate state machine
 // each Map item runs the migrate workflow's states inline, as an Express child execution. The
 // result is the same per-object workflow; the migrate placeholders stay in it.
+//
+// State names must be unique in the whole state machine, so the inlined states are renamed
+// with the Map's Label as prefix (BackfillPrefix + HashCheck = BackfillPrefixHashCheck) and
+// every transition to them (StartAt, Next, Default, Choices' Next, Catch's Next) follows. The
+// child-start Task is replaced by the inlined StartAt, and states only it reached (its Catch
+// target) are dropped. Handlers still see the migrate workflow's own state name: a
+// "$$.State.Name" in Parameters becomes that name as a literal.
 func ExpressBackfill(backfill, migrate string) (string, error) {
 	var b, m map[string]any
 	if err := json.Unmarshal([]byte(backfill), &b); err != nil {
@@ -149,47 +160,202 @@ func ExpressBackfill(backfill, migrate string) (string, error) {
 	if strings.Contains(migrate, ".sync") || strings.Contains(migrate, ".waitForTaskToken") {
 		return "", fmt.Errorf("migrate definition uses .sync or .waitForTaskToken, which Express child workflows cannot run")
 	}
+	for name, v := range mStates {
+		if t, _ := v.(map[string]any)["Type"].(string); t == "Map" || t == "Parallel" {
+			return "", fmt.Errorf("migrate state %s is a %s: nested machines are not inlined", name, t)
+		}
+	}
 	states, _ := b["States"].(map[string]any)
 	n := 0
-	for _, s := range states {
-		st, _ := s.(map[string]any)
+	for _, mapName := range sortedKeys(states) {
+		st, _ := states[mapName].(map[string]any)
 		proc, _ := st["ItemProcessor"].(map[string]any)
 		if proc == nil {
 			continue
 		}
+		label, _ := st["Label"].(string)
+		if label == "" {
+			return "", fmt.Errorf("backfill Map %s has no Label to prefix the inlined state names with", mapName)
+		}
 		pstates, _ := proc["States"].(map[string]any)
-		start, _ := proc["StartAt"].(string)
-		gate, _ := pstates[start].(map[string]any)
-		if gate == nil || gate["Type"] != "Choice" {
-			return "", fmt.Errorf("backfill item processor must start with its folder-marker Choice")
-		}
-		newStates := map[string]any{}
-		for name, v := range mStates {
-			newStates[name] = v
-		}
-		for _, keep := range []string{start, fmt.Sprint(firstChoiceNext(gate))} {
-			if _, clash := newStates[keep]; clash {
-				return "", fmt.Errorf("state name %q exists in both definitions", keep)
+		var child string
+		for name, v := range pstates {
+			if r, _ := v.(map[string]any)["Resource"].(string); strings.HasPrefix(r, "arn:aws:states:::states:startExecution") {
+				if child != "" {
+					return "", fmt.Errorf("backfill Map %s starts child executions in both %s and %s", mapName, child, name)
+				}
+				child = name
 			}
-			newStates[keep] = pstates[keep]
 		}
-		gate["Default"] = mStart
-		proc["States"] = newStates
+		if child == "" {
+			return "", fmt.Errorf("backfill Map %s has no startExecution task to inline the migrate workflow into", mapName)
+		}
+		delete(pstates, child)
+		toInlined := func(name string) string {
+			if name == child {
+				return label + mStart
+			}
+			return name
+		}
+		if s, _ := proc["StartAt"].(string); s != "" {
+			proc["StartAt"] = toInlined(s)
+		}
+		for _, v := range pstates {
+			retarget(v.(map[string]any), toInlined)
+		}
+		for name, v := range mStates {
+			inlined := label + name
+			if _, clash := pstates[inlined]; clash {
+				return "", fmt.Errorf("state name %s exists in backfill Map %s and as an inlined migrate state", inlined, mapName)
+			}
+			cp, err := deepCopy(v)
+			if err != nil {
+				return "", err
+			}
+			s := cp.(map[string]any)
+			retarget(s, func(next string) string { return label + next })
+			if p, ok := s["Parameters"]; ok {
+				s["Parameters"] = literalStateName(p, name)
+			}
+			pstates[inlined] = s
+		}
+		dropUnreachable(proc)
 		proc["ProcessorConfig"] = map[string]any{"Mode": "DISTRIBUTED", "ExecutionType": "EXPRESS"}
 		n++
 	}
 	if n == 0 {
 		return "", fmt.Errorf("backfill definition has no ItemProcessor")
 	}
+	if dup := duplicateStateNames(b); len(dup) > 0 {
+		return "", fmt.Errorf("state names used more than once in the EXPRESS backfill: %v", dup)
+	}
 	out, err := json.MarshalIndent(b, "", "  ")
 	return string(out), err
 }
 
-func firstChoiceNext(choice map[string]any) any {
-	cs, _ := choice["Choices"].([]any)
-	if len(cs) == 0 {
-		return nil
+// retarget rewrites a state's transitions: Next, Default, each Choice rule's Next, each
+// Catch's Next.
+func retarget(st map[string]any, to func(string) string) {
+	for _, k := range []string{"Next", "Default"} {
+		if s, ok := st[k].(string); ok {
+			st[k] = to(s)
+		}
 	}
-	c, _ := cs[0].(map[string]any)
-	return c["Next"]
+	for _, k := range []string{"Choices", "Catch"} {
+		list, _ := st[k].([]any)
+		for _, e := range list {
+			if r, ok := e.(map[string]any); ok {
+				if s, ok := r["Next"].(string); ok {
+					r["Next"] = to(s)
+				}
+			}
+		}
+	}
+}
+
+// transitions lists the states a state can go to.
+func transitions(st map[string]any) []string {
+	var out []string
+	retarget(st, func(s string) string { out = append(out, s); return s })
+	return out
+}
+
+// dropUnreachable removes the states of a (sub)machine that StartAt cannot reach.
+func dropUnreachable(machine map[string]any) {
+	states, _ := machine["States"].(map[string]any)
+	start, _ := machine["StartAt"].(string)
+	seen := map[string]bool{}
+	queue := []string{start}
+	for len(queue) > 0 {
+		name := queue[0]
+		queue = queue[1:]
+		st, ok := states[name].(map[string]any)
+		if !ok || seen[name] {
+			continue
+		}
+		seen[name] = true
+		queue = append(queue, transitions(st)...)
+	}
+	for name := range states {
+		if !seen[name] {
+			delete(states, name)
+		}
+	}
+}
+
+// literalStateName replaces each "key.$": "$$.State.Name" with "key": name.
+func literalStateName(v any, name string) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range t {
+			if base, ok := strings.CutSuffix(k, ".$"); ok && e == "$$.State.Name" {
+				out[base] = name
+				continue
+			}
+			out[k] = literalStateName(e, name)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = literalStateName(e, name)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// duplicateStateNames returns the state names used more than once anywhere in a definition,
+// Parallel branches and Map processors included.
+func duplicateStateNames(machine map[string]any) []string {
+	count := map[string]int{}
+	var walk func(m map[string]any)
+	walk = func(m map[string]any) {
+		states, _ := m["States"].(map[string]any)
+		for name, v := range states {
+			count[name]++
+			st, _ := v.(map[string]any)
+			for _, k := range []string{"ItemProcessor", "Iterator"} {
+				if p, ok := st[k].(map[string]any); ok {
+					walk(p)
+				}
+			}
+			branches, _ := st["Branches"].([]any)
+			for _, br := range branches {
+				if p, ok := br.(map[string]any); ok {
+					walk(p)
+				}
+			}
+		}
+	}
+	walk(machine)
+	var dup []string
+	for name, c := range count {
+		if c > 1 {
+			dup = append(dup, name)
+		}
+	}
+	sort.Strings(dup)
+	return dup
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func deepCopy(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(b, &out)
+	return out, err
 }

@@ -13,6 +13,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/statemachine"
 )
 
 func TestSubstitute(t *testing.T) {
@@ -94,7 +97,7 @@ func walkStates(t *testing.T, where string, states map[string]any, fn func(name 
 
 func TestBackfillDefinition(t *testing.T) {
 	text, doc := readBackfill(t)
-	if got := strings.Join(Placeholders(text), ","); got != "MigrateStateMachineArn,ResultsBucket,SourceBucket" {
+	if got := strings.Join(Placeholders(text), ","); got != "MigrateStateMachineArn,ResultsBucket,SourceBucket,SourcePrefixRules" {
 		t.Errorf("placeholders %s", got)
 	}
 	checkKeys(t, "top level", doc, "Comment", "StartAt", "States", "TimeoutSeconds", "Version")
@@ -150,7 +153,12 @@ func TestBackfillDefinition(t *testing.T) {
 		if sel["key.$"] != "$$.Map.Item.Value.Key" || sel["dataset_id.$"] != "$.dataset_id" || (sel["bucket"] == nil && sel["bucket.$"] == nil) {
 			t.Errorf("%s: item selector %s", name, js(sel))
 		}
-		child := proc["States"].(map[string]any)["MigrateObject"].(map[string]any)
+		var child map[string]any
+		for _, v := range proc["States"].(map[string]any) {
+			if v.(map[string]any)["Resource"] == "arn:aws:states:::states:startExecution.sync:2" {
+				child = v.(map[string]any)
+			}
+		}
 		if child["Resource"] != "arn:aws:states:::states:startExecution.sync:2" ||
 			js(child["Parameters"]) != `{"Input":{"bucket.$":"$.bucket","dataset_id.$":"$.dataset_id","key.$":"$.key"},"StateMachineArn":"${MigrateStateMachineArn}"}` {
 			t.Errorf("%s: child start %s", name, js(child))
@@ -183,5 +191,118 @@ func TestCdkNagDetectsViolations(t *testing.T) {
 	errs := assertions.Annotations_FromStack(stack).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-SQS[234]")))
 	if len(*errs) < 2 {
 		t.Errorf("cdk-nag did not report the bad queue: %d errors", len(*errs))
+	}
+}
+
+// expressBackfill builds the EXPRESS variant from the repository's files, expanded as the stack
+// expands them.
+func expressBackfill(t *testing.T) map[string]any {
+	t.Helper()
+	root := repoRoot(t)
+	mig, err := LoadDefinition(filepath.Join(root, "statemachine", "migrate.asl.json"), MigratePlaceholders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf, err := LoadDefinition(filepath.Join(root, "statemachine", "backfill.asl.json"), BackfillPlaceholders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := statemachine.ExpandMigrate([]byte(mig), statemachine.DefaultTaskTimeouts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := statemachine.ExpandBackfill([]byte(bf), []string{"incoming/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ExpressBackfill(string(b), string(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, p := range Placeholders(out) {
+		vars[p] = "stand-in-" + p
+	}
+	sub, err := Substitute(out, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := asl.Parse([]byte(sub)); err != nil {
+		t.Fatalf("EXPRESS backfill does not parse strictly: %v", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(sub), &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+func TestExpressBackfillPrefixesInlinedStates(t *testing.T) {
+	doc := expressBackfill(t)
+	if dup := duplicateStateNames(doc); len(dup) > 0 {
+		t.Fatalf("duplicate state names %v", dup)
+	}
+	for mapName, label := range map[string]string{"BackfillFromPrefix": "BackfillPrefix", "BackfillFromManifest": "BackfillManifest"} {
+		proc := doc["States"].(map[string]any)[mapName].(map[string]any)["ItemProcessor"].(map[string]any)
+		states := proc["States"].(map[string]any)
+		if js(proc["ProcessorConfig"]) != `{"ExecutionType":"EXPRESS","Mode":"DISTRIBUTED"}` {
+			t.Errorf("%s: processor config %s", mapName, js(proc["ProcessorConfig"]))
+		}
+		for name := range states {
+			if strings.Contains(name, "MigrateObject") || strings.Contains(name, "ItemFailed") {
+				t.Errorf("%s: %s should be replaced by the inlined workflow", mapName, name)
+			}
+		}
+		for _, name := range []string{"Normalize", "HashCheck", "Convert", "Promote", "Classify", "Completed", "RoutedToDeadLetter"} {
+			if _, ok := states[label+name]; !ok {
+				t.Errorf("%s: no inlined state %s", mapName, label+name)
+			}
+		}
+		// The folder-marker gate now leads into the inlined workflow.
+		var gate map[string]any
+		for _, v := range states {
+			if st := v.(map[string]any); st["Type"] == "Choice" && strings.Contains(js(st), `"StringMatches":"*/"`) {
+				gate = st
+			}
+		}
+		if gate == nil || gate["Default"] != label+"Normalize" {
+			t.Errorf("%s: folder-marker gate %s, want Default %sNormalize", mapName, js(gate), label)
+		}
+		// Every transition stays inside the processor and carries the prefix.
+		for name, v := range states {
+			for _, next := range transitions(v.(map[string]any)) {
+				if _, ok := states[next]; !ok {
+					t.Errorf("%s: %s goes to %s, which is not in the processor", mapName, name, next)
+				}
+			}
+		}
+		// Handlers see the migrate workflow's own state names.
+		hc := js(states[label+"HashCheck"].(map[string]any)["Parameters"])
+		if !strings.Contains(hc, `"state":"HashCheck"`) || strings.Contains(hc, "$$.State.Name") {
+			t.Errorf("%s: HashCheck context %s", mapName, hc)
+		}
+	}
+	if !strings.Contains(js(doc), `"TimeoutSeconds":900`) {
+		t.Error("inlined tasks lost their expanded timeouts")
+	}
+}
+
+func TestExpressBackfillErrors(t *testing.T) {
+	migrate := `{"StartAt":"A","States":{"A":{"Type":"Succeed"}}}`
+	proc := func(label, states string) string {
+		return `{"StartAt":"M","States":{"M":{"Type":"Map",` + label + `"ItemProcessor":{"StartAt":"S","States":` + states + `},"End":true}}}`
+	}
+	start := `{"S":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution.sync:2","End":true}}`
+	for name, tt := range map[string]struct{ backfill, migrate, want string }{
+		"no label":          {proc("", start), migrate, "no Label"},
+		"no child start":    {proc(`"Label":"L",`, `{"S":{"Type":"Succeed"}}`), migrate, "no startExecution task"},
+		"name clash":        {proc(`"Label":"L",`, `{"S":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution.sync:2","Next":"LA"},"LA":{"Type":"Succeed"}}`), migrate, "LA"},
+		"sync in migrate":   {proc(`"Label":"L",`, start), `{"StartAt":"A","States":{"A":{"Type":"Task","Resource":"arn:aws:states:::states:startExecution.sync:2","End":true}}}`, ".sync"},
+		"nested in migrate": {proc(`"Label":"L",`, start), `{"StartAt":"A","States":{"A":{"Type":"Parallel","Branches":[],"End":true}}}`, "nested"},
+		"no processor":      {`{"StartAt":"A","States":{"A":{"Type":"Succeed"}}}`, migrate, "no ItemProcessor"},
+	} {
+		if _, err := ExpressBackfill(tt.backfill, tt.migrate); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want one containing %q", name, err, tt.want)
+		}
 	}
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+
+	"github.com/geomigrate/geomigrate/statemachine"
 )
 
 // Stack holds the constructs the tests look at.
@@ -34,6 +36,7 @@ type Stack struct {
 	RemediationRedrive, DeadLetterRedrve awssqs.Queue
 	EventsDLQ                            awssqs.Queue
 	Functions                            map[string]awslambda.Function
+	FunctionTimeouts                     map[string]int // seconds, by function name; the Lambda tasks' TimeoutSeconds too
 	Migrate, Backfill                    awsstepfunctions.StateMachine
 	Rule                                 awsevents.Rule
 	ExecutionEndedRule                   awsevents.Rule
@@ -337,7 +340,7 @@ func (st *Stack) functions(assets *Assets) error {
 				tableStmt,
 			},
 			iam5: []string{srcRe, stagingRe}},
-		"promote": {memory: c.SmallMemoryMB, timeout: 900, reserved: c.SmallReservedConcurrency, ephemeral: 512,
+		"promote": {memory: c.SmallMemoryMB, timeout: c.PromoteTimeoutSeconds, reserved: c.SmallReservedConcurrency, ephemeral: 512,
 			desc: "copies staging to the final key with its metadata, deletes staging, marks COMPLETED",
 			stmts: []awsiam.PolicyStatement{
 				s3Statement("ReadWriteDeleteStaging", []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"}, staging),
@@ -346,7 +349,7 @@ func (st *Stack) functions(assets *Assets) error {
 				tableStmt,
 			},
 			iam5: []string{stagingRe, finalRe}},
-		"classify": {memory: c.SmallMemoryMB, timeout: 60, reserved: c.SmallReservedConcurrency, ephemeral: 512,
+		"classify": {memory: c.SmallMemoryMB, timeout: c.ClassifyTimeoutSeconds, reserved: c.SmallReservedConcurrency, ephemeral: 512,
 			desc: "classifies a caught error into a tier and route, records it and deletes the routed job's staged outputs",
 			stmts: []awsiam.PolicyStatement{tableStmt,
 				s3Statement("DeleteRoutedStaging", []string{"s3:DeleteObject"}, staging),
@@ -372,8 +375,10 @@ func (st *Stack) functions(assets *Assets) error {
 			},
 			iam5: []string{stagingRe}},
 	}
+	st.FunctionTimeouts = map[string]int{}
 	for _, name := range FunctionNames {
 		sp := specs[name]
+		st.FunctionTimeouts[name] = sp.timeout
 		id := strings.ToUpper(name[:1]) + name[1:]
 		logs := awslogs.NewLogGroup(st.Stack, s(id+"Logs"), &awslogs.LogGroupProps{
 			Retention:     retention(c.LogRetentionDays),
@@ -466,6 +471,19 @@ func (st *Stack) stateMachines() error {
 	if err != nil {
 		return err
 	}
+	// Value placeholders: the tasks' timeouts are the functions' timeouts, the inventory
+	// backfill keeps to the source prefixes (the same expansion the local executor applies).
+	ft := st.FunctionTimeouts
+	expanded, err := statemachine.ExpandMigrate([]byte(migrateDef), statemachine.TaskTimeouts{
+		HashCheck: ft["hashcheck"], Convert: ft["convert"], Promote: ft["promote"], Classify: ft["classify"]})
+	if err != nil {
+		return fmt.Errorf("migrate definition: %w", err)
+	}
+	migrateDef = string(expanded)
+	if expanded, err = statemachine.ExpandBackfill([]byte(backfillDef), c.SourcePrefixes); err != nil {
+		return fmt.Errorf("backfill definition: %w", err)
+	}
+	backfillDef = string(expanded)
 	migrateValues := map[string]string{
 		"HashCheckFunctionArn": *st.Functions["hashcheck"].FunctionArn(),
 		"ConvertFunctionArn":   *st.Functions["convert"].FunctionArn(),

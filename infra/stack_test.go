@@ -245,14 +245,15 @@ func TestSettingsFromContext(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	for name, ctx := range map[string]map[string]any{
-		"same bucket":        {"sourceBucketName": "geo-data", "destBucketName": "geo-data"},
-		"bad format":         {"vectorFormat": "Shapefile"},
-		"express too long":   {"backfillChildExecutionType": "EXPRESS"},
-		"wildcard prefix":    {"sourcePrefixes": "in*/"},
-		"staging no slash":   {"stagingPrefix": "_staging"},
-		"memory too big":     {"convertMemoryMB": "20000"},
-		"not a number":       {"zstdLevel": "high"},
-		"dest under staging": {"destPrefix": "_staging/out/"},
+		"same bucket":                    {"sourceBucketName": "geo-data", "destBucketName": "geo-data"},
+		"bad format":                     {"vectorFormat": "Shapefile"},
+		"express too long":               {"backfillChildExecutionType": "EXPRESS"},
+		"wildcard prefix":                {"sourcePrefixes": "in*/"},
+		"staging no slash":               {"stagingPrefix": "_staging"},
+		"memory too big":                 {"convertMemoryMB": "20000"},
+		"not a number":                   {"zstdLevel": "high"},
+		"dest under staging":             {"destPrefix": "_staging/out/"},
+		"lease below a function timeout": {"leaseSeconds": "600"},
 	} {
 		c := baseContext(t)
 		for k, v := range ctx {

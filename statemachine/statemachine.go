@@ -1,6 +1,24 @@
 // Package statemachine embeds the Amazon States Language definitions that
 // AWS Step Functions runs and that the local executor runs unchanged. CDK
 // reads the same files from disk (infra/), so there is one definition.
+//
+// The files hold two kinds of ${Name} placeholders:
+//
+//   - string placeholders inside JSON strings ("FunctionName":
+//     "${ConvertFunctionArn}"), replaced textually: by CloudFormation
+//     references in infra, by local stand-ins in the executor
+//     (asl.Substitute);
+//   - value placeholders, a whole JSON string "${Name}" standing for a
+//     number or a list ("TimeoutSeconds": "${ConvertTimeoutSeconds}",
+//     "Or": "${SourcePrefixRules}"), so the file stays valid JSON. They are
+//     expanded first, quotes included, by ExpandMigrate and ExpandBackfill,
+//     which infra (infra/go.mod requires this module) and the local executor
+//     both call: one rule, one place.
+//
+// After expansion and substitution every definition must pass the project's
+// strict parser (internal/asl) and the outside judges (internal/asljudge:
+// asl-validator and statelint), in statemachine/ and in the synthesized
+// templates.
 package statemachine
 
 import _ "embed"

@@ -39,8 +39,26 @@ var serviceErrors = []string{
 
 func parsed(t *testing.T) *asl.StateMachine { return parse(t, "migrate.asl.json", Migrate) }
 
+// expanded is a definition with its value placeholders expanded the way
+// infra and the local executor expand them.
+func expanded(t *testing.T, name string, def []byte) []byte {
+	t.Helper()
+	var err error
+	switch name {
+	case "migrate.asl.json":
+		def, err = ExpandMigrate(def, DefaultTaskTimeouts)
+	case "backfill.asl.json":
+		def, err = ExpandBackfill(def, []string{"incoming/", "legacy/gis/"})
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return def
+}
+
 func parse(t *testing.T, name string, def []byte) *asl.StateMachine {
 	t.Helper()
+	def = expanded(t, name, def)
 	vars := map[string]string{}
 	for _, p := range asl.Placeholders(def) {
 		vars[p] = "arn:aws:lambda:local:000000000000:function:" + p
@@ -65,7 +83,8 @@ func definitions(t *testing.T) map[string]*asl.StateMachine {
 }
 
 func TestPlaceholdersAreTheDocumentedOnes(t *testing.T) {
-	want := []string{ClassifyFunctionArn, ConvertFunctionArn, DeadLetterQueueURL, HashCheckFunctionArn, PromoteFunctionArn, RemediationQueueURL}
+	want := []string{ClassifyFunctionArn, ConvertFunctionArn, DeadLetterQueueURL, HashCheckFunctionArn, PromoteFunctionArn, RemediationQueueURL,
+		HashCheckTimeoutSeconds, ConvertTimeoutSeconds, PromoteTimeoutSeconds, ClassifyTimeoutSeconds}
 	slices.Sort(want)
 	if got := asl.Placeholders(Migrate); !slices.Equal(got, want) {
 		t.Fatalf("placeholders = %v, want %v", got, want)

@@ -6,7 +6,7 @@ import (
 	"io"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
-	"github.com/geomigrate/geomigrate/statemachine"
+	"github.com/geomigrate/geomigrate/internal/localrun"
 )
 
 func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -14,7 +14,11 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	sm, err := asl.Parse(statemachine.Migrate)
+	def, err := localrun.MigrateDefinition()
+	if err != nil {
+		return err
+	}
+	sm, err := asl.Parse(def)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,32 @@ func Parse(def []byte) (*StateMachine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("asl.Parse: %w", err)
 	}
+	if err := sm.checkUniqueNames(); err != nil {
+		return nil, fmt.Errorf("asl.Parse: %w", err)
+	}
 	return sm, nil
+}
+
+// checkUniqueNames rejects a state name used twice anywhere in the machine,
+// nested branches and item processors included. Step Functions: "A state is
+// referred to by its name, which can be any string, but which must be unique
+// within the scope of the entire state machine."
+// (https://docs.aws.amazon.com/step-functions/latest/dg/workflow-states.html)
+func (sm *StateMachine) checkUniqueNames() error {
+	seen := map[string]string{}
+	var dups []string
+	sm.Walk(func(path []string, name string, _ *State) {
+		where := strings.Join(append(path, name), " > ")
+		if first, ok := seen[name]; ok {
+			dups = append(dups, fmt.Sprintf("state name %q is used at %s and at %s", name, first, where))
+			return
+		}
+		seen[name] = where
+	})
+	if len(dups) > 0 {
+		return fmt.Errorf("%s: state names must be unique in the whole state machine", strings.Join(dups, "; "))
+	}
+	return nil
 }
 
 // parseMachine parses a top-level machine, branch or item processor; where

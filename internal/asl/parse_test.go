@@ -54,6 +54,13 @@ func TestParseErrors(t *testing.T) {
 		{"inline map with reader", `{"StartAt":"M","States":{"M":{"Type":"Map","ItemReader":{"Resource":"r"},"ItemProcessor":{"StartAt":"X","States":{"X":{"Type":"Succeed"}}},"End":true}}}`, "requires ItemProcessor.ProcessorConfig.Mode DISTRIBUTED"},
 		{"tolerance range", `{"StartAt":"M","States":{"M":{"Type":"Map","ToleratedFailurePercentage":150,"ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"X","States":{"X":{"Type":"Succeed"}}},"End":true}}}`, "between 0 and 100"},
 		{"processor config outside map", `{"StartAt":"P","States":{"P":{"Type":"Parallel","Branches":[{"ProcessorConfig":{},"StartAt":"X","States":{"X":{"Type":"Succeed"}}}],"End":true}}}`, "unknown field(s) ProcessorConfig"},
+		{"duplicate name in a branch", `{"StartAt":"A","States":{"A":{"Type":"Parallel","Branches":[{"StartAt":"A","States":{"A":{"Type":"Succeed"}}}],"End":true}}}`, `state name "A" is used at A and at A > Branches[0] > A`},
+		{"duplicate name across branches", `{"StartAt":"P","States":{"P":{"Type":"Parallel","Branches":[{"StartAt":"X","States":{"X":{"Type":"Succeed"}}},{"StartAt":"X","States":{"X":{"Type":"Succeed"}}}],"End":true}}}`, `state name "X" is used at P > Branches[0] > X and at P > Branches[1] > X`},
+		{"duplicate name in an item processor", `{"StartAt":"M","States":{"M":{"Type":"Map","ItemProcessor":{"StartAt":"Done","States":{"Done":{"Type":"Succeed"}}},"Next":"Done"},"Done":{"Type":"Succeed"}}}`, `state name "Done" is used at M > ItemProcessor > Done and at Done`},
+		{"duplicate name across distributed maps", `{"StartAt":"C","States":{"C":{"Type":"Choice","Choices":[{"Variable":"$.a","IsPresent":true,"Next":"M1"}],"Default":"M2"},` +
+			`"M1":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"Item","States":{"Item":{"Type":"Succeed"}}},"End":true},` +
+			`"M2":{"Type":"Map","ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"EXPRESS"},"StartAt":"Item","States":{"Item":{"Type":"Succeed"}}},"End":true}}}`, `state name "Item" is used at M1 > ItemProcessor > Item and at M2 > ItemProcessor > Item`},
+		{"duplicate name in a map inside a branch", `{"StartAt":"P","States":{"P":{"Type":"Parallel","Branches":[{"StartAt":"M","States":{"M":{"Type":"Map","Iterator":{"StartAt":"P","States":{"P":{"Type":"Succeed"}}},"End":true}}}],"End":true}}}`, `state name "P" is used at P and at P > Branches[0] > M > ItemProcessor > P`},
 		{"jsonata", `{"QueryLanguage":"JSONata","StartAt":"A","States":{"A":{"Type":"Succeed"}}}`, "QueryLanguage"},
 	}
 	for _, tt := range tests {

@@ -45,8 +45,12 @@ type Backfill struct {
 type BackfillConfig struct {
 	SourceBucket  string
 	ResultsBucket string
-	Store         objectstore.Store // lists sources, reads manifests, writes results
-	Migrate       *asl.Executor     // runs each child execution
+	// SourcePrefixes scope an S3 Inventory backfill as infra's sourcePrefixes
+	// do on AWS: items under none of them are skipped, not run. Empty keeps
+	// every key (a local source tree is readable as a whole).
+	SourcePrefixes []string
+	Store          objectstore.Store // lists sources, reads manifests, writes results
+	Migrate        *asl.Executor     // runs each child execution
 	// Ended, if set, closes the job of a child execution that ended
 	// unfinished, as Runner.Ended does (on AWS the children are Standard
 	// executions and executionfailed gets their events).
@@ -55,7 +59,11 @@ type BackfillConfig struct {
 
 // NewBackfill parses the backfill definition and binds its resources.
 func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
-	def, err := asl.Substitute(statemachine.Backfill, map[string]string{
+	def, err := statemachine.ExpandBackfill(statemachine.Backfill, cfg.SourcePrefixes)
+	if err != nil {
+		return nil, fmt.Errorf("localrun.NewBackfill: %w", err)
+	}
+	def, err = asl.Substitute(def, map[string]string{
 		"MigrateStateMachineArn": MigrateStateMachine,
 		"SourceBucket":           cfg.SourceBucket,
 		"ResultsBucket":          cfg.ResultsBucket,

@@ -57,6 +57,22 @@ type Queues struct {
 	DeadLetter  queue.Sender
 }
 
+// MigrateDefinition is the migrate definition as the local executor runs
+// it: the task timeouts expanded from statemachine.DefaultTaskTimeouts, the
+// same rule infra applies with the deployed functions' timeouts, and the
+// string placeholders substituted with the local stand-ins.
+func MigrateDefinition() ([]byte, error) {
+	def, err := statemachine.ExpandMigrate(statemachine.Migrate, statemachine.DefaultTaskTimeouts)
+	if err != nil {
+		return nil, fmt.Errorf("localrun.MigrateDefinition: %w", err)
+	}
+	def, err = asl.Substitute(def, Substitutions())
+	if err != nil {
+		return nil, fmt.Errorf("localrun.MigrateDefinition: %w", err)
+	}
+	return def, nil
+}
+
 // LambdaFunc adapts a typed handler to the executor the way the Lambda
 // runtime does: JSON in, JSON out, the handler's error passed through
 // unchanged so its type name becomes the Step Functions error.
@@ -78,9 +94,9 @@ func LambdaFunc[I, O any](h func(context.Context, I) (O, error)) asl.LambdaFunc 
 // binds the handlers and queues to it. More options (clock, randomness,
 // history observers) are passed through.
 func NewExecutor(h Handlers, q Queues, opts ...asl.Option) (*asl.Executor, error) {
-	def, err := asl.Substitute(statemachine.Migrate, Substitutions())
+	def, err := MigrateDefinition()
 	if err != nil {
-		return nil, fmt.Errorf("localrun: %w", err)
+		return nil, err
 	}
 	sm, err := asl.Parse(def)
 	if err != nil {

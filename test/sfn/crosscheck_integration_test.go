@@ -151,7 +151,7 @@ func newHarness(t *testing.T) *harness {
 		f := lambdatest.Start(t, rie, name, lambdatest.Build(t, bin, name), env)
 		h.urls[names[name]] = f.URL
 	}
-	h.def, err = asl.Substitute(statemachine.Migrate, localrun.Substitutions())
+	h.def, err = localrun.MigrateDefinition()
 	if err != nil {
 		t.Fatal(err)
 	}
