@@ -82,6 +82,7 @@ func New(opts ...Option) (*Engine, error) {
 	}
 
 	registerOnce.Do(godal.RegisterAll)
+	disableHTTP()
 	for k, v := range cfg.settings() {
 		setConfig(k, v)
 	}
@@ -98,9 +99,11 @@ func (c Config) settings() map[string]string {
 		"CPL_TMPDIR":       c.TmpDir,
 		"GDAL_CACHEMAX":    strconv.Itoa(c.CacheMaxMB),
 		"GDAL_NUM_THREADS": strconv.Itoa(c.NumThreads),
-		// No network, whatever a source file says: /vsicurl/ is refused
-		// for every name (no extension matches), and any HTTP that slips
-		// through goes to a closed local port and gives up at once.
+		// No network, whatever a source file says or the environment
+		// holds: CPLHTTPFetch is replaced (disableHTTP), /vsicurl/ is
+		// refused for every name (no extension matches), and any other
+		// HTTP goes to a closed local port and gives up at once (unless
+		// no_proxy matches, hence the first two).
 		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".geomigrate-no-network",
 		"GDAL_HTTP_PROXY":                  "127.0.0.1:9",
 		"GDAL_HTTP_TIMEOUT":                "1",

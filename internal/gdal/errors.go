@@ -118,6 +118,9 @@ func classify(op string, err error, workDir string, code fault.Code, format stri
 	if errors.As(err, &d) || errors.As(err, &s) {
 		return err
 	}
+	if strings.Contains(err.Error(), networkRefused) || strings.Contains(err.Error(), "ALLOW_NETWORK_ACCESS=NO") {
+		return fault.DataWrap(fault.UnsafeSource, err, "the source names a URL that GDAL would fetch (e.g. a GeoJSON CRS given as a link); network access is refused: replace it with the CRS itself (an EPSG code or WKT)")
+	}
 	msg := strings.ToLower(err.Error())
 	var ge *gdalError
 	if errors.As(err, &ge) && ge.Code == cpleOutOfMemory {
