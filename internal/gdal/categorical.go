@@ -74,16 +74,81 @@ func categoricalReason(ctx context.Context, ds *godal.Dataset, rec *recorder) (s
 
 // fewValues reads a band in full-width strips of whole blocks and reports
 // whether it holds at most maxClasses distinct values (stopping as soon as
-// it holds more).
+// it holds more). Only integer types up to 32 bits are scanned.
 func fewValues(ctx context.Context, b godal.Band, rec *recorder) (bool, error) {
+	switch b.Structure().DataType {
+	case godal.Byte:
+		return scanFew(ctx, b, rec, small[byte])
+	case godal.Int8:
+		return scanFew(ctx, b, rec, small[int8])
+	case godal.UInt16:
+		return scanFew(ctx, b, rec, small[uint16])
+	case godal.Int16:
+		return scanFew(ctx, b, rec, small[int16])
+	case godal.UInt32:
+		return scanFew(ctx, b, rec, wide[uint32])
+	case godal.Int32:
+		return scanFew(ctx, b, rec, wide[int32])
+	}
+	return false, nil
+}
+
+// A distinct-value counter: add reports false once more than maxClasses
+// values have been seen.
+type counter[T any] func(vs []T) bool
+
+// small counts 8- and 16-bit values with a table indexed by their 16 bits.
+func small[T byte | int8 | uint16 | int16]() counter[T] {
+	var seen [1 << 16]bool
+	n := 0
+	return func(vs []T) bool {
+		for _, v := range vs {
+			if i := uint16(v); !seen[i] {
+				seen[i] = true
+				if n++; n > maxClasses {
+					return false
+				}
+			}
+		}
+		return true
+	}
+}
+
+// wide counts 32-bit values in a short list (at most maxClasses+1), with
+// a fast path for runs of one value.
+func wide[T uint32 | int32]() counter[T] {
+	var seen []T
+	var last T
+	have := false
+	return func(vs []T) bool {
+	next:
+		for _, v := range vs {
+			if have && v == last {
+				continue
+			}
+			last, have = v, true
+			for _, s := range seen {
+				if s == v {
+					continue next
+				}
+			}
+			if seen = append(seen, v); len(seen) > maxClasses {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func scanFew[T byte | int8 | uint16 | int16 | uint32 | int32](ctx context.Context, b godal.Band, rec *recorder, newCounter func() counter[T]) (bool, error) {
 	st := b.Structure()
 	rows := max(st.BlockSizeY, 1)
 	for rows*st.SizeX < 1<<20 && rows < st.SizeY {
 		rows += max(st.BlockSizeY, 1)
 	}
 	rows = min(rows, st.SizeY)
-	buf := make([]float64, rows*st.SizeX)
-	seen := map[float64]struct{}{}
+	buf := make([]T, rows*st.SizeX)
+	add := newCounter()
 	for y := 0; y < st.SizeY; y += rows {
 		if err := ctx.Err(); err != nil {
 			return false, err
@@ -92,13 +157,8 @@ func fewValues(ctx context.Context, b godal.Band, rec *recorder) (bool, error) {
 		if err := b.Read(0, y, buf[:h*st.SizeX], st.SizeX, h, godal.ErrLogger(rec.handle)); err != nil {
 			return false, classify("gdal.Band.Read", err, "", fault.CorruptSource, "the raster cannot be read in full")
 		}
-		for _, v := range buf[:h*st.SizeX] {
-			if _, ok := seen[v]; !ok {
-				seen[v] = struct{}{}
-				if len(seen) > maxClasses {
-					return false, nil
-				}
-			}
+		if !add(buf[:h*st.SizeX]) {
+			return false, nil
 		}
 	}
 	return true, nil
