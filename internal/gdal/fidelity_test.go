@@ -357,6 +357,7 @@ func TestDeclaredSizeBudgets(t *testing.T) {
 		{"60,000 bands, 64 x 64", base(64, 64, 60000, strips(64)...)},
 		{"60,000 bands, tiled", base(256, 256, 60000, tiles(256, 256)...)},
 		{"tile of 1,048,576 x 1,048,576", base(1<<20, 1<<20, 1, tiles(1<<20, 1<<20)...)},
+		{"tile of 65,536 x 65,536 on a 4,096 x 4,096 image", base(4096, 4096, 1, tiles(1<<16, 1<<16)...)},
 		{"deflated strip of 60,000 x 60,000", deflated(base(60000, 60000, 1, strips(60000)...))},
 		{"width of 2^31", base(1<<31, 1, 1, strips(1)...)},
 	}
