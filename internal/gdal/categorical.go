@@ -142,8 +142,10 @@ func wide[T uint32 | int32]() counter[T] {
 
 func scanFew[T byte | int8 | uint16 | int16 | uint32 | int32](ctx context.Context, b godal.Band, rec *recorder, newCounter func() counter[T]) (bool, error) {
 	st := b.Structure()
+	// Whole block rows of at least 64 Ki pixels: small enough that
+	// continuous data is given up after its first few rows.
 	rows := max(st.BlockSizeY, 1)
-	for rows*st.SizeX < 1<<20 && rows < st.SizeY {
+	for rows*st.SizeX < 1<<16 && rows < st.SizeY {
 		rows += max(st.BlockSizeY, 1)
 	}
 	rows = min(rows, st.SizeY)
