@@ -13,10 +13,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/airbusgeo/godal"
@@ -326,7 +328,14 @@ func geoTIFFTags() []tiffEntry {
 //
 // Run before the fix under `ulimit -v`, these ended as SystemicError (GDAL
 // out of memory) or, without a limit, drove the process to tens of GB.
-func TestDeclaredSizeBudgets(t *testing.T) {
+type sizeBomb struct {
+	name    string
+	entries []tiffEntry
+}
+
+// sizeBombs are hand-made TIFFs of a few hundred bytes declaring huge
+// structures, each georeferenced so that only its sizes can refuse it.
+func sizeBombs() []sizeBomb {
 	const short, long = 3, 4
 	const data = dataOffset
 	base := func(w, h, spp uint32, extra ...tiffEntry) []tiffEntry {
@@ -350,10 +359,7 @@ func TestDeclaredSizeBudgets(t *testing.T) {
 		}
 		return es
 	}
-	cases := []struct {
-		name    string
-		entries []tiffEntry
-	}{
+	return []sizeBomb{
 		{"60,000 bands, 64 x 64", base(64, 64, 60000, strips(64)...)},
 		{"60,000 bands, tiled", base(256, 256, 60000, tiles(256, 256)...)},
 		{"tile of 1,048,576 x 1,048,576", base(1<<20, 1<<20, 1, tiles(1<<20, 1<<20)...)},
@@ -361,6 +367,10 @@ func TestDeclaredSizeBudgets(t *testing.T) {
 		{"deflated strip of 60,000 x 60,000", deflated(base(60000, 60000, 1, strips(60000)...))},
 		{"width of 2^31", base(1<<31, 1, 1, strips(1)...)},
 	}
+}
+
+func TestDeclaredSizeBudgets(t *testing.T) {
+	cases := sizeBombs()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			p := writeDeclaringTIFF(t, filepath.Join(t.TempDir(), "bomb.tif"), c.entries)
@@ -454,5 +464,67 @@ func TestCategoricalByMetadata(t *testing.T) {
 				t.Errorf("resampling %q, want %q", outs[0].OverviewResampling, want[name])
 			}
 		})
+	}
+}
+
+// childEnv makes the test binary, run again by TestConvertUnderMemoryLimit,
+// the memory-limited child that converts the files of the named directory.
+const childEnv = "GEOMIGRATE_TEST_MEMLIMIT_DIR"
+
+// The size bombs and two good samples, converted in a child process whose
+// address space is limited to 3 GiB (a 3 GiB Lambda): the child must not
+// die, every bomb must be BudgetExceeded and the samples must convert.
+// Before the fix the bombs ended as SystemicError ("cannot allocate").
+func TestConvertUnderMemoryLimit(t *testing.T) {
+	const limit = 3 << 30
+	if dir := os.Getenv(childEnv); dir != "" {
+		lim := syscall.Rlimit{Cur: limit, Max: limit}
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(WithTmpDir(engine.Config().TmpDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Config().MemoryLimit; got > limit {
+			t.Errorf("MemoryLimit %d ignores RLIMIT_AS %d", got, limit)
+		}
+		names, _ := filepath.Glob(filepath.Join(dir, "*.tif"))
+		for _, p := range names {
+			_, err := e.Convert(context.Background(), p, t.TempDir(), recipe())
+			fmt.Printf("RESULT %s %s\n", filepath.Base(p), strings.ReplaceAll(codeOf(err), "\n", " "))
+		}
+		return
+	}
+	dir := t.TempDir()
+	want := map[string]string{}
+	for i, b := range sizeBombs() {
+		name := fmt.Sprintf("bomb%d.tif", i)
+		writeDeclaringTIFF(t, filepath.Join(dir, name), b.entries)
+		want[name] = string(fault.BudgetExceeded)
+	}
+	for _, name := range []string{"dem_utm33.tif", "landcover_4326.tif"} {
+		copyFile(t, sample(t, name).Path, filepath.Join(dir, name))
+		want[name] = "converted"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestConvertUnderMemoryLimit$", "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), childEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child under a %d-byte limit: %v\n%s", limit, err, out)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.SplitN(line, " ", 3); len(f) == 3 && f[0] == "RESULT" {
+			got[f[1]] = f[2]
+		}
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: %q, want %s", name, got[name], w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("child output:\n%s", out)
 	}
 }

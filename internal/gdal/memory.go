@@ -12,6 +12,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // blockShare is the fraction of the memory budget one block may take: GDAL
@@ -21,8 +22,9 @@ const blockShare = 8
 
 // memoryLimit is the memory available to this process, the smallest of:
 // Lambda's memory setting (AWS_LAMBDA_FUNCTION_MEMORY_SIZE, MB), the
-// cgroup limit (v2 memory.max, v1 memory.limit_in_bytes) and physical
-// memory (MemTotal). 0 when none is known.
+// cgroup limit (v2 memory.max, v1 memory.limit_in_bytes), physical
+// memory (MemTotal) and the address-space limit (RLIMIT_AS). 0 when none
+// is known.
 func memoryLimit() int64 {
 	var limit int64
 	take := func(v int64) {
@@ -37,6 +39,10 @@ func memoryLimit() int64 {
 		take(readLimitFile(p))
 	}
 	take(memTotal("/proc/meminfo"))
+	var as syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &as) == nil && as.Cur < 1<<62 {
+		take(int64(as.Cur))
+	}
 	return limit
 }
 
