@@ -65,7 +65,7 @@ func TestHashChangesWithOutputFields(t *testing.T) {
 func TestHashIgnoresBudgetsAndDefaults(t *testing.T) {
 	base := baseRecipe().Hash()
 	r := baseRecipe()
-	r.MaxBytes, r.MaxPixels, r.MaxFeatures = 1, 2, 3
+	r.MaxBytes, r.MaxPixels, r.MaxFeatures, r.MaxMemory = 1, 2, 3, 4
 	if r.Hash() != base {
 		t.Error("budgets changed the hash")
 	}
