@@ -127,8 +127,17 @@ func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source
 		}
 		return []convert.Output{o}, nil
 	}
-	// A container of subdatasets: one COG per subdataset, all or nothing.
+	// A container of subdatasets: one COG per subdataset, all or nothing,
+	// never two in one file name.
 	var outs []convert.Output
+	files := map[string]string{}
+	for _, name := range subdatasets(ds) {
+		file := stem + "." + convert.SafeName(subdatasetLayer(name)) + ".tif"
+		if other, dup := files[file]; dup {
+			return nil, fault.Data(fault.SchemaMismatch, "subdatasets %q and %q would both be written as %s", other, name, file)
+		}
+		files[file] = name
+	}
 	for _, name := range subdatasets(ds) {
 		if err := ctx.Err(); err != nil {
 			return outs, err
