@@ -2,6 +2,8 @@ package convert
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"io"
 	"path"
 	"strings"
@@ -17,14 +19,17 @@ const (
 
 // Output is one file written by a conversion.
 type Output struct {
-	Path        string           `json:"path"`         // local file in the work dir
-	Format      string           `json:"format"`       // FormatCOG, FormatGeoParquet, FormatFlatGeobuf
-	Extension   string           `json:"extension"`    // ".tif", ".parquet", ".fgb"
-	ContentType string           `json:"content_type"` // for the object's Content-Type
-	Kind        Kind             `json:"kind"`
-	Layer       string           `json:"layer,omitempty"`    // source layer (vector)
-	Warnings    []string         `json:"warnings,omitempty"` // non-fatal GDAL messages and repairs
-	Stats       map[string]int64 `json:"stats,omitempty"`    // width, height, bands, overviews, features, repaired, bytes …
+	Path        string   `json:"path"`         // local file in the work dir
+	Format      string   `json:"format"`       // FormatCOG, FormatGeoParquet, FormatFlatGeobuf
+	Extension   string   `json:"extension"`    // ".tif", ".parquet", ".fgb"
+	ContentType string   `json:"content_type"` // for the object's Content-Type
+	Kind        Kind     `json:"kind"`
+	Layer       string   `json:"layer,omitempty"`    // source layer (vector)
+	Warnings    []string `json:"warnings,omitempty"` // non-fatal GDAL messages and repairs
+	// OverviewResampling is the resampling the overviews were built with
+	// (raster): the recipe's choice, or what "auto" decided for this input.
+	OverviewResampling string           `json:"overview_resampling,omitempty"`
+	Stats              map[string]int64 `json:"stats,omitempty"` // width, height, bands, overviews, features, repaired, bytes …
 }
 
 // Engine converts one local source file into one or more outputs in workDir.
@@ -95,7 +100,14 @@ func DestKey(srcKey string, out Output, multiLayer bool) string {
 	return dir + stem + ext
 }
 
-// SafeName maps a layer name to a single safe path segment.
+// SafeName maps a layer name to a single safe path segment, one-to-one:
+// a name that is already safe (ASCII letters, digits, '-', '_', '.', and
+// non-ASCII letters; no leading or trailing '.') is kept as it is; any
+// other name has its unsafe characters replaced by '_' and gets "-" and the
+// first 8 hex digits of the SHA-256 of the original name appended, so that
+// "a/b" ("a_b-<hash>") and "a_b" stay two names. Two different names could
+// only meet again through a safe name that ends in another name's hash;
+// the engine refuses such a source rather than lose a layer.
 func SafeName(s string) string {
 	var b strings.Builder
 	for _, r := range s {
@@ -109,10 +121,14 @@ func SafeName(s string) string {
 		}
 	}
 	out := strings.Trim(b.String(), ".")
-	if out == "" {
-		return "layer"
+	if out == s && out != "" {
+		return out
 	}
-	return out
+	if out == "" {
+		out = "layer"
+	}
+	sum := sha256.Sum256([]byte(s))
+	return out + "-" + hex.EncodeToString(sum[:4])
 }
 
 // RangeEngine is an Engine that can also read a single-file source through

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
@@ -64,7 +65,7 @@ func TestHashChangesWithOutputFields(t *testing.T) {
 func TestHashIgnoresBudgetsAndDefaults(t *testing.T) {
 	base := baseRecipe().Hash()
 	r := baseRecipe()
-	r.MaxBytes, r.MaxPixels, r.MaxFeatures = 1, 2, 3
+	r.MaxBytes, r.MaxPixels, r.MaxFeatures, r.MaxMemory = 1, 2, 3, 4
 	if r.Hash() != base {
 		t.Error("budgets changed the hash")
 	}
@@ -112,16 +113,40 @@ func TestDestKey(t *testing.T) {
 		{"in/roads.shp.zip", pq, false, "in/roads.parquet"},
 		{"x.gpkg", withLayer(pq, "roads"), true, "x/roads.parquet"},
 		{"d/x.gpkg", withLayer(pq, "roads"), true, "d/x/roads.parquet"},
-		{"d/x.gpkg", withLayer(pq, "../../etc/passwd"), true, "d/x/_.._etc_passwd.parquet"},
-		{"d/x.gpkg", withLayer(pq, ".."), true, "d/x/layer.parquet"},
+		{"d/x.gpkg", withLayer(pq, "../../etc/passwd"), true, "d/x/_.._etc_passwd-3754d6cb.parquet"},
+		{"d/x.gpkg", withLayer(pq, ".."), true, "d/x/layer-5ec1f7e7.parquet"},
 		{"d/x.gpkg", withLayer(pq, "routes"), false, "d/x.parquet"},
-		{"d/x.gpkg", Output{Format: FormatFlatGeobuf, Layer: "a b"}, true, "d/x/a_b.fgb"},
+		{"d/x.gpkg", Output{Format: FormatFlatGeobuf, Layer: "a b"}, true, "d/x/a_b-c8687a08.fgb"},
 		{"/abs/path.tif", cog, false, "/abs/path.tif"},
 		{"a.b/c", cog, false, "a.b/c.tif"},
 	}
 	for _, c := range cases {
 		if got := DestKey(c.src, c.out, c.multi); got != c.want {
 			t.Errorf("DestKey(%q, %q, %v) = %q, want %q", c.src, c.out.Layer, c.multi, got, c.want)
+		}
+	}
+}
+
+// SafeName is one-to-one: names that differ give segments that differ.
+func TestSafeNameOneToOne(t *testing.T) {
+	names := []string{"a_b", "a/b", "a b", "a\\b", "a:b", "A_B", ".a_b", "a_b.", "", "layer", "..", "straße", "a_b-deadbeef"}
+	seen := map[string]string{}
+	for _, n := range names {
+		s := SafeName(n)
+		if prev, ok := seen[s]; ok {
+			t.Errorf("SafeName(%q) = SafeName(%q) = %q", n, prev, s)
+		}
+		seen[s] = n
+		if s == "" || strings.ContainsAny(s, "/\\:\x00 ") || strings.HasPrefix(s, ".") {
+			t.Errorf("SafeName(%q) = %q is not a safe segment", n, s)
+		}
+		if SafeName(n) != s {
+			t.Errorf("SafeName(%q) is not deterministic", n)
+		}
+	}
+	for _, n := range []string{"roads", "a_b", "straße", "v1.2"} {
+		if SafeName(n) != n {
+			t.Errorf("safe name %q changed to %q", n, SafeName(n))
 		}
 	}
 }

@@ -55,6 +55,10 @@ const (
 	DefaultMaxBytes    int64 = 5 << 30       // 5 GiB of source files
 	DefaultMaxPixels   int64 = 4_000_000_000 // 4 Gpx (width × height × bands)
 	DefaultMaxFeatures int64 = 50_000_000
+	// DefaultMaxMemory is the memory a conversion may plan for when the
+	// machine does not say less (Lambda's setting, a cgroup limit, RAM):
+	// the engine lowers it to what the machine has.
+	DefaultMaxMemory int64 = 3 << 30
 )
 
 // Recipe is what a conversion is asked to produce. The fields that change
@@ -72,6 +76,9 @@ type Recipe struct {
 	MaxBytes    int64 `json:"max_bytes"`    // source size (with sidecars)
 	MaxPixels   int64 `json:"max_pixels"`   // declared width × height × bands
 	MaxFeatures int64 `json:"max_features"` // features over all layers
+	// MaxMemory bounds every declared size (bands, tile and strip sizes)
+	// of a source: one block may take 1/8 of it.
+	MaxMemory int64 `json:"max_memory"`
 
 	EngineVersion string `json:"engine_version"` // GDAL release, from Engine.Version()
 	ToolVersion   string `json:"tool_version"`   // geomigrate version
@@ -113,6 +120,9 @@ func (r Recipe) WithDefaults() Recipe {
 	if r.MaxFeatures == 0 {
 		r.MaxFeatures = DefaultMaxFeatures
 	}
+	if r.MaxMemory == 0 {
+		r.MaxMemory = DefaultMaxMemory
+	}
 	return r
 }
 
@@ -147,7 +157,7 @@ func (r Recipe) Validate() error {
 	if r.RowGroupRows < 1 {
 		return bad("row group rows %d", r.RowGroupRows)
 	}
-	if r.MaxBytes < 0 || r.MaxPixels < 0 || r.MaxFeatures < 0 {
+	if r.MaxBytes < 0 || r.MaxPixels < 0 || r.MaxFeatures < 0 || r.MaxMemory < 0 {
 		return bad("negative budget")
 	}
 	return nil

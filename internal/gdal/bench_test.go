@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
 )
 
 // benchRaster writes a ~100 MB Float32 GeoTIFF (5120 x 5120, tiled,
@@ -112,6 +113,65 @@ func BenchmarkCOG(b *testing.B) {
 		cliNs := float64(time.Since(start).Nanoseconds()) / float64(b.N)
 		if engineNs > 0 && cliNs > 0 {
 			b.ReportMetric(engineNs/cliNs, "engine/gdal_translate")
+		}
+	})
+}
+
+// BenchmarkCategoricalScan measures what categorical detection costs on a
+// raster without a colour table (5120 x 5120 Byte, 6 classes, tiled 256,
+// DEFLATE): scan opens the file and reads the band in full to prove it
+// holds few values (what Convert does before translating); convert is the
+// whole conversion, scan included. The metric scan/convert is its share.
+// Continuous integer data ends the scan in its first strip; floats and
+// paletted rasters are never scanned.
+func BenchmarkCategoricalScan(b *testing.B) {
+	const side = 5120
+	px := make([]byte, side*side)
+	classes := []byte{11, 21, 42, 52, 71, 90}
+	for y := 0; y < side; y++ {
+		for x := 0; x < side; x++ {
+			px[y*side+x] = classes[((x/13)*3+(y/11)*5+(x*y)/4099)%len(classes)]
+		}
+	}
+	src := filepath.Join(b.TempDir(), "landcover.tif")
+	if err := writeRaster(src, rasterSpec{w: side, h: side, dtype: godal.Byte, epsg: 32633,
+		gt: [6]float64{500000, 30, 0, 5200000, 0, -30}, data: px}); err != nil {
+		b.Fatal(err)
+	}
+	var scanNs float64
+	b.Run("scan", func(b *testing.B) {
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			ds, err := godal.Open(src, godal.RasterOnly())
+			if err != nil {
+				b.Fatal(err)
+			}
+			few, err := fewValues(context.Background(), ds.Bands()[0], newRecorder())
+			ds.Close()
+			if err != nil || !few {
+				b.Fatal(few, err)
+			}
+		}
+		scanNs = float64(time.Since(start).Nanoseconds()) / float64(b.N)
+	})
+	b.Run("convert", func(b *testing.B) {
+		work := b.TempDir()
+		b.ResetTimer()
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			outs, err := engine.Convert(context.Background(), src, work, recipe())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if outs[0].OverviewResampling != convert.ResamplingNearest {
+				b.Fatal(outs[0].OverviewResampling)
+			}
+			b.StopTimer()
+			os.Remove(outs[0].Path)
+			b.StartTimer()
+		}
+		if ns := float64(time.Since(start).Nanoseconds()) / float64(b.N); scanNs > 0 {
+			b.ReportMetric(scanNs/ns, "scan/convert")
 		}
 	})
 }

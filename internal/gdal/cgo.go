@@ -5,11 +5,32 @@ package gdal
 
 /*
 #cgo pkg-config: gdal
+#define GM_NETWORK_REFUSED "geomigrate refused network access asked for by the source"
 #include <stdlib.h>
 #include <gdal.h>
 #include <cpl_conv.h>
 #include <cpl_error.h>
 #include <ogr_srs_api.h>
+#include <cpl_http.h>
+#include <cpl_string.h>
+
+// gm_refuse_fetch replaces GDAL's HTTP client (CPLHTTPFetch, used e.g. by
+// OGRSpatialReference::importFromUrl for a GeoJSON "link" CRS): every
+// request fails without touching the network, and the refusal is raised as
+// a CE_Failure on the calling thread so that the conversion's error
+// recorder sees it. GDAL's proxy settings are no guard: libcurl honours
+// no_proxy from the environment and would connect directly.
+static CPLHTTPResult *gm_refuse_fetch(const char *url, CSLConstList opts,
+	GDALProgressFunc p, void *pa, CPLHTTPFetchWriteFunc w, void *wa, void *ud) {
+	CPLHTTPResult *r = (CPLHTTPResult *)CPLCalloc(1, sizeof(CPLHTTPResult));
+	if (CSLFetchNameValue((char **)opts, "CLOSE_PERSISTENT") != NULL) return r;
+	r->nStatus = 1;
+	r->pszErrBuf = CPLStrdup("network access is disabled");
+	CPLError(CE_Failure, CPLE_AppDefined, "%s: %s", GM_NETWORK_REFUSED, url ? url : "");
+	return r;
+}
+
+static void gm_disable_http(void) { CPLHTTPSetFetchCallback(gm_refuse_fetch, NULL); }
 
 static const char *gm_identify(const char *path, char **allowed, char **siblings) {
 	CPLPushErrorHandler(CPLQuietErrorHandler);
@@ -63,6 +84,13 @@ func (c cStrings) free() {
 	}
 	C.free(unsafe.Pointer(c.p))
 }
+
+// networkRefused starts the CE_Failure message of a refused HTTP request
+// (GM_NETWORK_REFUSED in the C code).
+const networkRefused = "geomigrate refused network access asked for by the source"
+
+// disableHTTP makes every GDAL HTTP request fail at once (process-wide).
+func disableHTTP() { C.gm_disable_http() }
 
 // setConfig sets a process-wide GDAL configuration option.
 func setConfig(key, value string) {

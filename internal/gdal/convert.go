@@ -36,6 +36,7 @@ func (e *Engine) Convert(ctx context.Context, src, workDir string, r convert.Rec
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	r.MaxMemory = e.effectiveMemory(r.MaxMemory)
 	if err := checkWorkDir(workDir); err != nil {
 		return nil, err
 	}
@@ -120,14 +121,23 @@ func subdatasets(ds *godal.Dataset) []string {
 func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r convert.Recipe, rec *recorder) ([]convert.Output, error) {
 	stem := s.stem()
 	if len(ds.Bands()) > 0 {
-		o, err := e.rasterOne(ds, s, filepath.Join(workDir, stem+".tif"), "", r, rec)
+		o, err := e.rasterOne(ctx, ds, s, filepath.Join(workDir, stem+".tif"), "", r, rec)
 		if err != nil {
 			return nil, err
 		}
 		return []convert.Output{o}, nil
 	}
-	// A container of subdatasets: one COG per subdataset, all or nothing.
+	// A container of subdatasets: one COG per subdataset, all or nothing,
+	// never two in one file name.
 	var outs []convert.Output
+	files := map[string]string{}
+	for _, name := range subdatasets(ds) {
+		file := stem + "." + convert.SafeName(subdatasetLayer(name)) + ".tif"
+		if other, dup := files[file]; dup {
+			return nil, fault.Data(fault.SchemaMismatch, "subdatasets %q and %q would both be written as %s", other, name, file)
+		}
+		files[file] = name
+	}
 	for _, name := range subdatasets(ds) {
 		if err := ctx.Err(); err != nil {
 			return outs, err
@@ -140,7 +150,7 @@ func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source
 		if err != nil {
 			return outs, classify("gdal.Open", err, "", fault.CorruptSource, "cannot open subdataset %s", layer)
 		}
-		o, err := e.rasterOne(sub, s, filepath.Join(workDir, stem+"."+convert.SafeName(layer)+".tif"), layer, r, rec.child())
+		o, err := e.rasterOne(ctx, sub, s, filepath.Join(workDir, stem+"."+convert.SafeName(layer)+".tif"), layer, r, rec.child())
 		sub.Close()
 		if err != nil {
 			return outs, err
@@ -169,20 +179,16 @@ func subdatasetLayer(name string) string {
 
 // COGOptions are the pinned gdal_translate switches for a raster: every
 // creation option that shapes the bytes is explicit, none is left to a
-// GDAL default that may move between releases.
-func COGOptions(r convert.Recipe, paletted bool, numThreads int) []string {
+// GDAL default that may move between releases. categorical is what
+// categoricalReason found; the resampling chosen is recorded in the
+// file's metadata (resamplingMetadataKey).
+func COGOptions(r convert.Recipe, categorical bool, numThreads int) []string {
 	r = r.WithDefaults()
-	resampling := r.OverviewResampling
-	if resampling == convert.ResamplingAuto {
-		resampling = convert.ResamplingAverage
-		if paletted {
-			resampling = convert.ResamplingNearest
-		}
-	}
+	resampling := overviewResampling(r, categorical)
 	// A predictor helps continuous data (elevation, imagery); on class
 	// indices it only adds noise to the compressor.
 	predictor := "YES" // the COG driver picks 2 (integers) or 3 (floats)
-	if paletted {
+	if categorical {
 		predictor = "NO"
 	}
 	co := []string{
@@ -200,18 +206,22 @@ func COGOptions(r convert.Recipe, paletted bool, numThreads int) []string {
 		"TILING_SCHEME=CUSTOM",
 		"NUM_THREADS=" + strconv.Itoa(max(numThreads, 1)),
 	}
-	args := []string{"-of", cogDriver}
+	args := []string{"-of", cogDriver, "-mo", resamplingMetadataKey + "=" + strings.ToUpper(resampling)}
 	for _, c := range co {
 		args = append(args, "-co", c)
 	}
 	return args
 }
 
+// resamplingMetadataKey is the dataset metadata item of a COG that names
+// the resampling its overviews were built with.
+const resamplingMetadataKey = "GEOMIGRATE_OVERVIEW_RESAMPLING"
+
 func isPaletted(b godal.Band) bool {
 	return b.ColorInterp() == godal.CIPalette || len(b.ColorTable().Entries) > 0
 }
 
-func (e *Engine) rasterOne(ds *godal.Dataset, s *source, dst, layer string, r convert.Recipe, rec *recorder) (convert.Output, error) {
+func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, dst, layer string, r convert.Recipe, rec *recorder) (convert.Output, error) {
 	what := "the raster"
 	if layer != "" {
 		what = "subdataset " + layer
@@ -226,6 +236,9 @@ func (e *Engine) rasterOne(ds *godal.Dataset, s *source, dst, layer string, r co
 			"%s declares %d x %d pixels x %d bands = %d, over the budget of %d; not attempted",
 			what, st.SizeX, st.SizeY, st.NBands, pixels, r.MaxPixels)
 	}
+	if err := checkBlocks(ds, what, r); err != nil {
+		return convert.Output{}, err
+	}
 	if err := checkCRS(ds.Projection(), what, rec); err != nil {
 		return convert.Output{}, err
 	}
@@ -236,9 +249,16 @@ func (e *Engine) rasterOne(ds *godal.Dataset, s *source, dst, layer string, r co
 	if err := checkGeoTransform(gt, what); err != nil {
 		return convert.Output{}, err
 	}
-	bands := ds.Bands()
-	paletted := isPaletted(bands[0])
-	args := COGOptions(r, paletted, e.cfg.NumThreads)
+	reason, err := categoricalReason(ctx, ds, rec)
+	if err != nil {
+		return convert.Output{}, err
+	}
+	categorical := reason != ""
+	resampling := overviewResampling(r, categorical)
+	if categorical && r.OverviewResampling != convert.ResamplingNearest && r.OverviewResampling != convert.ResamplingMode && r.OverviewResampling != convert.ResamplingAuto {
+		rec.warn(fmt.Sprintf("%s looks categorical (%s) but the recipe asks for %s overviews, which invent values between classes", what, reason, resampling))
+	}
+	args := COGOptions(r, categorical, e.cfg.NumThreads)
 
 	os.Remove(dst)
 	out, err := ds.Translate(dst, args, rec.opt())
@@ -277,12 +297,33 @@ func (e *Engine) rasterOne(ds *godal.Dataset, s *source, dst, layer string, r co
 	info := convert.Formats[convert.FormatCOG]
 	return convert.Output{
 		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
-		Kind: convert.Raster, Layer: layer, Warnings: rec.list(),
+		Kind: convert.Raster, Layer: layer, Warnings: rec.list(), OverviewResampling: resampling,
 		Stats: map[string]int64{
 			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
 			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.bytes,
 		},
 	}, nil
+}
+
+// checkBlocks bounds what GDAL holds at once for any raster format: one
+// source block of each band, and one output tile of all bands.
+func checkBlocks(ds *godal.Dataset, what string, r convert.Recipe) error {
+	if r.MaxMemory <= 0 {
+		return nil
+	}
+	perBlock := r.MaxMemory / blockShare
+	var widest int64
+	for i, b := range ds.Bands() {
+		st := b.Structure()
+		size := int64(st.DataType.Size())
+		widest = max(widest, size)
+		if blk := int64(st.BlockSizeX) * int64(st.BlockSizeY) * size; blk > perBlock {
+			return fault.Data(fault.BudgetExceeded,
+				"%s, band %d, is read in blocks of %d x %d pixels (%d bytes), over the memory budget of %d bytes per block; not attempted: retile it (gdal_translate -co TILED=YES)",
+				what, i+1, st.BlockSizeX, st.BlockSizeY, blk, perBlock)
+		}
+	}
+	return checkOutputTile(int64(len(ds.Bands())), widest, r)
 }
 
 // checkGeoTransform refuses a geotransform that places no pixel anywhere:

@@ -262,6 +262,15 @@ func corpus() []corpusCase {
 		}, want: code(fault.UnsafeSource)},
 		{name: "KML with an XML entity", make: text("entity.kml", `<?xml version="1.0"?><!DOCTYPE kml [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;">]>`+strings.TrimPrefix(kmlWith(""), `<?xml version="1.0" encoding="UTF-8"?>`)), want: code(fault.UnsafeSource)},
 
+		{name: "GeoJSON whose CRS name is a file outside the input", make: func(t *testing.T, dir, fifo string) string {
+			return writeFile(t, dir, "crsfile.geojson", `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"`+fifo+`"}},`+
+				`"features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[1,2]}}]}`)
+		}, want: code(fault.UnsafeSource)},
+		{name: "GeoJSON whose CRS link is a file outside the input", make: func(t *testing.T, dir, fifo string) string {
+			return writeFile(t, dir, "crslink.geojson", `{"type":"FeatureCollection","crs":{"type":"link","properties":{"href":"`+fifo+`","type":"ogcwkt"}},`+
+				`"features":[{"type":"Feature","properties":{},"geometry":{"type":"Point","coordinates":[1,2]}}]}`)
+		}, want: code(fault.UnsafeSource)},
+
 		// ---- archives ----
 		{name: "zipped shapefile", make: zipped("places.shp.zip", shpEntries("")), want: "converted",
 			check: func(t *testing.T, outs []convert.Output) { judgeVector(t, outs, map[string]int{"places": 5}) }},

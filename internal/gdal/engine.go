@@ -29,6 +29,9 @@ type Config struct {
 	TmpDir     string // CPL_TMPDIR ("" = os.TempDir())
 	CacheMaxMB int    // GDAL_CACHEMAX in MB (0 = 256)
 	NumThreads int    // GDAL_NUM_THREADS and the COG driver's NUM_THREADS (0 = all CPUs)
+	// MemoryLimit caps every recipe's MaxMemory (0 = found: Lambda's
+	// memory setting, the cgroup limit, physical memory).
+	MemoryLimit int64
 }
 
 // Option changes the Config of New.
@@ -39,6 +42,9 @@ func WithProjData(dir string) Option { return func(c *Config) { c.ProjData = dir
 func WithTmpDir(dir string) Option   { return func(c *Config) { c.TmpDir = dir } }
 func WithCacheMaxMB(mb int) Option   { return func(c *Config) { c.CacheMaxMB = mb } }
 func WithNumThreads(n int) Option    { return func(c *Config) { c.NumThreads = n } }
+
+// WithMemoryLimit sets Config.MemoryLimit (bytes).
+func WithMemoryLimit(n int64) Option { return func(c *Config) { c.MemoryLimit = n } }
 
 // Engine converts with GDAL. It is safe for concurrent use.
 type Engine struct {
@@ -80,8 +86,12 @@ func New(opts ...Option) (*Engine, error) {
 	if cfg.NumThreads <= 0 {
 		cfg.NumThreads = runtime.NumCPU()
 	}
+	if cfg.MemoryLimit <= 0 {
+		cfg.MemoryLimit = memoryLimit()
+	}
 
 	registerOnce.Do(godal.RegisterAll)
+	disableHTTP()
 	for k, v := range cfg.settings() {
 		setConfig(k, v)
 	}
@@ -98,9 +108,11 @@ func (c Config) settings() map[string]string {
 		"CPL_TMPDIR":       c.TmpDir,
 		"GDAL_CACHEMAX":    strconv.Itoa(c.CacheMaxMB),
 		"GDAL_NUM_THREADS": strconv.Itoa(c.NumThreads),
-		// No network, whatever a source file says: /vsicurl/ is refused
-		// for every name (no extension matches), and any HTTP that slips
-		// through goes to a closed local port and gives up at once.
+		// No network, whatever a source file says or the environment
+		// holds: CPLHTTPFetch is replaced (disableHTTP), /vsicurl/ is
+		// refused for every name (no extension matches), and any other
+		// HTTP goes to a closed local port and gives up at once (unless
+		// no_proxy matches, hence the first two).
 		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".geomigrate-no-network",
 		"GDAL_HTTP_PROXY":                  "127.0.0.1:9",
 		"GDAL_HTTP_TIMEOUT":                "1",

@@ -106,6 +106,14 @@ var systemicHints = []string{
 	"too many open files",
 }
 
+// outsideReads are GDAL's messages (and ours, networkRefused) for a
+// source that asks to read a URL or another file: GDAL 3.6 refuses a CRS
+// given as a path or URL (ALLOW_FILE_ACCESS / ALLOW_NETWORK_ACCESS=NO) and
+// a "link" CRS that is not an http(s) URL; our HTTP callback refuses the rest.
+var outsideReads = []string{
+	networkRefused, "ALLOW_NETWORK_ACCESS=NO", "ALLOW_FILE_ACCESS=NO", "is not recognized as a URL",
+}
+
 // classify turns a GDAL failure into the taxonomy: exhausted memory or disk,
 // and failures writing into the work dir, are systemic; anything else that
 // GDAL raised while reading a source is a fault of the data (code).
@@ -117,6 +125,11 @@ func classify(op string, err error, workDir string, code fault.Code, format stri
 	var s *fault.SystemicError
 	if errors.As(err, &d) || errors.As(err, &s) {
 		return err
+	}
+	for _, m := range outsideReads {
+		if strings.Contains(err.Error(), m) {
+			return fault.DataWrap(fault.UnsafeSource, err, "the source names a URL or a file that GDAL would read (e.g. a GeoJSON CRS given as a link or a path); reads outside the source are refused: replace it with the CRS itself (an EPSG code or WKT)")
+		}
 	}
 	msg := strings.ToLower(err.Error())
 	var ge *gdalError

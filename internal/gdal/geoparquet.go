@@ -351,13 +351,5 @@ func geoParquetError(layer string, err error) error {
 	return fault.Systemic("gdal.GeoParquet", err)
 }
 
-// geoParquetName is the output file name of a layer.
-func geoParquetName(stem, layer string, multi bool) string {
-	if multi {
-		return stem + "." + convert.SafeName(layer) + ".parquet"
-	}
-	return stem + ".parquet"
-}
-
 // layerNameOf reads the name through layerHandle (pins godal's layout).
 func layerNameOf(l godal.Layer) string { return C.GoString(C.OGR_L_GetName(layerHandle(l))) }

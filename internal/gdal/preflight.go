@@ -156,6 +156,10 @@ func preflight(src string, r convert.Recipe) (*source, error) {
 		if err := checkLocalKML(src); err != nil {
 			return nil, err
 		}
+	case "GTiff", "COG":
+		if err := checkLocalTIFF(src, r); err != nil {
+			return nil, err
+		}
 	}
 	if len(s.siblings) > 1 {
 		if err := checkLocalPRJ(src, s.siblings); err != nil {
@@ -240,6 +244,20 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return total
+}
+
+// checkLocalTIFF applies checkTIFFBudget to a local file.
+func checkLocalTIFF(src string, r convert.Recipe) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return fault.DataWrap(fault.CorruptSource, err, "source cannot be read")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fault.DataWrap(fault.CorruptSource, err, "source cannot be read")
+	}
+	return checkTIFFBudget(f, fi.Size(), r)
 }
 
 // open fully opens a preflighted source with its identified driver only.

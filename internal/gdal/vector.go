@@ -88,6 +88,14 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 		if sc.features == sc.nulls {
 			return nil, fault.Data(fault.EmptyDataset, "layer %q has %d features but no geometry", sc.name, sc.features)
 		}
+		if sc.nulls > 0 && r.VectorFormat == convert.FormatFlatGeobuf {
+			// GDAL 3.6's FlatGeobuf writer skips a feature without geometry
+			// (it has no encoding for one) and reports success: the output
+			// would silently hold fewer features than the source.
+			return nil, fault.Data(fault.UnsupportedFormat,
+				"layer %q has %d of %d features without geometry (null or empty); FlatGeobuf output cannot hold them and would drop them: convert with GeoParquet (the default vector format), which keeps them as null geometries",
+				sc.name, sc.nulls, sc.features)
+		}
 		if sc.invalid > 0 && r.GeometryPolicy == convert.GeometryStrict {
 			return nil, fault.Data(fault.InvalidGeometry,
 				"layer %q: %d of %d geometries are invalid (self-intersections, bad rings …); policy is strict: repair them (e.g. ST_MakeValid) or convert with geometry policy \"repair\"",
@@ -103,6 +111,19 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 	}
 	stem := convert.Stem(filepath.Base(s.path))
 	multi := len(scans) > 1
+	ext := convert.Formats[r.VectorFormat].Extension
+	// One output per layer, never two layers in one name: SafeName is
+	// one-to-one by construction, and this proves it for the source at hand
+	// before anything is written.
+	byName := map[string]string{}
+	for _, sc := range scans {
+		name := layerFileName(stem, sc.name, multi, ext)
+		if other, dup := byName[name]; dup {
+			return nil, fault.Data(fault.SchemaMismatch,
+				"layers %q and %q would both be written as %s; rename one of them", other, sc.name, name)
+		}
+		byName[name] = sc.name
+	}
 	var outs []convert.Output
 	for _, sc := range scans {
 		if err := ctx.Err(); err != nil {
@@ -110,15 +131,12 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 		}
 		var o convert.Output
 		var err error
+		dst := filepath.Join(workDir, layerFileName(stem, sc.name, multi, ext))
 		switch r.VectorFormat {
 		case convert.FormatFlatGeobuf:
-			name := stem + ".fgb"
-			if multi {
-				name = stem + "." + convert.SafeName(sc.name) + ".fgb"
-			}
-			o, err = writeFlatGeobuf(ds, sc, filepath.Join(workDir, name), r, rec.child())
+			o, err = writeFlatGeobuf(ds, sc, dst, r, rec.child())
 		default:
-			o, err = writeGeoParquet(ctx, ds, sc, filepath.Join(workDir, geoParquetName(stem, sc.name, multi)), r, rec.child())
+			o, err = writeGeoParquet(ctx, ds, sc, dst, r, rec.child())
 		}
 		if err != nil {
 			return outs, err
@@ -254,6 +272,13 @@ func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r convert.Reci
 		os.Remove(dst)
 		return convert.Output{}, classify("gdal.Close(FlatGeobuf)", err, filepath.Dir(dst), fault.CorruptSource, "layer %q cannot be written", sc.name)
 	}
+	// Fidelity: the file holds every feature of the layer (its header
+	// says how many; GDAL reads the count from there).
+	if n, err := fgbFeatureCount(dst, rec); err != nil || n != sc.features {
+		os.Remove(dst)
+		return convert.Output{}, fault.Systemic("gdal.VectorTranslate(FlatGeobuf)",
+			fmt.Errorf("layer %q: the output holds %d of %d features (%v)", sc.name, n, sc.features, err))
+	}
 	fi, err := os.Stat(dst)
 	if err != nil {
 		return convert.Output{}, fault.Systemic("gdal.VectorTranslate(FlatGeobuf)", err)
@@ -267,4 +292,28 @@ func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r convert.Reci
 			"repaired": repaired, "bytes": fi.Size(),
 		},
 	}, nil
+}
+
+// fgbFeatureCount reads the feature count of a FlatGeobuf file we wrote.
+func fgbFeatureCount(p string, rec *recorder) (int64, error) {
+	ds, err := godal.Open(p, godal.Drivers("FlatGeobuf"), godal.VectorOnly(), rec.opt())
+	if err != nil {
+		return -1, err
+	}
+	defer ds.Close()
+	ls := ds.Layers()
+	if len(ls) != 1 {
+		return -1, fmt.Errorf("%d layers", len(ls))
+	}
+	n, err := ls[0].FeatureCount(rec.opt())
+	return int64(n), err
+}
+
+// layerFileName is the work-dir file name of one layer's output: the
+// source stem, and for a multi-layer source the layer's safe name.
+func layerFileName(stem, layer string, multi bool, ext string) string {
+	if multi {
+		return stem + "." + convert.SafeName(layer) + ext
+	}
+	return stem + ext
 }

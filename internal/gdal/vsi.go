@@ -201,6 +201,7 @@ func (e *Engine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, 
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
+	r.MaxMemory = e.effectiveMemory(r.MaxMemory)
 	if err := checkWorkDir(workDir); err != nil {
 		return nil, err
 	}
@@ -285,6 +286,10 @@ func preflightReader(ra io.ReaderAt, size int64, name, vsiPath string, r convert
 		return nil, fault.Data(fault.UnsupportedFormat, "a bare .shp cannot be read by ranges without its .shx/.dbf/.prj; upload the shapefile zipped")
 	case "KML", "LIBKML":
 		if err := scanKML(io.NewSectionReader(ra, 0, size), name); err != nil {
+			return nil, err
+		}
+	case "GTiff", "COG":
+		if err := checkTIFFBudget(ra, size, r); err != nil {
 			return nil, err
 		}
 	}

@@ -10,16 +10,27 @@
 // Jobs are JSON values in the bucket "jobs", keyed by Job.ID. Put's
 // compare-and-swap reads and writes inside one bbolt Update transaction,
 // and bbolt serialises those, so exactly one of several racing writers wins.
+//
+// A damaged file (truncated by a full disk or a bad copy, overwritten) is
+// an error wrapping ErrCorrupt, never a panic: bbolt panics on pages it
+// cannot read, and reading an mmap past the end of a truncated file faults,
+// so every access runs under guard. The error names the recovery command
+// (Repair, `geomigrate state repair`). A single record that is not valid
+// JSON is skipped by List (and logged) and reported by Get as ErrCorrupt.
 package boltstore
 
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -36,6 +47,40 @@ var bucketName = []byte("jobs")
 
 // ErrLocked is wrapped when another process holds the database.
 var ErrLocked = errors.New("state database is in use by another process (one process owns it at a time)")
+
+// ErrCorrupt is wrapped when the file or a record in it is damaged.
+var ErrCorrupt = errors.New("state database is damaged")
+
+// recovery is what a person does about a damaged file at path.
+func recovery(path string) string {
+	return fmt.Sprintf("run `geomigrate state repair --state-dir %s` (keeps every readable record, moves the damaged file aside), or move %s aside to start an empty store; outputs already migrated are still recognised by their metadata and skipped",
+		filepath.Dir(path), filepath.Base(path))
+}
+
+// guard runs fn, turning a panic of bbolt or a memory fault on the mmap
+// (a truncated file) into an error wrapping ErrCorrupt.
+func guard(path string, fn func() error) error {
+	err := guardRaw(path, fn)
+	if errors.Is(err, errPanicked) {
+		return fmt.Errorf("%w; %s", err, recovery(path))
+	}
+	return err
+}
+
+// errPanicked marks a panic or fault that guardRaw recovered.
+var errPanicked = errors.New("unreadable page")
+
+// guardRaw is guard without the recovery advice (for Repair itself).
+func guardRaw(path string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s: %w: %v", ErrCorrupt, path, errPanicked, p)
+		}
+	}()
+	return fn()
+}
 
 // listPage is how many jobs List reads per read transaction. The callback
 // runs outside transactions, so it may write.
@@ -78,23 +123,96 @@ func Open(path string, opts ...Option) (*Store, error) {
 			return nil, fault.Systemic("boltstore.Open "+path, err)
 		}
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: o.timeout, NoSync: o.noSync})
+	if err := checkDeclaredSize(path); err != nil {
+		return nil, fault.Systemic("boltstore.Open", err)
+	}
+	var db *bolt.DB
+	err := guard(path, func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: o.timeout, NoSync: o.noSync})
+		return err
+	})
+	if errors.Is(err, ErrCorrupt) {
+		return nil, fault.Systemic("boltstore.Open", err)
+	}
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
 			return nil, fault.Systemic("boltstore.Open "+path,
 				fmt.Errorf("%w: gave up after %s: %w", ErrLocked, o.timeout, err))
 		}
+		if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) {
+			err = fmt.Errorf("%w: %s: %w; %s", ErrCorrupt, path, err, recovery(path))
+		}
 		return nil, fault.Systemic("boltstore.Open "+path, err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucketName)
-		return err
+	s := &Store{db: db, path: path}
+	if err := s.guard(func() error {
+		return db.Update(func(tx *bolt.Tx) error {
+			_, err := tx.CreateBucketIfNotExists(bucketName)
+			return err
+		})
 	}); err != nil {
 		db.Close()
 		return nil, fault.Systemic("boltstore.Open "+path, err)
 	}
-	return &Store{db: db, path: path}, nil
+	return s, nil
 }
+
+// checkDeclaredSize refuses, before bbolt opens it, a file shorter than
+// the pages its newest valid meta page counts: it was truncated, and bbolt
+// would panic (with the file lock held) or fault reading those pages. The
+// meta layout is bbolt's (internal/common/meta.go, little-endian hosts):
+// a 16-byte page header, then magic, version, page size, flags, root
+// bucket (16), freelist, high-water page id, txid, FNV-64a checksum.
+func checkDeclaredSize(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil // a new store
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	const header, metaLen = 16, 64
+	readMeta := func(off int64) (pageSize uint32, pgid, txid uint64, ok bool) {
+		b := make([]byte, metaLen)
+		if _, err := f.ReadAt(b, off+header); err != nil {
+			return 0, 0, 0, false
+		}
+		le := binary.LittleEndian
+		if le.Uint32(b[0:4]) != 0xED0CDAED {
+			return 0, 0, 0, false
+		}
+		h := fnv.New64a()
+		h.Write(b[:56])
+		if h.Sum64() != le.Uint64(b[56:64]) {
+			return 0, 0, 0, false
+		}
+		return le.Uint32(b[8:12]), le.Uint64(b[40:48]), le.Uint64(b[48:56]), true
+	}
+	ps0, pg0, tx0, ok0 := readMeta(0)
+	second := int64(os.Getpagesize())
+	if ok0 {
+		second = int64(ps0)
+	}
+	ps1, pg1, tx1, ok1 := readMeta(second)
+	ps, pg := ps0, pg0
+	switch {
+	case !ok0 && !ok1:
+		return nil // not a bbolt file we understand: bbolt's own checks answer
+	case ok1 && (!ok0 || tx1 > tx0):
+		ps, pg = ps1, pg1
+	}
+	if need := int64(pg) * int64(ps); fi.Size() < need {
+		return fmt.Errorf("%w: %s is %d bytes but its pages need %d (truncated); %s", ErrCorrupt, path, fi.Size(), need, recovery(path))
+	}
+	return nil
+}
+
+func (s *Store) guard(fn func() error) error { return guard(s.path, fn) }
 
 // Path returns the database file.
 func (s *Store) Path() string { return s.path }
@@ -123,21 +241,24 @@ func (s *Store) Get(ctx context.Context, id string) (statestore.Job, error) {
 		job   statestore.Job
 		found bool
 	)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketName).Get([]byte(id))
-		if v == nil {
+	var bad error
+	err := s.guard(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			v := tx.Bucket(bucketName).Get([]byte(id))
+			if v == nil {
+				return nil
+			}
+			found = true
+			if err := json.Unmarshal(v, &job); err != nil {
+				bad = fmt.Errorf("%s: %w: record %q is not a job (%v); %s", where, ErrCorrupt, id, err, recovery(s.path))
+			}
 			return nil
-		}
-		found = true
-		return json.Unmarshal(v, &job)
+		})
 	})
 	switch {
+	case bad != nil:
+		return statestore.Job{}, bad
 	case err != nil:
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &se) || errors.As(err, &te) {
-			return statestore.Job{}, fmt.Errorf("%s: corrupt record: %w", where, err)
-		}
 		return statestore.Job{}, dbErr(where, err)
 	case !found:
 		return statestore.Job{}, fmt.Errorf("%s: %w", where, statestore.ErrNotFound)
@@ -164,26 +285,28 @@ func (s *Store) Put(ctx context.Context, job statestore.Job, expect int64) error
 		return fmt.Errorf("%s: %w", where, err)
 	}
 	var conflict error
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketName)
-		var have int64
-		if cur := b.Get([]byte(job.ID)); cur != nil {
-			var v struct {
-				Version int64 `json:"version"`
+	err = s.guard(func() error {
+		return s.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucketName)
+			var have int64
+			if cur := b.Get([]byte(job.ID)); cur != nil {
+				var v struct {
+					Version int64 `json:"version"`
+				}
+				if err := json.Unmarshal(cur, &v); err != nil {
+					return fmt.Errorf("%w: record %q is not a job (%v); %s", ErrCorrupt, job.ID, err, recovery(s.path))
+				}
+				have = v.Version
+				if have == 0 {
+					have = -1 // a stored record never matches "must not exist"
+				}
 			}
-			if err := json.Unmarshal(cur, &v); err != nil {
-				return fmt.Errorf("corrupt record: %w", err)
+			if have != expect {
+				conflict = fmt.Errorf("%s: version is %d, expected %d: %w", where, max(have, 0), expect, statestore.ErrConflict)
+				return nil
 			}
-			have = v.Version
-			if have == 0 {
-				have = -1 // a stored record never matches "must not exist"
-			}
-		}
-		if have != expect {
-			conflict = fmt.Errorf("%s: version is %d, expected %d: %w", where, max(have, 0), expect, statestore.ErrConflict)
-			return nil
-		}
-		return b.Put([]byte(job.ID), val)
+			return b.Put([]byte(job.ID), val)
+		})
 	})
 	switch {
 	case err != nil:
@@ -197,7 +320,9 @@ func (s *Store) Put(ctx context.Context, job statestore.Job, expect int64) error
 // List calls fn for every job with the given status ("" for all), in ID
 // order. It reads in pages and calls fn outside any transaction, so fn may
 // write; a job written during the listing may be seen in its old or new
-// state, or (if its status changed) not at all.
+// state, or (if its status changed) not at all. A record that is not a
+// job is skipped with a warning (CorruptKeys lists them): one damaged
+// record must not hide all the others.
 func (s *Store) List(ctx context.Context, status statestore.Status, fn func(statestore.Job) error) error {
 	where := "boltstore.List " + string(status)
 	var after []byte
@@ -207,34 +332,41 @@ func (s *Store) List(ctx context.Context, status statestore.Status, fn func(stat
 		}
 		var page []statestore.Job
 		more := false
-		err := s.db.View(func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketName).Cursor()
-			k, v := c.First()
-			if after != nil {
-				k, v = c.Seek(after)
-				if k != nil && bytes.Equal(k, after) {
-					k, v = c.Next()
+		var corrupt []string
+		err := s.guard(func() error {
+			return s.db.View(func(tx *bolt.Tx) error {
+				c := tx.Bucket(bucketName).Cursor()
+				k, v := c.First()
+				if after != nil {
+					k, v = c.Seek(after)
+					if k != nil && bytes.Equal(k, after) {
+						k, v = c.Next()
+					}
 				}
-			}
-			for ; k != nil; k, v = c.Next() {
-				if len(page) == listPage {
-					more = true
-					return nil
+				for ; k != nil; k, v = c.Next() {
+					if len(page) == listPage {
+						more = true
+						return nil
+					}
+					after = append(after[:0], k...)
+					if status != "" && !statusIs(v, status) {
+						continue
+					}
+					var j statestore.Job
+					if err := json.Unmarshal(v, &j); err != nil {
+						corrupt = append(corrupt, string(k))
+						continue
+					}
+					page = append(page, j)
 				}
-				after = append(after[:0], k...)
-				if status != "" && !statusIs(v, status) {
-					continue
-				}
-				var j statestore.Job
-				if err := json.Unmarshal(v, &j); err != nil {
-					return fmt.Errorf("corrupt record %q: %w", k, err)
-				}
-				page = append(page, j)
-			}
-			return nil
+				return nil
+			})
 		})
 		if err != nil {
 			return dbErr(where, err)
+		}
+		for _, k := range corrupt {
+			slog.Warn("state store: damaged record skipped", "key", k, "db", s.path, "fix", recovery(s.path))
 		}
 		for _, j := range page {
 			if err := fn(j); err != nil {
@@ -245,6 +377,29 @@ func (s *Store) List(ctx context.Context, status statestore.Status, fn func(stat
 			return nil
 		}
 	}
+}
+
+// CorruptKeys lists the keys of records that are not jobs.
+func (s *Store) CorruptKeys(ctx context.Context) ([]string, error) {
+	var keys []string
+	err := s.guard(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketName).ForEach(func(k, v []byte) error {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				var j statestore.Job
+				if json.Unmarshal(v, &j) != nil {
+					keys = append(keys, string(k))
+				}
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		return keys, fmt.Errorf("boltstore.CorruptKeys: %w", err)
+	}
+	return keys, nil
 }
 
 // statusIs decodes only the status of a record.

@@ -1,0 +1,530 @@
+package gdal
+
+// Issue 9: nothing lost, nothing altered, nothing fetched. Each test here
+// failed on the code before its fix.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/fault"
+)
+
+// GDAL 3.6's FlatGeobuf writer skips features without geometry (it cannot
+// encode them), so a FlatGeobuf output would hold 1 of 2 features: the
+// source is refused instead. GeoParquet keeps them as null rows.
+func TestNullGeometriesKeptOrRefused(t *testing.T) {
+	src := writeFile(t, t.TempDir(), "some.geojson", someNulls)
+
+	work := t.TempDir()
+	outs, err := engine.Convert(context.Background(), src, work, recipe()) // FlatGeobuf
+	var d *fault.DataError
+	if !errors.As(err, &d) || d.Code != fault.UnsupportedFormat {
+		n := -1
+		if err == nil {
+			n = ogrCount(t, outs[0].Path)
+		}
+		t.Errorf("FlatGeobuf with a null geometry: %v (output holds %d features), want DataError UnsupportedFormat", err, n)
+	} else if !strings.Contains(err.Error(), "GeoParquet") {
+		t.Errorf("message does not say what to do: %v", err)
+	}
+	if entries, _ := os.ReadDir(work); len(entries) != 0 {
+		t.Errorf("work dir not empty after a refusal: %v", entries)
+	}
+
+	outs, err = engine.Convert(context.Background(), src, t.TempDir(), gpRecipe())
+	if err != nil {
+		t.Fatalf("GeoParquet: %v", err)
+	}
+	rep := validateGeoParquet(t, outs[0].Path)
+	if rep.Rows != 2 || outs[0].Stats["features"] != 2 || outs[0].Stats["null_geometries"] != 1 {
+		t.Errorf("GeoParquet holds %d rows, stats %v; want 2 rows, 1 null geometry", rep.Rows, outs[0].Stats)
+	}
+}
+
+// writeGPKGLayers writes a GeoPackage with one point layer per name.
+func writeGPKGLayers(t *testing.T, p string, names ...string) {
+	t.Helper()
+	ds, err := godal.CreateVector(godal.GeoPackage, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := godal.NewSpatialRefFromEPSG(4326)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	for i, name := range names {
+		l, err := ds.CreateLayer(name, sr, godal.GTPoint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k <= i; k++ {
+			g, err := godal.NewGeometryFromWKT(fmt.Sprintf("POINT (%d %d)", i+1, k+1), sr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := l.NewFeature(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			g.Close()
+		}
+	}
+	if err := ds.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two layers whose names map to the same safe name must give two outputs
+// with two different file names and destination keys.
+func TestLayerNamesOneToOne(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "city.gpkg")
+	writeGPKGLayers(t, src, "a/b", "a_b", "a b")
+	for _, r := range []convert.Recipe{recipe(), gpRecipe()} {
+		t.Run(r.VectorFormat, func(t *testing.T) {
+			outs, err := engine.Convert(context.Background(), src, t.TempDir(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(outs) != 3 {
+				t.Fatalf("%d outputs for 3 layers", len(outs))
+			}
+			files, keys, layers := map[string]bool{}, map[string]bool{}, map[string]bool{}
+			for _, o := range outs {
+				files[filepath.Base(o.Path)] = true
+				keys[convert.DestKey("in/city.gpkg", o, true)] = true
+				layers[o.Layer] = true
+				want := map[string]int64{"a/b": 1, "a_b": 2, "a b": 3}[o.Layer]
+				if o.Stats["features"] != want {
+					t.Errorf("layer %q: %d features, want %d", o.Layer, o.Stats["features"], want)
+				}
+			}
+			if len(files) != 3 || len(keys) != 3 || len(layers) != 3 {
+				t.Errorf("outputs are not one-to-one with layers: files %v, keys %v", files, keys)
+			}
+			if !keys["in/city/a_b.parquet"] && !keys["in/city/a_b.fgb"] {
+				t.Errorf("a layer whose name is already safe keeps it: %v", keys)
+			}
+		})
+	}
+}
+
+// A GeoJSON whose CRS is a URL made GDAL fetch it, whatever the proxy
+// setting said, once no_proxy matched. No content may cause network access:
+// the source is refused as UnsafeSource and the server sees nothing.
+func TestNoNetworkFromContent(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, `GEOGCS["WGS 84",DATUM["WGS_1984",SPHEROID["WGS 84",6378137,298.257223563]],PRIMEM["Greenwich",0],UNIT["degree",0.0174532925199433],AUTHORITY["EPSG","4326"]]`)
+	}))
+	defer srv.Close()
+	for _, k := range []string{"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	t.Setenv("no_proxy", "*")
+	t.Setenv("NO_PROXY", "*")
+
+	dir := t.TempDir()
+	point := `"features":[{"type":"Feature","properties":{"id":1},"geometry":{"type":"Point","coordinates":[1,2]}}]}`
+	cases := map[string]string{
+		"link.geojson":  `{"type":"FeatureCollection","crs":{"type":"link","properties":{"href":"` + srv.URL + `/crs.wkt","type":"ogcwkt"}},` + point,
+		"name.geojson":  `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"` + srv.URL + `/name"}},` + point,
+		"proj.geojson":  `{"type":"FeatureCollection","crs":{"type":"link","properties":{"href":"` + srv.URL + `/crs.proj4","type":"proj4"}},` + point,
+		"https.geojson": `{"type":"FeatureCollection","crs":{"type":"link","properties":{"href":"` + strings.Replace(srv.URL, "http:", "https:", 1) + `/crs","type":"ogcwkt"}},` + point,
+	}
+	names := make([]string, 0, len(cases))
+	for n := range cases {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, r := range []convert.Recipe{recipe(), gpRecipe()} {
+			src := writeFile(t, dir, name, cases[name])
+			before := hits.Load()
+			_, err := engine.Convert(context.Background(), src, t.TempDir(), r)
+			if n := hits.Load() - before; n != 0 {
+				t.Errorf("%s (%s): the loopback server received %d requests", name, r.VectorFormat, n)
+			}
+			if fault.CodeOf(err) != fault.UnsafeSource {
+				t.Errorf("%s (%s): %v, want DataError UnsafeSource", name, r.VectorFormat, err)
+			}
+		}
+	}
+}
+
+// A Byte land-cover grid of 4 classes without a colour table: overviews of
+// categorical data must hold only the classes of the source.
+func TestCategoricalOverviews(t *testing.T) {
+	const w, h = 1024, 1024
+	classes := []byte{11, 42, 71, 90}
+	px := make([]byte, w*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			// irregular patches, so that every overview level mixes classes
+			px[y*w+x] = classes[((x/7)*3+(y/5)*5+(x*y)/97)%len(classes)]
+		}
+	}
+	src := filepath.Join(t.TempDir(), "landcover.tif")
+	if err := writeRaster(src, rasterSpec{w: w, h: h, dtype: godal.Byte, epsg: 32633,
+		gt: [6]float64{500000, 30, 0, 5100000, 0, -30}, data: px}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[byte]bool{}
+	for _, c := range classes {
+		want[c] = true
+	}
+	outs, err := engine.Convert(context.Background(), src, t.TempDir(), recipe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	validateCOG(t, outs[0].Path)
+	ds, err := godal.Open(outs[0].Path, godal.RasterOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	ovrs := ds.Bands()[0].Overviews()
+	if len(ovrs) == 0 {
+		t.Fatal("no overviews")
+	}
+	for i, o := range ovrs {
+		st := o.Structure()
+		buf := make([]byte, st.SizeX*st.SizeY)
+		if err := o.Read(0, 0, buf, st.SizeX, st.SizeY); err != nil {
+			t.Fatal(err)
+		}
+		invented := map[byte]bool{}
+		for _, v := range buf {
+			if !want[v] {
+				invented[v] = true
+			}
+		}
+		if len(invented) > 0 {
+			t.Errorf("overview %d (%dx%d) holds %d values not in the source", i, st.SizeX, st.SizeY, len(invented))
+		}
+	}
+	if got := ds.Metadata(resamplingMetadataKey); got != "NEAREST" {
+		t.Errorf("metadata %s = %q, want NEAREST", resamplingMetadataKey, got)
+	}
+	if outs[0].OverviewResampling != convert.ResamplingNearest {
+		t.Errorf("Output.OverviewResampling = %q", outs[0].OverviewResampling)
+	}
+
+	// Continuous data keeps AVERAGE.
+	outs, err = engine.Convert(context.Background(), sample(t, "dem_utm33.tif").Path, t.TempDir(), recipe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs[0].OverviewResampling != convert.ResamplingAverage {
+		t.Errorf("DEM: Output.OverviewResampling = %q, want average", outs[0].OverviewResampling)
+	}
+}
+
+// tiffEntry is one IFD entry of a hand-made classic TIFF: value inline,
+// or data stored after the IFD (count and type must agree with it).
+type tiffEntry struct {
+	tag, typ uint16
+	count    uint32
+	value    uint32
+	data     []byte
+}
+
+// dataOffset as a value points the entry at 64 bytes of zeros after the IFD.
+const dataOffset = 0xFFFFFFFF
+
+// writeDeclaringTIFF writes a classic little-endian TIFF made of one IFD
+// (entries sorted by tag), its out-of-line values and 64 bytes of zeros.
+func writeDeclaringTIFF(t *testing.T, p string, entries []tiffEntry) string {
+	t.Helper()
+	sort.Slice(entries, func(i, j int) bool { return entries[i].tag < entries[j].tag })
+	le := binary.LittleEndian
+	next := uint32(8 + 2 + 12*len(entries) + 4)
+	var extra []byte
+	offsets := make([]uint32, len(entries))
+	for i, e := range entries {
+		if e.data != nil {
+			offsets[i] = next + uint32(len(extra))
+			extra = append(extra, e.data...)
+		}
+	}
+	zeros := next + uint32(len(extra))
+	buf := []byte{'I', 'I', 42, 0, 8, 0, 0, 0}
+	buf = le.AppendUint16(buf, uint16(len(entries)))
+	for i, e := range entries {
+		v := e.value
+		switch {
+		case e.data != nil:
+			v = offsets[i]
+		case v == dataOffset:
+			v = zeros
+		}
+		buf = le.AppendUint16(buf, e.tag)
+		buf = le.AppendUint16(buf, e.typ)
+		buf = le.AppendUint32(buf, e.count)
+		if e.typ == 3 && e.data == nil {
+			buf = le.AppendUint16(buf, uint16(v))
+			buf = le.AppendUint16(buf, 0)
+		} else {
+			buf = le.AppendUint32(buf, v)
+		}
+	}
+	buf = le.AppendUint32(buf, 0)
+	buf = append(buf, extra...)
+	buf = append(buf, make([]byte, 64)...)
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// geoTIFFTags georeference a hand-made TIFF in EPSG:4326, so that nothing
+// but its declared sizes can refuse it.
+func geoTIFFTags() []tiffEntry {
+	le := binary.LittleEndian
+	doubles := func(vs ...float64) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = le.AppendUint64(b, math.Float64bits(v))
+		}
+		return b
+	}
+	shorts := func(vs ...uint16) []byte {
+		var b []byte
+		for _, v := range vs {
+			b = le.AppendUint16(b, v)
+		}
+		return b
+	}
+	keys := shorts(1, 1, 0, 3, 1024, 0, 1, 2, 1025, 0, 1, 1, 2048, 0, 1, 4326)
+	return []tiffEntry{
+		{tag: 33550, typ: 12, count: 3, data: doubles(0.001, 0.001, 0)},
+		{tag: 33922, typ: 12, count: 6, data: doubles(0, 0, 0, 10, 50, 0)},
+		{tag: 34735, typ: 3, count: uint32(len(keys) / 2), data: keys},
+	}
+}
+
+// Small files that declare huge structures: refused from their header
+// with BudgetExceeded, before GDAL allocates anything for them.
+//
+// Run before the fix under `ulimit -v`, these ended as SystemicError (GDAL
+// out of memory) or, without a limit, drove the process to tens of GB.
+type sizeBomb struct {
+	name    string
+	entries []tiffEntry
+}
+
+// sizeBombs are hand-made TIFFs of a few hundred bytes declaring huge
+// structures, each georeferenced so that only its sizes can refuse it.
+func sizeBombs() []sizeBomb {
+	const short, long = 3, 4
+	const data = dataOffset
+	base := func(w, h, spp uint32, extra ...tiffEntry) []tiffEntry {
+		es := []tiffEntry{
+			{tag: 256, typ: long, count: 1, value: w}, {tag: 257, typ: long, count: 1, value: h}, {tag: 258, typ: short, count: 1, value: 8}, {tag: 259, typ: short, count: 1, value: 1},
+			{tag: 262, typ: short, count: 1, value: 1}, {tag: 277, typ: short, count: 1, value: spp}, {tag: 284, typ: short, count: 1, value: 1},
+		}
+		return append(append(es, extra...), geoTIFFTags()...)
+	}
+	strips := func(rows uint32) []tiffEntry {
+		return []tiffEntry{{tag: 273, typ: long, count: 1, value: data}, {tag: 278, typ: long, count: 1, value: rows}, {tag: 279, typ: long, count: 1, value: 64}}
+	}
+	tiles := func(tw, th uint32) []tiffEntry {
+		return []tiffEntry{{tag: 322, typ: long, count: 1, value: tw}, {tag: 323, typ: long, count: 1, value: th}, {tag: 324, typ: long, count: 1, value: data}, {tag: 325, typ: long, count: 1, value: 64}}
+	}
+	deflated := func(es []tiffEntry) []tiffEntry {
+		for i := range es {
+			if es[i].tag == 259 {
+				es[i].value = 8
+			}
+		}
+		return es
+	}
+	return []sizeBomb{
+		{"60,000 bands, 64 x 64", base(64, 64, 60000, strips(64)...)},
+		{"60,000 bands, tiled", base(256, 256, 60000, tiles(256, 256)...)},
+		{"tile of 1,048,576 x 1,048,576", base(1<<20, 1<<20, 1, tiles(1<<20, 1<<20)...)},
+		{"tile of 65,536 x 65,536 on a 4,096 x 4,096 image", base(4096, 4096, 1, tiles(1<<16, 1<<16)...)},
+		{"deflated strip of 60,000 x 60,000", deflated(base(60000, 60000, 1, strips(60000)...))},
+		{"width of 2^31", base(1<<31, 1, 1, strips(1)...)},
+	}
+}
+
+func TestDeclaredSizeBudgets(t *testing.T) {
+	cases := sizeBombs()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeDeclaringTIFF(t, filepath.Join(t.TempDir(), "bomb.tif"), c.entries)
+			fi, _ := os.Stat(p)
+			if fi.Size() > 8<<10 {
+				t.Fatalf("test file is %d bytes", fi.Size())
+			}
+			work := t.TempDir()
+			_, err := engine.Convert(context.Background(), p, work, recipe())
+			if fault.CodeOf(err) != fault.BudgetExceeded {
+				t.Fatalf("%T %v, want DataError BudgetExceeded", err, err)
+			}
+			t.Log(err)
+			if entries, _ := os.ReadDir(work); len(entries) != 0 {
+				t.Errorf("work dir not empty: %v", entries)
+			}
+		})
+	}
+}
+
+// The memory budget is the smaller of the recipe's and the machine's, and
+// it applies to ranged reads too.
+func TestMemoryBudgetSources(t *testing.T) {
+	if memoryLimit() <= 0 {
+		t.Error("memoryLimit() found no limit (not even MemTotal)")
+	}
+	small, err := New(WithMemoryLimit(1 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // restore the shared engine's process-wide settings
+		if _, err := New(WithTmpDir(engine.Config().TmpDir)); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	dem := sample(t, "dem_utm33.tif").Path
+	if _, err := small.Convert(context.Background(), dem, t.TempDir(), recipe()); fault.CodeOf(err) != fault.BudgetExceeded {
+		t.Errorf("1 MiB machine: %v, want BudgetExceeded", err)
+	}
+	r := recipe()
+	r.MaxMemory = 1 << 20
+	if _, err := engine.Convert(context.Background(), dem, t.TempDir(), r); fault.CodeOf(err) != fault.BudgetExceeded {
+		t.Errorf("1 MiB recipe: %v, want BudgetExceeded", err)
+	}
+	if _, err := engine.Convert(context.Background(), dem, t.TempDir(), recipe()); err != nil {
+		t.Errorf("default budget: %v", err)
+	}
+
+	const short, long = 3, 4
+	bomb := writeDeclaringTIFF(t, filepath.Join(t.TempDir(), "bands.tif"), append([]tiffEntry{
+		{tag: 256, typ: long, count: 1, value: 64}, {tag: 257, typ: long, count: 1, value: 64},
+		{tag: 258, typ: short, count: 1, value: 8}, {tag: 259, typ: short, count: 1, value: 1},
+		{tag: 262, typ: short, count: 1, value: 1}, {tag: 273, typ: long, count: 1, value: dataOffset},
+		{tag: 277, typ: short, count: 1, value: 60000}, {tag: 278, typ: long, count: 1, value: 64},
+		{tag: 279, typ: long, count: 1, value: 64},
+	}, geoTIFFTags()...))
+	b, err := os.ReadFile(bomb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = engine.ConvertReader(context.Background(), bytes.NewReader(b), int64(len(b)), "bands.tif", t.TempDir(), recipe())
+	if fault.CodeOf(err) != fault.BudgetExceeded {
+		t.Errorf("ConvertReader: %v, want BudgetExceeded", err)
+	}
+}
+
+// A raster attribute table or category names (here in the .aux.xml
+// sidecar) make a band categorical whatever its values; this also pins
+// bandHandle to godal's Band layout.
+func TestCategoricalByMetadata(t *testing.T) {
+	aux := map[string]string{
+		"rat": `<PAMDataset><PAMRasterBand band="1"><GDALRasterAttributeTable>
+<FieldDefn index="0"><Name>Value</Name><Type>0</Type><Usage>5</Usage></FieldDefn>
+<FieldDefn index="1"><Name>Class</Name><Type>2</Type><Usage>2</Usage></FieldDefn>
+<Row index="0"><F>1</F><F>forest</F></Row></GDALRasterAttributeTable></PAMRasterBand></PAMDataset>`,
+		"categories": `<PAMDataset><PAMRasterBand band="1"><CategoryNames><Category>water</Category><Category>forest</Category></CategoryNames></PAMRasterBand></PAMDataset>`,
+		"none":       `<PAMDataset><PAMRasterBand band="1"><Description>plain</Description></PAMRasterBand></PAMDataset>`,
+	}
+	want := map[string]string{"rat": convert.ResamplingNearest, "categories": convert.ResamplingNearest, "none": convert.ResamplingAverage}
+	for name, xml := range aux {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, "grid.tif")
+			copyFile(t, sample(t, "dem_utm33.tif").Path, src) // ~200 distinct values: continuous by its values
+			writeFile(t, dir, "grid.tif.aux.xml", xml)
+			outs, err := engine.Convert(context.Background(), src, t.TempDir(), recipe())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if outs[0].OverviewResampling != want[name] {
+				t.Errorf("resampling %q, want %q", outs[0].OverviewResampling, want[name])
+			}
+		})
+	}
+}
+
+// childEnv makes the test binary, run again by TestConvertUnderMemoryLimit,
+// the memory-limited child that converts the files of the named directory.
+const childEnv = "GEOMIGRATE_TEST_MEMLIMIT_DIR"
+
+// The size bombs and two good samples, converted in a child process whose
+// address space is limited to 3 GiB (a 3 GiB Lambda): the child must not
+// die, every bomb must be BudgetExceeded and the samples must convert.
+// Before the fix the bombs ended as SystemicError ("cannot allocate").
+func TestConvertUnderMemoryLimit(t *testing.T) {
+	const limit = 3 << 30
+	if dir := os.Getenv(childEnv); dir != "" {
+		lim := syscall.Rlimit{Cur: limit, Max: limit}
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(WithTmpDir(engine.Config().TmpDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Config().MemoryLimit; got > limit {
+			t.Errorf("MemoryLimit %d ignores RLIMIT_AS %d", got, limit)
+		}
+		names, _ := filepath.Glob(filepath.Join(dir, "*.tif"))
+		for _, p := range names {
+			_, err := e.Convert(context.Background(), p, t.TempDir(), recipe())
+			fmt.Printf("RESULT %s %s\n", filepath.Base(p), strings.ReplaceAll(codeOf(err), "\n", " "))
+		}
+		return
+	}
+	dir := t.TempDir()
+	want := map[string]string{}
+	for i, b := range sizeBombs() {
+		name := fmt.Sprintf("bomb%d.tif", i)
+		writeDeclaringTIFF(t, filepath.Join(dir, name), b.entries)
+		want[name] = string(fault.BudgetExceeded)
+	}
+	for _, name := range []string{"dem_utm33.tif", "landcover_4326.tif"} {
+		copyFile(t, sample(t, name).Path, filepath.Join(dir, name))
+		want[name] = "converted"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestConvertUnderMemoryLimit$", "-test.count=1", "-test.timeout=5m")
+	cmd.Env = append(os.Environ(), childEnv+"="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child under a %d-byte limit: %v\n%s", limit, err, out)
+	}
+	got := map[string]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.SplitN(line, " ", 3); len(f) == 3 && f[0] == "RESULT" {
+			got[f[1]] = f[2]
+		}
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: %q, want %s", name, got[name], w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("child output:\n%s", out)
+	}
+}
