@@ -37,6 +37,12 @@ type TaskTimeouts struct {
 // convertTimeoutSeconds 900 s, promote 900 s, classify 60 s).
 var DefaultTaskTimeouts = TaskTimeouts{HashCheck: 900, Convert: 900, Promote: 900, Classify: 60}
 
+// Longest is the longest of the four timeouts, in seconds: a state store
+// lease must exceed it.
+func (t TaskTimeouts) Longest() int {
+	return max(t.HashCheck, t.Convert, t.Promote, t.Classify)
+}
+
 // Values maps each timeout placeholder to its number; a timeout that is
 // not positive is an error.
 func (t TaskTimeouts) Values() (map[string]any, error) {

@@ -62,8 +62,10 @@ func TestLeaseFlagIsDocumentedAndValidated(t *testing.T) {
 		t.Fatalf("migrate usage does not document --lease:\n%s", stderr)
 	}
 	f := goodRaster(t)
-	if _, _, err := run(t, "migrate", f, "--dest", t.TempDir(), "--lease", "10s"); err == nil || !strings.Contains(err.Error(), "--lease") {
-		t.Fatalf("a lease shorter than a minute was accepted: %v", err)
+	for _, lease := range []string{"10s", "15m"} {
+		if _, _, err := run(t, "migrate", f, "--dest", t.TempDir(), "--lease", lease); err == nil || !strings.Contains(err.Error(), "--lease") {
+			t.Fatalf("--lease %s, not longer than the 15m task timeout, was accepted: %v", lease, err)
+		}
 	}
 }
 

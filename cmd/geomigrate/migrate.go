@@ -24,6 +24,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/statemachine"
 )
 
 // runFlags are the flags shared by every command that runs the state
@@ -42,10 +43,11 @@ type runFlags struct {
 	closer *migration.ExecutionFailed
 }
 
-// minLease is the shortest --lease accepted: a lease must outlast the
-// longest single step (a conversion) of one file, or a second execution
-// takes the file over while it is still being converted.
-const minLease = time.Minute
+// minLease is the bound --lease must exceed: the longest task timeout of the
+// local executor (task timeout < lease, as infra enforces for function
+// timeouts), or a second execution takes a file over while its first
+// attempt is still converting it.
+var minLease = time.Duration(statemachine.DefaultTaskTimeouts.Longest()) * time.Second
 
 func addRunFlags(fs *flag.FlagSet) *runFlags {
 	f := &runFlags{}
@@ -62,14 +64,14 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&f.lease, "lease", migration.DefaultLease,
 		"how long a file claimed by this run stays exclusive without renewal (renewed at each step); another run finding it\n"+
-			"held skips it as in progress until then; leases of a process that died on this host are taken over at once (at least 1m)")
+			"held skips it as in progress until then; leases of a process that died on this host are taken over at once (longer than the 15m task timeout)")
 	return f
 }
 
 // checkLease refuses a lease too short to cover one conversion.
 func (f *runFlags) checkLease() error {
-	if f.lease < minLease {
-		return fmt.Errorf("--lease %s: must be at least %s (a lease shorter than one conversion lets a second run convert the same file)", f.lease, minLease)
+	if f.lease <= minLease {
+		return fmt.Errorf("--lease %s: must be longer than %s, the longest task timeout (a shorter lease lets a second run convert a file still being converted)", f.lease, minLease)
 	}
 	return nil
 }
