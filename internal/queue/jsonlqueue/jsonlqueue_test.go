@@ -20,6 +20,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/queue/queuetest"
 )
 
 func TestMain(m *testing.M) {
@@ -322,4 +323,25 @@ func helperMain(path string) int {
 		}
 	}
 	return 0
+}
+
+func TestConformance(t *testing.T) {
+	queuetest.RunQueueTests(t, queuetest.Harness{
+		New: func(t *testing.T) queue.Queue {
+			q, err := jsonlqueue.Open(filepath.Join(t.TempDir(), "q.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { q.Close() })
+			return q
+		},
+		Reopen: func(t *testing.T, q queue.Queue) queue.Queue {
+			r, err := jsonlqueue.Open(q.(*jsonlqueue.Queue).Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return r
+		},
+	})
 }

@@ -58,7 +58,7 @@ func failWith(status int, typ, queryError string) func(http.ResponseWriter, map[
 	}
 }
 
-func newSender(t *testing.T, f *fakeSQS, queueURL string) *sqsqueue.Sender {
+func newSender(t *testing.T, f *fakeSQS, queueURL string) *sqsqueue.Queue {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,14 +24,30 @@ import (
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
 )
 
-// client returns a DynamoDB client for GEOMIGRATE_DYNAMODB_ENDPOINT
-// (dynalite started by scripts/integration-up.sh), or skips.
+// client returns a DynamoDB client for AWS_ENDPOINT_URL_DYNAMODB (dynalite
+// started by scripts/integration-up.sh), or skips.
 func client(t *testing.T) (*dynamodb.Client, awsconfig.Options) {
 	t.Helper()
-	ep := os.Getenv(awsconfig.EnvDynamoDBEndpoint)
+	return clientAt(t, "AWS_ENDPOINT_URL_DYNAMODB")
+}
+
+// servers are the DynamoDB stand-ins scripts/integration-up.sh starts, by
+// the variable holding each endpoint: dynalite, and moto (one port for
+// SQS, DynamoDB and S3).
+var servers = []struct{ name, endpointVar string }{
+	{"dynalite", "AWS_ENDPOINT_URL_DYNAMODB"},
+	{"moto", "GEOMIGRATE_MOTO_ENDPOINT"},
+}
+
+// clientAt returns a DynamoDB client for the endpoint in endpointVar, or
+// skips.
+func clientAt(t *testing.T, endpointVar string) (*dynamodb.Client, awsconfig.Options) {
+	t.Helper()
+	ep := os.Getenv(endpointVar)
 	if ep == "" {
-		t.Skipf("%s not set; run make -f test/integration.mk test-integration", awsconfig.EnvDynamoDBEndpoint)
+		t.Skipf("%s not set; run make -f test/integration.mk test-integration", endpointVar)
 	}
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	o := awsconfig.Options{
 		DynamoDBEndpointURL: ep,
 		Region:              "us-east-1",
@@ -58,20 +75,30 @@ func newTable(t *testing.T, c *dynamodb.Client) string {
 	return name
 }
 
+// TestConformance runs the state store suite against each DynamoDB
+// stand-in.
 func TestConformance(t *testing.T) {
-	c, _ := client(t)
-	statestoretest.RunBackendTests(t, func(t *testing.T) statestore.Backend {
-		return dynamostore.New(c, dynamostore.Options{Table: newTable(t, c)})
-	})
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			c, _ := clientAt(t, srv.endpointVar)
+			statestoretest.RunBackendTests(t, func(t *testing.T) statestore.Backend {
+				return dynamostore.New(c, dynamostore.Options{Table: newTable(t, c)})
+			})
+		})
+	}
 }
 
 // TestConformanceScanOnly runs the suite with List served by Scan, the
 // fallback for a table without the status index.
 func TestConformanceScanOnly(t *testing.T) {
-	c, _ := client(t)
-	statestoretest.RunBackendTests(t, func(t *testing.T) statestore.Backend {
-		return dynamostore.New(c, dynamostore.Options{Table: newTable(t, c), ScanOnly: true})
-	})
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			c, _ := clientAt(t, srv.endpointVar)
+			statestoretest.RunBackendTests(t, func(t *testing.T) statestore.Backend {
+				return dynamostore.New(c, dynamostore.Options{Table: newTable(t, c), ScanOnly: true})
+			})
+		})
+	}
 }
 
 // TestTrackerClaimOverDynamo runs the lifecycle rules (claim, lease,
@@ -177,13 +204,20 @@ func TestMissingIndexFallsBackToScan(t *testing.T) {
 }
 
 func TestErrorMapping(t *testing.T) {
-	c, o := client(t)
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) { testErrorMapping(t, srv.endpointVar) })
+	}
+}
+
+func testErrorMapping(t *testing.T, endpointVar string) {
+	c, o := clientAt(t, endpointVar)
 	ctx := context.Background()
-	// Missing table → systemic.
+	// Missing table → systemic, naming the table.
 	b := dynamostore.New(c, dynamostore.Options{Table: "no-such-table"})
 	_, err := b.Get(ctx, "x")
-	if fault.TierOf(err) != fault.TierSystemic || awsconfig.ErrorCode(err) != "ResourceNotFoundException" {
-		t.Errorf("Get on a missing table = %v (tier %s), want systemic ResourceNotFoundException", err, fault.TierOf(err))
+	if fault.TierOf(err) != fault.TierSystemic || awsconfig.ErrorCode(err) != "ResourceNotFoundException" ||
+		!strings.Contains(err.Error(), "no-such-table") {
+		t.Errorf("Get on a missing table = %v (tier %s), want systemic ResourceNotFoundException naming the table", err, fault.TierOf(err))
 	}
 	if err := b.Put(ctx, statestore.Job{ID: "x", Status: statestore.Pending}, 0); fault.TierOf(err) != fault.TierSystemic {
 		t.Errorf("Put on a missing table = %v, want systemic", err)
