@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -123,6 +124,10 @@ func endpointOf(custom, envName string) string {
 func unreachable(service, at string, timeout time.Duration, err error) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &PreflightError{Err: err, Msg: fmt.Sprintf("%s at %s did not answer within %s: check the endpoint URL and the network", service, at, timeout)}
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return &PreflightError{Err: err, Msg: fmt.Sprintf("cannot reach %s at %s: %v", service, at, op)}
 	}
 	return &PreflightError{Err: err, Msg: fmt.Sprintf("cannot use %s at %s: %v", service, at, err)}
 }
