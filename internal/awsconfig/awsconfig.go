@@ -8,9 +8,12 @@
 // service), AWS_ENDPOINT_URL_<SERVICE> (AWS_ENDPOINT_URL_S3,
 // AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_SFN) and
 // endpoint_url in the shared config profile, as the AWS SDKs and Tools
-// reference guide describes under "Service-specific endpoints". An endpoint
-// set in Options (the CLI's --endpoint-url) is applied after the SDK resolved
-// them, so a flag wins over the environment.
+// Reference Guide describes under "Service-specific endpoints"
+// (https://docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html):
+// a service-specific endpoint overrides the global one, and an endpoint set
+// on the client itself is used regardless of both. An endpoint in Options
+// (the CLI's --endpoint-url) is set on the client after the SDK resolved the
+// configured ones, so a flag wins over the environment.
 //
 // # Retries
 //

@@ -7,6 +7,13 @@
 // its receipt is deleted (acknowledged); a message never deleted becomes
 // visible again when its timeout passes, or at once when its visibility is
 // changed to zero. A message is delivered at least once.
+//
+// As the SQS API Reference (DeleteMessage) puts it: every receive has its
+// own receipt handle; deleting with one succeeds even when the message is
+// gone already; a message may be received again even after it was deleted,
+// so consumers must be idempotent (replay is: the state store decides
+// whether a job runs). Visibility follows the SQS Developer Guide, "Amazon
+// SQS visibility timeout".
 package queue
 
 import (

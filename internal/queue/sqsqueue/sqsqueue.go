@@ -88,9 +88,11 @@ func (s *Queue) Send(ctx context.Context, body string) (string, error) {
 	return aws.ToString(out.MessageId), nil
 }
 
-// Receive receives up to max messages with a short poll of one second at
-// most (WaitTimeSeconds=1: long polling asks every SQS server, so an
-// answer of none means none is visible) and hides them for visibility.
+// Receive receives up to max messages with a long poll of one second
+// (WaitTimeSeconds=1: a long poll queries all of the SQS servers, where a
+// short poll samples some of them, per the SQS Developer Guide, "Amazon SQS
+// short and long polling"; so none means none is visible) and hides them
+// for visibility.
 func (s *Queue) Receive(ctx context.Context, max int, visibility time.Duration) ([]queue.Delivery, error) {
 	where := "sqs.Receive " + s.opts.QueueURL
 	if max < 1 || max > queue.MaxReceive {
