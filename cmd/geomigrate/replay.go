@@ -45,8 +45,8 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *which != "dlq" && *which != "remediation" {
 		return fmt.Errorf("--queue %q: want dlq or remediation", *which)
 	}
-	if *visibility < time.Second {
-		return fmt.Errorf("--visibility-timeout %s: want at least 1s", *visibility)
+	if *visibility < time.Second || *visibility > 12*time.Hour {
+		return fmt.Errorf("--visibility-timeout %s: want 1s to 12h (SQS's range)", *visibility)
 	}
 	switch *backend {
 	case "local":
