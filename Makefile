@@ -12,6 +12,9 @@ OUT      ?= out
 APT_PACKAGES := libgdal-dev gdal-bin python3-gdal pkg-config
 
 export PATH := $(TOOLS)/bin:$(PATH)
+# No SDK client started by a target may wander off to the EC2 instance
+# metadata address looking for credentials or a region.
+export AWS_EC2_METADATA_DISABLED := true
 
 .PHONY: help
 help: ## list the targets

@@ -292,7 +292,7 @@ func TestTransientErrorUnderRIE(t *testing.T) {
 	}))
 	t.Cleanup(slow.Close)
 	env := srv.Env(destBucket, "unused-table")
-	env["GEOMIGRATE_S3_ENDPOINT"] = slow.URL
+	env["AWS_ENDPOINT_URL_S3"] = slow.URL
 	env["GEOMIGRATE_S3_CONDITIONAL_COPY"] = "server" // no probe against the failing endpoint
 	env["GEOMIGRATE_AWS_MAX_ATTEMPTS"] = "1"
 	f := lambdatest.Start(t, rie, "hashcheck", bootstrap(t, "hashcheck"), env)

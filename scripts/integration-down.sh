@@ -29,6 +29,7 @@ stop() { # pid expected-name
 
 stop "${GEOMIGRATE_INTEGRATION_VERSITYGW_PID:-}" versitygw
 stop "${GEOMIGRATE_INTEGRATION_DYNALITE_PID:-}" dynalite
+stop "${GEOMIGRATE_INTEGRATION_MOTO_PID:-}" moto_server
 case "${GEOMIGRATE_INTEGRATION_RUN_DIR:-}" in
 */geomigrate-integration.*) rm -rf "$GEOMIGRATE_INTEGRATION_RUN_DIR" ;;
 esac

@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Starts versitygw (S3) and dynalite (DynamoDB) on free 127.0.0.1 ports and
-# writes their endpoints, credentials and PIDs to a state file (sourceable
-# shell: `export NAME=value` lines).
+# Starts versitygw (S3), dynalite (DynamoDB) and moto_server (SQS, and a
+# second DynamoDB and S3 on one port) on free 127.0.0.1 ports and writes
+# their endpoints, credentials and PIDs to a state file (sourceable shell:
+# `export NAME=value` lines).
+#
+# The endpoints are exported under the SDK's own names, AWS_ENDPOINT_URL_S3
+# (versitygw) and AWS_ENDPOINT_URL_DYNAMODB (dynalite), which every
+# aws-sdk-go-v2 client honours; moto's single endpoint is
+# GEOMIGRATE_MOTO_ENDPOINT, for tests that point clients at it explicitly.
 #
 #   scripts/integration-up.sh [STATE_FILE]    default .tools/integration/state.env
 #
@@ -13,6 +19,8 @@ VGW="$ROOT/.tools/bin/versitygw"
 DYNALITE="$ROOT/.tools/node_modules/.bin/dynalite"
 [[ -x "$VGW" ]] || { echo "integration-up: $VGW missing; run scripts/install-versitygw.sh" >&2; exit 1; }
 [[ -x "$DYNALITE" ]] || { echo "integration-up: $DYNALITE missing; run scripts/install-dynalite.sh" >&2; exit 1; }
+MOTO="$(command -v moto_server || true)"
+[[ -n "$MOTO" ]] || { echo "integration-up: moto_server missing; install it with: pip install 'moto[server]==5.2.1'" >&2; exit 1; }
 if [[ -f "$STATE" ]]; then
 	echo "integration-up: $STATE exists (servers already up?); run scripts/integration-down.sh $STATE first" >&2
 	exit 1
@@ -74,26 +82,33 @@ DDB_PORT="$(free_port)"
 "$DYNALITE" --host 127.0.0.1 --port "$DDB_PORT" --createTableMs 20 --deleteTableMs 20 --updateTableMs 20 \
 	>"$RUN_DIR/dynalite.log" 2>&1 &
 DDB_PID=$!
+MOTO_PORT="$(free_port)"
+"$MOTO" -H 127.0.0.1 -p "$MOTO_PORT" >"$RUN_DIR/moto_server.log" 2>&1 &
+MOTO_PID=$!
 
 cleanup_on_error() {
-	kill "$S3_PID" "$DDB_PID" 2>/dev/null || true
+	kill "$S3_PID" "$DDB_PID" "$MOTO_PID" 2>/dev/null || true
 	rm -rf "$RUN_DIR"
 }
 trap cleanup_on_error ERR
 wait_port "$S3_PORT" "$S3_PID" versitygw
 wait_port "$DDB_PORT" "$DDB_PID" dynalite
+wait_port "$MOTO_PORT" "$MOTO_PID" moto_server
 trap - ERR
 
 cat >"$STATE" <<STATE
 # written by scripts/integration-up.sh; stop with scripts/integration-down.sh
-export GEOMIGRATE_S3_ENDPOINT=http://127.0.0.1:$S3_PORT
-export GEOMIGRATE_DYNAMODB_ENDPOINT=http://127.0.0.1:$DDB_PORT
+export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$S3_PORT
+export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$DDB_PORT
+export GEOMIGRATE_MOTO_ENDPOINT=http://127.0.0.1:$MOTO_PORT
 export GEOMIGRATE_S3_PATH_STYLE=true
+export AWS_EC2_METADATA_DISABLED=true
 export AWS_ACCESS_KEY_ID=$ACCESS
 export AWS_SECRET_ACCESS_KEY=$SECRET
 export AWS_REGION=us-east-1
 export GEOMIGRATE_INTEGRATION_VERSITYGW_PID=$S3_PID
 export GEOMIGRATE_INTEGRATION_DYNALITE_PID=$DDB_PID
+export GEOMIGRATE_INTEGRATION_MOTO_PID=$MOTO_PID
 export GEOMIGRATE_INTEGRATION_RUN_DIR=$RUN_DIR
 STATE
-echo "integration-up: versitygw pid $S3_PID at http://127.0.0.1:$S3_PORT, dynalite pid $DDB_PID at http://127.0.0.1:$DDB_PORT (state $STATE)" >&2
+echo "integration-up: versitygw pid $S3_PID at http://127.0.0.1:$S3_PORT, dynalite pid $DDB_PID at http://127.0.0.1:$DDB_PORT, moto_server pid $MOTO_PID at http://127.0.0.1:$MOTO_PORT (state $STATE)" >&2

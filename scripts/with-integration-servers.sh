@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs a command with versitygw and dynalite started for it alone (own ports,
+# Runs a command with versitygw, dynalite and moto_server started for it alone (own ports,
 # own state file) and always stops them afterwards, whatever the exit status.
 #
 #   scripts/with-integration-servers.sh go test -tags integration ./...

@@ -3,28 +3,27 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
-
 	"errors"
 	"fmt"
-	"github.com/aws/aws-sdk-go-v2/aws"
+	"io"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
-	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 	"github.com/geomigrate/geomigrate/internal/validate"
@@ -44,12 +43,12 @@ func (a *awsFlags) add(fs interface {
 	StringVar(*string, string, string, string)
 	BoolVar(*bool, string, bool, string)
 }) {
-	fs.StringVar(&a.endpointURL, "endpoint-url", "", "with --backend aws: an S3/DynamoDB-compatible endpoint (on-premises or local)")
+	fs.StringVar(&a.endpointURL, "endpoint-url", "", "with --backend aws: one endpoint for S3, DynamoDB and SQS (on-premises or local); wins over AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>")
 	fs.BoolVar(&a.pathStyle, "path-style", false, "with --backend aws: path-style S3 addressing (most S3-compatible stores)")
 	fs.StringVar(&a.stateTable, "state-table", "", "with --backend aws: the DynamoDB state table")
 	fs.BoolVar(&a.createTable, "create-table", false, "with --backend aws: create the state table if it does not exist")
 	fs.StringVar(&a.region, "region", "", "with --backend aws: AWS region (default from the environment)")
-	fs.StringVar(&a.conditionalCopy, "conditional-copy", "", "with --backend aws: server, client or probe (default: server on AWS, probe with --endpoint-url)")
+	fs.StringVar(&a.conditionalCopy, "conditional-copy", "", "with --backend aws: server, client, probe or auto (default auto: server on AWS, probe with a custom S3 endpoint)")
 	fs.StringVar(&a.remediationURL, "remediation-queue-url", "", "with --backend aws: SQS remediation queue (default: a JSONL file in the state dir)")
 	fs.StringVar(&a.deadLetterURL, "dlq-url", "", "with --backend aws: SQS dead-letter queue (default: a JSONL file in the state dir)")
 }
@@ -63,76 +62,107 @@ func s3URI(s string) (bucket, prefix string, err error) {
 	return u.Host, strings.TrimPrefix(u.Path, "/"), nil
 }
 
-// awsRun builds the AWS-backed handlers and inputs for migrate.
+// awsRun builds the AWS-backed handlers and inputs for migrate. Before any
+// file it checks that the buckets, the table and the queues exist (one line
+// naming what is missing), then lists the sources.
 func (f *runFlags) awsRun(ctx context.Context, a *awsFlags, srcs []string) (localrun.Handlers, localrun.Queues, *statestore.Tracker, []migration.Source, func() error, error) {
 	fail := func(err error) (localrun.Handlers, localrun.Queues, *statestore.Tracker, []migration.Source, func() error, error) {
 		return localrun.Handlers{}, localrun.Queues{}, nil, nil, nil, err
 	}
+	var buckets []string
+	for _, s := range srcs {
+		b, _, err := s3URI(s)
+		if err != nil {
+			return fail(err)
+		}
+		buckets = append(buckets, b)
+	}
+	p, err := f.openAWSPipeline(ctx, a, buckets)
+	if err != nil {
+		return fail(err)
+	}
+	inputs, err := listS3Sources(ctx, p.app.Store, srcs)
+	if err != nil {
+		p.close()
+		return fail(err)
+	}
+	return p.handlers, p.queues, p.app.Tracker, inputs, p.close, nil
+}
+
+// awsPipeline is the migrate state machine's handlers and queues over the
+// AWS adapters (the state machine itself runs in this process).
+type awsPipeline struct {
+	app      *awsapp.App
+	handlers localrun.Handlers
+	queues   localrun.Queues
+	close    func() error
+}
+
+// openAWSPipeline checks the resources the run needs (the source buckets
+// given, the destination bucket, the table unless --create-table, the queue
+// URLs), creates the table when asked, and wires the handlers.
+func (f *runFlags) openAWSPipeline(ctx context.Context, a *awsFlags, sourceBuckets []string) (*awsPipeline, error) {
 	destBucket, destPrefix, err := s3URI(f.dest)
 	if err != nil {
-		return fail(fmt.Errorf("--dest: %w", err))
+		return nil, fmt.Errorf("--dest: %w", err)
 	}
 	if a.stateTable == "" {
-		return fail(errors.New("--backend aws needs --state-table"))
-	}
-	copyMode := a.conditionalCopy
-	if copyMode == "" {
-		copyMode = awsapp.CopyModeServer
-		if a.endpointURL != "" || os.Getenv(awsconfig.EnvS3Endpoint) != "" {
-			copyMode = awsapp.CopyModeProbe // S3-compatible stores may ignore copy preconditions
-		}
+		return nil, errors.New("--backend aws needs --state-table")
 	}
 	if destPrefix != "" && !strings.HasSuffix(destPrefix, "/") {
 		destPrefix += "/"
 	}
-	env := map[string]string{
-		"GEOMIGRATE_DEST_BUCKET":   destBucket,
-		"GEOMIGRATE_DEST_PREFIX":   destPrefix,
-		awsapp.EnvStateTable:       a.stateTable,
-		awsapp.EnvConditionalCopy:  copyMode,
-		"GEOMIGRATE_VECTOR_FORMAT": f.vectorFormat,
-		"GEOMIGRATE_WORK_DIR":      os.TempDir(),
-		"GEOMIGRATE_ZSTD_LEVEL":    "",
-		"GEOMIGRATE_LEASE_SECONDS": strconv.Itoa(int(f.lease / time.Second)),
-	}
-	if f.zstdLevel > 0 {
-		env["GEOMIGRATE_ZSTD_LEVEL"] = strconv.Itoa(f.zstdLevel)
-	}
-	getenv := func(k string) string {
-		if v, ok := env[k]; ok && v != "" {
-			return v
-		}
-		return os.Getenv(k)
-	}
 	log, err := newLogger(os.Stderr, f.logLevel, f.logFormat)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	engine, err := gdal.New()
 	if err != nil {
-		return fail(fmt.Errorf("GDAL: %w", err))
+		return nil, fmt.Errorf("GDAL: %w", err)
+	}
+	s, err := a.settings(migration.Config{DestBucket: destBucket, DestPrefix: destPrefix, WorkDir: os.TempDir(), Lease: f.lease})
+	if err != nil {
+		return nil, err
 	}
 	// The recipe names the GDAL and geomigrate versions, as on Lambda.
-	env["GEOMIGRATE_ENGINE_VERSION"] = engine.Version()
-	app, err := awsapp.Load(ctx, getenv, awsapp.WithLogger(log), awsapp.WithAWSOptions(a.applyTo))
+	s.Config.Recipe = convert.Recipe{VectorFormat: f.vectorFormat, ZSTDLevel: f.zstdLevel, EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}
+	checks := awsapp.Resources{
+		Buckets:     append(append([]string(nil), sourceBuckets...), destBucket),
+		Table:       a.stateTable,
+		CreateTable: a.createTable,
+		Queues:      []awsapp.QueueRef{{Flag: "--remediation-queue-url", URL: a.remediationURL}, {Flag: "--dlq-url", URL: a.deadLetterURL}},
+	}
+	app, err := awsapp.New(ctx, s, awsapp.WithLogger(log), awsapp.WithPreflight(checks))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if a.createTable {
 		if err := dynamostore.CreateTable(ctx, app.DynamoDB, a.stateTable); err != nil {
-			return fail(err)
+			return nil, err
 		}
-	}
-	inputs, err := listS3Sources(ctx, app.Store, srcs)
-	if err != nil {
-		return fail(err)
 	}
 	q, closeQueues, err := f.awsQueues(app, a)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	h := localrun.Handlers{HashCheck: app.HashCheck(), Convert: app.Convert(engine, validate.Output), Promote: app.Promote(), Classify: app.Classify()}
-	return h, q, app.Tracker, inputs, closeQueues, nil
+	return &awsPipeline{app: app, handlers: h, queues: q, close: closeQueues}, nil
+}
+
+// settings are the typed awsapp settings the flags give: the client options
+// from the environment (GEOMIGRATE_S3_PATH_STYLE, GEOMIGRATE_AWS_MAX_ATTEMPTS;
+// endpoints are the SDK's AWS_ENDPOINT_URL*) with the flags laid over them.
+func (a *awsFlags) settings(cfg migration.Config) (awsapp.Settings, error) {
+	o, err := awsconfig.FromEnv()
+	if err != nil {
+		return awsapp.Settings{}, err
+	}
+	a.applyTo(&o)
+	mode := a.conditionalCopy
+	if mode == "" {
+		mode = awsapp.CopyModeAuto
+	}
+	return awsapp.Settings{Config: cfg, StateTable: a.stateTable, ConditionalCopy: mode, AWS: o}, nil
 }
 
 // awsQueues sends to SQS when queue URLs are given, else to JSONL files.
@@ -141,10 +171,7 @@ func (f *runFlags) awsQueues(app *awsapp.App, a *awsFlags) (localrun.Queues, fun
 	var closers []func() error
 	open := func(sqsURL, file string) (queue.Sender, error) {
 		if sqsURL != "" {
-			return sqsqueue.New(awsconfig.NewSQS(app.AWS, app.AWSOptions), sqsqueue.Options{QueueURL: sqsURL}), nil
-		}
-		if err := os.MkdirAll(paths.dir, 0o755); err != nil {
-			return nil, err
+			return app.Queue(sqsURL), nil
 		}
 		q, err := jsonlqueue.Open(file)
 		if err != nil {
@@ -227,15 +254,6 @@ func (a *awsFlags) applyTo(o *awsconfig.Options) {
 	if a.pathStyle {
 		o.PathStyle = true
 	}
-}
-
-// stateBackend opens the DynamoDB state table.
-func (a *awsFlags) stateBackend(ctx context.Context) (*dynamostore.Backend, error) {
-	cfg, o, err := a.awsConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return dynamostore.New(awsconfig.NewDynamoDB(cfg, o), dynamostore.Options{Table: a.stateTable}), nil
 }
 
 // startBackfill starts the deployed backfill state machine (the Distributed

@@ -25,9 +25,10 @@ import (
 // (scripts/with-integration-servers.sh).
 func s3Client(t *testing.T) *s3.Client {
 	t.Helper()
-	if os.Getenv(awsconfig.EnvS3Endpoint) == "" || os.Getenv(awsconfig.EnvDynamoDBEndpoint) == "" {
-		t.Skip("no S3/DynamoDB stand-ins: run through `make test` (scripts/with-integration-servers.sh)")
+	if os.Getenv("AWS_ENDPOINT_URL_S3") == "" || os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") == "" {
+		t.Skip("no S3/DynamoDB stand-ins (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB): run through `make test` (scripts/with-integration-servers.sh)")
 	}
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	o, err := awsconfig.FromEnv()
 	if err != nil {
 		t.Fatal(err)

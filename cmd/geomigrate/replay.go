@@ -3,9 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"time"
 
+	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
@@ -15,66 +20,289 @@ import (
 // system is healthy, remediation jobs once their files are fixed (a fixed
 // file has new content, so it is a new job; an unchanged one is reported
 // skipped as awaiting remediation).
+//
+// Messages are consumed as SQS consumes them, with the local JSONL queues
+// too: each is received (hidden for --visibility-timeout), its job is run,
+// and it is deleted only once the job reached an end: completed, already
+// migrated, or routed again (the new message carries it on). A message
+// whose job did not end (in progress elsewhere, awaiting remediation
+// because the file is unchanged, failed, interrupted) is made visible again.
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", stderr)
 	f := addRunFlags(fs)
 	which := fs.String("queue", "dlq", "dlq or remediation")
+	backend := fs.String("backend", "local", "local, or aws (S3, DynamoDB, and SQS with the queue URL flags)")
+	visibility := fs.Duration("visibility-timeout", 30*time.Minute, "how long received messages stay hidden while their jobs run")
+	var a awsFlags
+	a.add(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if f.dest == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "Usage: geomigrate replay --dest DIR [--queue dlq|remediation] [run flags]")
+		fmt.Fprintln(stderr, "Usage: geomigrate replay --dest DIR [--queue dlq|remediation] [run flags]\n       geomigrate replay --backend aws --dest s3://BUCKET[/PREFIX] --state-table T --queue dlq|remediation [--dlq-url URL | --remediation-queue-url URL] [flags]")
 		return errUsage
 	}
+	if *which != "dlq" && *which != "remediation" {
+		return fmt.Errorf("--queue %q: want dlq or remediation", *which)
+	}
+	if *visibility < time.Second || *visibility > 12*time.Hour {
+		return fmt.Errorf("--visibility-timeout %s: want 1s to 12h (SQS's range)", *visibility)
+	}
+	switch *backend {
+	case "local":
+		return f.replayLocal(ctx, *which, *visibility, stdout, stderr)
+	case "aws":
+		return f.replayAWS(ctx, &a, *which, *visibility, stdout, stderr)
+	}
+	return fmt.Errorf("--backend %q: want local or aws", *backend)
+}
+
+// replayLocal replays from the JSONL queues of a local destination.
+func (f *runFlags) replayLocal(ctx context.Context, which string, visibility time.Duration, stdout, stderr io.Writer) error {
 	paths := pathsFor(f.dest, f.stateDir)
 	path := paths.deadLetter
-	switch *which {
-	case "dlq":
-	case "remediation":
+	if which == "remediation" {
 		path = paths.remediation
-	default:
-		return fmt.Errorf("--queue %q: want dlq or remediation", *which)
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stdout, "nothing to replay in %s\n", path)
+		return nil
 	}
 	buckets, err := loadBuckets(paths)
 	if err != nil {
 		return err
 	}
-	seen := map[string]bool{}
-	var inputs []migration.Source
-	rootsBy := map[string]*sourceRoot{}
-	_, err = jsonlqueue.Scan(ctx, path, func(m queue.Message) error {
-		var msg migration.RouteMessage
-		if err := json.Unmarshal([]byte(m.Body), &msg); err != nil {
-			fmt.Fprintf(stderr, "skipping message %s: not a geomigrate message: %v\n", m.ID, err)
-			return nil
-		}
-		src := msg.Replay
-		id := src.Bucket + "/" + src.Key
-		if src.Key == "" || seen[id] {
-			return nil
-		}
-		dir, ok := buckets[src.Bucket]
-		if !ok {
-			fmt.Fprintf(stderr, "skipping %s: bucket %q is not known in %s\n", id, src.Bucket, paths.buckets)
-			return nil
-		}
-		seen[id] = true
-		if rootsBy[src.Bucket] == nil {
-			rootsBy[src.Bucket] = &sourceRoot{bucket: src.Bucket, dir: dir}
-		}
-		inputs = append(inputs, src)
-		return nil
-	})
+	q, err := jsonlqueue.Open(path)
 	if err != nil {
 		return err
 	}
-	if len(inputs) == 0 {
-		fmt.Fprintf(stdout, "nothing to replay in %s\n", path)
+	defer q.Close()
+	rootsBy := map[string]*sourceRoot{}
+	known := func(src migration.Source) error {
+		dir, ok := buckets[src.Bucket]
+		if !ok {
+			return fmt.Errorf("bucket %q is not known in %s", src.Bucket, paths.buckets)
+		}
+		if rootsBy[src.Bucket] == nil {
+			rootsBy[src.Bucket] = &sourceRoot{bucket: src.Bucket, dir: dir}
+		}
 		return nil
 	}
-	var roots []sourceRoot
-	for _, r := range rootsBy {
-		roots = append(roots, *r)
+	rp := &replayer{queue: q, name: path, visibility: visibility, stdout: stdout, stderr: stderr, accept: known}
+	return rp.replay(ctx, func(ctx context.Context, inputs []migration.Source) error {
+		var roots []sourceRoot
+		for _, r := range rootsBy {
+			roots = append(roots, *r)
+		}
+		return f.run(ctx, roots, inputs, stdout, stderr)
+	}, f.reportPath(paths))
+}
+
+// replayAWS replays from an SQS queue (or, without its URL flag, the JSONL
+// file `migrate --backend aws` wrote instead) through the AWS adapters.
+func (f *runFlags) replayAWS(ctx context.Context, a *awsFlags, which string, visibility time.Duration, stdout, stderr io.Writer) error {
+	url, flagName := a.deadLetterURL, "--dlq-url"
+	paths := pathsFor(".", f.stateDir)
+	file := paths.deadLetter
+	if which == "remediation" {
+		url, flagName, file = a.remediationURL, "--remediation-queue-url", paths.remediation
 	}
-	return f.run(ctx, roots, inputs, stdout, stderr)
+	p, err := f.openAWSPipeline(ctx, a, nil)
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	var (
+		q    queue.Consumer
+		name string
+	)
+	if url != "" {
+		q, name = p.app.Queue(url), url
+	} else {
+		fmt.Fprintf(stderr, "geomigrate: no %s: replaying %s\n", flagName, file)
+		jq, err := jsonlqueue.Open(file)
+		if err != nil {
+			return err
+		}
+		defer jq.Close()
+		q, name = jq, file
+	}
+	exec, err := localrun.NewExecutor(p.handlers, p.queues)
+	if err != nil {
+		return err
+	}
+	rp := &replayer{queue: q, name: name, visibility: visibility, stdout: stdout, stderr: stderr}
+	report := f.reportPath(paths)
+	return rp.replay(ctx, func(ctx context.Context, inputs []migration.Source) error {
+		return f.execute(ctx, exec, p.app.Tracker, inputs, "aws", p.handlers.Recipe(), paths, stdout, stderr)
+	}, report)
+}
+
+// reportPath fixes the run report's path (replay reads it back for the
+// outcome of each job).
+func (f *runFlags) reportPath(paths localPaths) string {
+	if f.report == "" {
+		f.report = filepath.Join(paths.reports, "replay-"+time.Now().UTC().Format("20060102T150405.000")+".json")
+	}
+	return f.report
+}
+
+// replayer consumes one queue for one replay.
+type replayer struct {
+	queue      queue.Consumer
+	name       string
+	visibility time.Duration
+	stdout     io.Writer
+	stderr     io.Writer
+	// accept, if set, refuses a message's source (its message is left).
+	accept func(migration.Source) error
+}
+
+// pending is a received message and the job it replays.
+type pending struct {
+	delivery queue.Delivery
+	src      migration.Source
+}
+
+// replay receives every message visible now, runs their jobs with run
+// (which writes the run report to report), then settles each message by
+// its job's outcome.
+func (rp *replayer) replay(ctx context.Context, run func(context.Context, []migration.Source) error, report string) error {
+	started := time.Now()
+	var held []pending
+	// Whatever happens, a received message not deleted is made visible
+	// again for the next replay rather than hidden for the timeout.
+	defer func() {
+		for _, p := range held {
+			if err := rp.queue.ChangeVisibility(context.WithoutCancel(ctx), p.delivery.Receipt, 0); err != nil {
+				fmt.Fprintf(rp.stderr, "geomigrate: message %s stays hidden until its visibility timeout: %v\n", p.delivery.ID, err)
+			}
+		}
+	}()
+	seen := map[string]bool{}
+	var inputs []migration.Source
+	sources := map[string]bool{}
+	for {
+		ds, err := rp.queue.Receive(ctx, queue.MaxReceive, rp.visibility)
+		if err != nil {
+			return err
+		}
+		fresh, stop := 0, false
+		for _, d := range ds {
+			if seen[d.ID] {
+				// Back after its visibility timeout: already in this run.
+				continue
+			}
+			seen[d.ID] = true
+			src, err := replaySource(d.Body)
+			if err == nil && rp.accept != nil {
+				err = rp.accept(src)
+			}
+			if err != nil {
+				fmt.Fprintf(rp.stderr, "geomigrate: leaving message %s: %v\n", d.ID, err)
+				if err := rp.queue.ChangeVisibility(ctx, d.Receipt, 0); err != nil {
+					return err
+				}
+				continue
+			}
+			if !d.SentAt.IsZero() && d.SentAt.After(started) {
+				// Sent while this replay runs (a job it routed again, or
+				// a live producer): the next replay's. Stop receiving,
+				// or a job failing the same way would be replayed forever.
+				if err := rp.queue.ChangeVisibility(ctx, d.Receipt, 0); err != nil {
+					return err
+				}
+				stop = true
+				continue
+			}
+			fresh++
+			held = append(held, pending{delivery: d, src: src})
+			if id := src.Bucket + "/" + src.Key; !sources[id] {
+				sources[id] = true
+				inputs = append(inputs, src)
+			}
+		}
+		if fresh == 0 || stop {
+			break
+		}
+	}
+	if len(inputs) == 0 {
+		fmt.Fprintf(rp.stdout, "nothing to replay in %s\n", rp.name)
+		return nil
+	}
+	runErr := run(ctx, inputs)
+	outcomes, err := readOutcomes(report)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	deleted, kept := 0, 0
+	var left []pending
+	for _, p := range held {
+		o, ok := outcomes[p.src.Bucket+"/"+p.src.Key]
+		if !ok || !jobEnded(o) {
+			left = append(left, p)
+			kept++
+			continue
+		}
+		if err := rp.queue.Delete(context.WithoutCancel(ctx), p.delivery.Receipt); err != nil {
+			fmt.Fprintf(rp.stderr, "geomigrate: message %s not deleted: %v\n", p.delivery.ID, err)
+			left = append(left, p)
+			kept++
+			continue
+		}
+		deleted++
+	}
+	held = left // the deferred release makes these visible again
+	fmt.Fprintf(rp.stdout, "replayed %d message(s) from %s: %d deleted, %d left in the queue\n", deleted+kept, rp.name, deleted, kept)
+	return runErr
+}
+
+// jobEnded reports whether an outcome ends the job the message was about:
+// converted, already migrated, or routed again (a new message now holds
+// it). Anything else leaves the message for a later replay.
+func jobEnded(o localrun.Outcome) bool {
+	switch o.Status {
+	case localrun.StatusCompleted, localrun.StatusRemediation, localrun.StatusDeadLetter:
+		return true
+	case localrun.StatusSkipped:
+		return o.Reason == migration.ReasonAlreadyMigrated || o.Reason == migration.ReasonSidecar
+	}
+	return false
+}
+
+// readOutcomes reads a run report's outcomes by bucket/key.
+func readOutcomes(path string) (map[string]localrun.Outcome, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: read the run report: %w", err)
+	}
+	var r localrun.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("replay: read the run report %s: %w", path, err)
+	}
+	m := map[string]localrun.Outcome{}
+	for _, o := range r.Files {
+		m[o.Bucket+"/"+o.Key] = o
+	}
+	return m, nil
+}
+
+// replaySource finds the job input in a queue message body: Classify's
+// RouteMessage carries it as "replay"; the message the state machine sends
+// when Classify itself failed (ClassifyFailed) carries the normalized input
+// as "source" next to the raw error.
+func replaySource(body string) (migration.Source, error) {
+	var m struct {
+		Replay *migration.Source `json:"replay"`
+		Source *migration.Source `json:"source"`
+	}
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return migration.Source{}, fmt.Errorf("not a geomigrate message: %w", err)
+	}
+	for _, s := range []*migration.Source{m.Replay, m.Source} {
+		if s != nil && s.Bucket != "" && s.Key != "" {
+			return *s, nil
+		}
+	}
+	return migration.Source{}, errors.New("not a geomigrate message: no replay or source with a bucket and key")
 }

@@ -9,10 +9,13 @@ import (
 	"os"
 	"text/tabwriter"
 
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
+	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -28,22 +31,29 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	var (
-		db    statestore.Backend
-		paths localPaths
-		where string
+		db     statestore.Backend
+		paths  localPaths
+		where  string
+		queues []queueDepth
 	)
 	switch {
 	case *backend == "aws":
 		if a.stateTable == "" {
 			return errors.New("status --backend aws needs --state-table")
 		}
-		b, err := a.stateBackend(ctx)
+		cfg, o, err := a.awsConfig(ctx)
 		if err != nil {
 			return err
 		}
-		db, where = b, "dynamodb table "+a.stateTable
+		db, where = dynamostore.New(awsconfig.NewDynamoDB(cfg, o), dynamostore.Options{Table: a.stateTable}), "dynamodb table "+a.stateTable
+		for _, q := range []struct{ name, url string }{{"remediation", a.remediationURL}, {"dead-letter", a.deadLetterURL}} {
+			if q.url != "" {
+				queues = append(queues, queueDepth{name: q.name, where: q.url,
+					depth: sqsqueue.New(awsconfig.NewSQS(cfg, o), sqsqueue.Options{QueueURL: q.url}).Depth})
+			}
+		}
 	case *dest == "" && *stateDir == "":
-		fmt.Fprintln(stderr, "Usage: geomigrate status --dest DIR [--status S] [--json]\n       geomigrate status --backend aws --state-table T [--status S] [--json]")
+		fmt.Fprintln(stderr, "Usage: geomigrate status --dest DIR [--status S] [--json]\n       geomigrate status --backend aws --state-table T [--remediation-queue-url URL] [--dlq-url URL] [--status S] [--json]")
 		return errUsage
 	default:
 		paths = pathsFor(*dest, *stateDir)
@@ -56,6 +66,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		defer bolt.Close()
 		db, where = bolt, paths.db
+		for _, q := range []struct{ name, path string }{{"remediation", paths.remediation}, {"dead-letter", paths.deadLetter}} {
+			queues = append(queues, queueDepth{name: q.name, where: q.path, depth: func(ctx context.Context) (queue.Depth, error) {
+				n, err := countMessages(ctx, q.path)
+				return queue.Depth{Visible: n}, err
+			}})
+		}
 	}
 
 	counts := map[statestore.Status]int{}
@@ -85,15 +101,16 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			fmt.Fprintf(stdout, "  %-12s %d\n", s, counts[s])
 		}
 	}
-	for _, q := range []struct{ name, path string }{{"remediation", paths.remediation}, {"dead-letter", paths.deadLetter}} {
-		if q.path == "" {
-			continue // SQS: its depth is a CloudWatch metric, not ours to count
-		}
-		n, err := countMessages(ctx, q.path)
+	for _, q := range queues {
+		d, err := q.depth(ctx)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "queue %-12s %d message(s)  %s\n", q.name, n, q.path)
+		inFlight := ""
+		if d.InFlight > 0 {
+			inFlight = fmt.Sprintf(" (+%d in flight)", d.InFlight)
+		}
+		fmt.Fprintf(stdout, "queue %-12s %d message(s)%s  %s\n", q.name, d.Visible, inFlight, q.where)
 	}
 	if len(listed) > 0 {
 		fmt.Fprintln(stdout)
@@ -106,6 +123,14 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		tw.Flush()
 	}
 	return nil
+}
+
+// queueDepth counts one queue: the SQS attributes
+// ApproximateNumberOfMessages(NotVisible), or the JSONL file's messages not
+// deleted.
+type queueDepth struct {
+	name, where string
+	depth       func(context.Context) (queue.Depth, error)
 }
 
 func oneLineErr(name, cause string) string {

@@ -92,14 +92,14 @@ type Servers struct {
 func RequireServers(t testing.TB) *Servers {
 	t.Helper()
 	s := &Servers{
-		S3:        os.Getenv(awsconfig.EnvS3Endpoint),
-		DynamoDB:  os.Getenv(awsconfig.EnvDynamoDBEndpoint),
+		S3:        os.Getenv("AWS_ENDPOINT_URL_S3"),
+		DynamoDB:  os.Getenv("AWS_ENDPOINT_URL_DYNAMODB"),
 		AccessKey: envOr("AWS_ACCESS_KEY_ID", "geomigrate-test"),
 		SecretKey: envOr("AWS_SECRET_ACCESS_KEY", "geomigrate-test-secret"),
 		Region:    envOr("AWS_REGION", "us-east-1"),
 	}
 	if s.S3 == "" || s.DynamoDB == "" {
-		t.Skipf("%s / %s not set: run under scripts/with-integration-servers.sh (make test-lambda or make test)", awsconfig.EnvS3Endpoint, awsconfig.EnvDynamoDBEndpoint)
+		t.Skip("AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL_DYNAMODB not set: run under scripts/with-integration-servers.sh (make test-lambda or make test)")
 	}
 	return s
 }
@@ -195,8 +195,9 @@ func (s *Servers) Env(destBucket, table string) map[string]string {
 	return map[string]string{
 		"GEOMIGRATE_DEST_BUCKET":         destBucket,
 		"GEOMIGRATE_STATE_TABLE":         table,
-		"GEOMIGRATE_S3_ENDPOINT":         s.S3,
-		"GEOMIGRATE_DYNAMODB_ENDPOINT":   s.DynamoDB,
+		"AWS_ENDPOINT_URL_S3":            s.S3,
+		"AWS_ENDPOINT_URL_DYNAMODB":      s.DynamoDB,
+		"AWS_EC2_METADATA_DISABLED":      "true",
 		"GEOMIGRATE_S3_PATH_STYLE":       "true",
 		"GEOMIGRATE_S3_CONDITIONAL_COPY": "probe", // versitygw ignores copy preconditions: probe finds "client"
 		"AWS_ACCESS_KEY_ID":              s.AccessKey,

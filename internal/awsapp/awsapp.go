@@ -1,14 +1,15 @@
 // Package awsapp wires the migration handlers to the AWS adapters (S3 object
-// store, DynamoDB state store) from the environment. The Lambda entry points
-// in functions/* call Load once at cold start; `geomigrate migrate --backend
-// aws` calls it with its own getenv (flags layered over the environment).
+// store, DynamoDB state store, SQS queues): the one place that builds them.
+// The Lambda entry points in functions/* call Load once at cold start, which
+// reads the environment; `geomigrate migrate --backend aws` calls New with
+// typed Settings built from its flags.
 //
-// Environment (besides migration.ConfigFromEnv's GEOMIGRATE_* variables and
-// the SDK's own AWS_* credentials and region):
+// Environment read by Load (besides migration.ConfigFromEnv's GEOMIGRATE_*
+// variables and the SDK's own AWS_* credentials, region and endpoints,
+// AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>):
 //
 //	GEOMIGRATE_STATE_TABLE            DynamoDB table of the job records (required)
-//	GEOMIGRATE_S3_CONDITIONAL_COPY    server (default) | client | probe
-//	GEOMIGRATE_ENDPOINT_URL, GEOMIGRATE_S3_ENDPOINT, GEOMIGRATE_DYNAMODB_ENDPOINT,
+//	GEOMIGRATE_S3_CONDITIONAL_COPY    server (default) | client | probe | auto
 //	GEOMIGRATE_S3_PATH_STYLE, GEOMIGRATE_AWS_MAX_ATTEMPTS, GEOMIGRATE_AWS_REGION
 //	                                  as in internal/awsconfig
 //	GEOMIGRATE_STATE_TTL_DAYS         keep terminal job records this long (0: forever)
@@ -27,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/convert"
@@ -57,6 +59,10 @@ const (
 	CopyModeServer = "server" // CopyObject enforces If-None-Match / If-Match (AWS)
 	CopyModeClient = "client" // stream through the client with a conditional Put (versitygw)
 	CopyModeProbe  = "probe"  // find out once at start-up against the destination bucket
+	// CopyModeAuto is server against AWS's own S3 endpoint and probe against
+	// a custom one (AWS_ENDPOINT_URL_S3, --endpoint-url): S3-compatible
+	// stores may ignore copy preconditions.
+	CopyModeAuto = "auto"
 )
 
 // MetricsNamespace is the CloudWatch namespace of the EMF metrics.
@@ -76,6 +82,7 @@ type App struct {
 	AWSOptions      awsconfig.Options
 	S3              *s3.Client
 	DynamoDB        *dynamodb.Client
+	SQS             *sqs.Client
 	StateTable      string
 	State           *dynamostore.Backend
 	ConditionalCopy s3store.ConditionalCopy
@@ -86,6 +93,7 @@ type settings struct {
 	metrics   migration.Metrics
 	awsOpts   []func(*awsconfig.Options)
 	storeOpts []func(*s3store.Options)
+	preflight *Resources
 }
 
 // Option configures Load.
@@ -110,43 +118,88 @@ func WithStoreOptions(fn func(*s3store.Options)) Option {
 	return func(s *settings) { s.storeOpts = append(s.storeOpts, fn) }
 }
 
+// Settings is what the handlers need, typed: Load reads it from the
+// environment, the CLI builds it from its flags.
+type Settings struct {
+	Config     migration.Config
+	StateTable string
+	// ConditionalCopy is a CopyMode* ("" means server).
+	ConditionalCopy string
+	// StateTTL keeps terminal job records this long (0: forever).
+	StateTTL time.Duration
+	AWS      awsconfig.Options
+}
+
+// SettingsFromEnv reads Settings through getenv.
+func SettingsFromEnv(getenv func(string) string) (Settings, error) {
+	cfg, err := migration.ConfigFromEnv(getenv)
+	if err != nil {
+		return Settings{}, fmt.Errorf("awsapp: %w", err)
+	}
+	s := Settings{Config: cfg, StateTable: getenv(EnvStateTable), ConditionalCopy: getenv(EnvConditionalCopy)}
+	if v := getenv(EnvStateTTLDays); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return Settings{}, fmt.Errorf("awsapp: %s=%q: want a non-negative integer", EnvStateTTLDays, v)
+		}
+		s.StateTTL = time.Duration(n) * 24 * time.Hour
+	}
+	if s.AWS, err = awsconfig.FromGetenv(getenv); err != nil {
+		return Settings{}, fmt.Errorf("awsapp: %w", err)
+	}
+	return s, nil
+}
+
+// WithPreflight checks that r exists before anything else is done (the
+// CLI, before its first file); see App.Preflight.
+func WithPreflight(r Resources) Option { return func(s *settings) { s.preflight = &r } }
+
 // Load reads the configuration through getenv (os.Getenv in production)
 // and builds the clients, the object store and the state tracker. Its
 // errors are plain configuration errors: a cold start that fails has no job
 // to route, and Lambda reports it as an init error (Runtime.ExitError).
 func Load(ctx context.Context, getenv func(string) string, opts ...Option) (*App, error) {
+	s, err := SettingsFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return build(ctx, s, getenv, opts)
+}
+
+// New builds the App from typed settings (the CLI). The Lambda runtime
+// variables (log format, EMF metrics) are read from the process
+// environment.
+func New(ctx context.Context, s Settings, opts ...Option) (*App, error) {
+	return build(ctx, s, os.Getenv, opts)
+}
+
+func build(ctx context.Context, s Settings, getenv func(string) string, opts []Option) (*App, error) {
 	var set settings
 	for _, o := range opts {
 		o(&set)
 	}
-	cfg, err := migration.ConfigFromEnv(getenv)
-	if err != nil {
+	cfg := s.Config
+	if cfg.Lease == 0 {
+		cfg.Lease = migration.DefaultLease
+	}
+	if cfg.StagingPrefix == "" {
+		cfg.StagingPrefix = migration.DefaultStagingPrefix
+	}
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("awsapp: %w", err)
 	}
-	table := getenv(EnvStateTable)
-	if table == "" {
+	if s.StateTable == "" {
 		return nil, fmt.Errorf("awsapp: %s is required", EnvStateTable)
 	}
-	mode := strings.ToLower(strings.TrimSpace(getenv(EnvConditionalCopy)))
+	mode := strings.ToLower(strings.TrimSpace(s.ConditionalCopy))
 	switch mode {
 	case "":
 		mode = CopyModeServer
-	case CopyModeServer, CopyModeClient, CopyModeProbe:
+	case CopyModeServer, CopyModeClient, CopyModeProbe, CopyModeAuto:
 	default:
-		return nil, fmt.Errorf("awsapp: %s=%q: want server, client or probe", EnvConditionalCopy, mode)
+		return nil, fmt.Errorf("awsapp: %s=%q: want server, client, probe or auto", EnvConditionalCopy, mode)
 	}
-	var ttl time.Duration
-	if v := getenv(EnvStateTTLDays); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("awsapp: %s=%q: want a non-negative integer", EnvStateTTLDays, v)
-		}
-		ttl = time.Duration(n) * 24 * time.Hour
-	}
-	o, err := OptionsFromEnv(getenv)
-	if err != nil {
-		return nil, err
-	}
+	o := s.AWS
 	for _, fn := range set.awsOpts {
 		fn(&o)
 	}
@@ -154,19 +207,27 @@ func Load(ctx context.Context, getenv func(string) string, opts ...Option) (*App
 	if err != nil {
 		return nil, fmt.Errorf("awsapp: %w", err)
 	}
-	app := &App{Config: cfg, AWS: awsCfg, AWSOptions: o, StateTable: table, Log: set.log, Metrics: set.metrics}
+	app := &App{Config: cfg, AWS: awsCfg, AWSOptions: o, StateTable: s.StateTable, Log: set.log, Metrics: set.metrics}
 	app.S3 = awsconfig.NewS3(awsCfg, o)
 	app.DynamoDB = awsconfig.NewDynamoDB(awsCfg, o)
+	app.SQS = awsconfig.NewSQS(awsCfg, o)
 
+	if set.preflight != nil {
+		if err := app.Preflight(ctx, *set.preflight); err != nil {
+			return nil, err
+		}
+	}
+	if mode == CopyModeAuto {
+		mode = CopyModeServer
+		if awsconfig.S3Endpoint(app.S3) != "" {
+			mode = CopyModeProbe
+		}
+	}
 	switch mode {
 	case CopyModeClient:
 		app.ConditionalCopy = s3store.CopyThroughClient
 	case CopyModeProbe:
-		prefix := cfg.StagingPrefix
-		if prefix == "" {
-			prefix = migration.DefaultStagingPrefix
-		}
-		app.ConditionalCopy, err = s3store.ProbeConditionalCopy(ctx, app.S3, cfg.DestBucket, prefix)
+		app.ConditionalCopy, err = s3store.ProbeConditionalCopy(ctx, app.S3, cfg.DestBucket, cfg.StagingPrefix)
 		if err != nil {
 			return nil, fmt.Errorf("awsapp: probe conditional copy on s3://%s: %w", cfg.DestBucket, err)
 		}
@@ -176,10 +237,10 @@ func Load(ctx context.Context, getenv func(string) string, opts ...Option) (*App
 		fn(&so)
 	}
 	app.Store = s3store.New(app.S3, so)
-	app.State = dynamostore.New(app.DynamoDB, dynamostore.Options{Table: table})
+	app.State = dynamostore.New(app.DynamoDB, dynamostore.Options{Table: s.StateTable})
 	trackerOpts := []statestore.TrackerOption{statestore.WithLease(cfg.Lease)}
-	if ttl > 0 {
-		trackerOpts = append(trackerOpts, statestore.WithTTL(ttl))
+	if s.StateTTL > 0 {
+		trackerOpts = append(trackerOpts, statestore.WithTTL(s.StateTTL))
 	}
 	app.Tracker = statestore.NewTracker(app.State, trackerOpts...)
 
@@ -198,6 +259,12 @@ func Load(ctx context.Context, getenv func(string) string, opts ...Option) (*App
 		}
 	}
 	return app, nil
+}
+
+// Queue returns the SQS queue at url as a queue port (send, receive,
+// delete, depth).
+func (a *App) Queue(url string) *sqsqueue.Queue {
+	return sqsqueue.New(a.SQS, sqsqueue.Options{QueueURL: url})
 }
 
 // NewLambdaLogger returns aws-lambda-go's lambdacontext logger (requestId on
@@ -237,34 +304,6 @@ func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h requestIDHandler) WithGroup(name string) slog.Handler {
 	return requestIDHandler{h.Handler.WithGroup(name)}
-}
-
-// OptionsFromEnv is awsconfig.FromEnv over getenv instead of os.Getenv.
-func OptionsFromEnv(getenv func(string) string) (awsconfig.Options, error) {
-	o := awsconfig.Options{
-		Region:              getenv(awsconfig.EnvRegion),
-		EndpointURL:         getenv(awsconfig.EnvEndpointURL),
-		S3EndpointURL:       getenv(awsconfig.EnvS3Endpoint),
-		DynamoDBEndpointURL: getenv(awsconfig.EnvDynamoDBEndpoint),
-		SQSEndpointURL:      getenv(awsconfig.EnvSQSEndpoint),
-		SFNEndpointURL:      getenv(awsconfig.EnvSFNEndpoint),
-	}
-	o.PathStyle = o.EndpointURL != "" || o.S3EndpointURL != ""
-	if v := getenv(awsconfig.EnvPathStyle); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return o, fmt.Errorf("awsapp: %s=%q: %w", awsconfig.EnvPathStyle, v, err)
-		}
-		o.PathStyle = b
-	}
-	if v := getenv(awsconfig.EnvMaxAttempts); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return o, fmt.Errorf("awsapp: %s=%q: want a positive integer", awsconfig.EnvMaxAttempts, v)
-		}
-		o.MaxAttempts = n
-	}
-	return o, nil
 }
 
 // HashCheck returns the HashCheck handler.

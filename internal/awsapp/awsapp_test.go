@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
@@ -15,15 +16,26 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 func base() map[string]string {
 	return map[string]string{
-		"GEOMIGRATE_DEST_BUCKET":       "dest",
-		"GEOMIGRATE_STATE_TABLE":       "jobs",
-		"GEOMIGRATE_S3_ENDPOINT":       "http://127.0.0.1:1",
-		"GEOMIGRATE_DYNAMODB_ENDPOINT": "http://127.0.0.1:2",
-		"GEOMIGRATE_LEASE_SECONDS":     "60",
+		"GEOMIGRATE_DEST_BUCKET":   "dest",
+		"GEOMIGRATE_STATE_TABLE":   "jobs",
+		"GEOMIGRATE_LEASE_SECONDS": "60",
 	}
 }
 
+// sdkEnv points the SDK's own endpoint variables at nothing listening, with
+// static credentials and no instance metadata.
+func sdkEnv(t *testing.T) {
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ACCESS_KEY_ID", "k")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "s")
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:1")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:2")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3")
+}
+
 func TestLoadWiresEverything(t *testing.T) {
+	sdkEnv(t)
 	app, err := awsapp.Load(context.Background(), env(base()))
 	if err != nil {
 		t.Fatal(err)
@@ -31,8 +43,14 @@ func TestLoadWiresEverything(t *testing.T) {
 	if app.Config.DestBucket != "dest" || app.StateTable != "jobs" || app.Store == nil || app.Tracker == nil || app.Log == nil {
 		t.Fatalf("app %+v", app)
 	}
-	if !app.AWSOptions.PathStyle || app.AWSOptions.S3EndpointURL != "http://127.0.0.1:1" {
-		t.Errorf("options %+v: an S3 endpoint implies path style", app.AWSOptions)
+	if !app.S3.Options().UsePathStyle || awsconfig.S3Endpoint(app.S3) != "http://127.0.0.1:1" {
+		t.Errorf("S3 at %q (path style %v): AWS_ENDPOINT_URL_S3 is honoured and implies path style", awsconfig.S3Endpoint(app.S3), app.S3.Options().UsePathStyle)
+	}
+	if got := awsconfig.DynamoDBEndpoint(app.DynamoDB); got != "http://127.0.0.1:2" {
+		t.Errorf("DynamoDB at %q", got)
+	}
+	if got := awsconfig.SQSEndpoint(app.SQS); got != "http://127.0.0.1:3" {
+		t.Errorf("SQS at %q", got)
 	}
 	if app.ConditionalCopy != s3store.CopyServerSide {
 		t.Errorf("default conditional copy %v, want server", app.ConditionalCopy)
@@ -46,6 +64,7 @@ func TestLoadWiresEverything(t *testing.T) {
 }
 
 func TestLoadInLambdaWritesEMF(t *testing.T) {
+	sdkEnv(t)
 	e := base()
 	e["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:9001"
 	app, err := awsapp.Load(context.Background(), env(e))
@@ -58,6 +77,7 @@ func TestLoadInLambdaWritesEMF(t *testing.T) {
 }
 
 func TestLoadModesAndErrors(t *testing.T) {
+	sdkEnv(t)
 	e := base()
 	e["GEOMIGRATE_S3_CONDITIONAL_COPY"] = "client"
 	app, err := awsapp.Load(context.Background(), env(e))

@@ -2,6 +2,19 @@
 // place: region, credentials, endpoint URLs (per service, for S3-compatible
 // stores and local stand-ins), path-style addressing and the retry policy.
 //
+// # Endpoints
+//
+// Endpoints come from the SDK's own configuration: AWS_ENDPOINT_URL (every
+// service), AWS_ENDPOINT_URL_<SERVICE> (AWS_ENDPOINT_URL_S3,
+// AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL_SFN) and
+// endpoint_url in the shared config profile, as the AWS SDKs and Tools
+// Reference Guide describes under "Service-specific endpoints"
+// (https://docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html):
+// a service-specific endpoint overrides the global one, and an endpoint set
+// on the client itself is used regardless of both. An endpoint in Options
+// (the CLI's --endpoint-url) is set on the client after the SDK resolved the
+// configured ones, so a flag wins over the environment.
+//
 // # Retries
 //
 // The state machine owns backoff: its Retry block (4 s, x2, capped at 60 s,
@@ -51,15 +64,19 @@ const (
 type Options struct {
 	Region string
 	// EndpointURL overrides the endpoint of every service (an S3-compatible
-	// store, LocalStack-like gateways). The per-service fields win over it.
+	// store, a local stand-in), over the SDK's AWS_ENDPOINT_URL* variables.
+	// The per-service fields win over it.
 	EndpointURL         string
 	S3EndpointURL       string
 	DynamoDBEndpointURL string
 	SQSEndpointURL      string
 	SFNEndpointURL      string
 	// PathStyle addresses S3 buckets as https://host/bucket/key (needed by
-	// most S3-compatible stores, versitygw included).
-	PathStyle bool
+	// most S3-compatible stores, versitygw included). It is on whenever S3
+	// has a custom endpoint (from Options or the environment) unless
+	// VirtualHostedStyle turns it off.
+	PathStyle          bool
+	VirtualHostedStyle bool
 	// MaxAttempts per API call including the first (0: DefaultMaxAttempts;
 	// 1 disables SDK retries).
 	MaxAttempts int
@@ -76,39 +93,31 @@ type Options struct {
 	HTTPClient aws.HTTPClient
 }
 
-// Environment variables read by FromEnv.
+// Environment variables read by FromEnv. Endpoints are not among them: the
+// SDK reads AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> itself.
 const (
-	EnvEndpointURL      = "GEOMIGRATE_ENDPOINT_URL"
-	EnvS3Endpoint       = "GEOMIGRATE_S3_ENDPOINT"
-	EnvDynamoDBEndpoint = "GEOMIGRATE_DYNAMODB_ENDPOINT"
-	EnvSQSEndpoint      = "GEOMIGRATE_SQS_ENDPOINT"
-	EnvSFNEndpoint      = "GEOMIGRATE_SFN_ENDPOINT"
-	EnvPathStyle        = "GEOMIGRATE_S3_PATH_STYLE"
-	EnvMaxAttempts      = "GEOMIGRATE_AWS_MAX_ATTEMPTS"
-	EnvRegion           = "GEOMIGRATE_AWS_REGION"
+	EnvPathStyle   = "GEOMIGRATE_S3_PATH_STYLE"
+	EnvMaxAttempts = "GEOMIGRATE_AWS_MAX_ATTEMPTS"
+	EnvRegion      = "GEOMIGRATE_AWS_REGION"
 )
 
-// FromEnv reads Options from GEOMIGRATE_* variables. Credentials are left to
-// the SDK's chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, the Lambda
-// role). Path style defaults to on when an S3 endpoint URL is set.
-func FromEnv() (Options, error) {
-	o := Options{
-		Region:              os.Getenv(EnvRegion),
-		EndpointURL:         os.Getenv(EnvEndpointURL),
-		S3EndpointURL:       os.Getenv(EnvS3Endpoint),
-		DynamoDBEndpointURL: os.Getenv(EnvDynamoDBEndpoint),
-		SQSEndpointURL:      os.Getenv(EnvSQSEndpoint),
-		SFNEndpointURL:      os.Getenv(EnvSFNEndpoint),
-	}
-	o.PathStyle = o.EndpointURL != "" || o.S3EndpointURL != ""
-	if v := os.Getenv(EnvPathStyle); v != "" {
+// FromEnv reads Options from the GEOMIGRATE_* variables through os.Getenv.
+func FromEnv() (Options, error) { return FromGetenv(os.Getenv) }
+
+// FromGetenv reads Options through getenv. Credentials are left to the
+// SDK's chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, the Lambda role).
+// GEOMIGRATE_S3_PATH_STYLE=true forces path-style addressing, false forces
+// virtual-hosted style; unset, path style follows a custom S3 endpoint.
+func FromGetenv(getenv func(string) string) (Options, error) {
+	o := Options{Region: getenv(EnvRegion)}
+	if v := getenv(EnvPathStyle); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return o, fmt.Errorf("awsconfig: %s=%q: %w", EnvPathStyle, v, err)
 		}
-		o.PathStyle = b
+		o.PathStyle, o.VirtualHostedStyle = b, !b
 	}
-	if v := os.Getenv(EnvMaxAttempts); v != "" {
+	if v := getenv(EnvMaxAttempts); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
 			return o, fmt.Errorf("awsconfig: %s=%q: want a positive integer", EnvMaxAttempts, v)
@@ -140,7 +149,7 @@ func (o Options) NewRetryer() aws.Retryer {
 
 func (o Options) anyEndpoint() bool {
 	return o.EndpointURL != "" || o.S3EndpointURL != "" || o.DynamoDBEndpointURL != "" ||
-		o.SQSEndpointURL != "" || o.SFNEndpointURL != ""
+		o.SQSEndpointURL != "" || o.SFNEndpointURL != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
 }
 
 // Load builds the shared aws.Config.
@@ -191,7 +200,9 @@ func NewS3(cfg aws.Config, o Options) *s3.Client {
 		if ep := pick(o.S3EndpointURL, o.EndpointURL); ep != nil {
 			so.BaseEndpoint = ep
 		}
-		so.UsePathStyle = o.PathStyle
+		// so.BaseEndpoint also holds what the SDK resolved from
+		// AWS_ENDPOINT_URL(_S3) before this function runs.
+		so.UsePathStyle = o.PathStyle || (so.BaseEndpoint != nil && !o.VirtualHostedStyle)
 		// Ranged GETs and stores without checksums make the SDK log a
 		// "no supported checksum" line per response; nothing to act on.
 		so.DisableLogOutputChecksumValidationSkipped = true
@@ -224,3 +235,13 @@ func NewSFN(cfg aws.Config, o Options) *sfn.Client {
 		}
 	})
 }
+
+// S3Endpoint returns the custom endpoint c sends to ("" for AWS's own),
+// whether it came from Options or from the environment.
+func S3Endpoint(c *s3.Client) string { return aws.ToString(c.Options().BaseEndpoint) }
+
+// DynamoDBEndpoint is S3Endpoint for a DynamoDB client.
+func DynamoDBEndpoint(c *dynamodb.Client) string { return aws.ToString(c.Options().BaseEndpoint) }
+
+// SQSEndpoint is S3Endpoint for an SQS client.
+func SQSEndpoint(c *sqs.Client) string { return aws.ToString(c.Options().BaseEndpoint) }

@@ -19,23 +19,69 @@ import (
 )
 
 func TestFromEnv(t *testing.T) {
-	t.Setenv(EnvS3Endpoint, "http://127.0.0.1:9000")
-	t.Setenv(EnvDynamoDBEndpoint, "http://127.0.0.1:8000")
 	t.Setenv(EnvMaxAttempts, "3")
+	t.Setenv(EnvPathStyle, "")
 	o, err := FromEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.S3EndpointURL != "http://127.0.0.1:9000" || o.DynamoDBEndpointURL != "http://127.0.0.1:8000" || !o.PathStyle || o.MaxAttempts != 3 {
+	if o.PathStyle || o.VirtualHostedStyle || o.MaxAttempts != 3 {
 		t.Errorf("FromEnv = %+v", o)
 	}
 	t.Setenv(EnvPathStyle, "false")
-	if o, _ := FromEnv(); o.PathStyle {
-		t.Error("path style not turned off")
+	if o, _ := FromEnv(); o.PathStyle || !o.VirtualHostedStyle {
+		t.Errorf("GEOMIGRATE_S3_PATH_STYLE=false: %+v", o)
+	}
+	t.Setenv(EnvPathStyle, "true")
+	if o, _ := FromEnv(); !o.PathStyle {
+		t.Errorf("GEOMIGRATE_S3_PATH_STYLE=true: %+v", o)
 	}
 	t.Setenv(EnvMaxAttempts, "zero")
 	if _, err := FromEnv(); err == nil {
 		t.Error("bad max attempts accepted")
+	}
+}
+
+// TestEndpointsFromTheSDKEnvironment: the SDK's AWS_ENDPOINT_URL_<SERVICE>
+// and AWS_ENDPOINT_URL are honoured (path style follows a custom S3
+// endpoint), and an endpoint in Options (the --endpoint-url flag) wins.
+func TestEndpointsFromTheSDKEnvironment(t *testing.T) {
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:7")
+	t.Setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:11")
+	for _, tc := range []struct {
+		name         string
+		o            Options
+		s3, ddb, sqs string
+		pathStyle    bool
+	}{
+		{"environment", Options{}, "http://127.0.0.1:9", "http://127.0.0.1:7", "http://127.0.0.1:11", true},
+		{"flag wins", Options{EndpointURL: "http://127.0.0.1:8/"}, "http://127.0.0.1:8", "http://127.0.0.1:8", "http://127.0.0.1:8", true},
+		{"per-service option", Options{DynamoDBEndpointURL: "http://127.0.0.1:5"}, "http://127.0.0.1:9", "http://127.0.0.1:5", "http://127.0.0.1:11", true},
+		{"virtual hosted forced", Options{VirtualHostedStyle: true}, "http://127.0.0.1:9", "http://127.0.0.1:7", "http://127.0.0.1:11", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.AccessKeyID, tc.o.SecretAccessKey = "k", "s"
+			cfg, err := Load(context.Background(), tc.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := NewS3(cfg, tc.o)
+			if got := S3Endpoint(c); got != tc.s3 {
+				t.Errorf("S3 endpoint %q, want %q", got, tc.s3)
+			}
+			if got := c.Options().UsePathStyle; got != tc.pathStyle {
+				t.Errorf("path style %v, want %v", got, tc.pathStyle)
+			}
+			if got := DynamoDBEndpoint(NewDynamoDB(cfg, tc.o)); got != tc.ddb {
+				t.Errorf("DynamoDB endpoint %q, want %q", got, tc.ddb)
+			}
+			if got := SQSEndpoint(NewSQS(cfg, tc.o)); got != tc.sqs {
+				t.Errorf("SQS endpoint %q, want %q", got, tc.sqs)
+			}
+		})
 	}
 }
 

@@ -137,7 +137,7 @@ func newHarness(t *testing.T) *harness {
 	t.Cleanup(func() { _ = ps.Close() })
 
 	env := srv.Env(destBucket, table)
-	env["GEOMIGRATE_S3_ENDPOINT"] = "http://" + ln.Addr().String()
+	env["AWS_ENDPOINT_URL_S3"] = "http://" + ln.Addr().String()
 	env["GEOMIGRATE_S3_CONDITIONAL_COPY"] = "client" // versitygw ignores copy preconditions
 	env["GEOMIGRATE_AWS_MAX_ATTEMPTS"] = "1"         // one 503 = one failed task attempt
 	env["GEOMIGRATE_WORK_DIR"] = t.TempDir()

@@ -31,14 +31,15 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
 )
 
-// client returns an S3 client for GEOMIGRATE_S3_ENDPOINT (versitygw started
+// client returns an S3 client for AWS_ENDPOINT_URL_S3 (versitygw started
 // by scripts/integration-up.sh), or skips.
 func client(t *testing.T) (*s3.Client, awsconfig.Options) {
 	t.Helper()
-	ep := os.Getenv(awsconfig.EnvS3Endpoint)
+	ep := os.Getenv("AWS_ENDPOINT_URL_S3")
 	if ep == "" {
-		t.Skipf("%s not set; run make -f test/integration.mk test-integration", awsconfig.EnvS3Endpoint)
+		t.Skip("AWS_ENDPOINT_URL_S3 not set; run make -f test/integration.mk test-integration")
 	}
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
 	o := awsconfig.Options{
 		S3EndpointURL:   ep,
 		PathStyle:       true,
@@ -570,10 +571,24 @@ func TestErrorMapping(t *testing.T) {
 	if _, err := st.Open(ctx, bucket, "nope"); !errors.Is(err, objectstore.ErrNotFound) {
 		t.Errorf("Open missing = %v", err)
 	}
-	// NoSuchBucket → systemic, on every operation.
-	_, err := st.Open(ctx, "no-such-bucket-gm", "k")
-	if fault.TierOf(err) != fault.TierSystemic {
-		t.Errorf("Open in a missing bucket = %v (tier %s), want systemic", err, fault.TierOf(err))
+	// NoSuchBucket → a SystemicError naming the bucket, on every operation
+	// (what a Lambda reports when its bucket is gone).
+	for name, call := range map[string]func() error{
+		"Open": func() error { _, err := st.Open(ctx, "no-such-bucket-gm", "k"); return err },
+		"Head": func() error { _, err := st.Head(ctx, "no-such-bucket-gm", "k"); return err },
+		"Put": func() error {
+			_, err := st.Put(ctx, objectstore.PutRequest{Bucket: "no-such-bucket-gm", Key: "k", Body: strings.NewReader("x"), Size: 1})
+			return err
+		},
+		"List": func() error {
+			return st.List(ctx, "no-such-bucket-gm", "", func(objectstore.Object) error { return nil })
+		},
+	} {
+		err := call()
+		var se *fault.SystemicError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "no-such-bucket-gm") {
+			t.Errorf("%s in a missing bucket = %T %v, want a SystemicError naming the bucket", name, err, err)
+		}
 	}
 	// Wrong secret → SignatureDoesNotMatch → systemic.
 	bad := o

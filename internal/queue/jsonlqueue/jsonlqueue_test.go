@@ -20,6 +20,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/queue/queuetest"
 )
 
 func TestMain(m *testing.M) {
@@ -322,4 +323,73 @@ func helperMain(path string) int {
 		}
 	}
 	return 0
+}
+
+func TestConformance(t *testing.T) {
+	queuetest.RunQueueTests(t, queuetest.Harness{
+		New: func(t *testing.T) queue.Queue {
+			q, err := jsonlqueue.Open(filepath.Join(t.TempDir(), "q.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { q.Close() })
+			return q
+		},
+		Reopen: func(t *testing.T, q queue.Queue) queue.Queue {
+			r, err := jsonlqueue.Open(q.(*jsonlqueue.Queue).Path())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return r
+		},
+	})
+}
+
+// TestDeleteAppendsADurableLine: an acknowledgement is a line of its own in
+// the file; readers skip the deleted message (and count it), a torn line
+// stays torn, and a receipt from elsewhere is refused.
+func TestDeleteAppendsADurableLine(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "q.jsonl")
+	q, err := jsonlqueue.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	keep, _ := q.Send(ctx, "keep")
+	gone, _ := q.Send(ctx, "gone")
+	ds, err := q.Receive(ctx, 10, time.Minute)
+	if err != nil || len(ds) != 2 {
+		t.Fatalf("Receive = %v, %v", ds, err)
+	}
+	for _, d := range ds {
+		if d.ID == gone {
+			if err := q.Delete(ctx, d.Receipt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"id":"torn","bo`) // a sender that died mid-line
+	f.Close()
+
+	raw, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[2], `"deleted":"`+gone+`"`) {
+		t.Fatalf("file lines %q, want two messages, a deletion, a torn line", lines)
+	}
+	var ids []string
+	st, err := jsonlqueue.Scan(ctx, path, func(m queue.Message) error { ids = append(ids, m.ID); return nil })
+	if err != nil || !slices.Equal(ids, []string{keep}) || st.Messages != 1 || st.Deleted != 1 || st.Torn != 1 {
+		t.Errorf("Scan = %v %+v %v, want only %s, one deleted, one torn", ids, st, err, keep)
+	}
+	for _, bad := range []string{"", "no-hash", "#1"} {
+		if err := q.Delete(ctx, bad); err == nil {
+			t.Errorf("Delete(%q) accepted", bad)
+		}
+	}
 }

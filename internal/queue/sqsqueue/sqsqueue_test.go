@@ -5,15 +5,18 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
 )
 
@@ -58,7 +61,7 @@ func failWith(status int, typ, queryError string) func(http.ResponseWriter, map[
 	}
 }
 
-func newSender(t *testing.T, f *fakeSQS, queueURL string) *sqsqueue.Sender {
+func newSender(t *testing.T, f *fakeSQS, queueURL string) *sqsqueue.Queue {
 	t.Helper()
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
@@ -181,5 +184,84 @@ func TestSendConnectionRefused(t *testing.T) {
 	_, err := sqsqueue.New(awsconfig.NewSQS(cfg, o), sqsqueue.Options{QueueURL: queueURL}).Send(context.Background(), "m")
 	if fault.TierOf(err) != fault.TierTransient {
 		t.Errorf("connection refused = %v, want transient", err)
+	}
+}
+
+// TestReceiveWire checks the ReceiveMessage request (batch size, visibility
+// rounded up to whole seconds, a short long-poll, the system attributes)
+// and how a message becomes a Delivery.
+func TestReceiveWire(t *testing.T) {
+	const body = `{"replay":{"bucket":"raw","key":"a.tif"}}`
+	sum := md5.Sum([]byte(body))
+	f := &fakeSQS{respond: func(w http.ResponseWriter, _ map[string]any) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		_ = json.NewEncoder(w).Encode(map[string]any{"Messages": []map[string]any{{
+			"MessageId": "m-1", "ReceiptHandle": "rh-1", "Body": body, "MD5OfBody": hex.EncodeToString(sum[:]),
+			"Attributes": map[string]string{"SentTimestamp": "1764500000123", "ApproximateReceiveCount": "3"},
+		}}})
+	}}
+	q := newSender(t, f, queueURL)
+	ds, err := q.Receive(context.Background(), 10, 89500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.requests[0]
+	if r.target != "AmazonSQS.ReceiveMessage" || r.body["MaxNumberOfMessages"] != float64(10) ||
+		r.body["VisibilityTimeout"] != float64(90) || r.body["WaitTimeSeconds"] != float64(1) {
+		t.Errorf("request %s %v", r.target, r.body)
+	}
+	if names := fmt.Sprint(r.body["MessageSystemAttributeNames"]); !strings.Contains(names, "SentTimestamp") || !strings.Contains(names, "ApproximateReceiveCount") {
+		t.Errorf("system attributes asked for: %s", names)
+	}
+	want := queue.Delivery{Message: queue.Message{ID: "m-1", Body: body, SentAt: time.UnixMilli(1764500000123).UTC()}, Receipt: "rh-1", ReceiveCount: 3}
+	if len(ds) != 1 || ds[0] != want {
+		t.Errorf("deliveries %+v, want %+v", ds, want)
+	}
+	for _, bad := range []int{0, 11} {
+		if _, err := q.Receive(context.Background(), bad, time.Second); err == nil {
+			t.Errorf("Receive(max %d) accepted", bad)
+		}
+	}
+}
+
+func TestDeleteVisibilityDepthWire(t *testing.T) {
+	var depth map[string]string
+	f := &fakeSQS{respond: func(w http.ResponseWriter, body map[string]any) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		if _, ok := body["AttributeNames"]; ok {
+			_ = json.NewEncoder(w).Encode(map[string]any{"Attributes": depth})
+			return
+		}
+		io.WriteString(w, `{}`)
+	}}
+	q := newSender(t, f, queueURL)
+	ctx := context.Background()
+	if err := q.Delete(ctx, "rh-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.ChangeVisibility(ctx, "rh-2", 0); err != nil {
+		t.Fatal(err)
+	}
+	depth = map[string]string{"ApproximateNumberOfMessages": "7", "ApproximateNumberOfMessagesNotVisible": "2"}
+	d, err := q.Depth(ctx)
+	if err != nil || d != (queue.Depth{Visible: 7, InFlight: 2}) {
+		t.Errorf("Depth = %+v, %v", d, err)
+	}
+	depth = map[string]string{"ApproximateNumberOfMessages": "many"}
+	if _, err := q.Depth(ctx); err == nil {
+		t.Error("a non-numeric depth was accepted")
+	}
+	for i, want := range []struct{ target, key, value string }{
+		{"AmazonSQS.DeleteMessage", "ReceiptHandle", "rh-1"},
+		{"AmazonSQS.ChangeMessageVisibility", "ReceiptHandle", "rh-2"},
+		{"AmazonSQS.GetQueueAttributes", "QueueUrl", queueURL},
+	} {
+		r := f.requests[i]
+		if r.target != want.target || r.body[want.key] != want.value || r.body["QueueUrl"] != queueURL {
+			t.Errorf("request %d: %s %v, want %s with %s=%s", i, r.target, r.body, want.target, want.key, want.value)
+		}
+	}
+	if v, ok := f.requests[1].body["VisibilityTimeout"]; ok && v != float64(0) {
+		t.Errorf("ChangeMessageVisibility timeout %v, want 0", v)
 	}
 }

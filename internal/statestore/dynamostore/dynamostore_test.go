@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -257,6 +258,47 @@ func TestMapError(t *testing.T) {
 		}
 		if verdict != tc.want {
 			t.Errorf("MapError(%v) = %v (%s), want %s", tc.err, got, verdict, tc.want)
+		}
+	}
+}
+
+// missingTable answers every request as DynamoDB does for a table that
+// does not exist.
+type missingTable struct{}
+
+func (missingTable) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, apiErr(400, "ResourceNotFoundException")
+}
+func (missingTable) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, apiErr(400, "ResourceNotFoundException")
+}
+func (missingTable) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return nil, apiErr(400, "ResourceNotFoundException")
+}
+func (missingTable) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return nil, apiErr(400, "ResourceNotFoundException")
+}
+
+// TestMissingTableIsSystemicAndNamed: a Lambda whose table is gone raises
+// a SystemicError (the state machine's contract name) that says which table.
+func TestMissingTableIsSystemicAndNamed(t *testing.T) {
+	b := New(missingTable{}, Options{Table: "geomigrate-jobs"})
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"Get": func() error { _, err := b.Get(ctx, "j1"); return err },
+		"Put": func() error { return b.Put(ctx, statestore.Job{ID: "j1", Status: statestore.Pending}, 0) },
+		"List": func() error {
+			return b.List(ctx, statestore.Pending, func(statestore.Job) error { return nil })
+		},
+	} {
+		err := call()
+		var se *fault.SystemicError
+		if !errors.As(err, &se) {
+			t.Errorf("%s: %T %v, want *fault.SystemicError", name, err, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "table geomigrate-jobs") {
+			t.Errorf("%s: %q does not name the table", name, err)
 		}
 	}
 }
