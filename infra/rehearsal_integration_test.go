@@ -73,6 +73,11 @@ var motoUnsupported = map[string]bool{
 
 const rehearsalRegion = "us-east-1"
 
+// motoNoPhysicalID are the types moto 5.2.1 creates without a physical ID: a layer version
+// (checkFunctionsAndRoles lists the layer instead) and a Lambda permission (the EventBridge
+// rule's right to invoke executionfailed; checkRule checks the rule's targets).
+var motoNoPhysicalID = map[string]bool{"AWS::Lambda::LayerVersion": true, "AWS::Lambda::Permission": true}
+
 type rehearsal struct {
 	t         *testing.T
 	ctx       context.Context
@@ -304,8 +309,7 @@ func (r *rehearsal) createStack() {
 		if sr.LogicalResourceId == nil {
 			continue // moto lists the resources it skipped without IDs
 		}
-		// moto gives a layer version no physical ID; checkFunctionsAndRoles lists the layer instead.
-		noID := aws.ToString(sr.PhysicalResourceId) == "" && aws.ToString(sr.ResourceType) != "AWS::Lambda::LayerVersion"
+		noID := aws.ToString(sr.PhysicalResourceId) == "" && !motoNoPhysicalID[aws.ToString(sr.ResourceType)]
 		if sr.ResourceStatus != cfntypes.ResourceStatusCreateComplete || noID {
 			r.t.Errorf("%s (%s): %s, physical ID %q", *sr.LogicalResourceId, aws.ToString(sr.ResourceType), sr.ResourceStatus, aws.ToString(sr.PhysicalResourceId))
 		}
@@ -627,7 +631,12 @@ func (r *rehearsal) checkRule() {
 			r.t.Errorf("rule %s: %v", id, err)
 			continue
 		}
-		if samenv.ConstructID(id) != "SourceObjectCreatedRule" {
+		switch samenv.ConstructID(id) {
+		case "SourceObjectCreatedRule":
+		case "MigrateExecutionEndedRule":
+			r.checkExecutionEndedRule(c, id, name, aws.ToString(rule.EventPattern))
+			continue
+		default:
 			continue
 		}
 		var pattern struct {
@@ -645,6 +654,31 @@ func (r *rehearsal) checkRule() {
 		if err != nil || len(targets.Targets) != 1 || aws.ToString(targets.Targets[0].Arn) != r.physical("MigrateStateMachine") {
 			r.t.Errorf("rule %s targets %+v (%v), want the migrate state machine %s", id, targets, err, r.physical("MigrateStateMachine"))
 		}
+	}
+}
+
+// checkExecutionEndedRule: the rule that closes jobs of failed, timed-out or aborted executions
+// matches the created migrate state machine only and targets the executionfailed function.
+func (r *rehearsal) checkExecutionEndedRule(c *eventbridge.Client, id, name, eventPattern string) {
+	r.t.Helper()
+	var pattern struct {
+		Source []string `json:"source"`
+		Detail struct {
+			StateMachineArn []string `json:"stateMachineArn"`
+			Status          []string `json:"status"`
+		} `json:"detail"`
+	}
+	migrate := r.physical("MigrateStateMachine")
+	if err := json.Unmarshal([]byte(eventPattern), &pattern); err != nil ||
+		len(pattern.Source) != 1 || pattern.Source[0] != "aws.states" ||
+		len(pattern.Detail.StateMachineArn) != 1 || pattern.Detail.StateMachineArn[0] != migrate ||
+		len(pattern.Detail.Status) != 3 {
+		r.t.Errorf("rule %s pattern %s: want aws.states events of %s with 3 statuses", id, eventPattern, migrate)
+	}
+	fn := r.physical("ExecutionfailedFunction")
+	targets, err := c.ListTargetsByRule(r.ctx, &eventbridge.ListTargetsByRuleInput{Rule: &name})
+	if err != nil || len(targets.Targets) != 1 || !strings.HasSuffix(aws.ToString(targets.Targets[0].Arn), ":function:"+fn) {
+		r.t.Errorf("rule %s targets %+v (%v), want the executionfailed function %s", id, targets, err, fn)
 	}
 }
 
