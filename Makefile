@@ -43,6 +43,8 @@ run: cli ## generate sample data and migrate it locally into ./out, printing a s
 .PHONY: test
 test: export GEOMIGRATE_REQUIRE_JUDGES := 1
 test: deps hyparquet asl-judges ## install and start what the tests need, run them all, stop what was started
+	$(GO) mod tidy -diff
+	cd infra && $(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
 	$(MAKE) --no-print-directory test-integration
