@@ -6,10 +6,8 @@ package gdal
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,6 +22,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/hostile"
 )
 
 // GDAL 3.6's FlatGeobuf writer skips features without geometry (it cannot
@@ -240,143 +239,17 @@ func TestCategoricalOverviews(t *testing.T) {
 	}
 }
 
-// tiffEntry is one IFD entry of a hand-made classic TIFF: value inline,
-// or data stored after the IFD (count and type must agree with it).
-type tiffEntry struct {
-	tag, typ uint16
-	count    uint32
-	value    uint32
-	data     []byte
-}
-
-// dataOffset as a value points the entry at 64 bytes of zeros after the IFD.
-const dataOffset = 0xFFFFFFFF
-
-// writeDeclaringTIFF writes a classic little-endian TIFF made of one IFD
-// (entries sorted by tag), its out-of-line values and 64 bytes of zeros.
-func writeDeclaringTIFF(t *testing.T, p string, entries []tiffEntry) string {
-	t.Helper()
-	sort.Slice(entries, func(i, j int) bool { return entries[i].tag < entries[j].tag })
-	le := binary.LittleEndian
-	next := uint32(8 + 2 + 12*len(entries) + 4)
-	var extra []byte
-	offsets := make([]uint32, len(entries))
-	for i, e := range entries {
-		if e.data != nil {
-			offsets[i] = next + uint32(len(extra))
-			extra = append(extra, e.data...)
-		}
-	}
-	zeros := next + uint32(len(extra))
-	buf := []byte{'I', 'I', 42, 0, 8, 0, 0, 0}
-	buf = le.AppendUint16(buf, uint16(len(entries)))
-	for i, e := range entries {
-		v := e.value
-		switch {
-		case e.data != nil:
-			v = offsets[i]
-		case v == dataOffset:
-			v = zeros
-		}
-		buf = le.AppendUint16(buf, e.tag)
-		buf = le.AppendUint16(buf, e.typ)
-		buf = le.AppendUint32(buf, e.count)
-		if e.typ == 3 && e.data == nil {
-			buf = le.AppendUint16(buf, uint16(v))
-			buf = le.AppendUint16(buf, 0)
-		} else {
-			buf = le.AppendUint32(buf, v)
-		}
-	}
-	buf = le.AppendUint32(buf, 0)
-	buf = append(buf, extra...)
-	buf = append(buf, make([]byte, 64)...)
-	if err := os.WriteFile(p, buf, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// geoTIFFTags georeference a hand-made TIFF in EPSG:4326, so that nothing
-// but its declared sizes can refuse it.
-func geoTIFFTags() []tiffEntry {
-	le := binary.LittleEndian
-	doubles := func(vs ...float64) []byte {
-		var b []byte
-		for _, v := range vs {
-			b = le.AppendUint64(b, math.Float64bits(v))
-		}
-		return b
-	}
-	shorts := func(vs ...uint16) []byte {
-		var b []byte
-		for _, v := range vs {
-			b = le.AppendUint16(b, v)
-		}
-		return b
-	}
-	keys := shorts(1, 1, 0, 3, 1024, 0, 1, 2, 1025, 0, 1, 1, 2048, 0, 1, 4326)
-	return []tiffEntry{
-		{tag: 33550, typ: 12, count: 3, data: doubles(0.001, 0.001, 0)},
-		{tag: 33922, typ: 12, count: 6, data: doubles(0, 0, 0, 10, 50, 0)},
-		{tag: 34735, typ: 3, count: uint32(len(keys) / 2), data: keys},
-	}
-}
-
-// Small files that declare huge structures: refused from their header
-// with BudgetExceeded, before GDAL allocates anything for them.
-//
-// Run before the fix under `ulimit -v`, these ended as SystemicError (GDAL
-// out of memory) or, without a limit, drove the process to tens of GB.
-type sizeBomb struct {
-	name    string
-	entries []tiffEntry
-}
-
-// sizeBombs are hand-made TIFFs of a few hundred bytes declaring huge
-// structures, each georeferenced so that only its sizes can refuse it.
-func sizeBombs() []sizeBomb {
-	const short, long = 3, 4
-	const data = dataOffset
-	base := func(w, h, spp uint32, extra ...tiffEntry) []tiffEntry {
-		es := []tiffEntry{
-			{tag: 256, typ: long, count: 1, value: w}, {tag: 257, typ: long, count: 1, value: h}, {tag: 258, typ: short, count: 1, value: 8}, {tag: 259, typ: short, count: 1, value: 1},
-			{tag: 262, typ: short, count: 1, value: 1}, {tag: 277, typ: short, count: 1, value: spp}, {tag: 284, typ: short, count: 1, value: 1},
-		}
-		return append(append(es, extra...), geoTIFFTags()...)
-	}
-	strips := func(rows uint32) []tiffEntry {
-		return []tiffEntry{{tag: 273, typ: long, count: 1, value: data}, {tag: 278, typ: long, count: 1, value: rows}, {tag: 279, typ: long, count: 1, value: 64}}
-	}
-	tiles := func(tw, th uint32) []tiffEntry {
-		return []tiffEntry{{tag: 322, typ: long, count: 1, value: tw}, {tag: 323, typ: long, count: 1, value: th}, {tag: 324, typ: long, count: 1, value: data}, {tag: 325, typ: long, count: 1, value: 64}}
-	}
-	deflated := func(es []tiffEntry) []tiffEntry {
-		for i := range es {
-			if es[i].tag == 259 {
-				es[i].value = 8
-			}
-		}
-		return es
-	}
-	return []sizeBomb{
-		{"60,000 bands, 64 x 64", base(64, 64, 60000, strips(64)...)},
-		{"60,000 bands, tiled", base(256, 256, 60000, tiles(256, 256)...)},
-		{"tile of 1,048,576 x 1,048,576", base(1<<20, 1<<20, 1, tiles(1<<20, 1<<20)...)},
-		{"tile of 65,536 x 65,536 on a 4,096 x 4,096 image", base(4096, 4096, 1, tiles(1<<16, 1<<16)...)},
-		{"deflated strip of 60,000 x 60,000", deflated(base(60000, 60000, 1, strips(60000)...))},
-		{"width of 2^31", base(1<<31, 1, 1, strips(1)...)},
-	}
-}
-
+// The size bombs (internal/hostile) are small files that declare huge
+// structures: refused from their header with BudgetExceeded, before GDAL
+// allocates anything for them. Run before the fix under `ulimit -v`, these
+// ended as SystemicError (GDAL out of memory) or, without a limit, drove the
+// process to tens of GB.
 func TestDeclaredSizeBudgets(t *testing.T) {
-	cases := sizeBombs()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p := writeDeclaringTIFF(t, filepath.Join(t.TempDir(), "bomb.tif"), c.entries)
-			fi, _ := os.Stat(p)
-			if fi.Size() > 8<<10 {
-				t.Fatalf("test file is %d bytes", fi.Size())
+	for _, c := range hostile.SizeBombs() {
+		t.Run(c.Description, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), c.Name)
+			if err := os.WriteFile(p, c.Data, 0o644); err != nil {
+				t.Fatal(err)
 			}
 			work := t.TempDir()
 			_, err := engine.Convert(context.Background(), p, work, recipe())
@@ -419,18 +292,7 @@ func TestMemoryBudgetSources(t *testing.T) {
 		t.Errorf("default budget: %v", err)
 	}
 
-	const short, long = 3, 4
-	bomb := writeDeclaringTIFF(t, filepath.Join(t.TempDir(), "bands.tif"), append([]tiffEntry{
-		{tag: 256, typ: long, count: 1, value: 64}, {tag: 257, typ: long, count: 1, value: 64},
-		{tag: 258, typ: short, count: 1, value: 8}, {tag: 259, typ: short, count: 1, value: 1},
-		{tag: 262, typ: short, count: 1, value: 1}, {tag: 273, typ: long, count: 1, value: dataOffset},
-		{tag: 277, typ: short, count: 1, value: 60000}, {tag: 278, typ: long, count: 1, value: 64},
-		{tag: 279, typ: long, count: 1, value: 64},
-	}, geoTIFFTags()...))
-	b, err := os.ReadFile(bomb)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := hostile.SizeBombs()[0].Data // 60,000 bands
 	_, err = engine.ConvertReader(context.Background(), bytes.NewReader(b), int64(len(b)), "bands.tif", t.TempDir(), recipe())
 	if fault.CodeOf(err) != fault.BudgetExceeded {
 		t.Errorf("ConvertReader: %v, want BudgetExceeded", err)
@@ -498,10 +360,11 @@ func TestConvertUnderMemoryLimit(t *testing.T) {
 	}
 	dir := t.TempDir()
 	want := map[string]string{}
-	for i, b := range sizeBombs() {
-		name := fmt.Sprintf("bomb%d.tif", i)
-		writeDeclaringTIFF(t, filepath.Join(dir, name), b.entries)
-		want[name] = string(fault.BudgetExceeded)
+	for _, b := range hostile.SizeBombs() {
+		if err := os.WriteFile(filepath.Join(dir, b.Name), b.Data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want[b.Name] = string(fault.BudgetExceeded)
 	}
 	for _, name := range []string{"dem_utm33.tif", "landcover_4326.tif"} {
 		copyFile(t, sample(t, name).Path, filepath.Join(dir, name))
