@@ -127,7 +127,7 @@ func (f *runFlags) replayAWS(ctx context.Context, a *awsFlags, which string, vis
 		defer jq.Close()
 		q, name = jq, file
 	}
-	exec, err := localrun.NewExecutor(p.handlers, p.queues)
+	exec, err := localrun.NewExecutor(p.handlers, p.queues, f.executorOptions()...)
 	if err != nil {
 		return err
 	}
