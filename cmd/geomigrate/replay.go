@@ -264,6 +264,8 @@ func jobEnded(o localrun.Outcome) bool {
 	switch o.Status {
 	case localrun.StatusCompleted, localrun.StatusRemediation, localrun.StatusDeadLetter:
 		return true
+	case localrun.StatusIgnored:
+		return true // not a geospatial file (a message from before it was ignored): nothing to do
 	case localrun.StatusSkipped:
 		return o.Reason == migration.ReasonAlreadyMigrated || o.Reason == migration.ReasonSidecar
 	}

@@ -33,6 +33,13 @@
 // derived from inode, size and mtime (it changes whenever the file does, but
 // is not an MD5).
 //
+// Symbolic links in a bucket (a source tree's) are read through, as long as
+// they resolve inside the bucket's directory; one that leads outside it, by
+// the file or by a directory on the way, is refused as fault.UnsafeSource on
+// every read, so a link cannot make the pipeline read other files. An
+// object that is itself a link is not served in place (LocalPath:
+// ErrNotInPlace): callers read it with Open.
+//
 // Errors: a missing object is objectstore.ErrNotFound; a missing bucket
 // directory, a full disk or a permission problem is a fault.SystemicError; an
 // unusable key is a fault.DataError with code InvalidInput (or
