@@ -275,7 +275,11 @@ func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *sta
 	if f.closer != nil {
 		runner.Ended = f.closer.Close
 	}
-	fmt.Fprintf(stderr, "geomigrate %s: %d file(s) → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), f.dest, backend, recipe.EngineVersion, f.workers)
+	listed := ""
+	if len(f.pre) > 0 {
+		listed = fmt.Sprintf(" (+%d ignored or not followed)", len(f.pre))
+	}
+	fmt.Fprintf(stderr, "geomigrate %s: %d file(s)%s → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), listed, f.dest, backend, recipe.EngineVersion, f.workers)
 	started := time.Now()
 	for _, o := range f.pre {
 		prog.done(o)

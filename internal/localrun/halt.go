@@ -38,12 +38,12 @@ var exhaustion = []struct{ marker, reason string }{
 }
 
 // Exhaustion names the exhausted resource behind a failed task, or "" if
-// it is something else. Only failures of the system count: a DataError
-// whose message mentions memory (a budget refusal) is the file's problem.
+// it is something else. A DataError never counts: one whose message
+// mentions memory (a budget refusal) is the file's problem. Errors outside
+// the taxonomy do (an unclassified state-store write meeting ENOSPC is
+// still a full disk).
 func Exhaustion(errorName, cause string) string {
-	switch {
-	case errorName == "SystemicError", errorName == "States.TaskFailed", strings.HasPrefix(errorName, "Runtime."):
-	default:
+	if errorName == "DataError" {
 		return ""
 	}
 	lc := strings.ToLower(errorName + " " + cause)

@@ -41,6 +41,7 @@ func TestFromOSMakesExhaustionSystemic(t *testing.T) {
 		{"Runtime.OutOfMemory", "RequestId: 1 Error: Runtime exited with error: signal: killed", "out of memory"},
 		// A data problem that mentions memory is the file's, not the machine's.
 		{"DataError", "BudgetExceeded: declares 40 GiB, more than the 3 GiB of memory: out of memory", ""},
+		{"wrapError", "hashcheck: statestore: write state.db: no space left on device", "disk full"},
 		{"TransientError", "SlowDown", ""},
 		{"SystemicError", "AccessDenied: dest", ""},
 	} {
