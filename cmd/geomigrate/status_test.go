@@ -46,6 +46,12 @@ func TestStatusShowsTheLatestJobPerSource(t *testing.T) {
 	if got := status.queues["remediation"]; got != "0" {
 		t.Errorf("remediation queue shows %s message(s), want 0 once replay acknowledged it\n%s", got, status.text)
 	}
+	if out, _, err := run(t, "status", "--dest", dest, "--status", "COMPLETED"); err != nil || !strings.Contains(out, "COMPLETED  src/no_crs.tif") {
+		t.Errorf("status --status COMPLETED does not list the fixed file: %v\n%s", err, out)
+	}
+	if out, _, err := run(t, "status", "--dest", dest, "--status", "REMEDIAL"); err != nil || strings.Contains(out, "no_crs.tif") {
+		t.Errorf("status --status REMEDIAL still lists the fixed file: %v\n%s", err, out)
+	}
 	// --all still shows the superseded job, for lineage.
 	out, _, err := run(t, "status", "--dest", dest, "--all")
 	if err != nil || !strings.Contains(out, "REMEDIAL") {
