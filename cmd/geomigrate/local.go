@@ -222,6 +222,17 @@ func (w *sourceWalk) note(key, status, reason string) {
 	w.pre = append(w.pre, localrun.Outcome{Bucket: w.bucket, Key: key, Status: status, Reason: reason})
 }
 
+// hasMain reports whether a directory listing holds the main file of the
+// sidecar named name.
+func hasMain(entries []fs.DirEntry, name string) bool {
+	for _, e := range entries {
+		if !migration.IsSidecar(e.Name()) && migration.SidecarOf(e.Name(), name) {
+			return true
+		}
+	}
+	return false
+}
+
 // walk lists dir (key prefix rel); ancestors are the real paths of the
 // directories being walked, to cut loops through directory links.
 func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
@@ -279,7 +290,11 @@ func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
 		case !mode.IsRegular():
 			w.note(key, localrun.StatusSkipped, "not a regular file ("+mode.String()+")")
 		case migration.IsSidecar(name):
-			// read with its main file
+			// Read with its main file; one without a main file is
+			// listed rather than dropped without a word.
+			if !hasMain(entries, name) {
+				w.note(key, localrun.StatusIgnored, "sidecar file without its main file (nothing to read it with)")
+			}
 		default:
 			if why := migration.NotGeospatial(key); why != "" {
 				w.note(key, localrun.StatusIgnored, why)

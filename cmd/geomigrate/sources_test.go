@@ -152,7 +152,8 @@ func TestNonGeospatialFilesAreIgnored(t *testing.T) {
 	root, dest := filepath.Join(dir, "src"), filepath.Join(dir, "out")
 	mkdirs(t, root)
 	copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(root, "dem.tif"))
-	for name, body := range map[string]string{"README.txt": "about this data\n", "Thumbs.db": "", ".DS_Store": "\x00\x00\x00\x01Bud1", "desktop.ini": "[.ShellClassInfo]\n"} {
+	for name, body := range map[string]string{"README.txt": "about this data\n", "Thumbs.db": "", ".DS_Store": "\x00\x00\x00\x01Bud1", "desktop.ini": "[.ShellClassInfo]\n",
+		"orphan.dbf": "a sidecar without its .shp", "dem.tfw": "1\n0\n0\n-1\n0\n0\n"} {
 		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -163,13 +164,16 @@ func TestNonGeospatialFilesAreIgnored(t *testing.T) {
 	}
 	r := lastReport(t, out)
 	got := outcomesByKey(r)
-	for _, name := range []string{"README.txt", "Thumbs.db", ".DS_Store", "desktop.ini"} {
+	for _, name := range []string{"README.txt", "Thumbs.db", ".DS_Store", "desktop.ini", "orphan.dbf"} {
 		if o := got["src/"+name]; o.Status != localrun.StatusIgnored || o.Reason == "" {
 			t.Errorf("%s: %+v, want ignored with a reason", name, o)
 		}
 	}
-	if r.Totals.Ignored != 4 || r.Totals.Remediation != 0 || r.Totals.Completed != 1 {
-		t.Errorf("totals %+v, want 4 ignored, 1 completed, no remediation", r.Totals)
+	if r.Totals.Ignored != 5 || r.Totals.Remediation != 0 || r.Totals.Completed != 1 {
+		t.Errorf("totals %+v, want 5 ignored, 1 completed, no remediation", r.Totals)
+	}
+	if _, listed := got["src/dem.tfw"]; listed {
+		t.Errorf("dem.tfw, the world file of dem.tif, is listed on its own: %+v", got["src/dem.tfw"])
 	}
 	st, err := jsonlqueue.Scan(context.Background(), pathsFor(dest, "").remediation, func(queue.Message) error { return nil })
 	if err != nil || st.Messages != 0 {
