@@ -56,7 +56,7 @@ func runBackfill(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprintln(stderr, "Usage: geomigrate backfill SRC_DIR --dest DIR [--prefix P] [--dataset D] [run flags]")
 		return errUsage
 	}
-	roots, _, err := collectSources(pos, f.dest)
+	roots, _, _, err := collectSources(pos, f.dest)
 	if err != nil {
 		return err
 	}

@@ -6,14 +6,17 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
@@ -109,14 +112,19 @@ func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.
 	return b, nil
 }
 
+// wrapObjects lets a test put a fault-injecting store between the handlers
+// and the directories (a full disk cannot be had without root).
+var wrapObjects = func(s objectstore.Store) objectstore.Store { return s }
+
 // newHandlers wires the four steps over a store and a tracker.
 func newHandlers(cfg migration.Config, b *localBackend, engine *gdal.Engine, log *slog.Logger) localrun.Handlers {
-	finger := migration.StoreFingerprinter{Store: b.store, Threshold: cfg.FingerprintThreshold}
+	store := wrapObjects(b.store)
+	finger := migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}
 	return localrun.Handlers{
-		HashCheck: migration.NewHashCheck(cfg, b.store, b.tracker, finger, log),
-		Convert:   migration.NewConvert(cfg, b.store, b.tracker, engine, validate.Output, log),
-		Promote:   migration.NewPromote(cfg, b.store, b.tracker, log),
-		Classify:  migration.NewClassify(b.tracker, nil, log).WithStagingCleanup(b.store, cfg),
+		HashCheck: migration.NewHashCheck(cfg, store, b.tracker, finger, log),
+		Convert:   migration.NewConvert(cfg, store, b.tracker, engine, validate.Output, log),
+		Promote:   migration.NewPromote(cfg, store, b.tracker, log),
+		Classify:  migration.NewClassify(b.tracker, nil, log).WithStagingCleanup(store, cfg),
 	}
 }
 
@@ -124,8 +132,18 @@ var unsafeBucketChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
 
 // collectSources turns command-line paths into bucket roots and inputs.
 // A directory is one bucket (its base name, also the dataset); a file is a
-// key in the bucket of its directory.
-func collectSources(args []string, dest string) ([]sourceRoot, []migration.Source, error) {
+// key in the bucket of its directory (a file named through a symbolic link
+// is read where the link points).
+//
+// Inside a directory, symbolic links to files and directories are followed
+// when their target lies inside the same source root (keys keep the link's
+// path, as cp -L would), with loops cut; a link pointing outside the root, a
+// broken link, a loop, or anything that is not a regular file is listed in
+// pre as skipped with the reason. Files that are no geospatial candidate
+// (migration.NotGeospatial: README.txt, Thumbs.db, .DS_Store …) and hidden
+// directories are listed in pre as ignored. Sidecars (.dbf, .prj, .tfw …)
+// travel with their main file and are not inputs of their own.
+func collectSources(args []string, dest string) (roots []sourceRoot, inputs []migration.Source, pre []localrun.Outcome, err error) {
 	destAbs, _ := filepath.Abs(dest)
 	byDir := map[string]*sourceRoot{}
 	used := map[string]bool{destBucket: true}
@@ -148,17 +166,19 @@ func collectSources(args []string, dest string) ([]sourceRoot, []migration.Sourc
 		order = append(order, r)
 		return r
 	}
-	var inputs []migration.Source
 	for _, arg := range args {
 		abs, err := filepath.Abs(arg)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
-			return nil, nil, fmt.Errorf("source %s: %w", arg, err)
+			return nil, nil, nil, fmt.Errorf("source %s: %w", arg, err)
 		}
 		if !fi.IsDir() {
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				abs = real
+			}
 			r := rootFor(filepath.Dir(abs))
 			key := filepath.Base(abs)
 			r.keys = append(r.keys, key)
@@ -166,38 +186,122 @@ func collectSources(args []string, dest string) ([]sourceRoot, []migration.Sourc
 			continue
 		}
 		if abs == destAbs || strings.HasPrefix(destAbs, abs+string(filepath.Separator)) {
-			return nil, nil, fmt.Errorf("source %s contains the destination %s; choose a destination outside the sources", arg, dest)
+			return nil, nil, nil, fmt.Errorf("source %s contains the destination %s; choose a destination outside the sources", arg, dest)
 		}
 		r := rootFor(abs)
-		var keys []string
-		err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			name := d.Name()
-			if strings.HasPrefix(name, ".") && p != abs {
-				if d.IsDir() {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.Type().IsRegular() && !migration.IsSidecar(name) {
-				rel, _ := filepath.Rel(abs, p)
-				keys = append(keys, filepath.ToSlash(rel))
-			}
-			return nil
-		})
+		real, err := filepath.EvalSymlinks(abs)
 		if err != nil {
-			return nil, nil, fmt.Errorf("walk %s: %w", arg, err)
+			return nil, nil, nil, fmt.Errorf("source %s: %w", arg, err)
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		w := &sourceWalk{bucket: r.bucket, realRoot: real}
+		if err := w.walk(abs, "", []string{real}); err != nil {
+			return nil, nil, nil, fmt.Errorf("walk %s: %w", arg, err)
+		}
+		sort.Strings(w.keys)
+		for _, k := range w.keys {
 			inputs = append(inputs, migration.Source{Bucket: r.bucket, Key: k, KeyEncoding: "plain", DatasetID: r.bucket})
 		}
+		pre = append(pre, w.pre...)
 	}
-	roots := make([]sourceRoot, len(order))
+	roots = make([]sourceRoot, len(order))
 	for i, r := range order {
 		roots[i] = *r
 	}
-	return roots, inputs, nil
+	return roots, inputs, pre, nil
+}
+
+// sourceWalk collects the keys of one source root.
+type sourceWalk struct {
+	bucket   string
+	realRoot string
+	keys     []string
+	pre      []localrun.Outcome
+}
+
+func (w *sourceWalk) note(key, status, reason string) {
+	w.pre = append(w.pre, localrun.Outcome{Bucket: w.bucket, Key: key, Status: status, Reason: reason})
+}
+
+// hasMain reports whether a directory listing holds the main file of the
+// sidecar named name.
+func hasMain(entries []fs.DirEntry, name string) bool {
+	for _, e := range entries {
+		if !migration.IsSidecar(e.Name()) && migration.SidecarOf(e.Name(), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// walk lists dir (key prefix rel); ancestors are the real paths of the
+// directories being walked, to cut loops through directory links.
+func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		p, key := filepath.Join(dir, name), path.Join(rel, name)
+		if strings.HasPrefix(name, ".geomigrate-") {
+			continue // the directory store's own files (an earlier --dest given as a source)
+		}
+		mode := e.Type()
+		if mode&fs.ModeSymlink != 0 {
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				w.note(key, localrun.StatusSkipped, "symbolic link to a missing target: not followed")
+				continue
+			}
+			if real != w.realRoot && !strings.HasPrefix(real, w.realRoot+string(filepath.Separator)) {
+				w.note(key, localrun.StatusSkipped, "symbolic link to "+real+", outside the source root: not followed")
+				continue
+			}
+			fi, err := os.Stat(real)
+			if err != nil {
+				w.note(key, localrun.StatusSkipped, "symbolic link target cannot be read: "+err.Error())
+				continue
+			}
+			if fi.IsDir() {
+				if slices.Contains(ancestors, real) {
+					w.note(key, localrun.StatusSkipped, "symbolic link loop (points to an enclosing directory): not followed")
+					continue
+				}
+				if err := w.walk(p, key, append(ancestors, real)); err != nil {
+					return err
+				}
+				continue
+			}
+			mode = fi.Mode().Type()
+		}
+		switch {
+		case mode.IsDir():
+			if strings.HasPrefix(name, ".") {
+				w.note(key, localrun.StatusIgnored, "hidden directory: not descended")
+				continue
+			}
+			real, err := filepath.EvalSymlinks(p)
+			if err != nil {
+				return err
+			}
+			if err := w.walk(p, key, append(ancestors, real)); err != nil {
+				return err
+			}
+		case !mode.IsRegular():
+			w.note(key, localrun.StatusSkipped, "not a regular file ("+mode.String()+")")
+		case migration.IsSidecar(name):
+			// Read with its main file; one without a main file is
+			// listed rather than dropped without a word.
+			if !hasMain(entries, name) {
+				w.note(key, localrun.StatusIgnored, "sidecar file without its main file (nothing to read it with)")
+			}
+		default:
+			if why := migration.NotGeospatial(key); why != "" {
+				w.note(key, localrun.StatusIgnored, why)
+				continue
+			}
+			w.keys = append(w.keys, key)
+		}
+	}
+	return nil
 }

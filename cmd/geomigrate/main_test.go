@@ -159,6 +159,8 @@ func TestLeftoverStagingIsSwept(t *testing.T) {
 	if err := os.MkdirAll(samples, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// An empty source is refused before the run: give it one file.
+	copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(samples, "dem.tif"))
 	leftover := filepath.Join(dest, "_staging", "abc-123", "dem.tif")
 	if err := os.MkdirAll(filepath.Dir(leftover), 0o755); err != nil {
 		t.Fatal(err)

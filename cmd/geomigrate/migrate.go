@@ -41,6 +41,35 @@ type runFlags struct {
 	// (timed out, interrupted) as the executionfailed function does on
 	// AWS; without it their leases are only released.
 	closer *migration.ExecutionFailed
+	// halt stops the run when the disk or memory is exhausted
+	// (executorOptions wires it into the executor).
+	halt *localrun.Halt
+	// pre are outcomes decided before the run (links not followed,
+	// non-geospatial files): reported with the others.
+	pre []localrun.Outcome
+}
+
+// executorOptions are the executor options every run needs: the halt's
+// history observer.
+func (f *runFlags) executorOptions() []asl.Option {
+	if f.halt == nil {
+		f.halt = localrun.NewHalt()
+	}
+	return []asl.Option{asl.WithHistory(f.halt.Observe)}
+}
+
+// nothingToMigrate is the error of a run whose sources hold no candidate
+// file: an empty directory is more likely a wrong path than a finished job,
+// so it is not a silent success. What was ignored or skipped is listed.
+func nothingToMigrate(srcs []string, pre []localrun.Outcome, stderr io.Writer) error {
+	where := strings.Join(srcs, ", ")
+	if len(pre) == 0 {
+		return fmt.Errorf("nothing to migrate: %s holds no files", where)
+	}
+	for _, o := range pre {
+		fmt.Fprintf(stderr, "%-11s %s/%s %s\n", o.Status, o.Bucket, localrun.QuoteKey(o.Key), o.Reason)
+	}
+	return fmt.Errorf("nothing to migrate: %s holds no geospatial candidate, %d file(s) ignored or skipped (listed above)", where, len(pre))
 }
 
 // minLease is the bound --lease must exceed: the longest task timeout of the
@@ -103,10 +132,17 @@ Flags:`)
 	}
 	switch *backend {
 	case "local":
-		roots, inputs, err := collectSources(srcs, f.dest)
+		roots, inputs, pre, err := collectSources(srcs, f.dest)
 		if err != nil {
 			return err
 		}
+		if len(inputs) == 0 {
+			return nothingToMigrate(srcs, pre, stderr)
+		}
+		if err := checkOutputCollisions(inputs, convert.Recipe{VectorFormat: f.vectorFormat}, f.dest); err != nil {
+			return err
+		}
+		f.pre = pre
 		return f.run(ctx, roots, inputs, stdout, stderr)
 	case "aws":
 		h, q, tracker, inputs, closeQueues, err := f.awsRun(ctx, &a, srcs)
@@ -114,7 +150,13 @@ Flags:`)
 			return err
 		}
 		defer closeQueues()
-		exec, err := localrun.NewExecutor(h, q)
+		if len(inputs) == 0 {
+			return nothingToMigrate(srcs, nil, stderr)
+		}
+		if err := checkOutputCollisions(inputs, h.Recipe(), f.dest); err != nil {
+			return err
+		}
+		exec, err := localrun.NewExecutor(h, q, f.executorOptions()...)
 		if err != nil {
 			return err
 		}
@@ -168,7 +210,7 @@ func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer
 		return nil, err
 	}
 	h := newHandlers(cfg, backend, engine, log)
-	exec, err := localrun.NewExecutor(h, backend.queues)
+	exec, err := localrun.NewExecutor(h, backend.queues, f.executorOptions()...)
 	if err != nil {
 		backend.Close()
 		return nil, err
@@ -225,30 +267,48 @@ func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *sta
 	if file, ok := stderr.(*os.File); ok {
 		isTTY = term.IsTerminal(int(file.Fd()))
 	}
-	prog := newProgress(stderr, len(inputs), f.progress == "bar" || (f.progress == "auto" && isTTY))
+	prog := newProgress(stderr, len(inputs)+len(f.pre), f.progress == "bar" || (f.progress == "auto" && isTTY))
 	if err := takeOverDeadLeases(ctx, tracker, f.closer, stderr); err != nil {
 		return err
 	}
-	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done, Release: release}
+	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done, Release: release, Halt: f.halt}
 	if f.closer != nil {
 		runner.Ended = f.closer.Close
 	}
-	fmt.Fprintf(stderr, "geomigrate %s: %d file(s) → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), f.dest, backend, recipe.EngineVersion, f.workers)
+	listed := ""
+	if len(f.pre) > 0 {
+		listed = fmt.Sprintf(" (+%d ignored or not followed)", len(f.pre))
+	}
+	fmt.Fprintf(stderr, "geomigrate %s: %d file(s)%s → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), listed, f.dest, backend, recipe.EngineVersion, f.workers)
 	started := time.Now()
+	for _, o := range f.pre {
+		prog.done(o)
+	}
 	outcomes := runner.Run(ctx, inputs)
 	prog.finish()
 
-	report := localrun.NewReport(started, outcomes)
+	report := localrun.NewReport(started, append(outcomes, f.pre...))
 	report.Backend, report.Dest, report.Workers, report.Recipe = backend, f.dest, f.workers, recipe.CanonicalJSON()
 	reportPath := f.report
 	if reportPath == "" {
 		reportPath = filepath.Join(paths.reports, "run-"+started.UTC().Format("20060102T150405.000")+".json")
 	}
-	if err := report.Write(reportPath); err != nil {
-		return err
-	}
+	// On a full disk the report may not fit either: the summary is
+	// printed regardless.
+	werr := report.Write(reportPath)
 	report.PrintSummary(stdout)
-	fmt.Fprintf(stdout, "\nreport: %s\nqueues: %s, %s\n", reportPath, paths.remediation, paths.deadLetter)
+	if werr != nil {
+		fmt.Fprintf(stdout, "\nreport not written: %v\n", werr)
+	} else {
+		fmt.Fprintf(stdout, "\nreport: %s\n", reportPath)
+	}
+	fmt.Fprintf(stdout, "queues: %s, %s\n", paths.remediation, paths.deadLetter)
+	if reason := f.halt.Reason(); reason != "" {
+		return fmt.Errorf("run stopped, %s: %d file(s) not started; free the resource and run again (finished files are skipped)", reason, report.Totals.NotStarted)
+	}
+	if werr != nil {
+		return werr
+	}
 	if t := report.Totals; t.DeadLetter+t.Failed > 0 {
 		return fmt.Errorf("%d file(s) in the dead-letter queue, %d failed: see the report", t.DeadLetter, t.Failed)
 	}

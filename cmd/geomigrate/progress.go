@@ -41,7 +41,12 @@ func (p *progress) done(o localrun.Outcome) {
 			detail = o.Error + ": " + o.Message
 		}
 		detail = localrun.OneLine(detail, 200)
-		fmt.Fprintf(p.w, "[%d/%d] %-11s %s/%s %s %s\n", t.Files, p.total, o.Status, o.Bucket, o.Key, detail, o.Duration.Round(time.Millisecond))
+		if n := len(o.Warnings); n > 0 {
+			// At the default log level the handlers' warnings are not
+			// shown: the count (and the first) is, the report has them all.
+			detail += fmt.Sprintf("  warnings: %d (%s)", n, localrun.OneLine(o.Warnings[0], 120))
+		}
+		fmt.Fprintf(p.w, "[%d/%d] %-11s %s/%s %s %s\n", t.Files, p.total, o.Status, o.Bucket, localrun.QuoteKey(o.Key), detail, o.Duration.Round(time.Millisecond))
 		return
 	}
 	const width = 30
@@ -49,9 +54,9 @@ func (p *progress) done(o localrun.Outcome) {
 	if p.total > 0 {
 		filled = width * t.Files / p.total
 	}
-	fmt.Fprintf(p.w, "\r[%s%s] %d/%d  completed %d  skipped %d  remediation %d  dlq %d  failed %d  %s ",
+	fmt.Fprintf(p.w, "\r[%s%s] %d/%d  completed %d  skipped %d  ignored %d  remediation %d  dlq %d  failed %d  warned %d  %s ",
 		strings.Repeat("#", filled), strings.Repeat(".", width-filled), t.Files, p.total,
-		t.Completed, t.Skipped, t.Remediation, t.DeadLetter, t.Failed, time.Since(p.start).Round(time.Second))
+		t.Completed, t.Skipped, t.Ignored, t.Remediation, t.DeadLetter, t.Failed, t.Warned, time.Since(p.start).Round(time.Second))
 }
 
 func (p *progress) finish() {

@@ -127,7 +127,7 @@ func (f *runFlags) replayAWS(ctx context.Context, a *awsFlags, which string, vis
 		defer jq.Close()
 		q, name = jq, file
 	}
-	exec, err := localrun.NewExecutor(p.handlers, p.queues)
+	exec, err := localrun.NewExecutor(p.handlers, p.queues, f.executorOptions()...)
 	if err != nil {
 		return err
 	}
@@ -264,6 +264,8 @@ func jobEnded(o localrun.Outcome) bool {
 	switch o.Status {
 	case localrun.StatusCompleted, localrun.StatusRemediation, localrun.StatusDeadLetter:
 		return true
+	case localrun.StatusIgnored:
+		return true // not a geospatial file (a message from before it was ignored): nothing to do
 	case localrun.StatusSkipped:
 		return o.Reason == migration.ReasonAlreadyMigrated || o.Reason == migration.ReasonSidecar
 	}

@@ -91,3 +91,26 @@ func TestReplaySource(t *testing.T) {
 		}
 	}
 }
+
+func TestJobEnded(t *testing.T) {
+	for _, tc := range []struct {
+		o    localrun.Outcome
+		want bool
+	}{
+		{localrun.Outcome{Status: localrun.StatusCompleted}, true},
+		{localrun.Outcome{Status: localrun.StatusRemediation}, true},
+		{localrun.Outcome{Status: localrun.StatusDeadLetter}, true},
+		{localrun.Outcome{Status: localrun.StatusSkipped, Reason: migration.ReasonAlreadyMigrated}, true},
+		// A message about a file now ignored (README.txt routed before
+		// non-geospatial files were ignored) has nothing left to do.
+		{localrun.Outcome{Status: localrun.StatusIgnored, Reason: migration.ReasonNotGeospatial}, true},
+		{localrun.Outcome{Status: localrun.StatusSkipped, Reason: migration.ReasonAwaitingRemediation}, false},
+		{localrun.Outcome{Status: localrun.StatusSkipped, Reason: migration.ReasonInProgress}, false},
+		{localrun.Outcome{Status: localrun.StatusNotStarted}, false},
+		{localrun.Outcome{Status: localrun.StatusFailed}, false},
+	} {
+		if got := jobEnded(tc.o); got != tc.want {
+			t.Errorf("jobEnded(%s/%s) = %v, want %v", tc.o.Status, tc.o.Reason, got, tc.want)
+		}
+	}
+}

@@ -254,9 +254,10 @@ func TestMisconfigurationFailsFast(t *testing.T) {
 	m.bucket(t, dst)
 	m.put(t, src, "in/x.tif", []byte("not really a tiff"))
 	rem, dlq := m.queue(t, "mrem-"+suffix), m.queue(t, "mdlq-"+suffix)
-	// The table, once.
+	// The table, once (an empty prefix: created, then refused as having
+	// nothing to migrate).
 	if r := cliRun(t, bin, dir, "migrate", "s3://"+src+"/none/", "--backend", "aws", "--endpoint-url", m.endpoint,
-		"--dest", "s3://"+dst, "--state-table", table, "--create-table", "--state-dir", filepath.Join(dir, "init")); r.exit != 0 {
+		"--dest", "s3://"+dst, "--state-table", table, "--create-table", "--state-dir", filepath.Join(dir, "init")); r.exit != 1 || !strings.Contains(r.stderr, "nothing to migrate") {
 		t.Fatalf("create table: exit %d\n%s", r.exit, r.stderr)
 	}
 	// A server that accepts connections and never answers.

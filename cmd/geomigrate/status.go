@@ -24,6 +24,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	stateDir := fs.String("state-dir", "", "state directory (default DEST/"+stateDirName+")")
 	only := fs.String("status", "", "list only jobs in this status (PROCESSING, REMEDIAL, …)")
 	asJSON := fs.Bool("json", false, "print the jobs as JSON lines")
+	all := fs.Bool("all", false, "every job record, also those superseded by a newer job of the same source (a fixed file is a new job)")
 	backend := fs.String("backend", "local", "local, or aws (the DynamoDB state table)")
 	var a awsFlags
 	a.add(fs)
@@ -74,17 +75,34 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 
+	// One row per source location, its latest job: a file routed to
+	// remediation, fixed and replayed is a new job (the ID holds the content
+	// hash) and its old REMEDIAL record is history, not a current problem.
 	counts := map[statestore.Status]int{}
 	var listed []statestore.Job
-	err := db.List(ctx, statestore.Status(*only), func(j statestore.Job) error {
+	superseded := 0
+	keep := func(j statestore.Job) {
+		if *only != "" && j.Status != statestore.Status(*only) {
+			return
+		}
 		counts[j.Status]++
 		if *only != "" || j.Status != statestore.Completed {
 			listed = append(listed, j)
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+	}
+	if *all {
+		if err := db.List(ctx, "", func(j statestore.Job) error { keep(j); return nil }); err != nil {
+			return err
+		}
+	} else {
+		latest, err := statestore.LatestPerSource(ctx, db)
+		if err != nil {
+			return err
+		}
+		for _, l := range latest {
+			superseded += l.Superseded
+			keep(l.Job)
+		}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -100,6 +118,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if counts[s] > 0 {
 			fmt.Fprintf(stdout, "  %-12s %d\n", s, counts[s])
 		}
+	}
+	if superseded > 0 {
+		fmt.Fprintf(stdout, "  (one row per source, its latest job; %d older job record(s) superseded: --all lists them)\n", superseded)
 	}
 	for _, q := range queues {
 		d, err := q.depth(ctx)

@@ -6,21 +6,26 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"text/tabwriter"
 	"time"
 )
 
 // Totals counts outcomes and bytes.
 type Totals struct {
-	Files       int   `json:"files"`
-	Completed   int   `json:"completed"`
-	Skipped     int   `json:"skipped"`
-	Remediation int   `json:"remediation"`
-	DeadLetter  int   `json:"dlq"`
-	Failed      int   `json:"failed"`
-	Retries     int   `json:"retries"`
-	BytesIn     int64 `json:"bytes_in"`
-	BytesOut    int64 `json:"bytes_out"`
+	Files       int `json:"files"`
+	Completed   int `json:"completed"`
+	Skipped     int `json:"skipped"`
+	Remediation int `json:"remediation"`
+	DeadLetter  int `json:"dlq"`
+	Failed      int `json:"failed"`
+	Ignored     int `json:"ignored"`
+	NotStarted  int `json:"not_started"`
+	// Warned counts files whose conversion reported warnings.
+	Warned   int   `json:"warned"`
+	Retries  int   `json:"retries"`
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
 }
 
 // Add counts one outcome.
@@ -29,6 +34,9 @@ func (t *Totals) Add(o Outcome) {
 	t.Retries += o.Retries
 	t.BytesIn += o.BytesIn
 	t.BytesOut += o.BytesOut
+	if len(o.Warnings) > 0 {
+		t.Warned++
+	}
 	switch o.Status {
 	case StatusCompleted:
 		t.Completed++
@@ -38,6 +46,10 @@ func (t *Totals) Add(o Outcome) {
 		t.Remediation++
 	case StatusDeadLetter:
 		t.DeadLetter++
+	case StatusIgnored:
+		t.Ignored++
+	case StatusNotStarted:
+		t.NotStarted++
 	default:
 		t.Failed++
 	}
@@ -87,7 +99,8 @@ func (r *Report) Write(path string) error {
 func (r *Report) PrintSummary(w io.Writer) {
 	attention := 0
 	for _, o := range r.Files {
-		if o.Status == StatusCompleted || o.Status == StatusSkipped {
+		switch o.Status {
+		case StatusCompleted, StatusSkipped, StatusIgnored, StatusNotStarted:
 			continue
 		}
 		if attention == 0 {
@@ -98,15 +111,68 @@ func (r *Report) PrintSummary(w io.Writer) {
 		if o.Code != "" {
 			what = o.Code
 		}
-		fmt.Fprintf(w, "  %-11s %s/%s  %s: %s\n", o.Status, o.Bucket, o.Key, what, OneLine(o.Message, 160))
+		fmt.Fprintf(w, "  %-11s %s/%s  %s: %s\n", o.Status, o.Bucket, QuoteKey(o.Key), what, OneLine(o.Message, 160))
 	}
+	r.printList(w, "With conversion warnings (outputs written; see files[].warnings in the report):", func(o Outcome) string {
+		if len(o.Warnings) == 0 {
+			return ""
+		}
+		more := ""
+		if len(o.Warnings) > 1 {
+			more = fmt.Sprintf(" (+%d more)", len(o.Warnings)-1)
+		}
+		return OneLine(o.Warnings[0], 140) + more
+	})
+	r.printList(w, "Ignored (not geospatial, or not followed):", func(o Outcome) string {
+		if o.Status != StatusIgnored && !(o.Status == StatusSkipped && o.Execution == "") {
+			return ""
+		}
+		return o.Reason
+	})
 	t := r.Totals
+	if t.NotStarted > 0 {
+		reason := ""
+		for _, o := range r.Files {
+			if o.Status == StatusNotStarted {
+				reason = o.Reason
+				break
+			}
+		}
+		fmt.Fprintf(w, "\nNot started: %d file(s), %s; the next run takes them.\n", t.NotStarted, OneLine(reason, 200))
+	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "completed\tskipped\tremediation\tdlq\tfailed\tfiles\tretries\tbytes in\tbytes out\ttime\t")
-	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", t.Completed, t.Skipped, t.Remediation, t.DeadLetter, t.Failed,
-		t.Files, t.Retries, HumanBytes(t.BytesIn), HumanBytes(t.BytesOut), time.Duration(r.Seconds*float64(time.Second)).Round(time.Millisecond))
+	fmt.Fprintln(tw, "completed\tskipped\tignored\tremediation\tdlq\tfailed\tnot started\tfiles\twarned\tretries\tbytes in\tbytes out\ttime\t")
+	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", t.Completed, t.Skipped, t.Ignored, t.Remediation, t.DeadLetter, t.Failed,
+		t.NotStarted, t.Files, t.Warned, t.Retries, HumanBytes(t.BytesIn), HumanBytes(t.BytesOut), time.Duration(r.Seconds*float64(time.Second)).Round(time.Millisecond))
 	tw.Flush()
+}
+
+// printList prints a titled list of the files for which line is not "".
+func (r *Report) printList(w io.Writer, title string, line func(Outcome) string) {
+	n := 0
+	for _, o := range r.Files {
+		l := line(o)
+		if l == "" {
+			continue
+		}
+		if n == 0 {
+			fmt.Fprintln(w, "\n"+title)
+		}
+		n++
+		fmt.Fprintf(w, "  %s/%s  %s\n", o.Bucket, QuoteKey(o.Key), l)
+	}
+}
+
+// QuoteKey shows a key on one line: as is, or Go-quoted when it holds a
+// control character (a newline in a file name must not break the line).
+func QuoteKey(key string) string {
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f {
+			return strconv.Quote(key)
+		}
+	}
+	return key
 }
 
 // HumanBytes formats a byte count with binary units.

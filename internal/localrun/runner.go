@@ -21,27 +21,38 @@ const (
 	// (unrecognized input, routing failure, job deadline). The execution
 	// history is the record.
 	StatusFailed = "failed"
+	// StatusIgnored: not a geospatial file (README.txt, Thumbs.db …):
+	// not converted, not routed, no state record.
+	StatusIgnored = "ignored"
+	// StatusNotStarted: the run stopped before this input's execution
+	// began (a Halt: disk full, memory exhausted); Reason says why. Nothing
+	// about the input was recorded; the next run takes it.
+	StatusNotStarted = "not_started"
 )
 
 // Outcome is what became of one input.
 type Outcome struct {
-	Bucket    string        `json:"bucket"`
-	Key       string        `json:"key"`
-	Execution string        `json:"execution"`
-	Status    string        `json:"status"`
-	Reason    string        `json:"reason,omitempty"`
-	JobID     string        `json:"job_id,omitempty"`
-	Tier      string        `json:"tier,omitempty"`
-	Error     string        `json:"error,omitempty"`
-	Code      string        `json:"code,omitempty"`
-	Message   string        `json:"message,omitempty"`
-	Attempts  int           `json:"attempts,omitempty"`
-	Retries   int           `json:"retries"` // retries the state machine scheduled
-	BytesIn   int64         `json:"bytes_in"`
-	BytesOut  int64         `json:"bytes_out"`
-	Outputs   []string      `json:"outputs,omitempty"`
-	Duration  time.Duration `json:"duration_ns"`
-	History   []asl.Event   `json:"-"`
+	Bucket    string   `json:"bucket"`
+	Key       string   `json:"key"`
+	Execution string   `json:"execution"`
+	Status    string   `json:"status"`
+	Reason    string   `json:"reason,omitempty"`
+	JobID     string   `json:"job_id,omitempty"`
+	Tier      string   `json:"tier,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	Code      string   `json:"code,omitempty"`
+	Message   string   `json:"message,omitempty"`
+	Attempts  int      `json:"attempts,omitempty"`
+	Retries   int      `json:"retries"` // retries the state machine scheduled
+	BytesIn   int64    `json:"bytes_in"`
+	BytesOut  int64    `json:"bytes_out"`
+	Outputs   []string `json:"outputs,omitempty"`
+	// Warnings are the conversion's non-fatal messages ("promoted to
+	// multi", "written as text", "M values dropped" …), carried from the
+	// engine through Convert's and Promote's outputs.
+	Warnings []string      `json:"warnings,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+	History  []asl.Event   `json:"-"`
 }
 
 // Runner runs the migrate state machine over many inputs, Workers at a time.
@@ -58,6 +69,11 @@ type Runner struct {
 	// Release, used when Ended is nil, only gives up the lease of such a
 	// job, so that the next run takes it over at once.
 	Release func(ctx context.Context, jobID, execution string) error
+	// Halt, if set, stops the run at the first exhaustion of disk or
+	// memory (its Observe must be a history observer of Executor): no
+	// further execution starts, running ones end in their own recorded
+	// state, inputs not started are reported StatusNotStarted.
+	Halt *Halt
 }
 
 // Run executes one state machine execution per input and returns the
@@ -73,7 +89,11 @@ func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = r.runOne(ctx, inputs[i])
+				if reason := r.Halt.Reason(); reason != "" {
+					out[i] = notStarted(inputs[i], reason)
+				} else {
+					out[i] = r.runOne(ctx, inputs[i])
+				}
 				if r.OnDone != nil {
 					r.OnDone(out[i])
 				}
@@ -84,8 +104,17 @@ feed:
 	for i := range inputs {
 		select {
 		case next <- i:
+		case <-r.Halt.Done():
+			for j := i; j < len(inputs); j++ {
+				out[j] = notStarted(inputs[j], r.Halt.Reason())
+			}
+			break feed
 		case <-ctx.Done():
 			for j := i; j < len(inputs); j++ {
+				if reason := r.Halt.Reason(); reason != "" {
+					out[j] = notStarted(inputs[j], reason)
+					continue
+				}
 				out[j] = Outcome{Bucket: inputs[j].Bucket, Key: inputs[j].Key, Status: StatusFailed, Error: "Cancelled", Message: ctx.Err().Error()}
 			}
 			break feed
@@ -94,6 +123,10 @@ feed:
 	close(next)
 	wg.Wait()
 	return out
+}
+
+func notStarted(src migration.Source, reason string) Outcome {
+	return Outcome{Bucket: src.Bucket, Key: src.Key, Status: StatusNotStarted, Reason: "run stopped: " + reason}
 }
 
 func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
@@ -158,11 +191,20 @@ func Summarize(res *asl.Result, o *Outcome) {
 		if o.Status == StatusCompleted {
 			o.BytesIn = done.Job.SourceSize
 		}
+		if o.Status == StatusSkipped && o.Reason == migration.ReasonNotGeospatial {
+			o.Status = StatusIgnored
+		}
 		for _, a := range done.Out {
 			o.BytesOut += a.Size
 			o.Outputs = append(o.Outputs, a.DestKey)
+			for _, w := range a.Warnings {
+				if len(done.Out) > 1 {
+					w = a.DestKey + ": " + w
+				}
+				o.Warnings = append(o.Warnings, w)
+			}
 		}
-		if o.Status != StatusCompleted && o.Status != StatusSkipped {
+		if o.Status != StatusCompleted && o.Status != StatusSkipped && o.Status != StatusIgnored {
 			o.Status, o.Message = StatusFailed, "unexpected output: "+string(res.Output)
 		}
 		return

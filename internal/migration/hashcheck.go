@@ -62,6 +62,17 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 		src.Key, src.KeyEncoding = key, "plain"
 		return HashCheckOutput{Source: src, Decision: DecisionSkip, Reason: ReasonFolderMarker}, nil
 	}
+	if key, err := src.DecodedKey(); err == nil {
+		// Both judged on the name alone, before any store call: a newline
+		// in a key must not reach a store, GDAL or a log line as such.
+		if err := checkKeyChars(key); err != nil {
+			return HashCheckOutput{}, err
+		}
+		if NotGeospatial(key) != "" && !IsSidecar(key) {
+			src.Key, src.KeyEncoding = key, "plain"
+			return HashCheckOutput{Source: src, Decision: DecisionSkip, Reason: ReasonNotGeospatial}, nil
+		}
+	}
 	obj, key, err := h.resolve(ctx, src)
 	if err != nil {
 		return HashCheckOutput{}, err

@@ -96,6 +96,7 @@ const (
 	ReasonAwaitingRemediation = "awaiting_remediation"
 	ReasonSidecar             = "sidecar"
 	ReasonFolderMarker        = "folder_marker"
+	// ReasonNotGeospatial (candidates.go) is reported as "ignored".
 )
 
 type (

@@ -22,6 +22,10 @@ func sidecarOf(main, name string) bool {
 	return name != main && strings.HasPrefix(name, stem) && IsSidecar(name)
 }
 
+// SidecarOf reports whether the base name name is a sidecar of the source
+// named main ("roads.shp" → "roads.dbf", "dem.tif" → "dem.tif.aux.xml").
+func SidecarOf(main, name string) bool { return sidecarOf(main, name) }
+
 // listSidecars returns the sidecars stored beside key, in key order.
 func listSidecars(ctx context.Context, store objectstore.Store, bucket, key string) ([]objectstore.Object, error) {
 	dir, base := path.Split(key)

@@ -33,6 +33,13 @@
 // derived from inode, size and mtime (it changes whenever the file does, but
 // is not an MD5).
 //
+// Symbolic links in a bucket (a source tree's) are read through, as long as
+// they resolve inside the bucket's directory; one that leads outside it, by
+// the file or by a directory on the way, is refused as fault.UnsafeSource on
+// every read, so a link cannot make the pipeline read other files. An
+// object that is itself a link is not served in place (LocalPath:
+// ErrNotInPlace): callers read it with Open.
+//
 // Errors: a missing object is objectstore.ErrNotFound; a missing bucket
 // directory, a full disk or a permission problem is a fault.SystemicError; an
 // unusable key is a fault.DataError with code InvalidInput (or
@@ -269,12 +276,47 @@ func (s *Store) resolve(op, bucket, key string) (bdir, path string, err error) {
 	return bdir, filepath.Join(bdir, filepath.FromSlash(key)), nil
 }
 
+// ErrNotInPlace is returned by LocalPath for an object that is a symbolic
+// link (to a file inside the bucket): read it with Open instead. A reader
+// in place would meet a link, and the sidecars beside the link's target
+// rather than those beside its name.
+var ErrNotInPlace = errors.New("object is a symbolic link: read it with Open")
+
+// checkLink refuses an object whose path leads outside its bucket's
+// directory through a symbolic link (of the file or of a directory on the
+// way): a source tree's link must not make the pipeline read other files.
+// It reports whether the object itself is a link. A path that does not
+// resolve is left to the caller (not found).
+func checkLink(w, bdir, path string) (isLink bool, err error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return false, nil
+	}
+	realB, err := filepath.EvalSymlinks(bdir)
+	if err != nil {
+		return false, nil
+	}
+	if !strings.HasPrefix(real, realB+string(filepath.Separator)) {
+		return false, fmt.Errorf("%s: %w", w, fault.Data(fault.UnsafeSource,
+			"the object is a symbolic link to %s, outside the bucket directory %s; links are followed only inside it", real, realB))
+	}
+	fi, err := os.Lstat(path)
+	return err == nil && fi.Mode()&fs.ModeSymlink != 0, nil
+}
+
 // LocalPath returns the file that holds an object, for reading in place.
-// Callers must not write to it.
+// Callers must not write to it. An object that is a symbolic link is not
+// in place (ErrNotInPlace).
 func (s *Store) LocalPath(bucket, key string) (string, error) {
-	_, path, err := s.resolve("LocalPath", bucket, key)
+	bdir, path, err := s.resolve("LocalPath", bucket, key)
 	if err != nil {
 		return "", err
+	}
+	switch link, err := checkLink(where("LocalPath", bucket, key), bdir, path); {
+	case err != nil:
+		return "", err
+	case link:
+		return "", fmt.Errorf("%s: %w", where("LocalPath", bucket, key), ErrNotInPlace)
 	}
 	fi, err := os.Stat(path)
 	switch {
@@ -292,8 +334,11 @@ func (s *Store) Head(ctx context.Context, bucket, key string) (objectstore.Objec
 	if err := ctx.Err(); err != nil {
 		return objectstore.Object{}, fmt.Errorf("%s: %w", where(op, bucket, key), err)
 	}
-	_, path, err := s.resolve(op, bucket, key)
+	bdir, path, err := s.resolve(op, bucket, key)
 	if err != nil {
+		return objectstore.Object{}, err
+	}
+	if _, err := checkLink(where(op, bucket, key), bdir, path); err != nil {
 		return objectstore.Object{}, err
 	}
 	// A writer may rename the sidecar and the data file between our stat and
@@ -327,8 +372,11 @@ func (s *Store) readErr(op, bucket, key string, err error) error {
 
 // openObject opens an object's file and describes the version it opened.
 func (s *Store) openObject(op, bucket, key string) (*os.File, objectstore.Object, *entry, error) {
-	_, path, err := s.resolve(op, bucket, key)
+	bdir, path, err := s.resolve(op, bucket, key)
 	if err != nil {
+		return nil, objectstore.Object{}, nil, err
+	}
+	if _, err := checkLink(where(op, bucket, key), bdir, path); err != nil {
 		return nil, objectstore.Object{}, nil, err
 	}
 	for attempt := 0; ; attempt++ {

@@ -16,7 +16,8 @@ import (
 //     HEAD on a missing bucket reads as not found too) → objectstore.ErrNotFound
 //   - PreconditionFailed / 412 → objectstore.ErrPreconditionFailed
 //   - 409 ConditionalRequestConflict (a concurrent conditional write),
-//     OperationAborted, NoSuchUpload (an upload aborted under us) → TransientError
+//     OperationAborted, NoSuchUpload (an upload aborted under us), and any
+//     other 409 Conflict (a concurrent request, e.g. parallel deletes) → TransientError
 //   - SlowDown, InternalError, RequestTimeout, throttling, 429, 5xx,
 //     connection resets, timeouts, deadline exceeded → TransientError
 //   - AccessDenied, NoSuchBucket, InvalidAccessKeyId, SignatureDoesNotMatch,
@@ -39,7 +40,11 @@ func MapError(op, bucket, key string, err error) error {
 		return fmt.Errorf("%s: %w (%w)", where, objectstore.ErrNotFound, err)
 	case code == "PreconditionFailed", status == 412:
 		return fmt.Errorf("%s: %w (%w)", where, objectstore.ErrPreconditionFailed, err)
-	case status == 409 && code == "":
+	case status == 409:
+		// Any other 409 Conflict on an object is a collision with a
+		// concurrent request (parallel deletes pruning the key's directory
+		// on a file-backed gateway; a bodiless 409 the SDK names by its
+		// status text): retried, never dead-lettered at once.
 		return fault.Transient(where, err)
 	}
 	return awsconfig.Wrap(where, err)

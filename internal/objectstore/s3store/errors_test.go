@@ -87,6 +87,14 @@ func TestMapError(t *testing.T) {
 		{"429", sdkError(429, nil), transient},
 		{"409 ConditionalRequestConflict", code(409, "ConditionalRequestConflict"), transient},
 		{"409 OperationAborted", code(409, "OperationAborted"), transient},
+		// A 409 under parallel deletes: a conflict with a concurrent
+		// request, whatever the code (the SDK names a bodiless one by its
+		// status text; versitygw names a key whose directory is being
+		// pruned ObjectParentIsFile or ExistingObjectIsDirectory).
+		{"bare 409", sdkError(409, nil), transient},
+		{"409 without a code", sdkError(409, &smithy.GenericAPIError{}), transient},
+		{"409 ObjectParentIsFile (versitygw)", code(409, "ObjectParentIsFile"), transient},
+		{"409 ExistingObjectIsDirectory (versitygw)", code(409, "ExistingObjectIsDirectory"), transient},
 		{"NoSuchUpload (aborted under us)", code(404, "NoSuchUpload"), transient},
 		{"KMS throttling", code(400, "KMS.ThrottlingException"), transient},
 		{"SlowDown after retries", exhausted(code(503, "SlowDown")), transient},
