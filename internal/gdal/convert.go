@@ -181,7 +181,8 @@ func subdatasetLayer(name string) string {
 // creation option that shapes the bytes is explicit, none is left to a
 // GDAL default that may move between releases. categorical is what
 // categoricalReason found; the resampling chosen is recorded in the
-// file's metadata (resamplingMetadataKey).
+// file's metadata (resamplingMetadataKey), and so is the output's
+// lineage (lineageItems): r's SourceSHA256 and hash, and the versions.
 func COGOptions(r convert.Recipe, categorical bool, numThreads int) []string {
 	r = r.WithDefaults()
 	resampling := overviewResampling(r, categorical)
@@ -207,6 +208,9 @@ func COGOptions(r convert.Recipe, categorical bool, numThreads int) []string {
 		"NUM_THREADS=" + strconv.Itoa(max(numThreads, 1)),
 	}
 	args := []string{"-of", cogDriver, "-mo", resamplingMetadataKey + "=" + strings.ToUpper(resampling)}
+	for _, kv := range lineageItems(r.Lineage()) {
+		args = append(args, "-mo", kv[0]+"="+kv[1])
+	}
 	for _, c := range co {
 		args = append(args, "-co", c)
 	}
@@ -290,6 +294,14 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 		removeOutput(dst)
 		return convert.Output{}, fault.Systemic("gdal.Translate(COG)", fmt.Errorf("output LAYOUT=%q, want COG", layout))
 	}
+	if e.beforeCheck != nil {
+		e.beforeCheck(dst)
+	}
+	fid, err := rasterFidelity(ctx, ds, dst, what, rec)
+	if err != nil {
+		removeOutput(dst)
+		return convert.Output{}, err
+	}
 	fi, err := os.Stat(dst)
 	if err != nil {
 		return convert.Output{}, fault.Systemic("gdal.Translate(COG)", err)
@@ -302,6 +314,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
 			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.bytes,
 		},
+		Fidelity: fid,
 	}, nil
 }
 
