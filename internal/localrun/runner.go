@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -25,23 +26,26 @@ const (
 
 // Outcome is what became of one input.
 type Outcome struct {
-	Bucket    string        `json:"bucket"`
-	Key       string        `json:"key"`
-	Execution string        `json:"execution"`
-	Status    string        `json:"status"`
-	Reason    string        `json:"reason,omitempty"`
-	JobID     string        `json:"job_id,omitempty"`
-	Tier      string        `json:"tier,omitempty"`
-	Error     string        `json:"error,omitempty"`
-	Code      string        `json:"code,omitempty"`
-	Message   string        `json:"message,omitempty"`
-	Attempts  int           `json:"attempts,omitempty"`
-	Retries   int           `json:"retries"` // retries the state machine scheduled
-	BytesIn   int64         `json:"bytes_in"`
-	BytesOut  int64         `json:"bytes_out"`
-	Outputs   []string      `json:"outputs,omitempty"`
-	Duration  time.Duration `json:"duration_ns"`
-	History   []asl.Event   `json:"-"`
+	Bucket    string   `json:"bucket"`
+	Key       string   `json:"key"`
+	Execution string   `json:"execution"`
+	Status    string   `json:"status"`
+	Reason    string   `json:"reason,omitempty"`
+	JobID     string   `json:"job_id,omitempty"`
+	Tier      string   `json:"tier,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	Code      string   `json:"code,omitempty"`
+	Message   string   `json:"message,omitempty"`
+	Attempts  int      `json:"attempts,omitempty"`
+	Retries   int      `json:"retries"` // retries the state machine scheduled
+	BytesIn   int64    `json:"bytes_in"`
+	BytesOut  int64    `json:"bytes_out"`
+	Outputs   []string `json:"outputs,omitempty"`
+	// Fidelity is, for each of Outputs in order, what Convert proved
+	// equal between it and the source before staging it.
+	Fidelity []*convert.Fidelity `json:"fidelity,omitempty"`
+	Duration time.Duration       `json:"duration_ns"`
+	History  []asl.Event         `json:"-"`
 }
 
 // Runner runs the migrate state machine over many inputs, Workers at a time.
@@ -161,6 +165,7 @@ func Summarize(res *asl.Result, o *Outcome) {
 		for _, a := range done.Out {
 			o.BytesOut += a.Size
 			o.Outputs = append(o.Outputs, a.DestKey)
+			o.Fidelity = append(o.Fidelity, a.Fidelity)
 		}
 		if o.Status != StatusCompleted && o.Status != StatusSkipped {
 			o.Status, o.Message = StatusFailed, "unexpected output: "+string(res.Output)
