@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
@@ -297,7 +298,9 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 	if e.beforeCheck != nil {
 		e.beforeCheck(dst)
 	}
+	checkStart := time.Now()
 	fid, err := rasterFidelity(ctx, ds, dst, what, rec)
+	checkTime := time.Since(checkStart)
 	if err != nil {
 		removeOutput(dst)
 		return convert.Output{}, err
@@ -313,6 +316,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 		Stats: map[string]int64{
 			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
 			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.bytes,
+			"fidelity_ns": checkTime.Nanoseconds(),
 		},
 		Fidelity: fid,
 	}, nil

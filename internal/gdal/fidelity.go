@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
+	"runtime"
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
@@ -125,11 +126,30 @@ func samePixels(ctx context.Context, sb, ob []godal.Band, w, h int, what string)
 		n := min(rows, h-y)
 		for i := range sb {
 			size := w * n * int(C.gm_pixel_bytes(bandHandle(sb[i])))
-			if C.gm_read_rows(bandHandle(sb[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
-				return nil, fault.Data(fault.CorruptSource, "%s, band %d, cannot be read again at rows %d–%d: %s", what, i+1, y, y+n-1, lastErrorMsg())
+			// The source and the output are two datasets: read them at the
+			// same time (the output's decompression is most of the cost).
+			var srcErr string
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				// GDAL's last error is per OS thread.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				if C.gm_read_rows(bandHandle(sb[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
+					srcErr = lastErrorMsg()
+				}
+			}()
+			outFailed := C.gm_read_rows(bandHandle(ob[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&obuf[0])) != C.CE_None
+			outErr := ""
+			if outFailed {
+				outErr = lastErrorMsg()
 			}
-			if C.gm_read_rows(bandHandle(ob[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&obuf[0])) != C.CE_None {
-				return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output's band %d cannot be read at rows %d–%d: %s", what, i+1, y, y+n-1, lastErrorMsg()))
+			<-done
+			if srcErr != "" {
+				return nil, fault.Data(fault.CorruptSource, "%s, band %d, cannot be read again at rows %d–%d: %s", what, i+1, y, y+n-1, srcErr)
+			}
+			if outFailed {
+				return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output's band %d cannot be read at rows %d–%d: %s", what, i+1, y, y+n-1, outErr))
 			}
 			if !bytes.Equal(sbuf[:size], obuf[:size]) {
 				return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output differs from the source: band %d, rows %d–%d hold other pixel values", what, i+1, y, y+n-1))

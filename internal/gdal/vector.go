@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
@@ -149,10 +150,12 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 		if e.beforeCheck != nil {
 			e.beforeCheck(o.Path)
 		}
+		checkStart := time.Now()
 		if o.Fidelity, err = vectorFidelity(ds, sc, o.Path, r, rec); err != nil {
 			os.Remove(o.Path)
 			return outs, err
 		}
+		o.Stats["fidelity_ns"] = time.Since(checkStart).Nanoseconds()
 		o.Stats["source_bytes"] = s.bytes
 		outs = append(outs, o)
 	}
