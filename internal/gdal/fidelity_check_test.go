@@ -25,17 +25,19 @@ func tampering(alter func(t *testing.T, path string), t *testing.T) *Engine {
 	return &e
 }
 
+// lenient lets GDAL warn: updating a COG in place breaks its layout, and
+// a nodata set on one band of several is a warning too.
+var lenient = godal.ErrLogger(func(ec godal.ErrorCategory, code int, msg string) error {
+	if ec <= godal.CE_Warning {
+		return nil
+	}
+	return errors.New(msg)
+})
+
 // updateCOG opens a converted COG for update, as a buggy engine or a
 // flipped bit on the work disk would leave it.
 func updateCOG(t *testing.T, p string, change func(ds *godal.Dataset) error) {
 	t.Helper()
-	// Updating a COG in place breaks its layout, which GDAL warns about.
-	lenient := godal.ErrLogger(func(ec godal.ErrorCategory, code int, msg string) error {
-		if ec <= godal.CE_Warning {
-			return nil
-		}
-		return errors.New(msg)
-	})
 	ds, err := godal.Open(p, godal.Update(), lenient)
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +54,25 @@ func updateCOG(t *testing.T, p string, change func(ds *godal.Dataset) error) {
 // one altered pixel, a changed nodata, a shifted geotransform or another
 // CRS is caught, and nothing is returned (the output is removed).
 func TestRasterFidelityCatchesAlteredOutput(t *testing.T) {
-	src := sample(t, "dem_utm33.tif").Path
+	// 1100 x 530: partial tiles at the right and bottom edges.
+	const w, h = 1100, 530
+	px := make([]float32, w*h)
+	for i := range px {
+		px[i] = float32(i%977) / 7
+	}
+	edges := filepath.Join(t.TempDir(), "edges.tif")
+	if err := writeRaster(edges, rasterSpec{w: w, h: h, dtype: godal.Float32, epsg: 32633,
+		gt: [6]float64{500000, 10, 0, 5200000, 0, -10}, data: px}); err != nil {
+		t.Fatal(err)
+	}
+	// Three bands: a pixel-interleaved COG, read through the block cache.
+	bands := rasterFrom(t, filepath.Join(t.TempDir(), "bands.tif"), "-b", "1", "-b", "1", "-b", "1", "-co", "INTERLEAVE=PIXEL")
+	for _, src := range []string{sample(t, "dem_utm33.tif").Path, edges, bands} {
+		t.Run(filepath.Base(src), func(t *testing.T) { rasterTampering(t, src) })
+	}
+}
+
+func rasterTampering(t *testing.T, src string) {
 	cases := []struct {
 		name   string
 		change func(ds *godal.Dataset) error
@@ -67,7 +87,17 @@ func TestRasterFidelityCatchesAlteredOutput(t *testing.T) {
 			px[0]++
 			return b.Write(7, 3, px, 1, 1)
 		}, "systemic"},
-		{"nodata", func(ds *godal.Dataset) error { return ds.Bands()[0].SetNoData(-1234) }, "systemic"},
+		{"last pixel", func(ds *godal.Dataset) error { // in the partial edge tile
+			st := ds.Structure()
+			b := ds.Bands()[0]
+			px := make([]float64, 1)
+			if err := b.Read(st.SizeX-1, st.SizeY-1, px, 1, 1); err != nil {
+				return err
+			}
+			px[0]--
+			return b.Write(st.SizeX-1, st.SizeY-1, px, 1, 1)
+		}, "systemic"},
+		{"nodata", func(ds *godal.Dataset) error { return ds.SetNoData(-1234, lenient) }, "systemic"},
 		{"geotransform", func(ds *godal.Dataset) error {
 			gt, err := ds.GeoTransform()
 			if err != nil {
