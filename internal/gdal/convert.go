@@ -299,7 +299,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 		e.beforeCheck(dst)
 	}
 	checkStart := time.Now()
-	fid, err := rasterFidelity(ctx, ds, dst, what, rec)
+	fid, err := rasterFidelity(ctx, ds, dst, what, e.cfg.NumThreads, rec)
 	checkTime := time.Since(checkStart)
 	if err != nil {
 		removeOutput(dst)

@@ -41,6 +41,8 @@ import (
 	"hash/crc32"
 	"math"
 	"runtime"
+	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
@@ -56,8 +58,8 @@ const checkStripBytes = 32 << 20
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // rasterFidelity compares the COG at dst with the source dataset src at
-// full resolution.
-func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, rec *recorder) (*convert.Fidelity, error) {
+// full resolution, decoding the output on up to threads OS threads.
+func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, threads int, rec *recorder) (*convert.Fidelity, error) {
 	out, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: reopen output", err)
@@ -90,7 +92,21 @@ func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, r
 			return nil, altered("band %d nodata %s written as %s", i+1, noDataText(sv, sok), noDataText(ov, ook))
 		}
 	}
-	sums, err := samePixels(ctx, sb, ob, ss.SizeX, ss.SizeY, what)
+	// Decoding the output is most of the check's cost: a single-band
+	// output is decoded tile by tile on several handles of the file at once
+	// (a GDAL dataset is not safe for concurrent use; separate handles are).
+	decoders := []godal.Band{ob[0]}
+	if len(ob) == 1 {
+		for range max(threads, 1) - 1 {
+			h, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
+			if err != nil {
+				return nil, fault.Systemic("gdal.fidelity: reopen output", err)
+			}
+			defer h.Close()
+			decoders = append(decoders, h.Bands()[0])
+		}
+	}
+	sums, err := samePixels(ctx, sb, ob, decoders, ss.SizeX, ss.SizeY, what)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +125,7 @@ func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, r
 // samePixels reads every band of the source and of the output in strips
 // of whole rows, compares them byte for byte and returns each band's
 // CRC-32C of its pixels in row-major order.
-func samePixels(ctx context.Context, sb, ob []godal.Band, w, h int, what string) ([]uint32, error) {
+func samePixels(ctx context.Context, sb, ob, decoders []godal.Band, w, h int, what string) ([]uint32, error) {
 	sums := make([]uint32, len(sb))
 	widest := 1
 	for _, b := range sb {
@@ -153,12 +169,7 @@ func samePixels(ctx context.Context, sb, ob []godal.Band, w, h int, what string)
 			}()
 			outErr := ""
 			if byTile {
-				for tx := range tilesX {
-					if C.GDALReadBlock(bandHandle(ob[i]), C.int(tx), C.int(y/tileH), unsafe.Pointer(&obuf[tx*tileW*tileH*px])) != C.CE_None {
-						outErr = lastErrorMsg() + " "
-						break
-					}
-				}
+				outErr = readTiles(decoders, tilesX, y/tileH, obuf, tileW*tileH*px)
 			} else if C.gm_read_rows(bandHandle(ob[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&obuf[0])) != C.CE_None {
 				outErr = lastErrorMsg() + " "
 			}
@@ -189,6 +200,30 @@ func samePixels(ctx context.Context, sb, ob []godal.Band, w, h int, what string)
 		}
 	}
 	return sums, nil
+}
+
+// readTiles decodes the tiles of tile row ty of a single-band output into
+// buf (tile tx at tx*tileBytes), decoder k taking every len(decoders)-th
+// tile; it returns the first error's message ("" when all were read).
+func readTiles(decoders []godal.Band, tilesX, ty int, buf []byte, tileBytes int) string {
+	errs := make([]string, len(decoders))
+	var wg sync.WaitGroup
+	for k, d := range decoders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for tx := k; tx < tilesX; tx += len(decoders) {
+				if C.GDALReadBlock(bandHandle(d), C.int(tx), C.int(ty), unsafe.Pointer(&buf[tx*tileBytes])) != C.CE_None {
+					errs[k] = lastErrorMsg() + " "
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return strings.Join(errs, "")
 }
 
 // sameGeoTransform: the GeoTIFF tags hold the six terms as doubles, so
