@@ -142,6 +142,15 @@ func samePixels(ctx context.Context, sb, ob, decoders []godal.Band, w, h int, wh
 	tilesX := (w + tileW - 1) / tileW
 	byTile := len(ob) == 1 && rows == min(tileH, h)
 	sbuf := make([]byte, w*rows*widest)
+	// A single-band source whose blocks tile the strip (strips start and
+	// end on block rows) is read block by block too, straight from the
+	// driver rather than through the block cache.
+	var src *blockReader
+	if sst := sb[0].Structure(); len(sb) == 1 && sst.BlockSizeY > 0 && rows%sst.BlockSizeY == 0 &&
+		int64(sst.BlockSizeX)*int64(sst.BlockSizeY)*int64(widest) <= checkStripBytes {
+		src = &blockReader{band: sb[0], bw: sst.BlockSizeX, bh: sst.BlockSizeY, w: w, h: h, px: widest,
+			block: make([]byte, sst.BlockSizeX*sst.BlockSizeY*widest)}
+	}
 	obuf := make([]byte, w*rows*widest)
 	if byTile {
 		obuf = make([]byte, tilesX*tileW*tileH*widest)
@@ -163,7 +172,9 @@ func samePixels(ctx context.Context, sb, ob, decoders []godal.Band, w, h int, wh
 				// GDAL's last error is per OS thread.
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				if C.gm_read_rows(bandHandle(sb[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
+				if src != nil {
+					srcErr = src.rows(y, n, sbuf)
+				} else if C.gm_read_rows(bandHandle(sb[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
 					srcErr = lastErrorMsg()
 				}
 			}()
@@ -200,6 +211,33 @@ func samePixels(ctx context.Context, sb, ob, decoders []godal.Band, w, h int, wh
 		}
 	}
 	return sums, nil
+}
+
+// blockReader reads rows of a single-band raster block by block into a
+// row-major buffer.
+type blockReader struct {
+	band         godal.Band
+	bw, bh, w, h int
+	px           int
+	block        []byte
+}
+
+// rows reads rows y..y+n-1 (y and n multiples of the block height, or n
+// reaching the last row) into buf; it returns GDAL's message on failure.
+func (r *blockReader) rows(y, n int, buf []byte) string {
+	for by := y / r.bh; by*r.bh < y+n; by++ {
+		for bx := 0; bx*r.bw < r.w; bx++ {
+			if C.GDALReadBlock(bandHandle(r.band), C.int(bx), C.int(by), unsafe.Pointer(&r.block[0])) != C.CE_None {
+				return lastErrorMsg() + " "
+			}
+			vw := min(r.bw, r.w-bx*r.bw) * r.px
+			for row := 0; row < r.bh && by*r.bh+row < min(y+n, r.h); row++ {
+				dst := ((by*r.bh+row-y)*r.w + bx*r.bw) * r.px
+				copy(buf[dst:dst+vw], r.block[row*r.bw*r.px:])
+			}
+		}
+	}
+	return ""
 }
 
 // readTiles decodes the tiles of tile row ty of a single-band output into
