@@ -177,6 +177,9 @@ func samePixels(ctx context.Context, sb, ob, decoders []godal.Band, w, h int, wh
 				} else if C.gm_read_rows(bandHandle(sb[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
 					srcErr = lastErrorMsg()
 				}
+				if srcErr == "" { // while the output is still being decoded
+					sums[i] = crc32.Update(sums[i], castagnoli, sbuf[:size])
+				}
 			}()
 			outErr := ""
 			if byTile {
@@ -207,7 +210,6 @@ func samePixels(ctx context.Context, sb, ob, decoders []godal.Band, w, h int, wh
 			if !same {
 				return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output differs from the source: band %d, rows %d–%d hold other pixel values", what, i+1, y, y+n-1))
 			}
-			sums[i] = crc32.Update(sums[i], castagnoli, sbuf[:size])
 		}
 	}
 	return sums, nil
