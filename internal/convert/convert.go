@@ -30,6 +30,9 @@ type Output struct {
 	// (raster): the recipe's choice, or what "auto" decided for this input.
 	OverviewResampling string           `json:"overview_resampling,omitempty"`
 	Stats              map[string]int64 `json:"stats,omitempty"` // width, height, bands, overviews, features, repaired, bytes …
+	// Fidelity is what the engine proved about this output against its
+	// source (nil from an engine that proves nothing).
+	Fidelity *Fidelity `json:"fidelity,omitempty"`
 }
 
 // Engine converts one local source file into one or more outputs in workDir.

@@ -82,7 +82,18 @@ type Recipe struct {
 
 	EngineVersion string `json:"engine_version"` // GDAL release, from Engine.Version()
 	ToolVersion   string `json:"tool_version"`   // geomigrate version
+
+	// SourceSHA256 and SourceFingerprint identify the source being
+	// converted; the engine writes them into the output with the recipe
+	// hash and versions (Lineage). They belong to the job, not to the
+	// recipe: they are not part of Hash and not carried in the job's JSON
+	// (Convert sets them from the job just before converting).
+	SourceSHA256      string `json:"-"`
+	SourceFingerprint string `json:"-"`
 }
+
+// Lineage is what an output of this recipe records about its making.
+func (r Recipe) Lineage() Lineage { return LineageOf(r, r.SourceSHA256, r.SourceFingerprint) }
 
 // DefaultRecipe is the recipe of the design: COG and GeoParquet.
 func DefaultRecipe() Recipe { return Recipe{}.WithDefaults() }

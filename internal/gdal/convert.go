@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
@@ -181,7 +182,8 @@ func subdatasetLayer(name string) string {
 // creation option that shapes the bytes is explicit, none is left to a
 // GDAL default that may move between releases. categorical is what
 // categoricalReason found; the resampling chosen is recorded in the
-// file's metadata (resamplingMetadataKey).
+// file's metadata (resamplingMetadataKey), and so is the output's
+// lineage (lineageItems): r's SourceSHA256 and hash, and the versions.
 func COGOptions(r convert.Recipe, categorical bool, numThreads int) []string {
 	r = r.WithDefaults()
 	resampling := overviewResampling(r, categorical)
@@ -207,6 +209,9 @@ func COGOptions(r convert.Recipe, categorical bool, numThreads int) []string {
 		"NUM_THREADS=" + strconv.Itoa(max(numThreads, 1)),
 	}
 	args := []string{"-of", cogDriver, "-mo", resamplingMetadataKey + "=" + strings.ToUpper(resampling)}
+	for _, kv := range lineageItems(r.Lineage()) {
+		args = append(args, "-mo", kv[0]+"="+kv[1])
+	}
 	for _, c := range co {
 		args = append(args, "-co", c)
 	}
@@ -290,6 +295,16 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 		removeOutput(dst)
 		return convert.Output{}, fault.Systemic("gdal.Translate(COG)", fmt.Errorf("output LAYOUT=%q, want COG", layout))
 	}
+	if e.beforeCheck != nil {
+		e.beforeCheck(dst)
+	}
+	checkStart := time.Now()
+	fid, err := rasterFidelity(ctx, ds, dst, what, e.cfg.NumThreads, rec)
+	checkTime := time.Since(checkStart)
+	if err != nil {
+		removeOutput(dst)
+		return convert.Output{}, err
+	}
 	fi, err := os.Stat(dst)
 	if err != nil {
 		return convert.Output{}, fault.Systemic("gdal.Translate(COG)", err)
@@ -301,7 +316,9 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 		Stats: map[string]int64{
 			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
 			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.bytes,
+			"fidelity_ns": checkTime.Nanoseconds(),
 		},
+		Fidelity: fid,
 	}, nil
 }
 

@@ -50,6 +50,10 @@ func WithMemoryLimit(n int64) Option { return func(c *Config) { c.MemoryLimit = 
 type Engine struct {
 	cfg     Config
 	version string
+	// beforeCheck, set only by tests, sees each output file between its
+	// conversion and its fidelity check (to alter it, and prove the check
+	// catches that).
+	beforeCheck func(path string)
 }
 
 var _ convert.Engine = (*Engine)(nil)

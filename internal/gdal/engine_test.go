@@ -314,14 +314,17 @@ func TestCOGOptionsResampling(t *testing.T) {
 }
 
 // Same input, same recipe → same bytes: twice in a row, with 1 or 8
-// compression threads, and identical to gdal_translate with the same switches.
+// compression threads, and identical to gdal_translate with the same switches
+// (the lineage -mo items included: the recipe carries a source hash).
 func TestDeterministicCOG(t *testing.T) {
+	r := recipe()
+	r.ToolVersion, r.SourceSHA256, r.SourceFingerprint = "test", strings.Repeat("ab", 32), "sha256"
 	for _, name := range []string{"dem_utm33.tif", "landcover_4326.tif", "temperature_f32.tif"} {
 		t.Run(name, func(t *testing.T) {
 			src := sample(t, name).Path
 			convertWith := func(e *Engine) string {
 				work := t.TempDir()
-				outs, err := e.Convert(context.Background(), src, work, recipe())
+				outs, err := e.Convert(context.Background(), src, work, r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -351,7 +354,10 @@ func TestDeterministicCOG(t *testing.T) {
 				paletted := isPaletted(ds.Bands()[0])
 				ds.Close()
 				dst := filepath.Join(t.TempDir(), "cli.tif")
-				args := append(COGOptions(recipe(), paletted, 1), src, dst)
+				args := append(COGOptions(r, paletted, 1), src, dst)
+				if !strings.Contains(strings.Join(args, " "), MetaSourceSHA256+"="+r.SourceSHA256) {
+					t.Fatalf("COGOptions carry no lineage: %v", args)
+				}
 				if out, err := exec.Command("gdal_translate", append([]string{"-q"}, args...)...).CombinedOutput(); err != nil {
 					t.Fatalf("gdal_translate: %v\n%s", err, out)
 				}

@@ -292,6 +292,9 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	opts := geoparquet.DefaultOptions()
 	opts.RowGroupRows = r.RowGroupRows
 	opts.WriterVersion = r.ToolVersion
+	lineage := r.Lineage()
+	lineage.Layer = sc.name
+	opts.Lineage = lineage.JSON()
 
 	os.Remove(dst)
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)

@@ -542,7 +542,8 @@ func bench1MGPKG(b *testing.B) string {
 
 // BenchmarkGeoParquet1M converts a 1,000,000-point GeoPackage layer to
 // GeoParquet through the engine (preflight scan included) and reports
-// rows/s, bytes written and the peak Go heap.
+// rows/s, bytes written, the peak Go heap and the fidelity check's share
+// of the conversion time (check/convert).
 func BenchmarkGeoParquet1M(b *testing.B) {
 	src := bench1MGPKG(b)
 	r := gpRecipe()
@@ -566,6 +567,7 @@ func BenchmarkGeoParquet1M(b *testing.B) {
 			}
 		}
 	}()
+	var checkNs int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		work := b.TempDir()
@@ -573,6 +575,7 @@ func BenchmarkGeoParquet1M(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		checkNs += fidelityNs(b, outs)
 		written = outs[0].Stats["bytes"]
 		if outs[0].Stats["features"] != 1_000_000 {
 			b.Fatalf("stats %v", outs[0].Stats)
@@ -584,4 +587,5 @@ func BenchmarkGeoParquet1M(b *testing.B) {
 	b.ReportMetric(float64(1_000_000*b.N)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(written), "bytes")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	reportCheckShare(b, checkNs, float64(b.Elapsed().Nanoseconds()))
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
@@ -96,6 +97,11 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 				"layer %q has %d of %d features without geometry (null or empty); FlatGeobuf output cannot hold them and would drop them: convert with GeoParquet (the default vector format), which keeps them as null geometries",
 				sc.name, sc.nulls, sc.features)
 		}
+		if bad := flatGeobufRefuses(l); bad != "" && r.VectorFormat == convert.FormatFlatGeobuf {
+			return nil, fault.Data(fault.UnsupportedFormat,
+				"layer %q has field %s, which FlatGeobuf output cannot hold (GDAL writes a Time as an empty DateTime and fails on lists): convert with GeoParquet (the default vector format), which keeps it as text",
+				sc.name, bad)
+		}
 		if sc.invalid > 0 && r.GeometryPolicy == convert.GeometryStrict {
 			return nil, fault.Data(fault.InvalidGeometry,
 				"layer %q: %d of %d geometries are invalid (self-intersections, bad rings …); policy is strict: repair them (e.g. ST_MakeValid) or convert with geometry policy \"repair\"",
@@ -141,10 +147,31 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 		if err != nil {
 			return outs, err
 		}
+		if e.beforeCheck != nil {
+			e.beforeCheck(o.Path)
+		}
+		checkStart := time.Now()
+		if o.Fidelity, err = vectorFidelity(ds, sc, o.Path, r, rec); err != nil {
+			os.Remove(o.Path)
+			return outs, err
+		}
+		o.Stats["fidelity_ns"] = time.Since(checkStart).Nanoseconds()
 		o.Stats["source_bytes"] = s.bytes
 		outs = append(outs, o)
 	}
-	return outs, nil
+	return outs, layersOneToOne(ds, outs, rec)
+}
+
+// vectorFidelity checks one layer's output against the source layer.
+func vectorFidelity(ds *godal.Dataset, sc layerScan, dst string, r convert.Recipe, rec *recorder) (*convert.Fidelity, error) {
+	l := ds.LayerByName(sc.name)
+	if l == nil {
+		return nil, fault.Data(fault.CorruptSource, "layer %q cannot be opened again", sc.name)
+	}
+	if r.VectorFormat == convert.FormatFlatGeobuf {
+		return flatGeobufFidelity(*l, sc, dst, rec)
+	}
+	return geoParquetFidelity(*l, sc, dst)
 }
 
 // layerCRS checks a layer's CRS (present, valid, georeferencing).

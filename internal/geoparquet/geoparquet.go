@@ -103,6 +103,10 @@ type Options struct {
 	SpatialOrder  bool   // Hilbert order of bbox centres (stable)
 	Covering      bool   // write the "bbox" struct column and declare it as covering
 	WriterVersion string // geomigrate version recorded in created_by
+	// Lineage is a JSON object stored under LineageKey in the file's
+	// key-value metadata ("" = none): where the file came from (source
+	// hash, recipe, versions), inside the file so that it survives a copy.
+	Lineage string
 }
 
 // DefaultRowGroupRows is the default number of rows per row group.

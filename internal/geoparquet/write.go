@@ -127,6 +127,9 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	if err != nil {
 		return Stats{}, err
 	}
+	if opts.Lineage != "" && !json.Valid([]byte(opts.Lineage)) {
+		return Stats{}, fmt.Errorf("%w: lineage metadata is not JSON", ErrInvalidLayer)
+	}
 	bboxName, err := checkNames(layer, opts.Covering)
 	if err != nil {
 		return Stats{}, err
@@ -138,7 +141,7 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	}
 	order := t.order(opts.SpatialOrder)
 
-	schema, err := buildSchema(layer, t, crs, bboxName, opts.Covering)
+	schema, err := buildSchema(layer, t, crs, bboxName, opts.Covering, opts.Lineage)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -470,7 +473,7 @@ var bboxFields = []arrow.Field{
 	{Name: "ymax", Type: arrow.PrimitiveTypes.Float64},
 }
 
-func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, covering bool) (*arrow.Schema, error) {
+func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, covering bool, lineage string) (*arrow.Schema, error) {
 	fields := make([]arrow.Field, 0, len(layer.Fields)+2)
 	for _, f := range layer.Fields {
 		fields = append(fields, arrow.Field{Name: f.Name, Type: arrowType(f.Type), Nullable: f.Nullable})
@@ -492,7 +495,11 @@ func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, co
 	if err != nil {
 		return nil, fmt.Errorf("geoparquet: encode geo metadata: %w", err)
 	}
-	md := arrow.NewMetadata([]string{"geo"}, []string{string(geo)})
+	keys, values := []string{"geo"}, []string{string(geo)}
+	if lineage != "" {
+		keys, values = append(keys, LineageKey), append(values, lineage)
+	}
+	md := arrow.NewMetadata(keys, values)
 	return arrow.NewSchema(fields, &md), nil
 }
 

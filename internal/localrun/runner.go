@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -50,9 +51,12 @@ type Outcome struct {
 	// Warnings are the conversion's non-fatal messages ("promoted to
 	// multi", "written as text", "M values dropped" …), carried from the
 	// engine through Convert's and Promote's outputs.
-	Warnings []string      `json:"warnings,omitempty"`
-	Duration time.Duration `json:"duration_ns"`
-	History  []asl.Event   `json:"-"`
+	Warnings []string `json:"warnings,omitempty"`
+	// Fidelity is, for each of Outputs in order, what Convert proved
+	// equal between it and the source before staging it.
+	Fidelity []*convert.Fidelity `json:"fidelity,omitempty"`
+	Duration time.Duration       `json:"duration_ns"`
+	History  []asl.Event         `json:"-"`
 }
 
 // Runner runs the migrate state machine over many inputs, Workers at a time.
@@ -203,6 +207,7 @@ func Summarize(res *asl.Result, o *Outcome) {
 				}
 				o.Warnings = append(o.Warnings, w)
 			}
+			o.Fidelity = append(o.Fidelity, a.Fidelity)
 		}
 		if o.Status != StatusCompleted && o.Status != StatusSkipped && o.Status != StatusIgnored {
 			o.Status, o.Message = StatusFailed, "unexpected output: "+string(res.Output)

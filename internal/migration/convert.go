@@ -78,8 +78,14 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 		return ConvertOutput{}, fault.Data(fault.EmptyDataset, "%s produced no output", job.SourceKey)
 	}
 	// An output our own validators reject is the pipeline's fault, not the
-	// data's: it must never reach staging, and it goes to the DLQ.
+	// data's: it must never reach staging, and it goes to the DLQ. So is an
+	// output the engine does not vouch for: its fidelity check (same
+	// pixels, nodata, CRS, geotransform; same features, fields, layer) ran
+	// inside Convert, and an output without its record was not checked.
 	for _, o := range outputs {
+		if o.Fidelity == nil {
+			return ConvertOutput{}, fault.Systemic("convert", fmt.Errorf("the engine returned %s without a fidelity record: it was not compared with its source", filepath.Base(o.Path)))
+		}
 		if c.validate == nil {
 			return ConvertOutput{}, fault.Systemic("convert", errors.New("no output validator configured"))
 		}
@@ -124,11 +130,20 @@ func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]conv
 	if err != nil {
 		return nil, err
 	}
-	outputs, err := c.engine.Convert(ctx, src, outDir, job.Recipe)
+	outputs, err := c.engine.Convert(ctx, src, outDir, recipeFor(job))
 	if err != nil {
 		return nil, fmt.Errorf("convert %s: %w", job.SourceKey, err)
 	}
 	return outputs, c.verifySource(ctx, job, src)
+}
+
+// recipeFor is the job's recipe with the source's fingerprint, which the
+// engine writes into each output beside the recipe hash and versions
+// (lineage that survives a copy of the file).
+func recipeFor(job Job) convert.Recipe {
+	r := job.Recipe
+	r.SourceSHA256, r.SourceFingerprint = job.SourceSHA256, job.Fingerprint
+	return r
 }
 
 // runByRange converts through ranged reads; the object's ETag and size,
@@ -138,7 +153,7 @@ func (c *Convert) runByRange(ctx context.Context, job Job, re convert.RangeEngin
 		return nil, err
 	}
 	ra := objectstore.NewReaderAt(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize)
-	outputs, err := re.ConvertReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), outDir, job.Recipe)
+	outputs, err := re.ConvertReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), outDir, recipeFor(job))
 	if err != nil {
 		return nil, fmt.Errorf("convert %s: %w", job.SourceKey, err)
 	}
@@ -252,6 +267,7 @@ func (c *Convert) stage(ctx context.Context, job Job, o convert.Output, multi bo
 		SHA256:      sum,
 		Size:        size,
 		Warnings:    o.Warnings,
+		Fidelity:    o.Fidelity,
 	}
 	f, err := os.Open(o.Path)
 	if err != nil {
@@ -269,18 +285,26 @@ func (c *Convert) stage(ctx context.Context, job Job, o convert.Output, multi bo
 }
 
 func promotedMetadata(job Job, a Artifact) map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		objectstore.MetaSourceSHA256: job.SourceSHA256,
 		objectstore.MetaRecipe:       job.RecipeHash,
 		objectstore.MetaSourceKey:    job.SourceBucket + "/" + job.SourceKey,
 		objectstore.MetaFingerprint:  job.Fingerprint,
 		MetaOutputSHA256:             a.SHA256,
 	}
+	if a.Fidelity != nil {
+		m[MetaFidelity] = a.Fidelity.Summary()
+	}
+	return m
 }
 
 // MetaOutputSHA256 records the output's own SHA-256 beside the source's,
 // so a reader can verify a download without trusting ETags.
 const MetaOutputSHA256 = "sha256"
+
+// MetaFidelity records what the engine proved equal between the output
+// and its source (convert.Fidelity.Summary).
+const MetaFidelity = "fidelity"
 
 func fileSHA256(path string) (string, int64, error) {
 	f, err := os.Open(path)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -23,13 +24,20 @@ import (
 )
 
 // fakeEngine "converts" by prefixing the source bytes; a source starting
-// with "BAD:<Code>" is refused with that data error code.
-type fakeEngine struct{ calls int }
+// with "BAD:<Code>" is refused with that data error code. Like the real
+// engine it checks its output against the source and records that in
+// Output.Fidelity (unless noFidelity); recipe is the last recipe it got.
+type fakeEngine struct {
+	calls      int
+	noFidelity bool
+	recipe     convert.Recipe
+}
 
 func (e *fakeEngine) Version() string { return "fake-1" }
 
 func (e *fakeEngine) Convert(ctx context.Context, src, workDir string, r convert.Recipe) ([]convert.Output, error) {
 	e.calls++
+	e.recipe = r
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return nil, err
@@ -42,7 +50,15 @@ func (e *fakeEngine) Convert(ctx context.Context, src, workDir string, r convert
 		return nil, err
 	}
 	info := convert.Formats[convert.FormatCOG]
-	return []convert.Output{{Path: out, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType, Kind: info.Kind}}, nil
+	o := convert.Output{Path: out, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType, Kind: info.Kind}
+	if !e.noFidelity {
+		written, err := os.ReadFile(out)
+		if err != nil || !bytes.Equal(written, append([]byte("COG:"), b...)) {
+			return nil, fault.Systemic("fake fidelity", fmt.Errorf("output differs from source: %v", err))
+		}
+		o.Fidelity = &convert.Fidelity{Checks: []string{"bytes"}}
+	}
+	return []convert.Output{o}, nil
 }
 
 // fakeValidator accepts the fake engine's outputs ("COG:" + source) and
@@ -548,5 +564,57 @@ func TestASidecarEventMigratesItsMainFile(t *testing.T) {
 	}
 	if out.Decision != DecisionConvert || out.Source.Key != "roads.shp" || out.Job.SourceKey != "roads.shp" {
 		t.Fatalf("sidecar event: %s/%s for %s", out.Decision, out.Reason, out.Job.SourceKey)
+	}
+}
+
+// TestOutputWithoutFidelityNeverReachesStaging: an output the engine did
+// not compare with its source is not staged (SystemicError).
+func TestOutputWithoutFidelityNeverReachesStaging(t *testing.T) {
+	f := newFixture(t)
+	f.engine.noFidelity = true
+	f.put(t, "x.tif", "x")
+	hc := f.check(t, "e1", "x.tif")
+	_, err := f.convert.Handle(context.Background(), ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+	var se *fault.SystemicError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "fidelity") {
+		t.Fatalf("err = %v, want a SystemicError about the missing fidelity record", err)
+	}
+	if keys := f.store.Keys("dest"); len(keys) != 0 {
+		t.Fatalf("staged %v", keys)
+	}
+}
+
+// TestFidelityAndLineageTravelWithTheOutput: the engine is given the
+// job's source hash (its recipe's lineage names the job's hash and recipe
+// hash), and the fidelity record reaches the artifact and the object
+// metadata of the staged and the promoted object.
+func TestFidelityAndLineageTravelWithTheOutput(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.put(t, "x.tif", "x")
+	hc := f.check(t, "e1", "x.tif")
+	conv, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lin := f.engine.recipe.Lineage()
+	if lin.SourceSHA256 != hc.Job.SourceSHA256 || lin.RecipeHash != hc.Job.RecipeHash || lin.Fingerprint != hc.Job.Fingerprint ||
+		lin.ToolVersion != "test" || lin.EngineVersion != "fake-1" {
+		t.Errorf("engine's lineage %+v for job %s / %s", lin, hc.Job.SourceSHA256, hc.Job.RecipeHash)
+	}
+	a := conv.Outputs[0]
+	if a.Fidelity == nil || strings.Join(a.Fidelity.Checks, ",") != "bytes" {
+		t.Fatalf("artifact fidelity %+v", a.Fidelity)
+	}
+	staged, err := f.store.Head(ctx, "dest", a.StagingKey)
+	if err != nil || staged.Metadata[MetaFidelity] != a.Fidelity.Summary() {
+		t.Fatalf("staged metadata %v (%v)", staged.Metadata, err)
+	}
+	if _, err := f.promote.Handle(ctx, PromoteInput{Job: hc.Job, Converted: conv, Context: inv("e1", 0)}); err != nil {
+		t.Fatal(err)
+	}
+	final, err := f.store.Head(ctx, "dest", a.DestKey)
+	if err != nil || final.Metadata[MetaFidelity] != "equal:bytes" {
+		t.Fatalf("final metadata %v (%v)", final.Metadata, err)
 	}
 }

@@ -81,6 +81,9 @@ type Artifact struct {
 	SHA256      string   `json:"sha256"`
 	Size        int64    `json:"size"`
 	Warnings    []string `json:"warnings,omitempty"`
+	// Fidelity is what the engine proved equal between this output and its
+	// source before it was staged.
+	Fidelity *convert.Fidelity `json:"fidelity,omitempty"`
 }
 
 // Decisions of HashCheck.

@@ -1,0 +1,100 @@
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Fidelity is what the engine proved about one output against its source
+// before returning it (issue 9): nothing lost, nothing altered. An output
+// whose check failed is never returned, so a Fidelity only ever records
+// success; it travels with the output into the run report and the staged
+// object's metadata.
+type Fidelity struct {
+	// Checks names what was compared, e.g. "pixels", "nodata", "crs",
+	// "geotransform" for a raster; "features", "null_geometries",
+	// "fields", "layer_name" for a vector layer.
+	Checks []string `json:"checks"`
+
+	// Raster: bands and pixels per band compared at full resolution, and
+	// each band's CRC-32C (Castagnoli) of its pixel values, row-major, in
+	// the band's data type with the machine's byte order (little-endian on
+	// x86-64 and arm64). Checksums are listed for at most MaxBandChecksums
+	// bands; every band is compared regardless.
+	Bands         int      `json:"bands,omitempty"`
+	Pixels        int64    `json:"pixels,omitempty"`
+	BandChecksums []string `json:"band_crc32c,omitempty"`
+
+	// Vector: the source layer, its features (rows written, null
+	// geometries among them) and attribute fields (those written as text
+	// because the output format has no such type are named in AsText).
+	Layer          string   `json:"layer,omitempty"`
+	Features       int64    `json:"features,omitempty"`
+	NullGeometries int64    `json:"null_geometries,omitempty"`
+	Fields         int      `json:"fields,omitempty"`
+	AsText         []string `json:"as_text,omitempty"`
+}
+
+// MaxBandChecksums bounds Fidelity.BandChecksums, so that a many-band
+// raster keeps the state machine payload small (Step Functions caps a
+// payload at 256 KiB).
+const MaxBandChecksums = 64
+
+// Summary is a one-line form of the record, for object metadata (S3 user
+// metadata is capped at 2 KiB in all, so this stays short).
+func (f Fidelity) Summary() string {
+	var parts []string
+	if f.Bands > 0 {
+		parts = append(parts, fmt.Sprintf("bands=%d pixels=%d", f.Bands, f.Pixels))
+		if n := len(f.BandChecksums); n > 0 && n <= 8 {
+			parts = append(parts, "crc32c="+strings.Join(f.BandChecksums, ","))
+		}
+	}
+	if f.Layer != "" || f.Features > 0 {
+		parts = append(parts, fmt.Sprintf("features=%d nulls=%d fields=%d", f.Features, f.NullGeometries, f.Fields))
+	}
+	parts = append(parts, "equal:"+strings.Join(f.Checks, ","))
+	return strings.Join(parts, " ")
+}
+
+// Lineage is what an output records about its making inside the file
+// itself (GeoTIFF metadata, GeoParquet key-value metadata), so that it
+// survives a copy that loses the object's metadata.
+type Lineage struct {
+	SourceSHA256  string `json:"src_sha256"`            // the job's content fingerprint (hex)
+	Fingerprint   string `json:"fingerprint,omitempty"` // "sha256", or "fast" over the size threshold
+	RecipeHash    string `json:"recipe"`                // Recipe.ShortHash, as in the job ID and object metadata
+	ToolVersion   string `json:"geomigrate_version"`
+	EngineVersion string `json:"gdal_version"`
+	// Layer is the source layer a vector output holds (GeoParquet only:
+	// a GeoTIFF holds no layer).
+	Layer string `json:"layer,omitempty"`
+}
+
+// JSON is the lineage as a JSON object (fixed key order: deterministic).
+func (l Lineage) JSON() string {
+	b, err := json.Marshal(l)
+	if err != nil { // cannot happen: strings only
+		panic(err)
+	}
+	return string(b)
+}
+
+// ParseLineage reads the JSON form back.
+func ParseLineage(s string) (Lineage, error) {
+	var l Lineage
+	if err := json.Unmarshal([]byte(s), &l); err != nil {
+		return l, fmt.Errorf("convert.ParseLineage: %w", err)
+	}
+	return l, nil
+}
+
+// LineageOf is the lineage of a conversion under r of a source with the
+// given fingerprint: the recipe hash and versions come from r itself.
+func LineageOf(r Recipe, sourceSHA256, fingerprint string) Lineage {
+	return Lineage{
+		SourceSHA256: sourceSHA256, Fingerprint: fingerprint, RecipeHash: r.ShortHash(),
+		ToolVersion: r.ToolVersion, EngineVersion: r.EngineVersion,
+	}
+}

@@ -1,0 +1,326 @@
+package gdal
+
+// The fidelity check (issue 9): before an output leaves the engine, it is
+// opened again on its own and compared with the source. Compression is
+// lossless, so a raster must hold the very same pixel values, nodata, CRS
+// and geotransform; a vector layer the same features (null geometries
+// included), the same attribute fields with the types the conversion maps
+// them to, and its own layer name.
+//
+// Which error a difference is:
+//   - SystemicError for pixels, nodata, geotransform, feature counts and
+//     fields. The source was read in full by the conversion without an
+//     error, so the data at hand is what the source holds; an output that
+//     differs from it was altered on our side (GDAL, our options, the work
+//     disk). That is the engine's fault: the job goes to the dead-letter
+//     queue and raises the alarm, and nothing is staged.
+//   - DataError InvalidCRS for a CRS that does not come back the same: a
+//     GeoTIFF holds a CRS as GeoKeys, and a source CRS that GeoKeys cannot
+//     express (an unusual projection, a custom datum) is a property of the
+//     source that its owner can fix (assign the EPSG code, or reproject).
+//   - DataError CorruptSource when the source cannot be read again.
+
+/*
+#cgo pkg-config: gdal
+#include <gdal.h>
+
+static CPLErr gm_read_rows(GDALRasterBandH b, int y, int w, int h, void *buf) {
+	GDALDataType dt = GDALGetRasterDataType(b);
+	return GDALRasterIO(b, GF_Read, 0, y, w, h, buf, w, h, dt, 0, 0);
+}
+static int gm_pixel_bytes(GDALRasterBandH b) {
+	return GDALGetDataTypeSizeBytes(GDALGetRasterDataType(b));
+}
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/crc32"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/fault"
+)
+
+// checkStripBytes bounds one band's strip buffer in the raster check (one
+// for the source, one for the output): a strip is as many whole rows as
+// fit, and at most one output tile high.
+const checkStripBytes = 32 << 20
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// rasterFidelity compares the COG at dst with the source dataset src at
+// full resolution, decoding the output on up to threads OS threads.
+func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, threads int, rec *recorder) (*convert.Fidelity, error) {
+	out, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
+	if err != nil {
+		return nil, fault.Systemic("gdal.fidelity: reopen output", err)
+	}
+	defer out.Close()
+	altered := func(format string, args ...any) error {
+		return fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output differs from the source: %s", what, fmt.Sprintf(format, args...)))
+	}
+	ss, ost := src.Structure(), out.Structure()
+	if ss.SizeX != ost.SizeX || ss.SizeY != ost.SizeY || ss.NBands != ost.NBands {
+		return nil, altered("%d x %d x %d bands written as %d x %d x %d bands", ss.SizeX, ss.SizeY, ss.NBands, ost.SizeX, ost.SizeY, ost.NBands)
+	}
+	sgt, serr := src.GeoTransform(rec.opt())
+	ogt, oerr := out.GeoTransform(rec.opt())
+	if serr != nil || oerr != nil || !sameGeoTransform(sgt, ogt) {
+		return nil, altered("geotransform %v written as %v", sgt, ogt)
+	}
+	if err := sameCRS(src.Projection(), out.Projection(), what); err != nil {
+		return nil, err
+	}
+	sb, ob := src.Bands(), out.Bands()
+	for i := range sb {
+		sdt, odt := sb[i].Structure().DataType, ob[i].Structure().DataType
+		if sdt != odt {
+			return nil, altered("band %d of type %s written as %s", i+1, sdt, odt)
+		}
+		sv, sok := sb[i].NoData()
+		ov, ook := ob[i].NoData()
+		if sok != ook || (sok && sv != ov && !(math.IsNaN(sv) && math.IsNaN(ov))) {
+			return nil, altered("band %d nodata %s written as %s", i+1, noDataText(sv, sok), noDataText(ov, ook))
+		}
+	}
+	// Decoding the output is most of the check's cost: a single-band
+	// output is decoded tile by tile on several handles of the file at once
+	// (a GDAL dataset is not safe for concurrent use; separate handles are).
+	decoders := []godal.Band{ob[0]}
+	if len(ob) == 1 {
+		for range max(threads, 1) - 1 {
+			h, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
+			if err != nil {
+				return nil, fault.Systemic("gdal.fidelity: reopen output", err)
+			}
+			defer h.Close()
+			decoders = append(decoders, h.Bands()[0])
+		}
+	}
+	sums, err := samePixels(ctx, sb, ob, decoders, ss.SizeX, ss.SizeY, what)
+	if err != nil {
+		return nil, err
+	}
+	f := &convert.Fidelity{
+		Checks: []string{"pixels", "nodata", "crs", "geotransform"},
+		Bands:  ss.NBands, Pixels: int64(ss.SizeX) * int64(ss.SizeY),
+	}
+	if len(sums) <= convert.MaxBandChecksums {
+		for _, s := range sums {
+			f.BandChecksums = append(f.BandChecksums, fmt.Sprintf("%08x", s))
+		}
+	}
+	return f, nil
+}
+
+// samePixels reads every band of the source and of the output in strips
+// of whole rows, compares them byte for byte and returns each band's
+// CRC-32C of its pixels in row-major order.
+func samePixels(ctx context.Context, sb, ob, decoders []godal.Band, w, h int, what string) ([]uint32, error) {
+	sums := make([]uint32, len(sb))
+	widest := 1
+	for _, b := range sb {
+		widest = max(widest, int(C.gm_pixel_bytes(bandHandle(b))))
+	}
+	ost := ob[0].Structure()
+	tileW, tileH := ost.BlockSizeX, ost.BlockSizeY
+	rows := max(1, min(tileH, checkStripBytes/max(1, w*widest), h))
+	// A single band read in strips of whole tile rows has its tiles decoded
+	// straight into our buffer (GDALReadBlock), about twice as fast as
+	// RasterIO through the block cache. A multi-band COG's tile holds every
+	// band (pixel interleaved): RasterIO decodes it once and the block cache
+	// serves the other bands.
+	tilesX := (w + tileW - 1) / tileW
+	byTile := len(ob) == 1 && rows == min(tileH, h)
+	sbuf := make([]byte, w*rows*widest)
+	// A single-band source whose blocks tile the strip (strips start and
+	// end on block rows) is read block by block too, straight from the
+	// driver rather than through the block cache.
+	var src *blockReader
+	if sst := sb[0].Structure(); len(sb) == 1 && sst.BlockSizeY > 0 && rows%sst.BlockSizeY == 0 &&
+		int64(sst.BlockSizeX)*int64(sst.BlockSizeY)*int64(widest) <= checkStripBytes {
+		src = &blockReader{band: sb[0], bw: sst.BlockSizeX, bh: sst.BlockSizeY, w: w, h: h, px: widest,
+			block: make([]byte, sst.BlockSizeX*sst.BlockSizeY*widest)}
+	}
+	obuf := make([]byte, w*rows*widest)
+	if byTile {
+		obuf = make([]byte, tilesX*tileW*tileH*widest)
+	}
+	for y := 0; y < h; y += rows {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n := min(rows, h-y)
+		for i := range sb {
+			px := int(C.gm_pixel_bytes(bandHandle(sb[i])))
+			size := w * n * px
+			// The source and the output are two datasets: read them at the
+			// same time.
+			var srcErr string
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				// GDAL's last error is per OS thread.
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				if src != nil {
+					srcErr = src.rows(y, n, sbuf)
+				} else if C.gm_read_rows(bandHandle(sb[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
+					srcErr = lastErrorMsg()
+				}
+				if srcErr == "" { // while the output is still being decoded
+					sums[i] = crc32.Update(sums[i], castagnoli, sbuf[:size])
+				}
+			}()
+			outErr := ""
+			if byTile {
+				outErr = readTiles(decoders, tilesX, y/tileH, obuf, tileW*tileH*px)
+			} else if C.gm_read_rows(bandHandle(ob[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&obuf[0])) != C.CE_None {
+				outErr = lastErrorMsg() + " "
+			}
+			<-done
+			if srcErr != "" {
+				return nil, fault.Data(fault.CorruptSource, "%s, band %d, cannot be read again at rows %d–%d: %s", what, i+1, y, y+n-1, srcErr)
+			}
+			if outErr != "" {
+				return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output's band %d cannot be read at rows %d–%d: %s", what, i+1, y, y+n-1, outErr))
+			}
+			same := true
+			if byTile {
+				for r := 0; r < n && same; r++ {
+					for tx := 0; tx < tilesX && same; tx++ {
+						vw := min(tileW, w-tx*tileW) * px
+						a := sbuf[(r*w+tx*tileW)*px:][:vw]
+						b := obuf[(tx*tileW*tileH+r*tileW)*px:][:vw]
+						same = bytes.Equal(a, b)
+					}
+				}
+			} else {
+				same = bytes.Equal(sbuf[:size], obuf[:size])
+			}
+			if !same {
+				return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output differs from the source: band %d, rows %d–%d hold other pixel values", what, i+1, y, y+n-1))
+			}
+		}
+	}
+	return sums, nil
+}
+
+// blockReader reads rows of a single-band raster block by block into a
+// row-major buffer.
+type blockReader struct {
+	band         godal.Band
+	bw, bh, w, h int
+	px           int
+	block        []byte
+}
+
+// rows reads rows y..y+n-1 (y and n multiples of the block height, or n
+// reaching the last row) into buf; it returns GDAL's message on failure.
+func (r *blockReader) rows(y, n int, buf []byte) string {
+	for by := y / r.bh; by*r.bh < y+n; by++ {
+		for bx := 0; bx*r.bw < r.w; bx++ {
+			if C.GDALReadBlock(bandHandle(r.band), C.int(bx), C.int(by), unsafe.Pointer(&r.block[0])) != C.CE_None {
+				return lastErrorMsg() + " "
+			}
+			vw := min(r.bw, r.w-bx*r.bw) * r.px
+			for row := 0; row < r.bh && by*r.bh+row < min(y+n, r.h); row++ {
+				dst := ((by*r.bh+row-y)*r.w + bx*r.bw) * r.px
+				copy(buf[dst:dst+vw], r.block[row*r.bw*r.px:])
+			}
+		}
+	}
+	return ""
+}
+
+// readTiles decodes the tiles of tile row ty of a single-band output into
+// buf (tile tx at tx*tileBytes), decoder k taking every len(decoders)-th
+// tile; it returns the first error's message ("" when all were read).
+func readTiles(decoders []godal.Band, tilesX, ty int, buf []byte, tileBytes int) string {
+	errs := make([]string, len(decoders))
+	var wg sync.WaitGroup
+	for k, d := range decoders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for tx := k; tx < tilesX; tx += len(decoders) {
+				if C.GDALReadBlock(bandHandle(d), C.int(tx), C.int(ty), unsafe.Pointer(&buf[tx*tileBytes])) != C.CE_None {
+					errs[k] = lastErrorMsg() + " "
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return strings.Join(errs, "")
+}
+
+// sameGeoTransform: the GeoTIFF tags hold the six terms as doubles, so
+// they come back exactly; a relative 1e-12 absorbs only the last-bit
+// rounding of GDAL's pixel-is-point half-pixel shift.
+func sameGeoTransform(a, b [6]float64) bool {
+	for i := range a {
+		if a[i] == b[i] {
+			continue
+		}
+		scale := math.Max(math.Abs(a[i]), math.Abs(b[i]))
+		if math.Abs(a[i]-b[i]) > 1e-12*scale {
+			return false
+		}
+	}
+	return true
+}
+
+// sameCRS compares two CRSs as PROJ does (OSRIsSame: equivalent, axis
+// order of geographic CRSs aside).
+func sameCRS(srcWKT, outWKT, what string) error {
+	if srcWKT == outWKT {
+		return nil
+	}
+	if srcWKT == "" || outWKT == "" {
+		return fault.Data(fault.InvalidCRS, "%s: its CRS does not survive in the GeoTIFF (source %q, output %q)", what, short(srcWKT), short(outWKT))
+	}
+	a, err := godal.NewSpatialRefFromWKT(srcWKT)
+	if err != nil {
+		return fault.DataWrap(fault.InvalidCRS, err, "%s: its CRS cannot be read again", what)
+	}
+	defer a.Close()
+	b, err := godal.NewSpatialRefFromWKT(outWKT)
+	if err != nil {
+		return fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output's CRS cannot be read: %w", what, err))
+	}
+	defer b.Close()
+	if !a.IsSame(b) {
+		return fault.Data(fault.InvalidCRS,
+			"%s: its CRS cannot be stored exactly as GeoTIFF keys (it comes back as %s); assign an EPSG CRS (gdal_edit.py -a_srs EPSG:…) or reproject the source",
+			what, short(outWKT))
+	}
+	return nil
+}
+
+func short(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
+
+func noDataText(v float64, ok bool) string {
+	if !ok {
+		return "unset"
+	}
+	return fmt.Sprint(v)
+}
+
+func lastErrorMsg() string { return C.GoString(C.CPLGetLastErrorMsg()) }

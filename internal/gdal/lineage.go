@@ -1,0 +1,47 @@
+package gdal
+
+import (
+	"fmt"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
+)
+
+// Lineage items of a COG's dataset metadata (default domain, written with
+// -mo so that gdal_translate with COGOptions gives the same bytes, and read
+// by `gdalinfo` as plain metadata). Only non-empty values are written: the
+// same input, recipe and source hash give the same bytes.
+const (
+	MetaSourceSHA256      = "GEOMIGRATE_SRC_SHA256"
+	MetaSourceFingerprint = "GEOMIGRATE_SRC_FINGERPRINT"
+	MetaRecipe            = "GEOMIGRATE_RECIPE"
+	MetaToolVersion       = "GEOMIGRATE_VERSION"
+	MetaEngineVersion     = "GEOMIGRATE_GDAL_VERSION"
+)
+
+func lineageItems(l convert.Lineage) [][2]string {
+	var out [][2]string
+	for _, kv := range [][2]string{
+		{MetaSourceSHA256, l.SourceSHA256}, {MetaSourceFingerprint, l.Fingerprint}, {MetaRecipe, l.RecipeHash},
+		{MetaToolVersion, l.ToolVersion}, {MetaEngineVersion, l.EngineVersion},
+	} {
+		if kv[1] != "" {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// ReadCOGLineage reads the lineage a COG carries in its own metadata.
+func ReadCOGLineage(path string) (convert.Lineage, error) {
+	ds, err := godal.Open(path, godal.Drivers("GTiff"), godal.RasterOnly())
+	if err != nil {
+		return convert.Lineage{}, fmt.Errorf("gdal.ReadCOGLineage: %w", err)
+	}
+	defer ds.Close()
+	md := ds.Metadatas()
+	return convert.Lineage{
+		SourceSHA256: md[MetaSourceSHA256], Fingerprint: md[MetaSourceFingerprint], RecipeHash: md[MetaRecipe],
+		ToolVersion: md[MetaToolVersion], EngineVersion: md[MetaEngineVersion],
+	}, nil
+}

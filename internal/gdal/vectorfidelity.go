@@ -1,0 +1,216 @@
+package gdal
+
+/*
+#cgo pkg-config: gdal
+#include <ogr_api.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/geoparquet"
+)
+
+// ogrFieldDef is one attribute field as a layer defines it.
+type ogrFieldDef struct {
+	name    string
+	ogrType C.OGRFieldType
+	subType C.OGRFieldSubType
+}
+
+func (f ogrFieldDef) typeName() string { return C.GoString(C.OGR_GetFieldTypeName(f.ogrType)) }
+
+// layerFields reads a layer's attribute fields from its definition.
+func layerFields(l godal.Layer) []ogrFieldDef {
+	defn := C.OGR_L_GetLayerDefn(layerHandle(l))
+	n := int(C.OGR_FD_GetFieldCount(defn))
+	out := make([]ogrFieldDef, n)
+	for i := range out {
+		fd := C.OGR_FD_GetFieldDefn(defn, C.int(i))
+		out[i] = ogrFieldDef{name: C.GoString(C.OGR_Fld_GetNameRef(fd)), ogrType: C.OGR_Fld_GetType(fd), subType: C.OGR_Fld_GetSubType(fd)}
+	}
+	return out
+}
+
+// parquetTypeFor is the GeoParquet column type an OGR field must have in
+// the output; asText for OGR types GeoParquet output has no type for
+// (lists, Time), which are written as OGR's text form with a warning.
+func parquetTypeFor(f ogrFieldDef) (t geoparquet.FieldType, asText bool) {
+	switch f.ogrType {
+	case C.OFTInteger:
+		if f.subType == C.OFSTBoolean {
+			return geoparquet.Bool, false
+		}
+		return geoparquet.Int32, false
+	case C.OFTInteger64:
+		return geoparquet.Int64, false
+	case C.OFTReal:
+		return geoparquet.Float64, false
+	case C.OFTString:
+		return geoparquet.String, false
+	case C.OFTDate:
+		return geoparquet.Date, false
+	case C.OFTDateTime:
+		return geoparquet.DateTime, false
+	case C.OFTBinary:
+		return geoparquet.Binary, false
+	}
+	return geoparquet.String, true
+}
+
+// sameFieldName: a source field keeps its name, unless it had none or
+// repeated an earlier one (then the output names it field_N or name_K).
+func sameFieldName(src []ogrFieldDef, i int, out string) bool {
+	if src[i].name == "" {
+		return out != ""
+	}
+	for _, f := range src[:i] {
+		if f.name == src[i].name {
+			return out != ""
+		}
+	}
+	return out == src[i].name
+}
+
+// schemaMismatch is the error of a field that did not arrive: the
+// engine's fault (see fidelity.go).
+func layerAltered(layer, format string, args ...any) error {
+	return fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output differs from the source: %s", layer, fmt.Sprintf(format, args...)))
+}
+
+// geoParquetFidelity compares the GeoParquet file at dst, read back on its
+// own, with the source layer: rows, null geometries, every field with the
+// type it maps to, and the layer named in the file's lineage.
+func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*convert.Fidelity, error) {
+	f, err := os.Open(dst)
+	if err != nil {
+		return nil, fault.Systemic("gdal.fidelity: open output", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fault.Systemic("gdal.fidelity: open output", err)
+	}
+	info, err := geoparquet.ReadInfo(f, fi.Size())
+	if err != nil {
+		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
+	}
+	if info.Rows != sc.features {
+		return nil, layerAltered(sc.name, "%d features written as %d rows", sc.features, info.Rows)
+	}
+	if info.NullGeometries != sc.nulls {
+		return nil, layerAltered(sc.name, "%d features without geometry written as %d null geometries", sc.nulls, info.NullGeometries)
+	}
+	lin, err := convert.ParseLineage(info.KeyValue[geoparquet.LineageKey])
+	if err != nil || lin.Layer != sc.name {
+		return nil, layerAltered(sc.name, "the file names layer %q (%v)", lin.Layer, err)
+	}
+	fields := layerFields(src)
+	if len(info.Fields) != len(fields) {
+		return nil, layerAltered(sc.name, "%d attribute fields written as %d columns", len(fields), len(info.Fields))
+	}
+	out := &convert.Fidelity{
+		Checks: []string{"features", "null_geometries", "fields", "layer_name"},
+		Layer:  sc.name, Features: info.Rows, NullGeometries: info.NullGeometries, Fields: len(fields),
+	}
+	for i, sf := range fields {
+		want, asText := parquetTypeFor(sf)
+		got := info.Fields[i]
+		if !sameFieldName(fields, i, got.Name) || got.Type != want {
+			return nil, layerAltered(sc.name, "field %d %q (%s) written as %q (%s), want %s", i+1, sf.name, sf.typeName(), got.Name, got.Type, want)
+		}
+		if asText {
+			out.AsText = append(out.AsText, sf.name)
+		}
+	}
+	return out, nil
+}
+
+// flatGeobufFidelity compares the FlatGeobuf file at dst with the source
+// layer: its one layer's name, feature count and fields (flatGeobufKeeps).
+func flatGeobufFidelity(src godal.Layer, sc layerScan, dst string, rec *recorder) (*convert.Fidelity, error) {
+	ds, err := godal.Open(dst, godal.Drivers("FlatGeobuf"), godal.VectorOnly(), rec.opt())
+	if err != nil {
+		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
+	}
+	defer ds.Close()
+	ls := ds.Layers()
+	if len(ls) != 1 {
+		return nil, layerAltered(sc.name, "the file holds %d layers", len(ls))
+	}
+	if name := ls[0].Name(); name != sc.name {
+		return nil, layerAltered(sc.name, "written as layer %q", name)
+	}
+	n, err := ls[0].FeatureCount(rec.opt())
+	if err != nil || int64(n) != sc.features {
+		return nil, layerAltered(sc.name, "%d features written as %d (%v)", sc.features, n, err)
+	}
+	fields, got := layerFields(src), layerFields(ls[0])
+	if len(got) != len(fields) {
+		return nil, layerAltered(sc.name, "%d attribute fields written as %d", len(fields), len(got))
+	}
+	out := &convert.Fidelity{
+		Checks: []string{"features", "fields", "layer_name"},
+		Layer:  sc.name, Features: int64(n), Fields: len(fields),
+	}
+	for i, sf := range fields {
+		if !sameFieldName(fields, i, got[i].name) || !flatGeobufKeeps(sf.ogrType, got[i].ogrType) {
+			return nil, layerAltered(sc.name, "field %d %q (%s) written as %q (%s)", i+1, sf.name, sf.typeName(), got[i].name, got[i].typeName())
+		}
+	}
+	return out, nil
+}
+
+// flatGeobufKeeps: a field comes back with its own type, or with the one
+// FlatGeobuf stores it as without loss: its only temporal column type is
+// DateTime, and a date reads back at midnight.
+func flatGeobufKeeps(src, out C.OGRFieldType) bool {
+	switch {
+	case src == out:
+		return true
+	case src == C.OFTDate:
+		return out == C.OFTDateTime
+	}
+	return false
+}
+
+// flatGeobufRefuses names the first field of a layer that GDAL 3.6's
+// FlatGeobuf writer cannot hold ("" when there is none): a Time becomes a
+// DateTime without its value (null), a list fails the write. Such a layer
+// is refused before anything is written.
+func flatGeobufRefuses(l godal.Layer) string {
+	for _, f := range layerFields(l) {
+		switch f.ogrType {
+		case C.OFTTime, C.OFTIntegerList, C.OFTInteger64List, C.OFTRealList, C.OFTStringList:
+			return fmt.Sprintf("%q (%s)", f.name, f.typeName())
+		}
+	}
+	return ""
+}
+
+// layersOneToOne proves, from what the files say, that every source layer
+// with features has exactly one output and no two outputs share a file.
+func layersOneToOne(ds *godal.Dataset, outs []convert.Output, rec *recorder) error {
+	want := map[string]bool{}
+	for _, l := range ds.Layers() {
+		if n, err := l.FeatureCount(rec.opt()); err == nil && n > 0 {
+			want[l.Name()] = true
+		}
+	}
+	seen, files := map[string]bool{}, map[string]bool{}
+	for _, o := range outs {
+		if o.Fidelity == nil || seen[o.Fidelity.Layer] || files[o.Path] || !want[o.Fidelity.Layer] {
+			return fault.Systemic("gdal.fidelity", fmt.Errorf("layer outputs are not one-to-one with the source's layers (output %s)", o.Path))
+		}
+		seen[o.Fidelity.Layer], files[o.Path] = true, true
+	}
+	if len(seen) != len(want) {
+		return fault.Systemic("gdal.fidelity", fmt.Errorf("%d layers with features written as %d outputs", len(want), len(seen)))
+	}
+	return nil
+}
