@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
@@ -60,6 +62,9 @@ type localBackend struct {
 	tracker *statestore.Tracker
 	queues  localrun.Queues
 	closers []func() error
+	// sweptTemps counts the hidden temporary files of killed writers
+	// removed from the destination when this process attached to it.
+	sweptTemps int
 }
 
 func (b *localBackend) Close() error {
@@ -92,6 +97,17 @@ func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.
 	}
 	b.db = db
 	b.closers = append(b.closers, db.Close)
+	// Temporaries a killed run left in the destination (output root,
+	// _staging, sidecars) are swept when no other process writes there.
+	attachCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	swept, _, detach, err := store.Attach(attachCtx, destBucket)
+	cancel()
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("attach to the destination: %w", err)
+	}
+	b.sweptTemps = swept
+	b.closers = append(b.closers, func() error { detach(); return nil })
 	b.tracker = statestore.NewTracker(db, statestore.WithLease(cfg.Lease))
 	rq, err := jsonlqueue.Open(paths.remediation)
 	if err != nil {
