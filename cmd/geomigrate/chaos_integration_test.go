@@ -24,6 +24,10 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,10 +39,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
+	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 )
 
 // chaosSettings are the suite's knobs, from the environment.
@@ -636,4 +646,379 @@ func sha256Hex(r io.Reader) (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// awsChaos is the S3 + DynamoDB stand-ins the AWS scenarios run against.
+type awsChaos struct {
+	s3    *s3.Client
+	ddb   *dynamodb.Client
+	src   string // source bucket; inputs under in/
+	n     int
+	clean map[string]string // dest key → sha256 of the clean run
+}
+
+// awsArgs is a migrate --backend aws of the source into s3://dst/out.
+func (a *awsChaos) awsArgs(dst, table, stateDir string) []string {
+	return []string{"migrate", "s3://" + a.src + "/in/", "--backend", "aws", "--dest", "s3://" + dst + "/out",
+		"--state-table", table, "--create-table", "--state-dir", stateDir, "--progress", "plain"}
+}
+
+func (a *awsChaos) createBucket(t *testing.T, name string) {
+	t.Helper()
+	if _, err := a.s3.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("CreateBucket %s: %v", name, err)
+	}
+}
+
+// upload puts the corpus under s3://src/in/, eight at a time.
+func (a *awsChaos) upload(t *testing.T, dir string, inputs []chaosInput) {
+	t.Helper()
+	a.createBucket(t, a.src)
+	keys := make(chan string)
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range keys {
+				b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(k)))
+				if err == nil {
+					_, err = a.s3.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(a.src), Key: aws.String("in/" + k), Body: bytes.NewReader(b)})
+				}
+				if err != nil {
+					select {
+					case errs <- fmt.Errorf("upload %s: %w", k, err):
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for _, in := range inputs {
+		keys <- in.key
+	}
+	close(keys)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+}
+
+// jobs reads every record of a state table.
+func (a *awsChaos) jobs(t *testing.T, table string) []statestore.Job {
+	t.Helper()
+	var jobs []statestore.Job
+	err := dynamostore.New(a.ddb, dynamostore.Options{Table: table}).List(context.Background(), "", func(j statestore.Job) error {
+		jobs = append(jobs, j)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("list %s: %v", table, err)
+	}
+	return jobs
+}
+
+// outputs maps every object of a destination bucket to its SHA-256 and
+// lists the staged ones.
+func (a *awsChaos) outputs(t *testing.T, bucket string) (map[string]string, []string) {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]string{}
+	var staged []string
+	p := s3.NewListObjectsV2Paginator(a.s3, &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatalf("list s3://%s: %v", bucket, err)
+		}
+		for _, o := range page.Contents {
+			k := aws.ToString(o.Key)
+			if strings.Contains(k, migration.DefaultStagingPrefix) || strings.Contains(k, ".geomigrate-probe-") {
+				staged = append(staged, k)
+				continue
+			}
+			obj, err := a.s3.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(k)})
+			if err != nil {
+				t.Fatalf("get s3://%s/%s: %v", bucket, k, err)
+			}
+			sum, err := sha256Hex(obj.Body)
+			obj.Body.Close()
+			if err != nil {
+				t.Fatalf("read s3://%s/%s: %v", bucket, k, err)
+			}
+			out[k] = sum
+		}
+	}
+	return out, staged
+}
+
+func awsKeyOf(j statestore.Job) string { return strings.TrimPrefix(j.SourceKey, "in/") }
+
+// TestChaosAWS runs the same inputs through --backend aws against the S3
+// (versitygw) and DynamoDB (dynalite) stand-ins: once cleanly, then killed
+// with SIGKILL at random points and finished, then through a proxy that
+// faults a quarter of the S3 requests. Both end in the clean run's state.
+func TestChaosAWS(t *testing.T) {
+	c := s3Client(t)
+	cfg := chaosConfig(t, 120)
+	rng := rand.New(rand.NewPCG(uint64(cfg.seed), 2))
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "corpus")
+	inputs := writeChaosCorpus(t, corpus, cfg.files, rng)
+	o, err := awsconfig.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acfg, err := awsconfig.Load(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := fmt.Sprint(time.Now().UnixNano() % 1e9) // fresh names on a shared server
+	a := &awsChaos{s3: c, ddb: awsconfig.NewDynamoDB(acfg, o), src: "chaos-src-" + suffix, n: cfg.files}
+	a.upload(t, corpus, inputs)
+	cli := newChaosCLI(t, dir)
+	perRun := 10*time.Minute + time.Duration(cfg.files)*time.Second
+
+	a.createBucket(t, "chaos-clean-"+suffix)
+	clean := cli.run(t, stopPlan{}, perRun, a.awsArgs("chaos-clean-"+suffix, "chaos-clean-"+suffix, filepath.Join(dir, "clean"))...)
+	if clean.exit != 0 {
+		t.Fatalf("clean aws run: exit %d\n%s\n%s", clean.exit, clean.stdout, clean.stderr)
+	}
+	var staged []string
+	a.clean, staged = a.outputs(t, "chaos-clean-"+suffix)
+	checkEndState(t, inputs, a.jobs(t, "chaos-clean-"+suffix), awsKeyOf, a.clean, a.clean, staged)
+	if t.Failed() {
+		t.Fatal("the clean run is not a reference")
+	}
+	t.Logf("clean aws run: %d files in %s", cfg.files, clean.took.Round(time.Millisecond))
+
+	t.Run("kill9", func(t *testing.T) {
+		dst := "chaos-kill-" + suffix
+		a.createBucket(t, dst)
+		args := a.awsArgs(dst, dst, filepath.Join(dir, "kill"))
+		fig := chaosFigures{scenario: "aws kill -9", files: cfg.files, clean: clean.took, faults: map[string]int{}}
+		started := time.Now()
+		remaining := cfg.files
+		for round := range cfg.kills {
+			plan := killPlan(rng, syscall.SIGKILL, remaining)
+			r := cli.run(t, plan, perRun, args...)
+			remaining -= workLines(r.stderr)
+			t.Logf("round %d: SIGKILL after %d file(s) + %s: killed %v (exit %d, %s)", round+1, plan.after, plan.extra, r.killed, r.exit, r.took.Round(time.Millisecond))
+			if r.killed {
+				fig.kills++
+			} else if r.exit != 0 {
+				t.Fatalf("round %d ended by itself with exit %d\n%s\n%s", round+1, r.exit, r.stdout, r.stderr)
+			}
+		}
+		final := cli.run(t, stopPlan{}, perRun, args...)
+		fig.total = time.Since(started)
+		if final.exit != 0 {
+			t.Errorf("final run: exit %d\n%s\n%s", final.exit, final.stdout, localrun.OneLine(final.stderr, 4000))
+		}
+		rep := reportOf(t, final)
+		fig.retries, fig.finalConverted = rep.Totals.Retries, rep.Totals.Completed
+		out, staged := a.outputs(t, dst)
+		checkEndState(t, inputs, a.jobs(t, dst), awsKeyOf, out, a.clean, staged)
+		fig.log(t)
+	})
+
+	t.Run("s3faults", func(t *testing.T) {
+		upstream, err := url.Parse(os.Getenv("AWS_ENDPOINT_URL_S3"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := startFaultProxy(t, upstream, rand.New(rand.NewPCG(uint64(cfg.seed), 3)))
+		dst := "chaos-fault-" + suffix
+		a.createBucket(t, dst)
+		// S3 through the proxy, DynamoDB straight to its stand-in; the
+		// SDK's own back-off capped at milliseconds, as the state
+		// machine's is scaled.
+		fcli := newChaosCLI(t, dir, "AWS_ENDPOINT_URL_S3="+proxy.URL(), awsconfig.EnvMaxBackoff+"=20ms")
+		args := a.awsArgs(dst, dst, filepath.Join(dir, "fault"))
+		fig := chaosFigures{scenario: "aws S3 faults", files: cfg.files, clean: clean.took}
+		started := time.Now()
+		r := fcli.run(t, stopPlan{}, perRun, args...)
+		rep := reportOf(t, r)
+		fig.retries = rep.Totals.Retries
+		if r.exit != 0 {
+			// Retries exhausted for some files (dead-letter queue): the
+			// next run converts them; count it and say so.
+			t.Logf("faulted run: exit %d, totals %+v; running again", r.exit, rep.Totals)
+			for _, o := range rep.Files {
+				if o.Status == localrun.StatusDeadLetter || o.Status == localrun.StatusFailed {
+					t.Logf("  %s %s: %s %s", o.Status, o.Key, o.Error, localrun.OneLine(o.Message, 300))
+				}
+			}
+			r = fcli.run(t, stopPlan{}, perRun, args...)
+			rep2 := reportOf(t, r)
+			fig.retries += rep2.Totals.Retries
+			if r.exit != 0 {
+				t.Errorf("second faulted run: exit %d, totals %+v", r.exit, rep2.Totals)
+			}
+		}
+		fig.total = time.Since(started)
+		fig.faults, fig.requests = proxy.counts()
+		out, staged := a.outputs(t, dst)
+		checkEndState(t, inputs, a.jobs(t, dst), awsKeyOf, out, a.clean, staged)
+		faults := 0
+		for _, n := range fig.faults {
+			faults += n
+		}
+		if fig.requests == 0 || float64(faults) < 0.2*float64(fig.requests) {
+			t.Errorf("%d faults in %d requests: under the 20 %% the suite promises", faults, fig.requests)
+		}
+		fig.log(t)
+	})
+}
+
+// faultProxy is a reverse proxy in front of the S3 server that fails a
+// quarter of the requests: 503 SlowDown, 500 InternalError, a connection
+// reset before any answer, and a response dropped after the server did the
+// request (the client cannot know it succeeded). Start-up requests
+// (HeadBucket, the conditional-copy probe, the source listing) pass
+// untouched: a fault there ends the run before any file, with one line,
+// which TestMisconfigurationFailsFast covers.
+type faultProxy struct {
+	upstream  *url.URL
+	transport *http.Transport
+	srv       *httptest.Server
+
+	mu       sync.Mutex
+	rng      *rand.Rand
+	byKind   map[string]int
+	requests int
+}
+
+const (
+	faultSlowDown = "503 SlowDown"
+	faultInternal = "500 InternalError"
+	faultReset    = "connection reset"
+	faultDropped  = "response dropped after success"
+)
+
+func startFaultProxy(t *testing.T, upstream *url.URL, rng *rand.Rand) *faultProxy {
+	t.Helper()
+	p := &faultProxy{upstream: upstream, rng: rng, byKind: map[string]int{},
+		transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 16}}
+	p.srv = httptest.NewServer(p)
+	t.Cleanup(func() {
+		p.srv.CloseClientConnections()
+		p.srv.Close()
+		p.transport.CloseIdleConnections()
+	})
+	return p
+}
+
+func (p *faultProxy) URL() string { return p.srv.URL }
+
+func (p *faultProxy) counts() (map[string]int, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := map[string]int{}
+	for k, v := range p.byKind {
+		m[k] = v
+	}
+	return m, p.requests
+}
+
+// startUp reports the requests a run makes before its first file.
+func startUp(r *http.Request) bool {
+	path := strings.Trim(r.URL.Path, "/")
+	bucketOnly := !strings.Contains(path, "/")
+	return (r.Method == http.MethodHead && bucketOnly) ||
+		(r.Method == http.MethodGet && bucketOnly && r.URL.Query().Get("list-type") == "2") ||
+		strings.Contains(path, ".geomigrate-probe-")
+}
+
+func (p *faultProxy) pick(r *http.Request) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requests++
+	if startUp(r) {
+		return ""
+	}
+	kind := ""
+	switch x := p.rng.Float64(); {
+	case x < 0.08:
+		kind = faultSlowDown
+	case x < 0.14:
+		kind = faultInternal
+	case x < 0.20:
+		kind = faultReset
+	case x < 0.27:
+		kind = faultDropped
+	}
+	if kind != "" {
+		p.byKind[kind]++
+	}
+	return kind
+}
+
+func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch kind := p.pick(r); kind {
+	case faultSlowDown, faultInternal:
+		_, _ = io.Copy(io.Discard, r.Body)
+		status, code := http.StatusServiceUnavailable, "SlowDown"
+		if kind == faultInternal {
+			status, code = http.StatusInternalServerError, "InternalError"
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>injected by the chaos proxy</Message><RequestId>chaos</RequestId></Error>`, code)
+	case faultReset:
+		p.hangUp(w, true)
+	case faultDropped:
+		resp, err := p.forward(r)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		p.hangUp(w, false)
+	default:
+		resp, err := p.forward(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, resp.Body)
+	}
+}
+
+// forward sends the request on unchanged: same Host header (it is signed),
+// same body and length.
+func (p *faultProxy) forward(r *http.Request) (*http.Response, error) {
+	u := *p.upstream
+	u.Path, u.RawPath, u.RawQuery = r.URL.Path, r.URL.RawPath, r.URL.RawQuery
+	body := io.Reader(r.Body)
+	if r.ContentLength == 0 {
+		body = http.NoBody
+	}
+	out, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	out.Header = r.Header.Clone()
+	out.Host, out.ContentLength = r.Host, r.ContentLength
+	return p.transport.RoundTrip(out)
+}
+
+// hangUp closes the client's connection without an answer; reset sends a
+// TCP RST instead of a FIN.
+func (p *faultProxy) hangUp(w http.ResponseWriter, reset bool) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && reset {
+		_ = tc.SetLinger(0)
+	}
+	conn.Close()
 }

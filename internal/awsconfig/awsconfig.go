@@ -103,7 +103,7 @@ const (
 	// it to milliseconds, as GEOMIGRATE_RETRY_WAIT_SCALE shortens the
 	// state machine's waits.
 	EnvMaxBackoff = "GEOMIGRATE_AWS_MAX_BACKOFF"
-	EnvRegion      = "GEOMIGRATE_AWS_REGION"
+	EnvRegion     = "GEOMIGRATE_AWS_REGION"
 )
 
 // FromEnv reads Options from the GEOMIGRATE_* variables through os.Getenv.

@@ -93,14 +93,21 @@ func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
 			}
 		}()
 	}
+	notStarted := func(from int) {
+		for j := from; j < len(inputs); j++ {
+			out[j] = Outcome{Bucket: inputs[j].Bucket, Key: inputs[j].Key, Status: StatusFailed, Error: "Cancelled", Message: "not started: " + ctx.Err().Error()}
+		}
+	}
 feed:
 	for i := range inputs {
+		if ctx.Err() != nil { // a select with both cases ready picks at random
+			notStarted(i)
+			break
+		}
 		select {
 		case next <- i:
 		case <-ctx.Done():
-			for j := i; j < len(inputs); j++ {
-				out[j] = Outcome{Bucket: inputs[j].Bucket, Key: inputs[j].Key, Status: StatusFailed, Error: "Cancelled", Message: ctx.Err().Error()}
-			}
+			notStarted(i)
 			break feed
 		}
 	}
