@@ -17,6 +17,11 @@ import (
 //   - PreconditionFailed / 412 → objectstore.ErrPreconditionFailed
 //   - 409 ConditionalRequestConflict (a concurrent conditional write),
 //     OperationAborted, NoSuchUpload (an upload aborted under us) → TransientError
+//   - 409 ExistingObjectIsDirectory, ObjectParentIsFile → TransientError: a
+//     store that keeps keys as directories and files (versitygw's posix
+//     backend, as MinIO) answers a write so while a concurrent delete is
+//     pruning the key's parent directories (found by the chaos suite, issue
+//     9); a lasting conflict is still a conflict once the retries are spent
 //   - SlowDown, InternalError, RequestTimeout, throttling, 429, 5xx,
 //     connection resets, timeouts, deadline exceeded → TransientError
 //   - AccessDenied, NoSuchBucket, InvalidAccessKeyId, SignatureDoesNotMatch,
@@ -33,7 +38,8 @@ func MapError(op, bucket, key string, err error) error {
 	switch {
 	case code == "NoSuchBucket", code == "XAdminUserNotFound": // versitygw: unknown access key, as a 404
 		return fault.Systemic(where, err)
-	case code == "NoSuchUpload", code == "ConditionalRequestConflict", code == "OperationAborted":
+	case code == "NoSuchUpload", code == "ConditionalRequestConflict", code == "OperationAborted",
+		status == 409 && (code == "ExistingObjectIsDirectory" || code == "ObjectParentIsFile"):
 		return fault.Transient(where, err)
 	case code == "NoSuchKey", code == "NotFound", code == "" && status == 404, code == "NoSuchVersion":
 		return fmt.Errorf("%s: %w (%w)", where, objectstore.ErrNotFound, err)

@@ -87,6 +87,8 @@ func TestMapError(t *testing.T) {
 		{"429", sdkError(429, nil), transient},
 		{"409 ConditionalRequestConflict", code(409, "ConditionalRequestConflict"), transient},
 		{"409 OperationAborted", code(409, "OperationAborted"), transient},
+		{"409 ExistingObjectIsDirectory (a parent pruned under a write)", code(409, "ExistingObjectIsDirectory"), transient},
+		{"409 ObjectParentIsFile", code(409, "ObjectParentIsFile"), transient},
 		{"NoSuchUpload (aborted under us)", code(404, "NoSuchUpload"), transient},
 		{"KMS throttling", code(400, "KMS.ThrottlingException"), transient},
 		{"SlowDown after retries", exhausted(code(503, "SlowDown")), transient},
