@@ -763,7 +763,7 @@ func awsKeyOf(j statestore.Job) string { return strings.TrimPrefix(j.SourceKey, 
 // faults a quarter of the S3 requests. Both end in the clean run's state.
 func TestChaosAWS(t *testing.T) {
 	c := s3Client(t)
-	cfg := chaosConfig(t, 120)
+	cfg := chaosConfig(t, 300)
 	rng := rand.New(rand.NewPCG(uint64(cfg.seed), 2))
 	dir := t.TempDir()
 	corpus := filepath.Join(dir, "corpus")
