@@ -29,3 +29,21 @@ test-integration: integration-tools ## go test -tags integration ./... against s
 	cd $(INTEGRATION_ROOT) && go build -o $(INTEGRATION_CLI) ./cmd/geomigrate
 	@cd $(INTEGRATION_ROOT) && GEOMIGRATE_CLI=$(INTEGRATION_CLI) AWS_EC2_METADATA_DISABLED=true scripts/with-integration-servers.sh \
 		go test -tags integration $(INTEGRATION_GOTEST_FLAGS) $(INTEGRATION_PKGS)
+
+# The crash/fault suite (cmd/geomigrate/chaos_integration_test.go) runs in
+# test-integration at a few hundred files; `make chaos N=10000` runs it at
+# scale against servers of its own and prints its figures. CHAOS_SEED
+# replays the random choices of a run (logged as GEOMIGRATE_CHAOS_SEED).
+N ?=
+CHAOS_SEED ?=
+CHAOS_KILLS ?=
+CHAOS_FIGURES := $(INTEGRATION_ROOT)/bin/chaos-figures.txt
+
+.PHONY: chaos
+chaos: integration-tools ## the crash/fault suite at scale, e.g. make chaos N=10000: kill -9 (local, aws), S3 faults; prints files, kills, faults, retries, time, per-file overhead
+	cd $(INTEGRATION_ROOT) && go build -o $(INTEGRATION_CLI) ./cmd/geomigrate
+	@rm -f $(CHAOS_FIGURES)
+	@cd $(INTEGRATION_ROOT) && GEOMIGRATE_CLI=$(INTEGRATION_CLI) AWS_EC2_METADATA_DISABLED=true \
+		GEOMIGRATE_CHAOS_N=$(N) GEOMIGRATE_CHAOS_SEED=$(CHAOS_SEED) GEOMIGRATE_CHAOS_KILLS=$(CHAOS_KILLS) GEOMIGRATE_CHAOS_FIGURES=$(CHAOS_FIGURES) \
+		scripts/with-integration-servers.sh go test -tags integration -count=1 -timeout 6h -run 'Chaos' -v ./cmd/geomigrate/; status=$$?; \
+		echo; echo "chaos figures:"; cat $(CHAOS_FIGURES) 2>/dev/null; exit $$status

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
@@ -63,6 +65,9 @@ type localBackend struct {
 	tracker *statestore.Tracker
 	queues  localrun.Queues
 	closers []func() error
+	// sweptTemps counts the hidden temporary files of killed writers
+	// removed from the destination when this process attached to it.
+	sweptTemps int
 }
 
 func (b *localBackend) Close() error {
@@ -95,6 +100,17 @@ func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.
 	}
 	b.db = db
 	b.closers = append(b.closers, db.Close)
+	// Temporaries a killed run left in the destination (output root,
+	// _staging, sidecars) are swept when no other process writes there.
+	attachCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	swept, _, detach, err := store.Attach(attachCtx, destBucket)
+	cancel()
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("attach to the destination: %w", err)
+	}
+	b.sweptTemps = swept
+	b.closers = append(b.closers, func() error { detach(); return nil })
 	b.tracker = statestore.NewTracker(db, statestore.WithLease(cfg.Lease))
 	rq, err := jsonlqueue.Open(paths.remediation)
 	if err != nil {

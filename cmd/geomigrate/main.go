@@ -44,7 +44,7 @@ func commands() []command {
 var errUsage = errors.New("usage")
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(context.Background())
 	err := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	switch {
@@ -55,6 +55,47 @@ func main() {
 		fmt.Fprintln(os.Stderr, "geomigrate:", err)
 		os.Exit(1)
 	}
+}
+
+// abortKey holds, in the command's context, the channel a second signal
+// closes.
+type abortKey struct{}
+
+// interruptible returns a context cancelled by the first SIGINT/SIGTERM
+// (a run starts no new file and gives running ones --grace to finish) and
+// carrying a channel the second one closes (running files are stopped and
+// rolled back at once). A third signal gets the default behaviour.
+func interruptible(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	abort := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			cancel(fmt.Errorf("%s received", s))
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			close(abort)
+			signal.Stop(sigs)
+		case <-done:
+		}
+	}()
+	return context.WithValue(ctx, abortKey{}, (<-chan struct{})(abort)), func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// abortOf is the channel a second signal closes (nil outside main: never).
+func abortOf(ctx context.Context) <-chan struct{} {
+	c, _ := ctx.Value(abortKey{}).(<-chan struct{})
+	return c
 }
 
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {

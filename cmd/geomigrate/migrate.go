@@ -37,6 +37,7 @@ type runFlags struct {
 	progress               string
 	logLevel, logFormat    string
 	lease                  time.Duration
+	grace                  time.Duration
 	// closer, when set, closes the jobs of executions that end unfinished
 	// (timed out, interrupted) as the executionfailed function does on
 	// AWS; without it their leases are only released.
@@ -91,11 +92,17 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	// handler warnings about them would say it twice.
 	fs.StringVar(&f.logLevel, "log-level", "error", "debug, info, warn or error (handler logs on stderr)")
 	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&f.grace, "grace", defaultGrace,
+		"on SIGINT/SIGTERM no new file starts and running ones get this long to finish; then (or at a second signal) they are stopped and rolled back")
 	fs.DurationVar(&f.lease, "lease", migration.DefaultLease,
 		"how long a file claimed by this run stays exclusive without renewal (renewed at each step); another run finding it\n"+
 			"held skips it as in progress until then; leases of a process that died on this host are taken over at once (longer than the 15m task timeout)")
 	return f
 }
+
+// defaultGrace fits with the report and the job closing inside the 30 s
+// that systemd and Kubernetes leave between SIGTERM and SIGKILL.
+const defaultGrace = 20 * time.Second
 
 // checkLease refuses a lease too short to cover one conversion.
 func (f *runFlags) checkLease() error {
@@ -225,6 +232,9 @@ func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migrati
 		return err
 	}
 	defer p.backend.Close()
+	if n := p.backend.sweptTemps; n > 0 {
+		fmt.Fprintf(stderr, "geomigrate: removed %d temporary file(s) left in %s by an interrupted run\n", n, f.dest)
+	}
 	f.closer = migration.NewExecutionFailed(p.cfg, p.backend.store, p.backend.tracker, p.backend.queues.DeadLetter, slog.New(slog.DiscardHandler))
 	err = f.execute(ctx, p.exec, p.backend.tracker, inputs, "local", p.recipe, p.paths, stdout, stderr)
 	if n, serr := sweepStaging(context.WithoutCancel(ctx), p.backend); serr != nil {
@@ -271,7 +281,11 @@ func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *sta
 	if err := takeOverDeadLeases(ctx, tracker, f.closer, stderr); err != nil {
 		return err
 	}
-	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done, Release: release, Halt: f.halt}
+	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done, Release: release, Halt: f.halt, Grace: f.grace, Abort: abortOf(ctx)}
+	stopNotice := context.AfterFunc(ctx, func() {
+		fmt.Fprintf(stderr, "\ngeomigrate: %v: no new file starts; running ones get %s to finish (interrupt again to stop them now)\n", context.Cause(ctx), f.grace)
+	})
+	defer stopNotice()
 	if f.closer != nil {
 		runner.Ended = f.closer.Close
 	}

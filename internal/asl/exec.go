@@ -102,6 +102,8 @@ type Executor struct {
 	sqs       SQSSendFunc
 	resources map[string]ResourceFunc
 	observers []func(Event)
+	// retryScale multiplies every Retry back-off (1 when unset).
+	retryScale float64
 }
 
 // Option configures an Executor.
@@ -140,6 +142,14 @@ func WithHistory(fn func(Event)) Option {
 	return func(e *Executor) { e.observers = append(e.observers, fn) }
 }
 
+// WithRetryScale multiplies every wait a Retrier schedules (its
+// IntervalSeconds, BackoffRate growth and MaxDelaySeconds cap alike) by
+// scale, so tests and chaos runs keep the definition's retry policy at a
+// fraction of its time. The definition is not changed; the history's
+// RetryScheduled events carry the scaled wait. scale must be > 0; 1 is
+// Step Functions' timing.
+func WithRetryScale(scale float64) Option { return func(e *Executor) { e.retryScale = scale } }
+
 // WithStateMachineName sets the name used in $$.StateMachine and ARNs.
 // Default "StateMachine".
 func WithStateMachineName(name string) Option { return func(e *Executor) { e.name = name } }
@@ -156,6 +166,9 @@ func NewExecutor(sm *StateMachine, opts ...Option) *Executor {
 	}
 	for _, o := range opts {
 		o(e)
+	}
+	if !(e.retryScale > 0) {
+		e.retryScale = 1
 	}
 	return e
 }

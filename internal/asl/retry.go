@@ -25,7 +25,7 @@ func (x *execution) runWithRetry(ctx context.Context, st *State, input any, ente
 		if i := matchRetrier(st.Retry, f.Error); i >= 0 && attempts[i] < st.Retry[i].MaxAttempts {
 			attempts[i]++
 			retryCount++
-			wait := retryDelay(st.Retry[i], attempts[i], x.e.random)
+			wait := time.Duration(float64(retryDelay(st.Retry[i], attempts[i], x.e.random)) * x.e.retryScale)
 			x.emit(Event{Type: EventRetryScheduled, State: st.Name, Error: f.Error, Cause: f.Cause, Attempt: retryCount, Wait: wait})
 			if sf := x.sleep(ctx, wait); sf != nil {
 				return nil, "", sf

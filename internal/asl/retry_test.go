@@ -201,3 +201,41 @@ func TestUnregisteredResourceIsRetriable(t *testing.T) {
 		t.Fatalf("got %s %s sleeps %v", res.Error, res.Cause, clk.Sleeps())
 	}
 }
+
+// TestRetryScale: WithRetryScale shortens every back-off by the same factor
+// (interval, growth and cap alike) and leaves the policy itself alone: the
+// same number of retries, the same order; scale 1 and no option are
+// Step Functions' timing.
+func TestRetryScale(t *testing.T) {
+	retry := `[{"ErrorEquals":["E"],"IntervalSeconds":4,"BackoffRate":2,"MaxDelaySeconds":10,"MaxAttempts":4,"JitterStrategy":"NONE"}]`
+	for _, tt := range []struct {
+		name string
+		opts []Option
+		want []time.Duration
+	}{
+		{"unset", nil, secs(4, 8, 10, 10)},
+		{"1", []Option{WithRetryScale(1)}, secs(4, 8, 10, 10)},
+		{"0.01", []Option{WithRetryScale(0.01)}, secs(0.04, 0.08, 0.1, 0.1)},
+		{"not positive keeps 1", []Option{WithRetryScale(0)}, secs(4, 8, 10, 10)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fl := &failingLambda{errs: []string{"E", "E", "E", "E"}}
+			res, clk := runDef(t, taskWith(retry, ""), `{}`, append(tt.opts, WithLambda("f", fl.fn))...)
+			mustSucceed(t, res)
+			got := clk.Sleeps()
+			if len(got) != len(tt.want) {
+				t.Fatalf("sleeps %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if d := got[i] - tt.want[i]; d < -time.Microsecond || d > time.Microsecond {
+					t.Errorf("retry %d: %v, want %v", i+1, got[i], tt.want[i])
+				}
+			}
+			for i, ev := range eventsOf(res, EventRetryScheduled) {
+				if ev.Wait != got[i] {
+					t.Errorf("RetryScheduled[%d].Wait %v, slept %v", i, ev.Wait, got[i])
+				}
+			}
+		})
+	}
+}

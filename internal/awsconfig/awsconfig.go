@@ -98,7 +98,12 @@ type Options struct {
 const (
 	EnvPathStyle   = "GEOMIGRATE_S3_PATH_STYLE"
 	EnvMaxAttempts = "GEOMIGRATE_AWS_MAX_ATTEMPTS"
-	EnvRegion      = "GEOMIGRATE_AWS_REGION"
+	// EnvMaxBackoff caps the SDK's delay between its attempts (a Go
+	// duration; default DefaultMaxBackoff): the fault-injection tests set
+	// it to milliseconds, as GEOMIGRATE_RETRY_WAIT_SCALE shortens the
+	// state machine's waits.
+	EnvMaxBackoff = "GEOMIGRATE_AWS_MAX_BACKOFF"
+	EnvRegion     = "GEOMIGRATE_AWS_REGION"
 )
 
 // FromEnv reads Options from the GEOMIGRATE_* variables through os.Getenv.
@@ -123,6 +128,13 @@ func FromGetenv(getenv func(string) string) (Options, error) {
 			return o, fmt.Errorf("awsconfig: %s=%q: want a positive integer", EnvMaxAttempts, v)
 		}
 		o.MaxAttempts = n
+	}
+	if v := getenv(EnvMaxBackoff); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return o, fmt.Errorf("awsconfig: %s=%q: want a positive duration such as 20ms", EnvMaxBackoff, v)
+		}
+		o.MaxBackoff = d
 	}
 	return o, nil
 }

@@ -40,6 +40,17 @@ func TestFromEnv(t *testing.T) {
 	if _, err := FromEnv(); err == nil {
 		t.Error("bad max attempts accepted")
 	}
+	t.Setenv(EnvMaxAttempts, "")
+	t.Setenv(EnvMaxBackoff, "20ms")
+	if o, err := FromEnv(); err != nil || o.MaxBackoff != 20*time.Millisecond {
+		t.Errorf("GEOMIGRATE_AWS_MAX_BACKOFF=20ms: %+v %v", o, err)
+	}
+	for _, bad := range []string{"0s", "-1s", "fast"} {
+		t.Setenv(EnvMaxBackoff, bad)
+		if _, err := FromEnv(); err == nil {
+			t.Errorf("GEOMIGRATE_AWS_MAX_BACKOFF=%s accepted", bad)
+		}
+	}
 }
 
 // TestEndpointsFromTheSDKEnvironment: the SDK's AWS_ENDPOINT_URL_<SERVICE>

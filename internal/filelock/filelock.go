@@ -40,3 +40,47 @@ func Lock(ctx context.Context, f *os.File) error {
 
 // Unlock releases a lock taken with Lock.
 func Unlock(f *os.File) error { return unix.Flock(int(f.Fd()), unix.LOCK_UN) }
+
+// TryLock takes the exclusive lock on f if no one holds any lock on it, and
+// reports whether it did, without waiting.
+func TryLock(f *os.File) (bool, error) {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		switch err {
+		case nil:
+			return true, nil
+		case unix.EINTR:
+			continue
+		case unix.EWOULDBLOCK:
+			return false, nil
+		}
+		return false, &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+	}
+}
+
+// LockShared takes a shared lock on f (many holders at once, none while
+// someone holds the exclusive lock), waiting until ctx is done. On a file
+// this description already locks exclusively it converts the lock.
+func LockShared(ctx context.Context, f *os.File) error {
+	delay := 100 * time.Microsecond
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+		switch err {
+		case nil:
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EWOULDBLOCK:
+		default:
+			return &os.PathError{Op: "flock", Path: f.Name(), Err: err}
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, 20*time.Millisecond)
+	}
+}

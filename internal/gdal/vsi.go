@@ -46,7 +46,9 @@ func (st *readState) record(n int, err error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.bytes += int64(n)
-	if err != nil && !errors.Is(err, io.EOF) && st.err == nil {
+	// Only a bare io.EOF is the end of the object: a transport error may
+	// wrap io.EOF too (`Get "…": EOF`, a response the connection lost).
+	if err != nil && err != io.EOF && st.err == nil { //nolint:errorlint // see above
 		st.err = err
 	}
 }

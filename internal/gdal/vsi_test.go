@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -20,6 +22,7 @@ type countingReaderAt struct {
 	calls   int
 	largest int
 	failAt  int64 // > 0: reads reaching past this offset fail
+	failErr error // with this error (default: a reset connection)
 }
 
 func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
@@ -28,6 +31,9 @@ func (c *countingReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	c.largest = max(c.largest, len(p))
 	c.mu.Unlock()
 	if c.failAt > 0 && off+int64(len(p)) > c.failAt {
+		if c.failErr != nil {
+			return 0, c.failErr
+		}
 		return 0, errors.New("connection reset by peer")
 	}
 	return c.r.ReadAt(p, off)
@@ -103,12 +109,28 @@ func TestConvertReader(t *testing.T) {
 		}
 	})
 	t.Run("a failing store is transient, not a damaged source", func(t *testing.T) {
-		ra, size := memObject(t, sample(t, "dem_utm33.tif").Path)
-		ra.failAt = size / 2
-		_, err := engine.ConvertReader(ctx, ra, size, "dem.tif", t.TempDir(), recipe())
-		var tr *fault.TransientError
-		if !errors.As(err, &tr) {
-			t.Errorf("%T %v, want TransientError", err, err)
+		// A response the server sent but the connection lost arrives as
+		// a wrapped io.EOF (`Get "…": EOF`): a failure of the store, not
+		// the end of the object (issue 9, found by the chaos suite).
+		dropped := fmt.Errorf("objectstore.ReadAt b/k@0: s3.OpenRange: request send failed: %w", &url.Error{Op: "Get", URL: "http://s3/b/k", Err: io.EOF})
+		for _, c := range []struct {
+			name   string
+			src    string
+			at     func(size int64) int64
+			failed error
+		}{
+			{"reset mid-raster", "dem_utm33.tif", func(size int64) int64 { return size / 2 }, nil},
+			{"response dropped at open, raster", "dem_utm33.tif", func(int64) int64 { return 1 }, dropped},
+			{"response dropped mid-raster", "dem_utm33.tif", func(size int64) int64 { return size / 2 }, dropped},
+			{"response dropped at open, vector", "parks.geojson", func(int64) int64 { return 1 }, dropped},
+		} {
+			ra, size := memObject(t, sample(t, c.src).Path)
+			ra.failAt, ra.failErr = c.at(size), c.failed
+			_, err := engine.ConvertReader(ctx, ra, size, c.src, t.TempDir(), recipe())
+			var tr *fault.TransientError
+			if !errors.As(err, &tr) {
+				t.Errorf("%s: %T %v, want TransientError", c.name, err, err)
+			}
 		}
 	})
 	if n := readers.len(); n != 0 {

@@ -8,6 +8,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"os"
+	"strconv"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/convert"
@@ -90,8 +93,30 @@ func LambdaFunc[I, O any](h func(context.Context, I) (O, error)) asl.LambdaFunc 
 	}
 }
 
+// RetryWaitScaleEnv names the variable that scales the local executor's
+// Retry waits (IntervalSeconds, MaxDelaySeconds and the back-off between
+// them): 0.01 turns the definition's 4 s … 60 s into 40 ms … 600 ms for tests
+// and chaos runs. Unset or 1 is Step Functions' timing; the ASL file is
+// never changed and AWS runs never read it.
+const RetryWaitScaleEnv = "GEOMIGRATE_RETRY_WAIT_SCALE"
+
+// RetryWaitScale reads RetryWaitScaleEnv: 1 when unset, an error when it is
+// not a number in (0, 1000].
+func RetryWaitScale() (float64, error) {
+	v := os.Getenv(RetryWaitScaleEnv)
+	if v == "" {
+		return 1, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) || f <= 0 || f > 1000 {
+		return 0, fmt.Errorf("%s=%q: want a number in (0, 1000], e.g. 0.01", RetryWaitScaleEnv, v)
+	}
+	return f, nil
+}
+
 // NewExecutor parses the migrate definition with local substitutions and
-// binds the handlers and queues to it. More options (clock, randomness,
+// binds the handlers and queues to it. Retry waits are scaled by
+// RetryWaitScaleEnv when set. More options (clock, randomness,
 // history observers) are passed through.
 func NewExecutor(h Handlers, q Queues, opts ...asl.Option) (*asl.Executor, error) {
 	def, err := MigrateDefinition()
@@ -102,8 +127,13 @@ func NewExecutor(h Handlers, q Queues, opts ...asl.Option) (*asl.Executor, error
 	if err != nil {
 		return nil, fmt.Errorf("localrun: %w", err)
 	}
+	scale, err := RetryWaitScale()
+	if err != nil {
+		return nil, fmt.Errorf("localrun: %w", err)
+	}
 	queues := map[string]queue.Sender{RemediationQueueURL: q.Remediation, DeadLetterQueueURL: q.DeadLetter}
 	all := []asl.Option{
+		asl.WithRetryScale(scale),
 		asl.WithLambda(HashCheckFunction, LambdaFunc(h.HashCheck.Handle)),
 		asl.WithLambda(ConvertFunction, LambdaFunc(h.Convert.Handle)),
 		asl.WithLambda(PromoteFunction, LambdaFunc(h.Promote.Handle)),

@@ -3,12 +3,14 @@ package localrun
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -78,15 +80,26 @@ type Runner struct {
 	// further execution starts, running ones end in their own recorded
 	// state, inputs not started are reported StatusNotStarted.
 	Halt *Halt
+	// Grace is how long running executions may go on once Run's context is
+	// cancelled (SIGINT/SIGTERM): no new input starts, and those running
+	// finish within Grace or are then aborted and closed (rolled back:
+	// quarantined, staging deleted, dead-letter message). Zero aborts them
+	// at once.
+	Grace time.Duration
+	// Abort, when closed, aborts the running executions without waiting
+	// for the rest of Grace (a second signal).
+	Abort <-chan struct{}
 }
 
 // Run executes one state machine execution per input and returns the
 // outcomes in input order. ctx cancellation stops new executions; running
-// ones see the cancelled context.
+// ones see a context cancelled Grace later (or when Abort closes).
 func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
 	workers := max(r.Workers, 1)
 	out := make([]Outcome, len(inputs))
 	next := make(chan int)
+	execCtx, stop := r.drainContext(ctx)
+	defer stop()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -96,7 +109,7 @@ func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
 				if reason := r.Halt.Reason(); reason != "" {
 					out[i] = notStarted(inputs[i], reason)
 				} else {
-					out[i] = r.runOne(ctx, inputs[i])
+					out[i] = r.runOne(execCtx, inputs[i])
 				}
 				if r.OnDone != nil {
 					r.OnDone(out[i])
@@ -104,8 +117,21 @@ func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
 			}
 		}()
 	}
+	cancelled := func(from int) {
+		for j := from; j < len(inputs); j++ {
+			if reason := r.Halt.Reason(); reason != "" {
+				out[j] = notStarted(inputs[j], reason)
+				continue
+			}
+			out[j] = Outcome{Bucket: inputs[j].Bucket, Key: inputs[j].Key, Status: StatusFailed, Error: "Cancelled", Message: "not started: " + ctx.Err().Error()}
+		}
+	}
 feed:
 	for i := range inputs {
+		if ctx.Err() != nil { // a select with both cases ready picks at random
+			cancelled(i)
+			break
+		}
 		select {
 		case next <- i:
 		case <-r.Halt.Done():
@@ -114,13 +140,7 @@ feed:
 			}
 			break feed
 		case <-ctx.Done():
-			for j := i; j < len(inputs); j++ {
-				if reason := r.Halt.Reason(); reason != "" {
-					out[j] = notStarted(inputs[j], reason)
-					continue
-				}
-				out[j] = Outcome{Bucket: inputs[j].Bucket, Key: inputs[j].Key, Status: StatusFailed, Error: "Cancelled", Message: ctx.Err().Error()}
-			}
+			cancelled(i)
 			break feed
 		}
 	}
@@ -131,6 +151,36 @@ feed:
 
 func notStarted(src migration.Source, reason string) Outcome {
 	return Outcome{Bucket: src.Bucket, Key: src.Key, Status: StatusNotStarted, Reason: "run stopped: " + reason}
+}
+
+// drainContext is the context the executions run under: ctx's values, but
+// cancelled only Grace after ctx is (or when Abort closes), so that a
+// signal lets running files finish instead of abandoning them mid-step.
+func (r *Runner) drainContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	execCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		if r.Grace > 0 {
+			t := time.NewTimer(r.Grace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Abort:
+			case <-done:
+				return
+			}
+		}
+		cancel(context.Cause(ctx))
+	}()
+	return execCtx, func() {
+		close(done)
+		cancel(nil)
+	}
 }
 
 func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
@@ -169,6 +219,15 @@ func closeEnded(ctx context.Context, ended func(context.Context, migration.Ended
 	switch {
 	case err != nil:
 		o.Message += " (job not closed: " + err.Error() + ")"
+	case out.JobStatus == string(statestore.Completed):
+		// Interrupted after Promote recorded the job COMPLETED: the file
+		// was converted and promoted, and the report says so, as the state
+		// store does.
+		o.Status, o.Error, o.JobID = StatusCompleted, "", out.JobID
+		o.Message = "completed before the execution was " + strings.ToLower(res.Status)
+		if out.DestKey != "" && len(o.Outputs) == 0 {
+			o.Outputs = []string{out.DestKey}
+		}
 	case out.MessageID != "":
 		o.Status, o.JobID = StatusDeadLetter, out.JobID
 		o.Message += " (job " + out.Outcome + "; dead-letter message " + out.MessageID + ")"

@@ -116,6 +116,12 @@ type ExecutionFailedOutput struct {
 	JobID          string `json:"job_id,omitempty"`
 	MessageID      string `json:"message_id,omitempty"`
 	StagingDeleted int    `json:"staging_deleted,omitempty"`
+	// JobStatus and DestKey are set when the job is still this
+	// execution's and was left alone because it had finished: an execution
+	// interrupted after Promote recorded COMPLETED converted its file, and
+	// a local run reports it so (the report agrees with the state store).
+	JobStatus string `json:"job_status,omitempty"`
+	DestKey   string `json:"dest_key,omitempty"`
 }
 
 // clockSkew is the margin below an execution's start date within which its
@@ -323,6 +329,7 @@ func (h *ExecutionFailed) close(ctx context.Context, e EndedExecution) (Executio
 		return h.send(ctx, e, rec, out)
 	default:
 		out.Outcome, out.Reason = EndedLeftAlone, "the job is "+string(rec.Status)
+		out.JobStatus, out.DestKey = string(rec.Status), rec.DestKey
 		return out, nil
 	}
 }

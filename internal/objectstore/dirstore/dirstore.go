@@ -12,7 +12,8 @@
 //   - <dir>/.geomigrate-tmp-*: a write in progress. Objects are written to a
 //     temporary file in the destination directory, fsynced and renamed into
 //     place, so a reader sees the old object or the new one, never a part.
-//     Stale temporaries left by a crash are removed by SweepTemps.
+//     Stale temporaries left by a crash are removed by Attach (when no other
+//     process writes to the bucket) or SweepTemps (by age).
 //   - <dir>/.geomigrate-meta/<name>.json: the sidecar of <dir>/<name>: ETag
 //     (hex MD5 of the content), size, mtime, inode and user metadata. A
 //     sidecar describes an object only while the file's inode, size and mtime

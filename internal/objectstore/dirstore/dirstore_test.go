@@ -391,6 +391,82 @@ func TestSweepTemps(t *testing.T) {
 	}
 }
 
+// TestAttachSweepsOnlyWhenAlone (issue 9): temporaries a killed writer
+// left (in data, staging and sidecar directories, whatever their age) are
+// removed by the first writer to attach, never while another writer is
+// attached (they may be its writes in progress), and nothing but the
+// store's own temporary names is touched. flock(2) sees each open file
+// description as an owner, so a second Store stands for a second process.
+func TestAttachSweepsOnlyWhenAlone(t *testing.T) {
+	s, root := newStore(t)
+	put(t, s, "b", "_staging/x/obj", "staged", nil)
+	put(t, s, "b", "out/obj.tif", "final", map[string]string{"k": "v"})
+	left := []string{
+		filepath.Join(root, "b", ".geomigrate-tmp-0001"),
+		filepath.Join(root, "b", "_staging", "x", ".geomigrate-tmp-0002"),
+		filepath.Join(root, "b", "out", ".geomigrate-meta", ".geomigrate-tmp-0003"),
+	}
+	kept := []string{filepath.Join(root, "b", "out", "geomigrate-tmp-not-ours"), filepath.Join(root, "b", "out", "x.tmp")}
+	for _, p := range append(append([]string(nil), left...), kept...) {
+		must(t, os.WriteFile(p, []byte("partial"), 0o644))
+	}
+	other, err := dirstore.New(root)
+	must(t, err)
+	ctx := context.Background()
+
+	// Another writer is attached: nothing is removed.
+	_, alone, releaseOther, err := other.Attach(ctx, "b")
+	if err != nil || !alone {
+		t.Fatalf("first Attach: alone %v, %v", alone, err)
+	}
+	releaseOther() // it swept: put the temporaries back for the next case
+	for _, p := range left {
+		must(t, os.WriteFile(p, []byte("partial"), 0o644))
+	}
+	_, _, releaseOther, err = other.Attach(ctx, "b")
+	must(t, err)
+	for _, p := range left {
+		must(t, os.WriteFile(p, []byte("partial"), 0o644))
+	}
+	n, alone, release, err := s.Attach(ctx, "b")
+	if err != nil || alone || n != 0 {
+		t.Fatalf("Attach beside another writer = %d, alone %v, %v; want 0, false", n, alone, err)
+	}
+	for _, p := range left {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed while another writer was attached: %v", p, err)
+		}
+	}
+	release()
+	releaseOther()
+
+	// Alone: every temporary goes, whatever its age; objects stay.
+	n, alone, release, err = s.Attach(ctx, "b")
+	if err != nil || !alone || n != len(left) {
+		t.Fatalf("Attach alone = %d, alone %v, %v; want %d, true", n, alone, err, len(left))
+	}
+	defer release()
+	for _, p := range left {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s survived", p)
+		}
+	}
+	for _, p := range kept {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s (not the store's temporary name) removed: %v", p, err)
+		}
+	}
+	if h, err := s.Head(ctx, "b", "out/obj.tif"); err != nil || h.Metadata["k"] != "v" {
+		t.Errorf("object after sweep = %+v, %v", h, err)
+	}
+	// While attached, another writer attaches beside it without sweeping.
+	if n, alone, rel, err := other.Attach(ctx, "b"); err != nil || alone || n != 0 {
+		t.Errorf("second writer: %d, alone %v, %v", n, alone, err)
+	} else {
+		rel()
+	}
+}
+
 func TestReadOnlyBucketIsSystemic(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root ignores directory permissions")

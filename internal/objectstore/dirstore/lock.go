@@ -70,3 +70,49 @@ func openLockFile(bdir string, stripe uint32) (*os.File, error) {
 	}
 	return f, err
 }
+
+// writersLockName is the lock file a process holds shared for as long as it
+// writes to a bucket (see Attach).
+const writersLockName = "writers.lock"
+
+// Attach registers this process as a writer of bucket until release is
+// called (or the process ends: the kernel drops flock(2) locks with the
+// process, so kill -9 leaves nothing held). When no other process is
+// attached, it first removes every temporary file in the bucket (swept):
+// they can only be the remains of writers that crashed or were killed, in
+// the data directories, staging and sidecar directories alike. Otherwise
+// (alone false) nothing is removed, as the temporaries may be another
+// process's writes in progress. Only names with the store's own temporary
+// prefix are removed.
+func (s *Store) Attach(ctx context.Context, bucket string) (swept int, alone bool, release func(), err error) {
+	w := where("Attach", bucket, "")
+	bdir, err := s.bucketDir("Attach", bucket, "")
+	if err != nil {
+		return 0, false, nil, err
+	}
+	dir := filepath.Join(bdir, lockDirName)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, false, nil, classify(w, err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, writersLockName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, false, nil, classify(w, err)
+	}
+	alone, err = filelock.TryLock(f)
+	if err != nil {
+		f.Close()
+		return 0, false, nil, classify(w, err)
+	}
+	if alone {
+		// Exclusive: no other process writes here until we downgrade.
+		if swept, err = s.SweepTemps(ctx, bucket, 0); err != nil {
+			f.Close()
+			return swept, alone, nil, err
+		}
+	}
+	if err := filelock.LockShared(ctx, f); err != nil {
+		f.Close()
+		return swept, alone, nil, classify(w, err)
+	}
+	return swept, alone, func() { _ = f.Close() }, nil
+}

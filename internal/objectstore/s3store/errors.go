@@ -34,7 +34,8 @@ func MapError(op, bucket, key string, err error) error {
 	switch {
 	case code == "NoSuchBucket", code == "XAdminUserNotFound": // versitygw: unknown access key, as a 404
 		return fault.Systemic(where, err)
-	case code == "NoSuchUpload", code == "ConditionalRequestConflict", code == "OperationAborted":
+	case code == "NoSuchUpload", code == "ConditionalRequestConflict", code == "OperationAborted",
+		status == 409 && (code == "ExistingObjectIsDirectory" || code == "ObjectParentIsFile"):
 		return fault.Transient(where, err)
 	case code == "NoSuchKey", code == "NotFound", code == "" && status == 404, code == "NoSuchVersion":
 		return fmt.Errorf("%s: %w (%w)", where, objectstore.ErrNotFound, err)
