@@ -157,6 +157,19 @@ func TestVectorMeter(t *testing.T) {
 	if err := newVectorMeter("l", 0, r).declared(17_000); fault.CodeOf(err) != fault.BudgetExceeded {
 		t.Errorf("17,000 x 192 bytes under a 3 MiB budget: %v", err)
 	}
+	// BenchmarkGeoParquet1M's layer (1,000,000 points, three attributes,
+	// ~25 bytes of WKB and text a row) fits the default budget.
+	d := convert.DefaultRecipe()
+	d.VectorFormat = convert.FormatGeoParquet
+	m := newVectorMeter("points", 3, d)
+	if err := m.declared(1_000_000); err != nil {
+		t.Errorf("1M points declared under the default budget: %v", err)
+	}
+	for i := 0; i < 1_000_000; i++ {
+		if err := m.add(25); err != nil {
+			t.Fatalf("1M points read under the default budget: %v", err)
+		}
+	}
 	r.MaxMemory = 0
 	if err := newVectorMeter("l", 0, r).declared(1 << 40); err != nil {
 		t.Errorf("no budget: %v", err)

@@ -1,11 +1,13 @@
 package hostile
 
 import (
+	"archive/zip"
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -110,5 +112,41 @@ func TestVectorBombsAreWellFormed(t *testing.T) {
 	}
 	if len(pts.Features) != 3 || len(pts.Features[2].Properties.Note) != 100 {
 		t.Errorf("text GeoJSON: %+v", pts)
+	}
+}
+
+// The zipped Shapefile holds the four files, the points inflate more than
+// 5 times, and the archive is the same bytes every time.
+func TestPointShapefileZip(t *testing.T) {
+	var a, b bytes.Buffer
+	const n = 200_000
+	if err := WritePointShapefileZip(&a, "points", n); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePointShapefileZip(&b, "points", n); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Error("two archives differ")
+	}
+	zr, err := zip.NewReader(bytes.NewReader(a.Bytes()), int64(a.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var inflated uint64
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+		inflated += f.UncompressedSize64
+	}
+	if got := strings.Join(names, " "); got != "points.shp points.shx points.dbf points.prj" {
+		t.Errorf("entries %s", got)
+	}
+	if want := uint64(100+28*n) + uint64(100+8*n) + uint64(65+11*n+1) + uint64(len(prjWGS84)); inflated != want {
+		t.Errorf("inflates to %d bytes, want %d", inflated, want)
+	}
+	t.Logf("%d points: %d bytes of zip, %d inflated (x%.1f)", n, a.Len(), inflated, float64(inflated)/float64(a.Len()))
+	if inflated < 5*uint64(a.Len()) {
+		t.Errorf("inflates only %.1f times", float64(inflated)/float64(a.Len()))
 	}
 }

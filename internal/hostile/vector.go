@@ -7,7 +7,9 @@ package hostile
 // full, streamed to disk by the tests that use them.
 
 import (
+	"archive/zip"
 	"bufio"
+	"compress/flate"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -16,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // prjWGS84 is the .prj of a Shapefile in WGS 84 (ESRI WKT).
@@ -73,15 +76,20 @@ func WriteTextGeoJSON(w io.Writer, features, textBytes int) error {
 // WritePointShapefile writes stem.shp/.shx/.dbf/.prj in dir: n points with
 // an integer id (36 bytes of .shp and .shx and 11 of .dbf a point).
 func WritePointShapefile(dir, stem string, n int) error {
-	const content = 20 // shape type, x, y
-	return writeShapefile(dir, stem, 1, n, content, [4]float64{-180, -85, 180, 85}, func(w *bufio.Writer, i int) {
-		le := binary.LittleEndian
-		var b [content]byte
-		le.PutUint32(b[0:], 1)
-		le.PutUint64(b[4:], math.Float64bits(float64(i%36000)/100-180))
-		le.PutUint64(b[12:], math.Float64bits(float64(i/36000%17000)/100-85))
-		w.Write(b[:])
-	})
+	return writeShapefile(toDir(dir), stem, 1, n, pointContent, [4]float64{-180, -85, 180, 85}, writePoint)
+}
+
+// pointContent is a point record: shape type, x, y.
+const pointContent = 20
+
+// writePoint writes point record i: a grid of 0.01° over the world.
+func writePoint(w *bufio.Writer, i int) {
+	le := binary.LittleEndian
+	var b [pointContent]byte
+	le.PutUint32(b[0:], 1)
+	le.PutUint64(b[4:], math.Float64bits(float64(i%36000)/100-180))
+	le.PutUint64(b[12:], math.Float64bits(float64(i/36000%17000)/100-85))
+	w.Write(b[:])
 }
 
 // WritePolygonShapefile writes stem.shp/.shx/.dbf/.prj in dir: one polygon
@@ -90,7 +98,7 @@ func WritePolygonShapefile(dir, stem string, vertices int) error {
 	pts := vertices + 1
 	content := 4 + 32 + 4 + 4 + 4 + 16*pts
 	bbox := [4]float64{5, 45, 15, 55}
-	return writeShapefile(dir, stem, 5, 1, content, bbox, func(w *bufio.Writer, _ int) {
+	return writeShapefile(toDir(dir), stem, 5, 1, content, bbox, func(w *bufio.Writer, _ int) {
 		le := binary.LittleEndian
 		var b [48]byte
 		le.PutUint32(b[0:], 5)
@@ -111,10 +119,55 @@ func WritePolygonShapefile(dir, stem string, vertices int) error {
 	})
 }
 
+// WritePointShapefileZip writes a zip archive (as uploaded: a zipped
+// Shapefile) of stem.shp/.shx/.dbf/.prj holding n points (47 bytes of
+// Shapefile each). They inflate about 6 times, well under any ratio limit
+// for zip bombs: 16,000,000 points are ~125 MB of zip and 750 MB of
+// Shapefile, and a writer that held every row (~230 bytes a point) would
+// need well over 3 GiB.
+func WritePointShapefileZip(w io.Writer, stem string, n int) error {
+	zw := zip.NewWriter(w)
+	zw.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(out, flate.BestSpeed)
+	})
+	modified := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) // identical archives
+	err := writeShapefile(func(name string, write func(*bufio.Writer)) error {
+		fw, err := zw.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: modified})
+		if err != nil {
+			return err
+		}
+		bw := bufio.NewWriterSize(fw, 1<<20)
+		write(bw)
+		return bw.Flush()
+	}, stem, 1, n, pointContent, [4]float64{0, 0, 15, 15}, func(w *bufio.Writer, i int) {
+		// A 16 x 16 grid of 1°, repeated: records that deflate well.
+		le := binary.LittleEndian
+		var b [pointContent]byte
+		le.PutUint32(b[0:], 1)
+		le.PutUint64(b[4:], math.Float64bits(float64(i%16)))
+		le.PutUint64(b[12:], math.Float64bits(float64(i/16%16)))
+		w.Write(b[:])
+	})
+	if err != nil {
+		return fmt.Errorf("hostile.WritePointShapefileZip: %w", err)
+	}
+	return zw.Close()
+}
+
+// toDir writes each file of a Shapefile into dir.
+func toDir(dir string) func(name string, write func(*bufio.Writer)) error {
+	return func(name string, write func(*bufio.Writer)) error {
+		if err := writeFile(filepath.Join(dir, name), write); err != nil {
+			return fmt.Errorf("hostile.writeShapefile: %w", err)
+		}
+		return nil
+	}
+}
+
 // writeShapefile writes n records of one shape type, each of content
 // bytes written by rec, with the .shx index, a .dbf of one N(10) "id"
-// field and a WGS 84 .prj.
-func writeShapefile(dir, stem string, shapeType, n, content int, bbox [4]float64, rec func(w *bufio.Writer, i int)) error {
+// field and a WGS 84 .prj, in this order, each through put.
+func writeShapefile(put func(name string, write func(*bufio.Writer)) error, stem string, shapeType, n, content int, bbox [4]float64, rec func(w *bufio.Writer, i int)) error {
 	be, le := binary.BigEndian, binary.LittleEndian
 	header := func(words int) []byte {
 		h := make([]byte, 100)
@@ -128,8 +181,11 @@ func writeShapefile(dir, stem string, shapeType, n, content int, bbox [4]float64
 		return h
 	}
 	recWords := (8 + content) / 2
-	files := map[string]func(w *bufio.Writer){
-		".shp": func(w *bufio.Writer) {
+	files := []struct {
+		ext   string
+		write func(w *bufio.Writer)
+	}{
+		{".shp", func(w *bufio.Writer) {
 			w.Write(header(50 + n*recWords))
 			var rh [8]byte
 			for i := 0; i < n; i++ {
@@ -138,8 +194,8 @@ func writeShapefile(dir, stem string, shapeType, n, content int, bbox [4]float64
 				w.Write(rh[:])
 				rec(w, i)
 			}
-		},
-		".shx": func(w *bufio.Writer) {
+		}},
+		{".shx", func(w *bufio.Writer) {
 			w.Write(header(50 + 4*n))
 			var e [8]byte
 			for i := 0; i < n; i++ {
@@ -147,8 +203,8 @@ func writeShapefile(dir, stem string, shapeType, n, content int, bbox [4]float64
 				be.PutUint32(e[4:], uint32(content/2))
 				w.Write(e[:])
 			}
-		},
-		".dbf": func(w *bufio.Writer) {
+		}},
+		{".dbf", func(w *bufio.Writer) {
 			const width = 10
 			h := make([]byte, 32+32+1)
 			h[0] = 3
@@ -161,16 +217,22 @@ func writeShapefile(dir, stem string, shapeType, n, content int, bbox [4]float64
 			h[32+16] = width
 			h[64] = 0x0D
 			w.Write(h)
+			b := make([]byte, 0, 1+width)
 			for i := 0; i < n; i++ {
-				fmt.Fprintf(w, " %*d", width, i+1)
+				b = append(b[:0], ' ')
+				d := strconv.AppendInt(nil, int64(i+1), 10)
+				for k := len(d); k < width; k++ {
+					b = append(b, ' ')
+				}
+				w.Write(append(b, d...))
 			}
 			w.WriteByte(0x1A)
-		},
-		".prj": func(w *bufio.Writer) { w.WriteString(prjWGS84) },
+		}},
+		{".prj", func(w *bufio.Writer) { w.WriteString(prjWGS84) }},
 	}
-	for ext, write := range files {
-		if err := writeFile(filepath.Join(dir, stem+ext), write); err != nil {
-			return fmt.Errorf("hostile.writeShapefile: %w", err)
+	for _, f := range files {
+		if err := put(stem+f.ext, f.write); err != nil {
+			return err
 		}
 	}
 	return nil
