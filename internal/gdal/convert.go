@@ -51,8 +51,16 @@ func (e *Engine) Convert(ctx context.Context, src, workDir string, r convert.Rec
 // convertSource is the conversion of a preflighted source.
 func (e *Engine) convertSource(ctx context.Context, s *source, workDir string, r convert.Recipe) ([]convert.Output, error) {
 	rec := newRecorder()
+	// GDAL parses a GeoJSON feature whole (at ~24 times its text): the
+	// largest one it accepts follows the memory budget.
+	if lim := geoJSONObjectLimit(r.MaxMemory); lim != "" {
+		defer setThreadConfig("OGR_GEOJSON_MAX_OBJ_SIZE", lim)()
+	}
 	ds, err := s.open(rec)
 	if err != nil {
+		if be := geoJSONObjectError(err, r.MaxMemory); be != nil {
+			return nil, be
+		}
 		return nil, err
 	}
 	defer ds.Close()

@@ -333,6 +333,10 @@ func TestCategoricalByMetadata(t *testing.T) {
 // the memory-limited child that converts the files of the named directory.
 const childEnv = "GEOMIGRATE_TEST_MEMLIMIT_DIR"
 
+// budget64MiB starts the name of a file the child converts under a
+// max_memory of 64 MiB.
+const budget64MiB = "budget64m-"
+
 // The size bombs and two good samples, converted in a child process whose
 // address space is limited to 3 GiB (a 3 GiB Lambda): the child must not
 // die, every bomb must be BudgetExceeded and the samples must convert.
@@ -351,10 +355,22 @@ func TestConvertUnderMemoryLimit(t *testing.T) {
 		if got := e.Config().MemoryLimit; got > limit {
 			t.Errorf("MemoryLimit %d ignores RLIMIT_AS %d", got, limit)
 		}
-		names, _ := filepath.Glob(filepath.Join(dir, "*.tif"))
+		var names []string
+		for _, pat := range []string{"*.tif", "*.zip", "*.shp", "*.geojson", "*.gpkg"} {
+			m, _ := filepath.Glob(filepath.Join(dir, pat))
+			names = append(names, m...)
+		}
 		for _, p := range names {
-			_, err := e.Convert(context.Background(), p, t.TempDir(), recipe())
+			r := recipe()
+			r.VectorFormat = convert.FormatGeoParquet // the writer that holds every row
+			if strings.HasPrefix(filepath.Base(p), budget64MiB) {
+				r.MaxMemory = 64 << 20
+			}
+			_, err := e.Convert(context.Background(), p, t.TempDir(), r)
 			fmt.Printf("RESULT %s %s\n", filepath.Base(p), strings.ReplaceAll(codeOf(err), "\n", " "))
+			if err != nil {
+				fmt.Printf("DETAIL %s %s\n", filepath.Base(p), strings.ReplaceAll(err.Error(), "\n", " "))
+			}
 		}
 		return
 	}
@@ -366,7 +382,40 @@ func TestConvertUnderMemoryLimit(t *testing.T) {
 		}
 		want[b.Name] = string(fault.BudgetExceeded)
 	}
-	for _, name := range []string{"dem_utm33.tif", "landcover_4326.tif"} {
+	// Vector bombs. The zipped Shapefile of 16,000,000 points (~125 MB)
+	// would need ~3.7 GB held by the GeoParquet writer: without the vector
+	// budget the child dies ("fatal error: out of memory") after scanning
+	// it. The GeoJSON polygon of 4,000,000 vertices (~86 MB) would take
+	// ~2 GB parsed. The polygon Shapefile (16 MB of WKB) is not over 3 GiB:
+	// the child converts it under a 64 MiB max_memory, to show the running
+	// total refusing it inside the limited process.
+	f, err := os.Create(filepath.Join(dir, "points-16m.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostile.WritePointShapefileZip(f, "points", 16_000_000); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want["points-16m.zip"] = string(fault.BudgetExceeded)
+	g, err := os.Create(filepath.Join(dir, "polygon-4m.geojson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hostile.WritePolygonGeoJSON(g, 4_000_000); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want["polygon-4m.geojson"] = string(fault.BudgetExceeded)
+	if err := hostile.WritePolygonShapefile(dir, budget64MiB+"polygon", 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	want[budget64MiB+"polygon.shp"] = string(fault.BudgetExceeded)
+	for _, name := range []string{"dem_utm33.tif", "landcover_4326.tif", "city.gpkg", "parks.geojson"} {
 		copyFile(t, sample(t, name).Path, filepath.Join(dir, name))
 		want[name] = "converted"
 	}
@@ -386,8 +435,9 @@ func TestConvertUnderMemoryLimit(t *testing.T) {
 		if got[name] != w {
 			t.Errorf("%s: %q, want %s", name, got[name], w)
 		}
+		t.Logf("%s: %s", name, got[name])
 	}
-	if t.Failed() {
+	if t.Failed() || testing.Verbose() {
 		t.Logf("child output:\n%s", out)
 	}
 }

@@ -167,6 +167,7 @@ type ogrSource struct {
 	name     string
 	rows     int64
 	repaired int64
+	meter    *vectorMeter // what the writer holds, against the budget
 }
 
 func (s *ogrSource) Next() (geoparquet.Feature, error) {
@@ -201,11 +202,24 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 		s.repaired++
 	}
 	out.Values = make([]any, len(s.fields))
+	payload := int64(len(out.WKB))
 	for i, fd := range s.fields {
 		if C.OGR_F_IsFieldSetAndNotNull(f, fd.index) == 0 {
 			continue
 		}
-		out.Values[i] = fieldValue(f, fd)
+		v := fieldValue(f, fd)
+		switch x := v.(type) {
+		case string:
+			payload += int64(len(x))
+		case []byte:
+			payload += int64(len(x))
+		}
+		out.Values[i] = v
+	}
+	// The writer keeps every row (to sort them): text and binary
+	// attributes count with the geometry.
+	if err := s.meter.add(payload); err != nil {
+		return geoparquet.Feature{}, err
 	}
 	s.rows++
 	return out, nil
@@ -301,7 +315,8 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	if err != nil {
 		return convert.Output{}, fault.Systemic("gdal.GeoParquet: create output", err)
 	}
-	src := &ogrSource{ctx: ctx, layer: layerHandle(l), fields: read, flags: flags, name: sc.name}
+	src := &ogrSource{ctx: ctx, layer: layerHandle(l), fields: read, flags: flags, name: sc.name,
+		meter: newVectorMeter(sc.name, len(read), r)}
 	// OGR and GEOS report through CPLError (MakeValid notices, read
 	// errors); read errors are checked after each feature instead.
 	pushQuiet()
@@ -339,6 +354,8 @@ func geoParquetError(layer string, err error) error {
 	var d *fault.DataError
 	var s *fault.SystemicError
 	switch {
+	case errors.As(err, &d) && d.Code == fault.BudgetExceeded:
+		return d // its message says where; the writer's "reading feature N" adds nothing
 	case errors.As(err, &d), errors.As(err, &s):
 		return err
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -67,6 +67,11 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 	var scans []layerScan
 	var skipped []string
 	for _, l := range layers {
+		// The declared count first, without reading the features (a forced
+		// count may mean a full read).
+		if err := newVectorMeter(l.Name(), fieldCount(l), r).declared(declaredFeatureCount(l)); err != nil {
+			return nil, err
+		}
 		n, err := l.FeatureCount(rec.opt())
 		if err != nil {
 			return nil, classify("gdal.FeatureCount", err, "", fault.CorruptSource, "layer %q cannot be read", l.Name())
@@ -82,7 +87,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 		if err := layerCRS(l, rec); err != nil {
 			return nil, err
 		}
-		sc, err := scanLayer(ctx, l)
+		sc, err := scanLayer(ctx, l, newVectorMeter(l.Name(), fieldCount(l), r))
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +215,10 @@ func flatten(t godal.GeometryType) godal.GeometryType {
 	return godal.GeometryType(int(t) % 1000)
 }
 
-func scanLayer(ctx context.Context, l godal.Layer) (layerScan, error) {
+// scanLayer reads every feature of a layer; meter refuses it as soon as
+// what its conversion would hold is over the memory budget (checked before
+// the geometry is validated, which may take as much again).
+func scanLayer(ctx context.Context, l godal.Layer, meter *vectorMeter) (layerScan, error) {
 	sc := layerScan{name: l.Name(), types: map[godal.GeometryType]int64{}}
 	// OGR_G_IsValid reports each invalidity through CPLError (GEOS
 	// "Self-intersection at …"); the count is what matters, so silence them
@@ -224,8 +232,17 @@ func scanLayer(ctx context.Context, l godal.Layer) (layerScan, error) {
 	for f := l.NextFeature(); f != nil; f = l.NextFeature() {
 		sc.features++
 		g := f.Geometry()
+		null := isNull(g)
+		var size int64
+		if !null {
+			size = wkbSize(g)
+		}
+		if err := meter.add(size); err != nil {
+			f.Close()
+			return sc, err
+		}
 		switch {
-		case isNull(g) || g.Empty():
+		case null || g.Empty():
 			sc.nulls++
 		default:
 			t := g.Type()

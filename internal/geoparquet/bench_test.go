@@ -92,3 +92,55 @@ func BenchmarkWrite1M(b *testing.B) {
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(st.RowGroups), "row-groups")
 }
+
+// polygonSource generates n squares of `vertices` vertices each (a ring of
+// vertices+1 points) with an id, reusing one WKB buffer.
+type polygonSource struct {
+	n, i, vertices int
+	wkb            []byte
+}
+
+func (s *polygonSource) Next() (Feature, error) {
+	if s.i >= s.n {
+		return Feature{}, io.EOF
+	}
+	s.i++
+	pts := s.vertices + 1
+	if s.wkb == nil {
+		s.wkb = make([]byte, 1+4+4+4+16*pts)
+	}
+	le := binary.LittleEndian
+	s.wkb[0] = 1
+	le.PutUint32(s.wkb[1:], 3)
+	le.PutUint32(s.wkb[5:], 1)
+	le.PutUint32(s.wkb[9:], uint32(pts))
+	cx, cy := float64(s.i%1000), float64(s.i/1000)
+	for k := 0; k < pts; k++ {
+		a := 2 * math.Pi * float64(k%s.vertices) / float64(s.vertices)
+		le.PutUint64(s.wkb[13+16*k:], math.Float64bits(cx+0.4*math.Cos(a)))
+		le.PutUint64(s.wkb[21+16*k:], math.Float64bits(cy+0.4*math.Sin(a)))
+	}
+	return Feature{WKB: s.wkb, Values: []any{int64(s.i)}}, nil
+}
+
+// BenchmarkWritePolygons writes 50,000 polygons of 200 vertices (160 MB of
+// WKB) and reports the peak heap per WKB byte: the per-vertex term of the
+// engine's memory model (internal/gdal/vectorbudget.go).
+func BenchmarkWritePolygons(b *testing.B) {
+	const n, vertices = 50_000, 200
+	layer := Layer{Name: "polygons", Fields: []Field{{Name: "id", Type: Int64}}, IsCRS84: true}
+	var peak uint64
+	var wkbBytes float64
+	for i := 0; i < b.N; i++ {
+		ph := startPeakHeap()
+		src := &polygonSource{n: n, vertices: vertices}
+		_, err := Write(io.Discard, layer, src, DefaultOptions())
+		peak = max(peak, ph.Stop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		wkbBytes = float64(n) * float64(len(src.wkb))
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(peak)/wkbBytes, "heap/wkb-byte")
+}

@@ -1,0 +1,177 @@
+package gdal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/hostile"
+)
+
+// writeVectorBombs writes the vector bombs of internal/hostile into dir
+// (about 75 MB in all) and returns their paths by name.
+func writeVectorBombs(t testing.TB, dir string) map[string]string {
+	t.Helper()
+	paths := map[string]string{}
+	// 300,000 points: 67 MB held by the GeoParquet writer, 77 MB by
+	// FlatGeobuf's index, by the declared count.
+	if err := hostile.WritePointShapefile(dir, "points", 300_000); err != nil {
+		t.Fatal(err)
+	}
+	paths["points"] = filepath.Join(dir, "points.shp")
+	// One polygon of 1,000,000 vertices: declares one feature, holds 16 MB
+	// of WKB (64 MB by the model).
+	if err := hostile.WritePolygonShapefile(dir, "polygon", 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	paths["polygon"] = filepath.Join(dir, "polygon.shp")
+	writeGeoJSON := func(name string, write func(f *os.File) error) {
+		p := filepath.Join(dir, name+".geojson")
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		paths[name] = p
+	}
+	// A polygon of 800,000 vertices as GeoJSON (17 MB of text, ~400 MB
+	// parsed).
+	writeGeoJSON("polygon-json", func(f *os.File) error { return hostile.WritePolygonGeoJSON(f, 800_000) })
+	// 2,000 points with 20 KB of text each: 40 MB of text.
+	writeGeoJSON("text", func(f *os.File) error { return hostile.WriteTextGeoJSON(f, 2000, 20_000) })
+	return paths
+}
+
+// Feature and vertex counts are bounded by the memory budget: under a
+// 64 MiB max_memory every vector bomb is refused with BudgetExceeded, by
+// the declared count (points), the running total of geometry (polygon) or
+// text (text), or GDAL's GeoJSON object limit (polygon-json); under the
+// default budget the same files convert. Before the fix all of them
+// converted under 64 MiB, holding ~100 MB to ~600 MB.
+func TestVectorBudgets(t *testing.T) {
+	paths := writeVectorBombs(t, t.TempDir())
+	small := func(format string) convert.Recipe {
+		r := recipe()
+		r.VectorFormat = format
+		r.MaxMemory = 64 << 20
+		return r
+	}
+	def := func(format string) convert.Recipe {
+		r := recipe()
+		r.VectorFormat = format
+		return r
+	}
+	gp, fgb := convert.FormatGeoParquet, convert.FormatFlatGeobuf
+	cases := []struct {
+		name   string
+		recipe convert.Recipe
+		want   string   // code, or "converted"
+		says   []string // in the refusal
+	}{
+		{"points", small(gp), string(fault.BudgetExceeded), []string{"declares 300000 features", "48.0 MiB", "split the layer"}},
+		{"points", small(fgb), string(fault.BudgetExceeded), []string{"declares 300000 features", "FlatGeobuf"}},
+		{"polygon", small(gp), string(fault.BudgetExceeded), []string{"the first 1 features hold 15.3 MiB", "48.0 MiB"}},
+		{"polygon", small(fgb), string(fault.BudgetExceeded), []string{"feature 1 has a geometry of 15.3 MiB"}},
+		{"polygon-json", small(gp), string(fault.BudgetExceeded), []string{"GeoJSON feature would take more than 10 MB once parsed"}},
+		{"text", small(gp), string(fault.BudgetExceeded), []string{"geometry (WKB) and text"}},
+		{"text", small(fgb), "converted", nil}, // FlatGeobuf streams the text through GDAL
+		{"points", def(gp), "converted", nil},
+		{"points", def(fgb), "converted", nil},
+		{"polygon", def(gp), "converted", nil},
+		{"polygon-json", def(gp), "converted", nil},
+		{"text", def(gp), "converted", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"/"+c.recipe.VectorFormat+"/"+bytesText(c.recipe.MaxMemory), func(t *testing.T) {
+			work := t.TempDir()
+			outs, err := engine.Convert(context.Background(), paths[c.name], work, c.recipe)
+			if got := codeOf(err); got != c.want {
+				t.Fatalf("%s, want %s (%v)", got, c.want, err)
+			}
+			if err != nil {
+				t.Log(err)
+				for _, s := range c.says {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("message does not say %q", s)
+					}
+				}
+				if entries, _ := os.ReadDir(work); len(entries) != 0 {
+					t.Errorf("work dir not empty: %v", entries)
+				}
+				return
+			}
+			if len(outs) != 1 || outs[0].Stats["features"] == 0 {
+				t.Errorf("outputs %+v", outs)
+			}
+		})
+	}
+}
+
+// The meter's arithmetic: what GeoParquet holds grows with every payload
+// byte, what FlatGeobuf holds with the largest geometry only.
+func TestVectorMeter(t *testing.T) {
+	r := convert.DefaultRecipe()
+	r.MaxMemory = 4 << 20 // budget 3 MiB
+	cases := []struct {
+		format   string
+		fields   int
+		payloads []int64
+		refused  int // 1-based index of the add that is refused; 0 = none
+	}{
+		{convert.FormatGeoParquet, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 3},    // 4×768 KiB = 3 MiB + rows
+		{convert.FormatFlatGeobuf, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 0},    // largest 256 KiB
+		{convert.FormatFlatGeobuf, 0, []int64{100, 800 << 10}, 2},                     // 3.2 MiB for one geometry
+		{convert.FormatGeoParquet, 1000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0}, // 11 × 32 KiB
+		{convert.FormatGeoParquet, 10000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 10},
+	}
+	for i, c := range cases {
+		r.VectorFormat = c.format
+		m := newVectorMeter("l", c.fields, r)
+		refused := 0
+		for k, p := range c.payloads {
+			if err := m.add(p); err != nil {
+				if fault.CodeOf(err) != fault.BudgetExceeded {
+					t.Errorf("case %d: %v", i, err)
+				}
+				refused = k + 1
+				break
+			}
+		}
+		if refused != c.refused {
+			t.Errorf("case %d (%s): refused at %d, want %d (estimate %d of %d)", i, c.format, refused, c.refused, m.estimate(m.features), m.budget)
+		}
+	}
+	r.VectorFormat = convert.FormatGeoParquet
+	if err := newVectorMeter("l", 0, r).declared(-1); err != nil {
+		t.Errorf("unknown count refused: %v", err)
+	}
+	if err := newVectorMeter("l", 0, r).declared(17_000); fault.CodeOf(err) != fault.BudgetExceeded {
+		t.Errorf("17,000 x 192 bytes under a 3 MiB budget: %v", err)
+	}
+	// BenchmarkGeoParquet1M's layer (1,000,000 points, three attributes,
+	// ~25 bytes of WKB and text a row) fits the default budget.
+	d := convert.DefaultRecipe()
+	d.VectorFormat = convert.FormatGeoParquet
+	m := newVectorMeter("points", 3, d)
+	if err := m.declared(1_000_000); err != nil {
+		t.Errorf("1M points declared under the default budget: %v", err)
+	}
+	for i := 0; i < 1_000_000; i++ {
+		if err := m.add(25); err != nil {
+			t.Fatalf("1M points read under the default budget: %v", err)
+		}
+	}
+	r.MaxMemory = 0
+	if err := newVectorMeter("l", 0, r).declared(1 << 40); err != nil {
+		t.Errorf("no budget: %v", err)
+	}
+}
