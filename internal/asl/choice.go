@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// operandKind is what a comparison operator's value must be.
+// operandKind is what a comparison operator's literal operand must be (for
+// a Path variant: what the referenced value is compared as).
 type operandKind int
 
 const (
@@ -13,26 +14,129 @@ const (
 	opNumber
 	opBool
 	opTimestamp
-	opPath
 )
 
-var comparisonOps = map[string]operandKind{}
+// comparison is one Choice comparison operator. Parse-time validation and
+// evaluation both read it, so an operator is declared exactly once.
+type comparison struct {
+	kind operandKind
+	// path: the operand is a reference path; the value it selects is
+	// compared instead (StringEqualsPath, ...).
+	path bool
+	// allowsMissing: the test also runs when Variable selects nothing (val
+	// is then absent{}); for every other operator that is a runtime error.
+	allowsMissing bool
+	test          func(val, operand any) bool
+}
 
-func init() {
-	for _, base := range []string{"Equals", "LessThan", "GreaterThan", "LessThanEquals", "GreaterThanEquals"} {
-		comparisonOps["String"+base] = opString
-		comparisonOps["Numeric"+base] = opNumber
-		comparisonOps["Timestamp"+base] = opTimestamp
-		for _, t := range []string{"String", "Numeric", "Timestamp"} {
-			comparisonOps[t+base+"Path"] = opPath
+// absent stands for the value of a Variable that selects nothing.
+type absent struct{}
+
+var comparisons = comparisonTable()
+
+// comparisonTable lists the Choice comparison operators of the Amazon States
+// Language: https://states-language.net/spec.html#choice-state
+func comparisonTable() map[string]comparison {
+	orders := map[string]func(c int) bool{
+		"Equals":            func(c int) bool { return c == 0 },
+		"LessThan":          func(c int) bool { return c < 0 },
+		"GreaterThan":       func(c int) bool { return c > 0 },
+		"LessThanEquals":    func(c int) bool { return c <= 0 },
+		"GreaterThanEquals": func(c int) bool { return c >= 0 },
+	}
+	families := []struct {
+		prefix string
+		kind   operandKind
+		// cmp orders val against operand; false when either is not of the
+		// family's type, which makes the rule not match (not an error).
+		cmp func(val, operand any) (int, bool)
+	}{
+		{"String", opString, compareStrings},
+		{"Numeric", opNumber, compareNumbers},
+		{"Timestamp", opTimestamp, compareTimestamps},
+	}
+	m := map[string]comparison{}
+	for _, f := range families {
+		for order, holds := range orders {
+			test := func(val, operand any) bool {
+				c, ok := f.cmp(val, operand)
+				return ok && holds(c)
+			}
+			m[f.prefix+order] = comparison{kind: f.kind, test: test}
+			m[f.prefix+order+"Path"] = comparison{kind: f.kind, path: true, test: test}
 		}
 	}
-	comparisonOps["StringMatches"] = opString
-	comparisonOps["BooleanEquals"] = opBool
-	comparisonOps["BooleanEqualsPath"] = opPath
-	for _, t := range []string{"IsNull", "IsPresent", "IsNumeric", "IsString", "IsBoolean", "IsTimestamp"} {
-		comparisonOps[t] = opBool
+	booleanEquals := func(val, operand any) bool {
+		a, ok1 := val.(bool)
+		b, ok2 := operand.(bool)
+		return ok1 && ok2 && a == b
 	}
+	m["BooleanEquals"] = comparison{kind: opBool, test: booleanEquals}
+	m["BooleanEqualsPath"] = comparison{kind: opBool, path: true, test: booleanEquals}
+	m["StringMatches"] = comparison{kind: opString, test: func(val, operand any) bool {
+		s, ok := val.(string)
+		return ok && matchWildcard(operand.(string), s)
+	}}
+	// Type tests: the operand says whether the test should hold.
+	typeTests := map[string]func(val any) bool{
+		"IsPresent": func(val any) bool { _, missing := val.(absent); return !missing },
+		"IsNull":    func(val any) bool { return val == nil },
+		"IsNumeric": func(val any) bool { _, ok := numberOf(val); return ok },
+		"IsString":  func(val any) bool { _, ok := val.(string); return ok },
+		"IsBoolean": func(val any) bool { _, ok := val.(bool); return ok },
+		"IsTimestamp": func(val any) bool {
+			s, ok := val.(string)
+			if !ok {
+				return false
+			}
+			_, err := parseTimestamp(s)
+			return err == nil
+		},
+	}
+	for name, is := range typeTests {
+		m[name] = comparison{kind: opBool, allowsMissing: name == "IsPresent", test: func(val, operand any) bool {
+			return is(val) == operand.(bool)
+		}}
+	}
+	return m
+}
+
+func compareStrings(val, operand any) (int, bool) {
+	a, ok1 := val.(string)
+	b, ok2 := operand.(string)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	return strings.Compare(a, b), true
+}
+
+func compareNumbers(val, operand any) (int, bool) {
+	a, ok1 := numberOf(val)
+	b, ok2 := numberOf(operand)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	switch {
+	case a < b:
+		return -1, true
+	case a > b:
+		return 1, true
+	}
+	return 0, true
+}
+
+func compareTimestamps(val, operand any) (int, bool) {
+	as, ok1 := val.(string)
+	bs, ok2 := operand.(string)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	a, err1 := parseTimestamp(as)
+	b, err2 := parseTimestamp(bs)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return a.Compare(b), true
 }
 
 // summary is a short human-readable form of a rule, used for graph labels.
@@ -88,14 +192,17 @@ func evalChoice(r *ChoiceRule, env *evalEnv) (bool, error) {
 	}
 	val, found := p.get(root)
 	operand, _ := decodeValue(r.Operand)
-	if r.Operator == "IsPresent" {
-		return found == operand.(bool), nil
+	c, ok := comparisons[r.Operator]
+	if !ok {
+		return false, fmt.Errorf("unsupported operator %s", r.Operator)
 	}
 	if !found {
-		return false, fmt.Errorf("invalid path '%s': the choice state's condition path references an undefined value", r.Variable)
+		if !c.allowsMissing {
+			return false, fmt.Errorf("invalid path '%s': the choice state's condition path references an undefined value", r.Variable)
+		}
+		val = absent{}
 	}
-	op := r.Operator
-	if base, ok := strings.CutSuffix(op, "Path"); ok && comparisonOps[op] == opPath {
+	if c.path {
 		ref, err := compileReferencePath(operand.(string))
 		if err != nil {
 			return false, err
@@ -103,80 +210,8 @@ func evalChoice(r *ChoiceRule, env *evalEnv) (bool, error) {
 		if operand, err = env.lookup(ref); err != nil {
 			return false, err
 		}
-		op = base
 	}
-	switch op {
-	case "IsNull":
-		return (val == nil) == operand.(bool), nil
-	case "IsNumeric":
-		_, isNum := numberOf(val)
-		return isNum == operand.(bool), nil
-	case "IsString":
-		_, isStr := val.(string)
-		return isStr == operand.(bool), nil
-	case "IsBoolean":
-		_, isBool := val.(bool)
-		return isBool == operand.(bool), nil
-	case "IsTimestamp":
-		s, isStr := val.(string)
-		isTS := isStr && func() bool { _, err := parseTimestamp(s); return err == nil }()
-		return isTS == operand.(bool), nil
-	case "BooleanEquals":
-		a, ok1 := val.(bool)
-		b, ok2 := operand.(bool)
-		return ok1 && ok2 && a == b, nil
-	case "StringMatches":
-		s, ok := val.(string)
-		return ok && matchWildcard(operand.(string), s), nil
-	}
-	switch {
-	case strings.HasPrefix(op, "String"):
-		a, ok1 := val.(string)
-		b, ok2 := operand.(string)
-		return ok1 && ok2 && compare(strings.Compare(a, b), op, "String"), nil
-	case strings.HasPrefix(op, "Numeric"):
-		a, ok1 := numberOf(val)
-		b, ok2 := numberOf(operand)
-		if !ok1 || !ok2 {
-			return false, nil
-		}
-		c := 0
-		if a < b {
-			c = -1
-		} else if a > b {
-			c = 1
-		}
-		return compare(c, op, "Numeric"), nil
-	case strings.HasPrefix(op, "Timestamp"):
-		as, ok1 := val.(string)
-		bs, ok2 := operand.(string)
-		if !ok1 || !ok2 {
-			return false, nil
-		}
-		a, err1 := parseTimestamp(as)
-		b, err2 := parseTimestamp(bs)
-		if err1 != nil || err2 != nil {
-			return false, nil
-		}
-		return compare(a.Compare(b), op, "Timestamp"), nil
-	}
-	return false, fmt.Errorf("unsupported operator %s", r.Operator)
-}
-
-func compare(c int, op, prefix string) bool {
-	switch strings.TrimPrefix(op, prefix) {
-	case "Equals":
-		return c == 0
-	case "LessThan":
-		return c < 0
-	case "GreaterThan":
-		return c > 0
-	case "LessThanEquals":
-		return c <= 0
-	case "GreaterThanEquals":
-		return c >= 0
-	}
-	return false
+	return c.test(val, operand), nil
 }
 
 // matchWildcard implements StringMatches: * matches any run of characters,

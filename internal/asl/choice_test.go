@@ -1,6 +1,8 @@
 package asl
 
 import (
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -71,6 +73,17 @@ func TestChoiceOperators(t *testing.T) {
 		{`"Not":{"Variable":"$.n","NumericEquals":1}`, true},
 		{`"Not":{"And":[{"Variable":"$.missing","IsPresent":true},{"Variable":"$.missing","StringEquals":"x"}]}`, true},
 		{`"Variable":"$$.Execution.Name","StringEquals":"exec1"`, true},
+	}
+	tested := map[string]bool{}
+	for _, tt := range tests {
+		for _, m := range regexp.MustCompile(`"(\w+)":`).FindAllStringSubmatch(tt.rule, -1) {
+			tested[m[1]] = true
+		}
+	}
+	for op := range comparisons {
+		if !tested[op] {
+			t.Errorf("operator %s has no case here", op)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
@@ -145,5 +158,36 @@ func TestChoiceParseErrors(t *testing.T) {
 				t.Fatalf("error %v, want one naming state C and containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestComparisonTableIsTheSpecList pins the operator table to the Choice
+// operators the Amazon States Language defines
+// (https://states-language.net/spec.html#choice-state), so a name lost or
+// misspelt while editing the table fails here rather than at parse time of
+// some definition.
+func TestComparisonTableIsTheSpecList(t *testing.T) {
+	var want []string
+	for _, family := range []string{"String", "Numeric", "Timestamp"} {
+		for _, order := range []string{"Equals", "LessThan", "GreaterThan", "LessThanEquals", "GreaterThanEquals"} {
+			want = append(want, family+order, family+order+"Path")
+		}
+	}
+	want = append(want, "StringMatches", "BooleanEquals", "BooleanEqualsPath",
+		"IsNull", "IsPresent", "IsNumeric", "IsString", "IsBoolean", "IsTimestamp")
+	var got []string
+	for op, c := range comparisons {
+		got = append(got, op)
+		if c.path != strings.HasSuffix(op, "Path") {
+			t.Errorf("%s: path = %v", op, c.path)
+		}
+		if c.allowsMissing != (op == "IsPresent") {
+			t.Errorf("%s: allowsMissing = %v", op, c.allowsMissing)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("operators\n got %v\nwant %v", got, want)
 	}
 }

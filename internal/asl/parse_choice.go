@@ -49,7 +49,7 @@ func parseChoiceRule(raw json.RawMessage, top bool) (ChoiceRule, error) {
 		case "And", "Or", "Not":
 			ops = append(ops, k)
 		default:
-			if _, ok := comparisonOps[k]; !ok {
+			if _, ok := comparisons[k]; !ok {
 				return r, fmt.Errorf("unknown field %s", k)
 			}
 			ops = append(ops, k)
@@ -107,7 +107,18 @@ func parseChoiceRule(raw json.RawMessage, top bool) (ChoiceRule, error) {
 	bad := func(what string) (ChoiceRule, error) {
 		return r, fmt.Errorf("%s must be %s, got %s", r.Operator, what, r.Operand)
 	}
-	switch comparisonOps[r.Operator] {
+	c := comparisons[r.Operator]
+	if c.path {
+		s, ok := v.(string)
+		if !ok {
+			return bad("a path string")
+		}
+		if _, err := compileReferencePath(s); err != nil {
+			return r, fmt.Errorf("%s: %w", r.Operator, err)
+		}
+		return r, nil
+	}
+	switch c.kind {
 	case opString:
 		if _, ok := v.(string); !ok {
 			return bad("a string")
@@ -127,14 +138,6 @@ func parseChoiceRule(raw json.RawMessage, top bool) (ChoiceRule, error) {
 		}
 		if _, err := parseTimestamp(s); err != nil {
 			return bad("an RFC 3339 timestamp")
-		}
-	case opPath:
-		s, ok := v.(string)
-		if !ok {
-			return bad("a path string")
-		}
-		if _, err := compileReferencePath(s); err != nil {
-			return r, fmt.Errorf("%s: %w", r.Operator, err)
 		}
 	}
 	return r, nil
