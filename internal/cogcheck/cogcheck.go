@@ -131,212 +131,300 @@ type image struct {
 	mask *ifd
 }
 
-func check(r io.ReaderAt, size int64, cfg config) (rep Report, err error) {
+// checker holds one run of check. Each step records the script's findings
+// in rep; a step returns errVerdict when the file's verdict is reached and
+// the remaining steps must not run (the report then stands as is), or any
+// other error for a failing reader.
+type checker struct {
+	rd   *reader
+	size int64
+	cfg  config
+	big  bool
+	rep  Report
+	main image
+	ovrs []image
+}
+
+// errVerdict stops the check early with the report as it stands.
+var errVerdict = errors.New("cogcheck: verdict reached")
+
+func (c *checker) fail(format string, args ...any) {
+	c.rep.Errors = append(c.rep.Errors, fmt.Sprintf(format, args...))
+}
+
+func (c *checker) warn(msg string) { c.rep.Warnings = append(c.rep.Warnings, msg) }
+
+// final records an error that ends the check.
+func (c *checker) final(format string, args ...any) error {
+	c.fail(format, args...)
+	return errVerdict
+}
+
+func check(r io.ReaderAt, size int64, cfg config) (Report, error) {
 	if size < 0 {
-		return rep, errors.New("cogcheck: negative size")
+		return Report{}, errors.New("cogcheck: negative size")
 	}
 	rd := &reader{r: r, size: size}
 	h, err := parseHeader(rd)
 	if err != nil {
-		return rep, err
+		return Report{}, err
 	}
 	rd.bo, rd.big = h.order, h.bigTIFF
-	rep.Details.BigTIFF = h.bigTIFF
-	rep.Details.BigEndian = h.order == binary.BigEndian
-	fail := func(format string, args ...any) { rep.Errors = append(rep.Errors, fmt.Sprintf(format, args...)) }
+	c := &checker{rd: rd, size: size, cfg: cfg, big: h.bigTIFF}
+	c.rep.Details.BigTIFF = h.bigTIFF
+	c.rep.Details.BigEndian = h.order == binary.BigEndian
+	steps := []func() error{
+		func() error { return c.scanDirectories(h.firstIFD) },
+		c.loadImages,
+		c.describe,
+		c.checkTiling,
+		c.checkGhostArea,
+		c.checkOverviewIFDs,
+		c.checkDataOrder,
+		c.checkBlocks,
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			if errors.Is(err, errVerdict) {
+				return c.rep, nil
+			}
+			return c.rep, err
+		}
+	}
+	return c.rep, nil
+}
 
-	// ---- Walk the IFD chain like GDAL's ScanDirectories.
-	mainIFD, err := readIFD(rd, h.firstIFD)
+// scanDirectories walks the IFD chain like GDAL's ScanDirectories and keeps
+// the main image, its overviews and their internal masks.
+func (c *checker) scanDirectories(first int64) error {
+	mainIFD, err := readIFD(c.rd, first)
 	if err != nil {
 		if ie := (ioError{}); errors.As(err, &ie) {
-			return rep, ie
+			return ie
 		}
-		fail("Invalid file : cannot read the main IFD: %v", err)
-		return rep, nil
+		return c.final("Invalid file : cannot read the main IFD: %v", err)
 	}
 	if mainIFD.bad != "" {
-		fail("Invalid file : the main IFD at offset %d is not a readable image: %s", mainIFD.offset, mainIFD.bad)
-		return rep, nil
+		return c.final("Invalid file : the main IFD at offset %d is not a readable image: %s", mainIFD.offset, mainIFD.bad)
 	}
-	main := image{d: mainIFD}
-	var ovrs []image
+	c.main = image{d: mainIFD}
 	seen := map[int64]bool{mainIFD.offset: true}
 	next := mainIFD.next
 	for n := 1; next != 0; n++ {
 		if n >= maxIFDs {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("More than %d IFDs; the rest of the IFD chain was not read", maxIFDs))
+			c.warn(fmt.Sprintf("More than %d IFDs; the rest of the IFD chain was not read", maxIFDs))
 			break
 		}
 		if seen[next] {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("The IFD chain loops back to offset %d; the rest of the chain was ignored", next))
+			c.warn(fmt.Sprintf("The IFD chain loops back to offset %d; the rest of the chain was ignored", next))
 			break
 		}
 		seen[next] = true
-		d, err := readIFD(rd, next)
+		d, err := readIFD(c.rd, next)
 		if err != nil {
 			if ie := (ioError{}); errors.As(err, &ie) {
-				return rep, ie
+				return ie
 			}
 			if errors.Is(err, errBudget) {
-				fail("%v", err)
-				return rep, nil
+				return c.final("%v", err)
 			}
 			// GDAL stops scanning at an unreadable directory but still opens
 			// the file; so the verdict is left to the other checks.
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("The IFD chain is broken (%v); the rest of the chain was ignored", err))
+			c.warn(fmt.Sprintf("The IFD chain is broken (%v); the rest of the chain was ignored", err))
 			break
 		}
 		next = d.next
 		if d.bad != "" {
 			continue // GDAL fails to open it and skips it
 		}
-		reduced := d.subfileType&subfileReducedImage != 0
-		isMask := d.subfileType&subfileMask != 0
-		switch {
-		case reduced && !isMask && len(ovrs) < 30:
-			if d.spp == mainIFD.spp {
-				ovrs = append(ovrs, image{d: d})
-			}
-		case isMask && !reduced && main.mask == nil:
-			if (d.spp == 1 || d.spp == mainIFD.spp) && d.width == mainIFD.width && d.height == mainIFD.height && d.isByte() {
-				main.mask = d
-			}
-		case reduced && isMask:
-			if !d.isByte() {
-				continue
-			}
-			for i := range ovrs {
-				o := &ovrs[i]
-				if o.mask == nil && o.d.width == d.width && o.d.height == d.height && (d.spp == 1 || d.spp == mainIFD.spp) {
-					o.mask = d
-					break
-				}
+		c.classify(d)
+	}
+	return nil
+}
+
+// classify files a readable IFD after the main one as an overview, the main
+// image's mask or an overview's mask, as GDAL's GTiff driver does; anything
+// else is ignored.
+func (c *checker) classify(d *ifd) {
+	mainIFD := c.main.d
+	reduced := d.subfileType&subfileReducedImage != 0
+	isMask := d.subfileType&subfileMask != 0
+	switch {
+	case reduced && !isMask && len(c.ovrs) < 30:
+		if d.spp == mainIFD.spp {
+			c.ovrs = append(c.ovrs, image{d: d})
+		}
+	case isMask && !reduced && c.main.mask == nil:
+		if (d.spp == 1 || d.spp == mainIFD.spp) && d.width == mainIFD.width && d.height == mainIFD.height && d.isByte() {
+			c.main.mask = d
+		}
+	case reduced && isMask:
+		if !d.isByte() {
+			return
+		}
+		for i := range c.ovrs {
+			o := &c.ovrs[i]
+			if o.mask == nil && o.d.width == d.width && o.d.height == d.height && (d.spp == 1 || d.spp == mainIFD.spp) {
+				o.mask = d
+				return
 			}
 		}
 	}
+}
 
-	used := []*ifd{main.d, main.mask}
-	for _, o := range ovrs {
+// loadImages reads the tag values (block offsets and counts) of the IFDs
+// kept by scanDirectories.
+func (c *checker) loadImages() error {
+	used := []*ifd{c.main.d, c.main.mask}
+	for _, o := range c.ovrs {
 		used = append(used, o.d, o.mask)
 	}
 	for _, d := range used {
 		if d == nil {
 			continue
 		}
-		if err := d.load(rd); err != nil {
+		if err := d.load(c.rd); err != nil {
 			if errors.Is(err, errBudget) {
-				fail("%v", err)
-				return rep, nil
+				return c.final("%v", err)
 			}
-			return rep, err
+			return err
 		}
 		if d.warn != "" {
-			rep.Warnings = append(rep.Warnings, d.warn)
+			c.warn(d.warn)
 		}
 	}
+	return nil
+}
 
-	det := &rep.Details
+// describe fills the Details of the structure found.
+func (c *checker) describe() error {
+	det, mainIFD := &c.rep.Details, c.main.d
 	det.Width, det.Height = int(mainIFD.width), int(mainIFD.height)
 	det.Bands = int(mainIFD.spp)
 	det.Tiled = mainIFD.tiled
 	det.BlockWidth, det.BlockHeight = int(mainIFD.blockW), int(mainIFD.blockH)
-	det.Overviews = len(ovrs)
-	if main.mask != nil {
-		det.MaskIFDOffsets = append(det.MaskIFDOffsets, main.mask.offset)
+	det.Overviews = len(c.ovrs)
+	if c.main.mask != nil {
+		det.MaskIFDOffsets = append(det.MaskIFDOffsets, c.main.mask.offset)
 	}
-	for _, o := range ovrs {
+	for _, o := range c.ovrs {
 		if o.mask != nil {
 			det.MaskIFDOffsets = append(det.MaskIFDOffsets, o.mask.offset)
 		}
 	}
+	return nil
+}
 
-	// ---- The script's checks, in its order.
-	ovrCount := len(ovrs)
-	if ovrCount == 0 && cfg.extOvr != nil && cfg.extOvr() {
-		fail("Overviews found in external .ovr file. They should be internal")
+// checkTiling is the script's first checks: overviews in an external .ovr,
+// tiling of images over 512 px and the recommendation to have overviews.
+func (c *checker) checkTiling() error {
+	mainIFD := c.main.d
+	ovrCount := len(c.ovrs)
+	if ovrCount == 0 && c.cfg.extOvr != nil && c.cfg.extOvr() {
+		c.fail("Overviews found in external .ovr file. They should be internal")
 		ovrCount = -1 // GDAL would count the external overviews: no "no overviews" warning
 	}
 	if mainIFD.width > 512 || mainIFD.height > 512 {
 		if mainIFD.blockW == mainIFD.width && mainIFD.blockW > 1024 {
-			fail("The file is greater than 512xH or Wx512, but is not tiled")
+			c.fail("The file is greater than 512xH or Wx512, but is not tiled")
 		}
 		if ovrCount == 0 {
-			rep.Warnings = append(rep.Warnings, "The file is greater than 512xH or Wx512, it is recommended "+
+			c.warn("The file is greater than 512xH or Wx512, it is recommended " +
 				"to include internal overviews")
 		}
 	}
+	return nil
+}
 
-	ifdOffsets := []int64{mainIFD.offset}
-	if off := mainIFD.offset; off != 8 && off != 16 {
-		expected := int64(8)
-		if h.bigTIFF {
-			expected = 16
-		}
-		const prefix = "GDAL_STRUCTURAL_METADATA_SIZE="
-		pattern := fmt.Sprintf("%s%06d bytes\n", prefix, 0)
-		got, err := rd.readUpTo(expected, int64(len(pattern)))
-		if err != nil {
-			return rep, err
-		}
-		checkPos := true
-		if len(got) == len(pattern) && strings.HasPrefix(string(got), prefix) {
-			// Python's int() accepts surrounding blanks and a sign.
-			n, perr := strconv.Atoi(strings.TrimSpace(string(got[len(prefix) : len(prefix)+6])))
-			if perr != nil || n < 0 {
-				fail("Invalid GDAL_STRUCTURAL_METADATA_SIZE value %q", got[len(prefix):len(prefix)+6])
-				checkPos = false
-			} else {
-				extra, err := rd.readUpTo(expected+int64(len(pattern)), int64(n))
-				if err != nil {
-					return rep, err
-				}
-				md := string(extra)
-				det.StructuralMetadata = md
-				det.BlockOrderRowMajor = strings.Contains(md, "BLOCK_ORDER=ROW_MAJOR")
-				det.BlockLeaderSizeAsUint4 = strings.Contains(md, "BLOCK_LEADER=SIZE_AS_UINT4")
-				det.BlockTrailerLast4BytesRepeated = strings.Contains(md, "BLOCK_TRAILER=LAST_4_BYTES_REPEATED")
-				det.MaskInterleavedWithImagery = strings.Contains(md, "MASK_INTERLEAVED_WITH_IMAGERY=YES")
-				det.KnownIncompatibleEdition = strings.Contains(md, "KNOWN_INCOMPATIBLE_EDITION=YES")
-				if det.KnownIncompatibleEdition {
-					fail("KNOWN_INCOMPATIBLE_EDITION=YES is declared in the file")
-				}
-				expected += int64(len(pattern) + n)
-				expected += expected % 2 // IFD offset starts on a 2-byte boundary
+// checkGhostArea reads GDAL's structural metadata (the "ghost area" right
+// after the header) when the main IFD does not follow the header directly,
+// and checks that the main IFD comes right after it.
+func (c *checker) checkGhostArea() error {
+	det, mainOffset := &c.rep.Details, c.main.d.offset
+	if mainOffset == 8 || mainOffset == 16 {
+		return nil
+	}
+	expected := int64(8)
+	if c.big {
+		expected = 16
+	}
+	const prefix = "GDAL_STRUCTURAL_METADATA_SIZE="
+	pattern := fmt.Sprintf("%s%06d bytes\n", prefix, 0)
+	got, err := c.rd.readUpTo(expected, int64(len(pattern)))
+	if err != nil {
+		return err
+	}
+	checkPos := true
+	if len(got) == len(pattern) && strings.HasPrefix(string(got), prefix) {
+		// Python's int() accepts surrounding blanks and a sign.
+		n, perr := strconv.Atoi(strings.TrimSpace(string(got[len(prefix) : len(prefix)+6])))
+		if perr != nil || n < 0 {
+			c.fail("Invalid GDAL_STRUCTURAL_METADATA_SIZE value %q", got[len(prefix):len(prefix)+6])
+			checkPos = false
+		} else {
+			extra, err := c.rd.readUpTo(expected+int64(len(pattern)), int64(n))
+			if err != nil {
+				return err
 			}
-		}
-		if checkPos && expected != ifdOffsets[0] {
-			fail("The offset of the main IFD should be %d. It is %d instead", expected, ifdOffsets[0])
+			md := string(extra)
+			det.StructuralMetadata = md
+			det.BlockOrderRowMajor = strings.Contains(md, "BLOCK_ORDER=ROW_MAJOR")
+			det.BlockLeaderSizeAsUint4 = strings.Contains(md, "BLOCK_LEADER=SIZE_AS_UINT4")
+			det.BlockTrailerLast4BytesRepeated = strings.Contains(md, "BLOCK_TRAILER=LAST_4_BYTES_REPEATED")
+			det.MaskInterleavedWithImagery = strings.Contains(md, "MASK_INTERLEAVED_WITH_IMAGERY=YES")
+			det.KnownIncompatibleEdition = strings.Contains(md, "KNOWN_INCOMPATIBLE_EDITION=YES")
+			if det.KnownIncompatibleEdition {
+				c.fail("KNOWN_INCOMPATIBLE_EDITION=YES is declared in the file")
+			}
+			expected += int64(len(pattern) + n)
+			expected += expected % 2 // IFD offset starts on a 2-byte boundary
 		}
 	}
+	if checkPos && expected != mainOffset {
+		c.fail("The offset of the main IFD should be %d. It is %d instead", expected, mainOffset)
+	}
+	return nil
+}
 
-	for i, o := range ovrs {
+// checkOverviewIFDs checks overviews by decreasing size, tiled, with their
+// IFDs at increasing offsets.
+func (c *checker) checkOverviewIFDs() error {
+	mainIFD := c.main.d
+	ifdOffsets := []int64{mainIFD.offset}
+	for i, o := range c.ovrs {
 		if i == 0 {
 			if o.d.width > mainIFD.width || o.d.height > mainIFD.height {
-				fail("First overview has larger dimension than main band")
+				c.fail("First overview has larger dimension than main band")
 			}
-		} else if p := ovrs[i-1].d; o.d.width > p.width || o.d.height > p.height {
-			fail("Overview of index %d has larger dimension than overview of index %d", i, i-1)
+		} else if p := c.ovrs[i-1].d; o.d.width > p.width || o.d.height > p.height {
+			c.fail("Overview of index %d has larger dimension than overview of index %d", i, i-1)
 		}
 		if o.d.blockW == o.d.width && o.d.blockW > 1024 {
-			fail("Overview of index %d is not tiled", i)
+			c.fail("Overview of index %d is not tiled", i)
 		}
 		ifdOffsets = append(ifdOffsets, o.d.offset)
 		if last, prev := ifdOffsets[len(ifdOffsets)-1], ifdOffsets[len(ifdOffsets)-2]; last < prev {
 			if i == 0 {
-				fail("The offset of the IFD for overview of index %d is %d, "+
+				c.fail("The offset of the IFD for overview of index %d is %d, "+
 					"whereas it should be greater than the one of the main "+
 					"image, which is at byte %d", i, last, prev)
 			} else {
-				fail("The offset of the IFD for overview of index %d is %d, "+
+				c.fail("The offset of the IFD for overview of index %d is %d, "+
 					"whereas it should be greater than the one of index %d, "+
 					"which is at byte %d", i, last, i-1, prev)
 			}
 		}
 	}
-	det.IFDOffsets = ifdOffsets
+	c.rep.Details.IFDOffsets = ifdOffsets
+	return nil
+}
 
-	dataOffsets := []int64{firstBlockOffset(mainIFD)}
-	for _, o := range ovrs {
+// checkDataOrder checks that the smallest overview's first block follows its
+// IFD and that data is placed smallest overview first, full resolution last.
+func (c *checker) checkDataOrder() error {
+	det := &c.rep.Details
+	dataOffsets := []int64{firstBlockOffset(c.main.d)}
+	for _, o := range c.ovrs {
 		dataOffsets = append(dataOffsets, firstBlockOffset(o.d))
 	}
 	det.DataOffsets = dataOffsets
@@ -345,52 +433,62 @@ func check(r io.ReaderAt, size int64, cfg config) (rep Report, err error) {
 		det.HeadersSize = min(det.HeadersSize, v)
 	}
 	if det.HeadersSize == 0 {
-		det.HeadersSize = size
+		det.HeadersSize = c.size
 	}
+	ifdOffsets := det.IFDOffsets
 	if last := dataOffsets[len(dataOffsets)-1]; last != 0 && last < ifdOffsets[len(ifdOffsets)-1] {
-		if len(ovrs) > 0 {
-			fail("The offset of the first block of the smallest overview " +
+		if len(c.ovrs) > 0 {
+			c.fail("The offset of the first block of the smallest overview " +
 				"should be after its IFD")
 		} else {
-			fail("The offset of the first block of the image should be after its IFD")
+			c.fail("The offset of the first block of the image should be after its IFD")
 		}
 	}
 	for i := len(dataOffsets) - 2; i > 0; i-- {
 		if dataOffsets[i] != 0 && dataOffsets[i] < dataOffsets[i+1] {
-			fail("The offset of the first block of overview of index %d should "+
+			c.fail("The offset of the first block of overview of index %d should "+
 				"be after the one of the overview of index %d", i-1, i)
 		}
 	}
 	if len(dataOffsets) >= 2 && dataOffsets[0] != 0 && dataOffsets[0] < dataOffsets[1] {
-		fail("The offset of the first block of the main resolution image "+
-			"should be after the one of the overview of index %d", len(ovrs)-1)
+		c.fail("The offset of the first block of the main resolution image "+
+			"should be after the one of the overview of index %d", len(c.ovrs)-1)
 	}
+	return nil
+}
 
-	full := cfg.fullCheck != nil && *cfg.fullCheck
-	if full && (det.BlockOrderRowMajor || det.BlockLeaderSizeAsUint4 ||
+// checkBlocks is the script's full check, run only with FullCheck and when
+// the structural metadata declares a block layout: per block of band 1 and
+// of the internal masks, row-major order, size leader, repeated trailer and
+// masks interleaved with imagery.
+func (c *checker) checkBlocks() error {
+	det := &c.rep.Details
+	full := c.cfg.fullCheck != nil && *c.cfg.fullCheck
+	if !full || !(det.BlockOrderRowMajor || det.BlockLeaderSizeAsUint4 ||
 		det.BlockTrailerLast4BytesRepeated || det.MaskInterleavedWithImagery) {
-		det.FullCheck = true
-		fc := fullChecker{rd: rd, det: det, fail: fail}
-		if err := fc.band("Main resolution image", main.d, main.mask, det.MaskInterleavedWithImagery); err != nil {
-			return rep, err
+		return nil
+	}
+	det.FullCheck = true
+	fc := fullChecker{rd: c.rd, det: det, fail: c.fail}
+	if err := fc.band("Main resolution image", c.main.d, c.main.mask, det.MaskInterleavedWithImagery); err != nil {
+		return err
+	}
+	if c.main.mask != nil && c.main.mask.spp == 1 { // GMF_PER_DATASET
+		if err := fc.band("Mask band of main resolution image", c.main.mask, nil, false); err != nil {
+			return err
 		}
-		if main.mask != nil && main.mask.spp == 1 { // GMF_PER_DATASET
-			if err := fc.band("Mask band of main resolution image", main.mask, nil, false); err != nil {
-				return rep, err
-			}
+	}
+	for i, o := range c.ovrs {
+		if err := fc.band(fmt.Sprintf("Overview %d", i), o.d, o.mask, det.MaskInterleavedWithImagery); err != nil {
+			return err
 		}
-		for i, o := range ovrs {
-			if err := fc.band(fmt.Sprintf("Overview %d", i), o.d, o.mask, det.MaskInterleavedWithImagery); err != nil {
-				return rep, err
-			}
-			if o.mask != nil && o.mask.spp == 1 {
-				if err := fc.band(fmt.Sprintf("Mask band of overview %d", i), o.mask, nil, false); err != nil {
-					return rep, err
-				}
+		if o.mask != nil && o.mask.spp == 1 {
+			if err := fc.band(fmt.Sprintf("Mask band of overview %d", i), o.mask, nil, false); err != nil {
+				return err
 			}
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // firstBlockOffset is the script's get_block_offset: the offset of the first
