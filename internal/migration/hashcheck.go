@@ -49,75 +49,234 @@ func (h *HashCheck) Handle(ctx context.Context, in HashCheckInput) (HashCheckOut
 	return out, boundary(err, in.Context)
 }
 
+// identification is what HashCheck has found out about a source, gathered
+// in stages that stop as soon as decideSource has a verdict.
+type identification struct {
+	src Source // as reported: the key decoded once it is known to decode
+
+	// From the key alone, before any store call.
+	invalid       error // no bucket or key, or characters a key must not carry
+	folderMarker  bool  // a console "Create folder" marker
+	notGeospatial bool
+
+	// From the store.
+	orphanSidecar  bool // a sidecar whose main file is absent
+	pipelineOutput bool // the object is in this pipeline's staging or destination area
+	obj            objectstore.Object
+	key            string // the object to convert: the main file for a sidecar
+}
+
+// verdict is a decision of HashCheck, or the error that ends it. final is
+// false when the facts so far do not decide and the check goes on.
+type verdict struct {
+	final            bool
+	decision, reason string
+	err              error
+	reclaim          bool // claim again: the record says done but the output is gone
+}
+
+func skip(reason string) verdict { return verdict{final: true, decision: DecisionSkip, reason: reason} }
+
+// decideSource is the verdict on a source from its identification alone
+// (not final when it has to be converted unless the state says otherwise).
+func decideSource(id identification) verdict {
+	switch {
+	case id.invalid != nil:
+		return verdict{final: true, err: id.invalid}
+	case id.folderMarker:
+		return skip(ReasonFolderMarker)
+	case id.notGeospatial:
+		return skip(ReasonNotGeospatial)
+	case id.orphanSidecar:
+		// Without a main file there is nothing to convert (yet: the main
+		// file's own event will come).
+		return skip(ReasonSidecar)
+	case id.pipelineOutput:
+		return verdict{final: true, err: fault.Data(fault.InvalidInput, "%s is an output of this pipeline, not a source", id.key)}
+	}
+	return verdict{}
+}
+
+// decideUnclaimed reports whether a job without a state record is adopted:
+// the destination already carries this content hash and recipe.
+func decideUnclaimed(recordFound, destMigrated bool) bool { return !recordFound && destMigrated }
+
+// decideClaim is the verdict on a claim's outcome. destMigrated matters only
+// for AlreadyCompleted (whether the recorded output still carries this hash
+// and recipe); reclaimed is true for the outcome of a second claim.
+func decideClaim(outcome statestore.ClaimOutcome, destMigrated, reclaimed bool) verdict {
+	switch {
+	case outcome == statestore.AlreadyCompleted && !reclaimed && destMigrated:
+		return skip(ReasonAlreadyMigrated)
+	case outcome == statestore.AlreadyCompleted && !reclaimed:
+		return verdict{reclaim: true}
+	case outcome == statestore.Claimed:
+		return verdict{final: true, decision: DecisionConvert}
+	case outcome == statestore.InProgress:
+		return skip(ReasonInProgress)
+	case outcome == statestore.AwaitingRemediation:
+		return skip(ReasonAwaitingRemediation)
+	}
+	return verdict{final: true, err: fmt.Errorf("hashcheck: unexpected claim outcome %q", outcome)}
+}
+
 func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutput, error) {
-	src := in.Source
+	id, err := h.identify(ctx, in.Source)
+	if err != nil {
+		return HashCheckOutput{}, err
+	}
+	if v := decideSource(id); v.final {
+		if v.err != nil {
+			return HashCheckOutput{}, v.err
+		}
+		return HashCheckOutput{Source: id.src, Decision: v.decision, Reason: v.reason}, nil
+	}
+	job, err := h.identifyContent(ctx, id)
+	if err != nil {
+		return HashCheckOutput{}, err
+	}
+	out := HashCheckOutput{Source: id.src, Job: job}
+	done := func(v verdict) (HashCheckOutput, error) {
+		if v.err != nil {
+			return out, v.err
+		}
+		out.Decision, out.Reason = v.decision, v.reason
+		return out, nil
+	}
+
+	// Fast path and adoption: the destination already carries this content
+	// hash and recipe (the destination's source-hash metadata is the proof).
+	_, err = h.tracker.Get(ctx, job.ID)
+	recordFound := true
+	switch {
+	case errors.Is(err, statestore.ErrNotFound):
+		recordFound = false
+	case err != nil:
+		return out, fmt.Errorf("hashcheck: %w", err)
+	}
+	destMigrated := false
+	if !recordFound {
+		if destMigrated, err = h.migrated(ctx, job.DestKey, job); err != nil {
+			return out, err
+		}
+	}
+	if decideUnclaimed(recordFound, destMigrated) {
+		if _, err := h.tracker.Transition(ctx, statestore.Update{
+			ID: job.ID, Execution: in.Context.Execution, Attempt: in.Context.Attempt, To: statestore.Completed,
+			Note: "adopted: destination already carries this hash and recipe", Seed: stateRecord(job),
+		}); err != nil {
+			return out, fmt.Errorf("hashcheck: %w", err)
+		}
+		return done(skip(ReasonAlreadyMigrated))
+	}
+
+	claim := statestore.ClaimRequest{Job: *stateRecord(job), Execution: in.Context.Execution, Attempt: in.Context.Attempt}
+	cur, outcome, err := h.tracker.Claim(ctx, claim)
+	if err != nil {
+		return out, fmt.Errorf("hashcheck: %w", err)
+	}
+	destMigrated = false
+	if outcome == statestore.AlreadyCompleted {
+		destKey := cur.DestKey
+		if destKey == "" {
+			destKey = job.DestKey
+		}
+		if destMigrated, err = h.migrated(ctx, destKey, job); err != nil {
+			return out, err
+		}
+	}
+	v := decideClaim(outcome, destMigrated, false)
+	if v.reclaim {
+		claim.Reclaim = true
+		if _, outcome, err = h.tracker.Claim(ctx, claim); err != nil {
+			return out, fmt.Errorf("hashcheck: %w", err)
+		}
+		v = decideClaim(outcome, false, true)
+	}
+	return done(v)
+}
+
+// identify gathers what the key and the store say about the source, up to
+// the object to convert; it stops at the first fact decideSource decides on.
+func (h *HashCheck) identify(ctx context.Context, src Source) (identification, error) {
+	id := identification{src: src}
 	if src.Bucket == "" || src.Key == "" {
-		return HashCheckOutput{}, fault.Data(fault.InvalidInput, "source bucket and key are required")
+		id.invalid = fault.Data(fault.InvalidInput, "source bucket and key are required")
+		return id, nil
 	}
 	if key, err := src.DecodedKey(); err == nil && strings.HasSuffix(key, "/") {
 		// A console "Create folder" marker (a zero-byte key ending in /)
 		// arrives on the event path like any object; the backfill skips it
 		// in its item processor, the event path skips it here. Checked
 		// before the Head: a marker deleted since is not a missing source.
-		src.Key, src.KeyEncoding = key, "plain"
-		return HashCheckOutput{Source: src, Decision: DecisionSkip, Reason: ReasonFolderMarker}, nil
+		id.src.Key, id.src.KeyEncoding = key, "plain"
+		id.folderMarker = true
+		return id, nil
 	}
 	if key, err := src.DecodedKey(); err == nil {
 		// Both judged on the name alone, before any store call: a newline
 		// in a key must not reach a store, GDAL or a log line as such.
 		if err := checkKeyChars(key); err != nil {
-			return HashCheckOutput{}, err
+			id.invalid = err
+			return id, nil
 		}
 		if NotGeospatial(key) != "" && !IsSidecar(key) {
-			src.Key, src.KeyEncoding = key, "plain"
-			return HashCheckOutput{Source: src, Decision: DecisionSkip, Reason: ReasonNotGeospatial}, nil
+			id.src.Key, id.src.KeyEncoding = key, "plain"
+			id.notGeospatial = true
+			return id, nil
 		}
 	}
 	obj, key, err := h.resolve(ctx, src)
 	if err != nil {
-		return HashCheckOutput{}, err
+		return id, err
 	}
-	src.Key, src.KeyEncoding = key, "plain"
-	if src.DatasetID == "" {
-		src.DatasetID = src.Bucket
+	id.src.Key, id.src.KeyEncoding = key, "plain"
+	if id.src.DatasetID == "" {
+		id.src.DatasetID = id.src.Bucket
 	}
 	if IsSidecar(key) {
 		// A sidecar is read with its main file (roads.shp brings roads.dbf)
 		// and is part of its identity: an edit of the sidecar alone
-		// migrates the main file again. Without a main file there is
-		// nothing to convert (yet: the main file's own event will come).
+		// migrates the main file again.
 		main, err := mainOf(ctx, h.store, src.Bucket, key)
 		if err != nil {
-			return HashCheckOutput{}, fmt.Errorf("hashcheck: %w", err)
+			return id, fmt.Errorf("hashcheck: %w", err)
 		}
 		if main.Key == "" {
-			return HashCheckOutput{Source: src, Decision: DecisionSkip, Reason: ReasonSidecar}, nil
+			id.orphanSidecar = true
+			return id, nil
 		}
 		obj, key = main, main.Key
-		src.Key = key
+		id.src.Key = key
 	}
-	if h.cfg.DestBucket == src.Bucket && (strings.HasPrefix(key, h.cfg.StagingPrefix) || (h.cfg.DestPrefix != "" && strings.HasPrefix(key, h.cfg.DestPrefix))) {
-		return HashCheckOutput{}, fault.Data(fault.InvalidInput, "%s is an output of this pipeline, not a source", key)
-	}
+	id.obj, id.key = obj, key
+	id.pipelineOutput = h.cfg.DestBucket == src.Bucket && (strings.HasPrefix(key, h.cfg.StagingPrefix) || (h.cfg.DestPrefix != "" && strings.HasPrefix(key, h.cfg.DestPrefix)))
+	return id, nil
+}
+
+// identifyContent fingerprints the object and its sidecars and names the
+// job that converts this content with this recipe.
+func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job, error) {
+	src, key, obj := id.src, id.key, id.obj
 	sum, kind, err := h.finger.Fingerprint(ctx, src.Bucket, key, obj.Size)
 	if err != nil {
-		return HashCheckOutput{}, fmt.Errorf("hashcheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
+		return Job{}, fmt.Errorf("hashcheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
 	}
 	sidecars, err := listSidecars(ctx, h.store, src.Bucket, key)
 	if err != nil {
-		return HashCheckOutput{}, fmt.Errorf("hashcheck: %w", err)
+		return Job{}, fmt.Errorf("hashcheck: %w", err)
 	}
 	sums := map[string]string{}
 	for _, sc := range sidecars {
 		s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
 		if err != nil {
-			return HashCheckOutput{}, fmt.Errorf("hashcheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
+			return Job{}, fmt.Errorf("hashcheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
 		}
 		sums[path.Base(sc.Key)] = s
 	}
 	sum = bundleDigest(path.Base(key), sum, sums)
 	recipeHash := h.cfg.Recipe.ShortHash()
-	job := Job{
+	return Job{
 		ID:            JobID(src.DatasetID, src.Bucket, key, sum, recipeHash),
 		DatasetID:     src.DatasetID,
 		SourceBucket:  src.Bucket,
@@ -131,67 +290,7 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 		DestBucket:    h.cfg.DestBucket,
 		DestKey:       predictDestKey(h.cfg.DestPrefix, key, h.cfg.Recipe),
 		StagingPrefix: h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
-	}
-	out := HashCheckOutput{Source: src, Job: job}
-
-	// Fast path and adoption: the destination already carries this content
-	// hash and recipe (seed 000's src_hash check).
-	_, err = h.tracker.Get(ctx, job.ID)
-	switch {
-	case errors.Is(err, statestore.ErrNotFound):
-		done, err := h.migrated(ctx, job.DestKey, job)
-		if err != nil {
-			return out, err
-		}
-		if done {
-			if _, err := h.tracker.Transition(ctx, statestore.Update{
-				ID: job.ID, Execution: in.Context.Execution, Attempt: in.Context.Attempt, To: statestore.Completed,
-				Note: "adopted: destination already carries this hash and recipe", Seed: stateRecord(job),
-			}); err != nil {
-				return out, fmt.Errorf("hashcheck: %w", err)
-			}
-			out.Decision, out.Reason = DecisionSkip, ReasonAlreadyMigrated
-			return out, nil
-		}
-	case err != nil:
-		return out, fmt.Errorf("hashcheck: %w", err)
-	}
-
-	claim := statestore.ClaimRequest{Job: *stateRecord(job), Execution: in.Context.Execution, Attempt: in.Context.Attempt}
-	cur, outcome, err := h.tracker.Claim(ctx, claim)
-	if err != nil {
-		return out, fmt.Errorf("hashcheck: %w", err)
-	}
-	if outcome == statestore.AlreadyCompleted {
-		destKey := cur.DestKey
-		if destKey == "" {
-			destKey = job.DestKey
-		}
-		done, err := h.migrated(ctx, destKey, job)
-		if err != nil {
-			return out, err
-		}
-		if done {
-			out.Decision, out.Reason = DecisionSkip, ReasonAlreadyMigrated
-			return out, nil
-		}
-		// The record says done but the output is gone: migrate again.
-		claim.Reclaim = true
-		if _, outcome, err = h.tracker.Claim(ctx, claim); err != nil {
-			return out, fmt.Errorf("hashcheck: %w", err)
-		}
-	}
-	switch outcome {
-	case statestore.Claimed:
-		out.Decision = DecisionConvert
-	case statestore.InProgress:
-		out.Decision, out.Reason = DecisionSkip, ReasonInProgress
-	case statestore.AwaitingRemediation:
-		out.Decision, out.Reason = DecisionSkip, ReasonAwaitingRemediation
-	default:
-		return out, fmt.Errorf("hashcheck: unexpected claim outcome %q", outcome)
-	}
-	return out, nil
+	}, nil
 }
 
 // resolve finds the source object. URL-encoded keys are decoded first; if
