@@ -110,29 +110,9 @@ func parseMachine(data []byte, where string, processor bool) (*StateMachine, err
 		sm.TimeoutSeconds = *t
 	}
 	if processor && o.has("ProcessorConfig") {
-		pc, err := decodeObj(o.m["ProcessorConfig"])
-		if err == nil {
-			err = pc.checkKeys([]string{"Mode", "ExecutionType"})
+		if sm.ProcessorConfig, err = parseProcessorConfig(o.m["ProcessorConfig"]); err != nil {
+			return fail(err)
 		}
-		if err != nil {
-			return fail(fmt.Errorf("ProcessorConfig: %w", err))
-		}
-		cfg := &ProcessorConfig{}
-		cfg.Mode, _ = pc.str("Mode")
-		cfg.ExecutionType, _ = pc.str("ExecutionType")
-		if cfg.Mode == "" {
-			cfg.Mode = "INLINE"
-		}
-		if cfg.Mode != "INLINE" && cfg.Mode != "DISTRIBUTED" {
-			return fail(fmt.Errorf("ProcessorConfig.Mode must be INLINE or DISTRIBUTED, got %q", cfg.Mode))
-		}
-		if cfg.ExecutionType != "" && cfg.ExecutionType != "STANDARD" && cfg.ExecutionType != "EXPRESS" {
-			return fail(fmt.Errorf("ProcessorConfig.ExecutionType must be STANDARD or EXPRESS, got %q", cfg.ExecutionType))
-		}
-		if cfg.Mode == "DISTRIBUTED" && cfg.ExecutionType == "" {
-			return fail(fmt.Errorf("ProcessorConfig.ExecutionType is required in DISTRIBUTED mode"))
-		}
-		sm.ProcessorConfig = cfg
 	}
 	if !o.has("States") {
 		return fail(fmt.Errorf("missing required field States"))

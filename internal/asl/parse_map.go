@@ -143,3 +143,30 @@ func parseResultWriter(raw json.RawMessage) (*ResultWriter, error) {
 	}
 	return rw, nil
 }
+
+// parseProcessorConfig parses a Map item processor's ProcessorConfig.
+func parseProcessorConfig(raw json.RawMessage) (*ProcessorConfig, error) {
+	pc, err := decodeObj(raw)
+	if err == nil {
+		err = pc.checkKeys([]string{"Mode", "ExecutionType"})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ProcessorConfig: %w", err)
+	}
+	cfg := &ProcessorConfig{}
+	cfg.Mode, _ = pc.str("Mode")
+	cfg.ExecutionType, _ = pc.str("ExecutionType")
+	if cfg.Mode == "" {
+		cfg.Mode = "INLINE"
+	}
+	if cfg.Mode != "INLINE" && cfg.Mode != "DISTRIBUTED" {
+		return nil, fmt.Errorf("ProcessorConfig.Mode must be INLINE or DISTRIBUTED, got %q", cfg.Mode)
+	}
+	if cfg.ExecutionType != "" && cfg.ExecutionType != "STANDARD" && cfg.ExecutionType != "EXPRESS" {
+		return nil, fmt.Errorf("ProcessorConfig.ExecutionType must be STANDARD or EXPRESS, got %q", cfg.ExecutionType)
+	}
+	if cfg.Mode == "DISTRIBUTED" && cfg.ExecutionType == "" {
+		return nil, fmt.Errorf("ProcessorConfig.ExecutionType is required in DISTRIBUTED mode")
+	}
+	return cfg, nil
+}
