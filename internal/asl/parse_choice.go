@@ -61,37 +61,8 @@ func parseChoiceRule(raw json.RawMessage, top bool) (ChoiceRule, error) {
 	}
 	r.Operator = ops[0]
 	switch r.Operator {
-	case "And", "Or":
-		if o.has("Variable") {
-			return r, fmt.Errorf("Variable is not allowed with %s", r.Operator)
-		}
-		var subs []json.RawMessage
-		if err := p.decode(r.Operator, &subs); err != nil || len(subs) == 0 {
-			return r, fmt.Errorf("%s must be a non-empty array of rules", r.Operator)
-		}
-		for i, s := range subs {
-			sub, err := parseChoiceRule(s, false)
-			if err != nil {
-				return r, fmt.Errorf("%s[%d]: %w", r.Operator, i, err)
-			}
-			if r.Operator == "And" {
-				r.And = append(r.And, sub)
-			} else {
-				r.Or = append(r.Or, sub)
-			}
-		}
-		r.Operator = ""
-		return r, nil
-	case "Not":
-		if o.has("Variable") {
-			return r, fmt.Errorf("Variable is not allowed with Not")
-		}
-		sub, err := parseChoiceRule(o.m["Not"], false)
-		if err != nil {
-			return r, fmt.Errorf("Not: %w", err)
-		}
-		r.Not, r.Operator = &sub, ""
-		return r, nil
+	case "And", "Or", "Not":
+		return parseCombinator(r, p)
 	}
 	if r.Variable == "" {
 		return r, fmt.Errorf("missing required field Variable")
@@ -104,19 +75,60 @@ func parseChoiceRule(raw json.RawMessage, top bool) (ChoiceRule, error) {
 	if err != nil {
 		return r, err
 	}
-	bad := func(what string) (ChoiceRule, error) {
-		return r, fmt.Errorf("%s must be %s, got %s", r.Operator, what, r.Operand)
+	if err := comparisons[r.Operator].checkOperand(r.Operator, r.Operand, v); err != nil {
+		return r, err
 	}
-	c := comparisons[r.Operator]
+	return r, nil
+}
+
+// parseCombinator parses the sub-rules of an And, Or or Not rule.
+func parseCombinator(r ChoiceRule, p *fieldParser) (ChoiceRule, error) {
+	o := p.o
+	if o.has("Variable") {
+		return r, fmt.Errorf("Variable is not allowed with %s", r.Operator)
+	}
+	if r.Operator == "Not" {
+		sub, err := parseChoiceRule(o.m["Not"], false)
+		if err != nil {
+			return r, fmt.Errorf("Not: %w", err)
+		}
+		r.Not, r.Operator = &sub, ""
+		return r, nil
+	}
+	var subs []json.RawMessage
+	if err := p.decode(r.Operator, &subs); err != nil || len(subs) == 0 {
+		return r, fmt.Errorf("%s must be a non-empty array of rules", r.Operator)
+	}
+	for i, s := range subs {
+		sub, err := parseChoiceRule(s, false)
+		if err != nil {
+			return r, fmt.Errorf("%s[%d]: %w", r.Operator, i, err)
+		}
+		if r.Operator == "And" {
+			r.And = append(r.And, sub)
+		} else {
+			r.Or = append(r.Or, sub)
+		}
+	}
+	r.Operator = ""
+	return r, nil
+}
+
+// checkOperand checks the operand of comparison op at parse time: raw as
+// written, v decoded.
+func (c comparison) checkOperand(op string, raw json.RawMessage, v any) error {
+	bad := func(what string) error {
+		return fmt.Errorf("%s must be %s, got %s", op, what, raw)
+	}
 	if c.path {
 		s, ok := v.(string)
 		if !ok {
 			return bad("a path string")
 		}
 		if _, err := compileReferencePath(s); err != nil {
-			return r, fmt.Errorf("%s: %w", r.Operator, err)
+			return fmt.Errorf("%s: %w", op, err)
 		}
-		return r, nil
+		return nil
 	}
 	switch c.kind {
 	case opString:
@@ -140,5 +152,5 @@ func parseChoiceRule(raw json.RawMessage, top bool) (ChoiceRule, error) {
 			return bad("an RFC 3339 timestamp")
 		}
 	}
-	return r, nil
+	return nil
 }
