@@ -47,6 +47,7 @@ test: deps hyparquet asl-judges ## install and start what the tests need, run th
 	cd infra && $(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) vet -tags integration ./...
+	$(MAKE) --no-print-directory hygiene
 	$(MAKE) --no-print-directory test-integration
 	$(MAKE) --no-print-directory test-infra
 	$(MAKE) --no-print-directory rehearse
@@ -68,6 +69,7 @@ clean: ## remove build outputs, samples and local runs
 	rm -rf $(BIN) build $(SAMPLES) $(OUT)
 
 include test/integration.mk
+include test/hygiene.mk
 include scripts/hyparquet/hyparquet.mk
 include infra/infra.mk
 include scripts/asl-judges/asl-judges.mk

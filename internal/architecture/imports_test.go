@@ -34,7 +34,7 @@ func TestImportRules(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(out)))
-	seen := 0
+	seen, domains := 0, 0
 	for {
 		var p pkg
 		if err := dec.Decode(&p); err == io.EOF {
@@ -44,6 +44,12 @@ func TestImportRules(t *testing.T) {
 		}
 		seen++
 		rel := strings.TrimPrefix(p.ImportPath, "github.com/geomigrate/geomigrate/")
+		if roleOf(rel) == domain {
+			domains++
+		}
+		for _, bad := range domainViolations(rel, append(append(p.Imports, p.TestImports...), p.XTestImports...)) {
+			t.Errorf("%s is a domain package and imports %s; domain packages never import adapters or wiring", rel, bad)
+		}
 		if len(p.CgoFiles) > 0 && rel != "internal/gdal" {
 			t.Errorf("%s uses cgo; only internal/gdal may", rel)
 		}
@@ -71,5 +77,8 @@ func TestImportRules(t *testing.T) {
 	}
 	if seen < 20 {
 		t.Fatalf("go list saw %d packages", seen)
+	}
+	if domains < 10 {
+		t.Fatalf("go list saw %d domain packages; the role table in layers.go has lost its way", domains)
 	}
 }

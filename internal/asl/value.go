@@ -64,10 +64,6 @@ func intOf(v any) (int, bool) {
 
 func intValue(i int) json.Number { return json.Number(strconv.Itoa(i)) }
 
-func floatValue(f float64) json.Number {
-	return json.Number(strconv.FormatFloat(f, 'f', -1, 64))
-}
-
 // equalValues compares JSON values, numbers by value.
 func equalValues(a, b any) bool {
 	if fa, ok := numberOf(a); ok {

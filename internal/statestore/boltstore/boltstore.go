@@ -34,6 +34,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/statestore"
@@ -135,11 +136,11 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fault.Systemic("boltstore.Open", err)
 	}
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fault.Systemic("boltstore.Open "+path,
 				fmt.Errorf("%w: gave up after %s: %w", ErrLocked, o.timeout, err))
 		}
-		if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) {
+		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
 			err = fmt.Errorf("%w: %s: %w; %s", ErrCorrupt, path, err, recovery(path))
 		}
 		return nil, fault.Systemic("boltstore.Open "+path, err)

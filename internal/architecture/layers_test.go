@@ -1,0 +1,73 @@
+package architecture
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestDomainViolations(t *testing.T) {
+	const m = modulePath + "/"
+	tests := []struct {
+		name    string
+		pkg     string
+		imports []string
+		want    []string
+	}{
+		{"domain imports domain", "internal/migration",
+			[]string{m + "internal/statestore", m + "internal/fault", "context"}, nil},
+		{"domain imports an S3 adapter", "internal/migration",
+			[]string{m + "internal/objectstore/s3store"}, []string{m + "internal/objectstore/s3store (adapter)"}},
+		{"domain imports the cgo binding", "internal/statestore/boltstore",
+			[]string{m + "internal/gdal"}, []string{m + "internal/gdal (adapter)"}},
+		{"domain imports the CLI", "internal/asl",
+			[]string{m + "cmd/geomigrate"}, []string{m + "cmd/geomigrate (wiring)"}},
+		{"domain imports a Lambda main", "internal/validate",
+			[]string{m + "functions/convert", m + "functions/lambdatest"},
+			[]string{m + "functions/convert (wiring)", m + "functions/lambdatest (wiring)"}},
+		{"domain imports the local runner", "internal/convert",
+			[]string{m + "internal/localrun"}, []string{m + "internal/localrun (wiring)"}},
+		{"unlisted package is domain", "internal/newthing",
+			[]string{m + "internal/awsapp"}, []string{m + "internal/awsapp (adapter)"}},
+		{"sibling of an adapter is domain", "internal/objectstore/memstore",
+			[]string{m + "internal/awsconfig"}, []string{m + "internal/awsconfig (adapter)"}},
+		{"adapter imports adapter", "internal/awsapp",
+			[]string{m + "internal/objectstore/s3store", m + "internal/awsconfig"}, nil},
+		{"wiring imports adapters", "cmd/geomigrate",
+			[]string{m + "internal/gdal", m + "internal/awsapp"}, nil},
+		{"local runner uses GDAL", "internal/localrun", []string{m + "internal/gdal"}, nil},
+		{"tests import wiring", "test/sfn", []string{m + "functions/lambdatest"}, nil},
+		{"prefix is not a path match", "internal/gdalish",
+			[]string{m + "internal/gdalx"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := domainViolations(tt.pkg, tt.imports)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("domainViolations(%q) = %q, want %q", tt.pkg, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRoleOf(t *testing.T) {
+	tests := []struct {
+		pkg  string
+		want role
+	}{
+		{"internal/gdal", adapter},
+		{"internal/statestore/dynamostore", adapter},
+		{"internal/statestore", domain},
+		{"internal/statestore/boltstore", domain},
+		{"functions", wiring},
+		{"functions/hashcheck", wiring},
+		{"cmd/geomigrate", wiring},
+		{"statemachine", domain},
+		{"events", tests},
+		{"test/sfn", tests},
+	}
+	for _, tt := range tests {
+		if got := roleOf(tt.pkg); got != tt.want {
+			t.Errorf("roleOf(%q) = %s, want %s", tt.pkg, got, tt.want)
+		}
+	}
+}

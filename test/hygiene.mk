@@ -1,0 +1,52 @@
+# Hygiene checks run by `make test`: the race detector on the packages with
+# concurrency, staticcheck (pinned) on both modules, and a short fuzz run of
+# every hand-written parser. Included from the root Makefile.
+
+HYGIENE_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
+# Packages that start goroutines or share state between them.
+RACE_PKGS ?= ./internal/asl/... ./internal/localrun/... ./internal/statestore/... \
+	./internal/objectstore/... ./internal/queue/... ./internal/filelock/...
+RACE_TIMEOUT ?= 15m
+
+# staticcheck 2026.2.2 is module version v0.8.2 (the newest on the module
+# proxy that builds with Go 1.26); installed once into .tools/bin.
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(HYGIENE_ROOT)/.tools/bin/staticcheck
+STATICCHECK_STAMP := $(HYGIENE_ROOT)/.tools/bin/.staticcheck-$(STATICCHECK_VERSION)
+
+FUZZTIME ?= 5s
+FUZZ_TIMEOUT ?= 5m
+# package:FuzzName, one `go test -fuzz` per pair (-fuzz takes one target per package run).
+FUZZ_TARGETS ?= \
+	./internal/asl:FuzzParse \
+	./internal/asl:FuzzJSONPath \
+	./internal/asl:FuzzIntrinsic \
+	./internal/geoparquet:FuzzDecodeWKB \
+	./internal/cogcheck:FuzzCheck
+
+.PHONY: test-race staticcheck tools-staticcheck fuzz-smoke hygiene
+
+hygiene: test-race staticcheck fuzz-smoke ## race, staticcheck and fuzz smoke runs (part of make test)
+
+test-race: ## go test -race on the packages with concurrency
+	cd $(HYGIENE_ROOT) && go test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
+
+$(STATICCHECK_STAMP):
+	@mkdir -p $(HYGIENE_ROOT)/.tools/bin
+	GOBIN=$(HYGIENE_ROOT)/.tools/bin go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@touch $@
+
+tools-staticcheck: $(STATICCHECK_STAMP) ## install staticcheck $(STATICCHECK_VERSION) into .tools/bin
+
+staticcheck: tools-staticcheck ## staticcheck the root module (with and without -tags integration) and infra/
+	cd $(HYGIENE_ROOT) && $(STATICCHECK) ./...
+	cd $(HYGIENE_ROOT) && $(STATICCHECK) -tags integration ./...
+	cd $(HYGIENE_ROOT)/infra && $(STATICCHECK) ./...
+	cd $(HYGIENE_ROOT)/infra && $(STATICCHECK) -tags integration ./...
+
+fuzz-smoke: ## run each fuzz target for $(FUZZTIME) (its seed corpus in testdata/fuzz/ runs in every go test)
+	@set -e; cd $(HYGIENE_ROOT); for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; \
+	  echo "go test -run '^$$' -fuzz '^$$name\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+	  go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -timeout $(FUZZ_TIMEOUT) $$pkg; \
+	done
