@@ -601,6 +601,7 @@ func TestCdkNagAwsSolutions(t *testing.T) {
 	ann := assertions.Annotations_FromStack(b.st.Stack)
 	errs := ann.FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
 	for _, e := range *errs {
+		//lint:ignore SA1019 awscdk v2.276's assertions still return cxapi.SynthesisMessage; its replacement is not in the Go bindings
 		t.Errorf("unsuppressed cdk-nag error at %s: %v", *e.Id, e.Entry.Data)
 	}
 	// Every suppression carries a reason (cdk-nag requires >= 10 characters; we want a sentence).

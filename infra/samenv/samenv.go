@@ -364,6 +364,7 @@ func (r *resolver) ref(id string) (string, error) {
 	}
 	res, ok := r.t.Resources[id]
 	if !ok {
+		//lint:ignore ST1005 the message starts with the CloudFormation intrinsic it resolves, spelt as in the template
 		return "", fmt.Errorf("Ref %s: no such resource", id)
 	}
 	if p := r.physical(id); p != "" {
@@ -451,6 +452,7 @@ var nameProperty = map[string]string{
 func (r *resolver) name(id string, res Resource) (string, error) {
 	prop, ok := nameProperty[res.Type]
 	if !ok {
+		//lint:ignore ST1005 the message starts with the CloudFormation intrinsic it resolves, spelt as in the template
 		return "", fmt.Errorf("Ref %s: %s is not resolved by samenv; give its physical ID (SAM_NAMES=%s=...)", id, res.Type, ConstructID(id))
 	}
 	if v, ok := res.Properties[prop]; ok {
