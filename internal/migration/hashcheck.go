@@ -10,6 +10,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
@@ -68,7 +69,7 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 		if err := checkKeyChars(key); err != nil {
 			return HashCheckOutput{}, err
 		}
-		if NotGeospatial(key) != "" && !IsSidecar(key) {
+		if NotGeospatial(key) != "" && !formats.IsSidecar(key) {
 			src.Key, src.KeyEncoding = key, "plain"
 			return HashCheckOutput{Source: src, Decision: DecisionSkip, Reason: ReasonNotGeospatial}, nil
 		}
@@ -81,7 +82,7 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 	if src.DatasetID == "" {
 		src.DatasetID = src.Bucket
 	}
-	if IsSidecar(key) {
+	if formats.IsSidecar(key) {
 		// A sidecar is read with its main file (roads.shp brings roads.dbf)
 		// and is part of its identity: an edit of the sidecar alone
 		// migrates the main file again. Without a main file there is
