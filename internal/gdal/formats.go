@@ -162,7 +162,7 @@ func preflightZipReader(zr *zip.Reader, name, gdalPath string, r convert.Recipe)
 	byExt := func(ext string) []string {
 		var out []string
 		for _, n := range names {
-			if strings.HasSuffix(strings.ToLower(n), ext) {
+			if formats.Lookup(n).Ext == ext {
 				out = append(out, n)
 			}
 		}

@@ -67,3 +67,18 @@ func TestZipSidecarsAreNotDatasets(t *testing.T) {
 		t.Errorf("driver %q, want GTiff", s.driver)
 	}
 }
+
+// TestExtHintNamesTheRegistrysDrivers: the refusal of an unrecognised file
+// says which driver its extension (per internal/formats) promised.
+func TestExtHintNamesTheRegistrysDrivers(t *testing.T) {
+	for name, want := range map[string]string{
+		"dem.tif":      " (its extension .tif suggests GTiff or COG: the file is mislabelled or damaged)",
+		"x.shp.zip":    " (its extension .shp.zip suggests ESRI Shapefile: the file is mislabelled or damaged)",
+		"survey.csv":   " (its extension .csv suggests otherwise: the file is mislabelled or damaged)",
+		"no-extension": "",
+	} {
+		if got := extHint(name); got != want {
+			t.Errorf("extHint(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
