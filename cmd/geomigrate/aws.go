@@ -18,6 +18,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
@@ -218,7 +219,7 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 			}
 		}
 		err = store.List(ctx, bucket, prefix, func(o objectstore.Object) error {
-			if !strings.HasSuffix(o.Key, "/") && !migration.IsSidecar(o.Key) {
+			if !strings.HasSuffix(o.Key, "/") && !formats.IsSidecar(o.Key) {
 				inputs = append(inputs, migration.Source{Bucket: bucket, Key: o.Key, KeyEncoding: "plain"})
 			}
 			return nil

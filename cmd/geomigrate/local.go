@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
@@ -242,7 +243,7 @@ func (w *sourceWalk) note(key, status, reason string) {
 // sidecar named name.
 func hasMain(entries []fs.DirEntry, name string) bool {
 	for _, e := range entries {
-		if !migration.IsSidecar(e.Name()) && migration.SidecarOf(e.Name(), name) {
+		if formats.SidecarOf(e.Name(), name) {
 			return true
 		}
 	}
@@ -305,7 +306,7 @@ func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
 			}
 		case !mode.IsRegular():
 			w.note(key, localrun.StatusSkipped, "not a regular file ("+mode.String()+")")
-		case migration.IsSidecar(name):
+		case formats.IsSidecar(name):
 			// Read with its main file; one without a main file is
 			// listed rather than dropped without a word.
 			if !hasMain(entries, name) {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"path"
 	"strings"
+
+	"github.com/geomigrate/geomigrate/internal/formats"
 )
 
 // Kind is what a source holds.
@@ -61,24 +63,6 @@ var Formats = map[string]FormatInfo{
 	FormatFlatGeobuf: {FormatFlatGeobuf, ".fgb", "application/flatgeobuf", Vector},
 }
 
-// compound extensions stripped as a whole.
-var compoundExt = []string{".shp.zip", ".gdb.zip", ".tar.gz", ".aux.xml"}
-
-// Stem is the base name of a key without its extension ("a/b/roads.shp.zip" → "roads").
-func Stem(key string) string {
-	base := path.Base(key)
-	lower := strings.ToLower(base)
-	for _, ce := range compoundExt {
-		if strings.HasSuffix(lower, ce) && len(base) > len(ce) {
-			return base[:len(base)-len(ce)]
-		}
-	}
-	if ext := path.Ext(base); ext != "" && len(ext) < len(base) {
-		return base[:len(base)-len(ext)]
-	}
-	return base
-}
-
 // DestKey names an output in the destination bucket from the source key:
 // the extension is replaced ("a/b/dem.img" → "a/b/dem.tif",
 // "roads.shp" → "roads.parquet"); for a multi-layer source each layer goes
@@ -92,7 +76,7 @@ func DestKey(srcKey string, out Output, multiLayer bool) string {
 	} else {
 		dir += "/"
 	}
-	stem := Stem(srcKey)
+	stem := formats.Stem(srcKey)
 	ext := out.Extension
 	if ext == "" {
 		ext = Formats[out.Format].Extension
@@ -139,20 +123,4 @@ func SafeName(s string) string {
 type RangeEngine interface {
 	Engine
 	ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, name, workDir string, r Recipe) ([]Output, error)
-}
-
-// needsLocalFile lists sources that cannot be read through ranged reads:
-// formats made of several files, and libraries that want a real file
-// (SQLite behind GeoPackage opens its own file handles).
-var needsLocalFile = []string{".shp", ".nc", ".nc4", ".h5", ".hdf", ".hdf5", ".he5", ".asc", ".png", ".jpg", ".jpeg", ".img", ".gpkg", ".sqlite", ".gdb"}
-
-// ReadableByRange reports whether a key can go to ConvertReader.
-func ReadableByRange(key string) bool {
-	lower := strings.ToLower(key)
-	for _, ext := range needsLocalFile {
-		if strings.HasSuffix(lower, ext) {
-			return false
-		}
-	}
-	return true
 }

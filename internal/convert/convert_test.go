@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 )
 
 // goldenHash pins the hash of the default recipe with fixed versions. If it
@@ -152,3 +153,19 @@ func TestSafeNameOneToOne(t *testing.T) {
 }
 
 func withLayer(o Output, l string) Output { o.Layer = l; return o }
+
+// TestOutputFormatsAgreeWithTheRegistry: the extension each output format
+// is written with names that format in internal/formats, and every output
+// format the registry knows is one written here.
+func TestOutputFormatsAgreeWithTheRegistry(t *testing.T) {
+	for name, f := range Formats {
+		if got := formats.OutputFormat("x" + f.Extension); got != name {
+			t.Errorf("%s is written as %s, which the registry calls %q", name, f.Extension, got)
+		}
+	}
+	for _, row := range formats.Table() {
+		if _, ok := Formats[row.Output]; row.Output != "" && !ok {
+			t.Errorf("registry: %s names output format %q, which is not written", row.Ext, row.Output)
+		}
+	}
+}

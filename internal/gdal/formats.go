@@ -26,6 +26,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 )
 
 // Archive limits. The declared uncompressed total is also held to the
@@ -40,15 +41,6 @@ const (
 	zipRatioFloor = 1 << 20
 	maxPRJBytes   = 64 << 10
 )
-
-// nested archives are not opened: GDAL would chain /vsizip/ on its own.
-var archiveExts = []string{".zip", ".kmz", ".gz", ".tgz", ".tar", ".7z", ".rar", ".bz2", ".xz", ".zst", ".lz4"}
-
-// isZipName: the names under which a source is treated as a zip archive.
-func isZipName(p string) bool {
-	l := strings.ToLower(p)
-	return strings.HasSuffix(l, ".zip") || strings.HasSuffix(l, ".kmz")
-}
 
 func isZipMagic(head []byte) bool {
 	return bytes.HasPrefix(head, []byte("PK\x03\x04")) || bytes.HasPrefix(head, []byte("PK\x05\x06"))
@@ -128,10 +120,9 @@ func preflightZipReader(zr *zip.Reader, name, gdalPath string, r convert.Recipe)
 		if f.Method != zip.Store && f.Method != zip.Deflate {
 			return nil, fault.Data(fault.UnsupportedFormat, "archive entry %q uses compression method %d; use deflate (a plain zip)", name, f.Method)
 		}
-		for _, ext := range archiveExts {
-			if strings.HasSuffix(strings.ToLower(name), ext) {
-				return nil, fault.Data(fault.UnsafeSource, "archive entry %q is itself an archive; nested archives are not opened: unpack it and upload its content", name)
-			}
+		if formats.IsArchive(name) {
+			// GDAL would chain /vsizip/ on its own.
+			return nil, fault.Data(fault.UnsafeSource, "archive entry %q is itself an archive; nested archives are not opened: unpack it and upload its content", name)
 		}
 		if _, dup := files[name]; dup {
 			return nil, fault.Data(fault.CorruptSource, "archive holds %q twice", name)
@@ -162,7 +153,7 @@ func preflightZipReader(zr *zip.Reader, name, gdalPath string, r convert.Recipe)
 	for _, n := range names {
 		parts := strings.Split(n, "/")
 		for i, p := range parts[:len(parts)-1] {
-			if strings.HasSuffix(strings.ToLower(p), ".gdb") {
+			if formats.Lookup(p).Directory {
 				gdbs[strings.Join(parts[:i+1], "/")] = true
 				break
 			}
@@ -171,7 +162,7 @@ func preflightZipReader(zr *zip.Reader, name, gdalPath string, r convert.Recipe)
 	byExt := func(ext string) []string {
 		var out []string
 		for _, n := range names {
-			if strings.HasSuffix(strings.ToLower(n), ext) {
+			if formats.Lookup(n).Ext == ext {
 				out = append(out, n)
 			}
 		}
@@ -226,7 +217,7 @@ func preflightZipReader(zr *zip.Reader, name, gdalPath string, r convert.Recipe)
 		// One dataset file, plus sidecars of the same stem.
 		stem := ""
 		for _, n := range names {
-			if isSidecarName(n) {
+			if formats.IsSidecar(n) {
 				continue
 			}
 			if stem != "" {
@@ -272,35 +263,14 @@ func checkEntryName(name string) error {
 	return nil
 }
 
-// isSidecarName: the names that accompany a dataset rather than being one.
-func isSidecarName(n string) bool {
-	l := strings.ToLower(n)
-	if strings.HasSuffix(l, ".aux.xml") {
-		return true
-	}
-	ext := path.Ext(l)
-	for _, list := range sidecarExt {
-		for _, e := range list {
-			if e == ext && e != ".shp" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// zipSiblings lists main's sidecars among the entries: same directory, same
-// stem (case-insensitive), main's own base name first.
+// zipSiblings lists the entries GDAL reads beside main (same directory,
+// formats.SidecarOf and Format.ReadByGDAL), main's own base name first.
 func zipSiblings(main string, names []string) []string {
 	dir, base := path.Split(main)
-	stem := strings.ToLower(convert.Stem(base))
 	out := []string{base}
 	for _, n := range names {
 		d, b := path.Split(n)
-		if d != dir || b == base {
-			continue
-		}
-		if strings.HasPrefix(strings.ToLower(b), stem+".") {
+		if d == dir && formats.SidecarOf(base, b) && formats.Lookup(b).ReadByGDAL {
 			out = append(out, b)
 		}
 	}
@@ -317,7 +287,7 @@ func zipShapefile(s *source, shp string, files map[string]*zip.File) error {
 	sib := zipSiblings(shp, names)
 	find := func(ext string) string {
 		for _, b := range sib {
-			if strings.EqualFold(path.Ext(b), ext) && strings.EqualFold(strings.TrimSuffix(b, path.Ext(b)), convert.Stem(path.Base(shp))) {
+			if strings.EqualFold(path.Ext(b), ext) && strings.EqualFold(strings.TrimSuffix(b, path.Ext(b)), formats.Stem(path.Base(shp))) {
 				return path.Join(path.Dir(shp), b)
 			}
 		}
@@ -413,7 +383,7 @@ func clip(s string, n int) string {
 // checkLocalPRJ checks the .prj sidecar of a local file, when there is one.
 func checkLocalPRJ(src string, siblings []string) error {
 	dir := filepath.Dir(src)
-	stem := strings.ToLower(convert.Stem(filepath.Base(src)))
+	stem := strings.ToLower(formats.Stem(filepath.Base(src)))
 	for _, b := range siblings[1:] {
 		if strings.ToLower(b) != stem+".prj" {
 			continue
@@ -438,7 +408,7 @@ func checkLocalPRJ(src string, siblings []string) error {
 // checkLocalShapefile requires .shx and .dbf beside a .shp (the .prj is
 // checked by the layer's CRS check, which names the layer).
 func checkLocalShapefile(src string, siblings []string) error {
-	stem := strings.ToLower(convert.Stem(filepath.Base(src)))
+	stem := strings.ToLower(formats.Stem(filepath.Base(src)))
 	have := map[string]bool{}
 	for _, b := range siblings {
 		have[strings.ToLower(b)] = true
@@ -519,11 +489,7 @@ func (s *source) checkDriver() error {
 // stem names outputs after the uploaded file ("roads.shp.zip" → "roads",
 // "city.gdb.zip" → "city", "places.kmz" → "places").
 func (s *source) stem() string {
-	st := convert.Stem(filepath.Base(s.name))
-	if strings.HasSuffix(strings.ToLower(st), ".gdb") {
-		st = st[:len(st)-4]
-	}
-	return st
+	return formats.Stem(filepath.Base(s.name))
 }
 
 func (s *source) String() string { return fmt.Sprintf("%s (%s)", s.name, s.driver) }
@@ -597,7 +563,7 @@ func checkDBFUTF8(r io.Reader, name string) error {
 // checkLocalDBF applies checkDBFUTF8 to a local shapefile whose .cpg declares UTF-8.
 func checkLocalDBF(src string, siblings []string) error {
 	dir := filepath.Dir(src)
-	stem := strings.ToLower(convert.Stem(filepath.Base(src)))
+	stem := strings.ToLower(formats.Stem(filepath.Base(src)))
 	var cpg, dbf string
 	for _, b := range siblings {
 		switch strings.ToLower(b) {

@@ -13,6 +13,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 )
 
 // Drivers a source may be opened with. Each reads only the source file and
@@ -80,12 +81,6 @@ type source struct {
 	bytes    int64    // total size with sidecars
 }
 
-// sidecar extensions per driver family (lower case, with the dot).
-var sidecarExt = map[string][]string{
-	"ESRI Shapefile": {".shp", ".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx"},
-	"raster":         {".prj", ".aux.xml", ".tfw", ".tifw", ".wld", ".pgw", ".pngw", ".jgw", ".jpgw", ".j2w", ".rrd", ".ige"},
-}
-
 // preflight checks a local source without a full open: a regular,
 // non-empty, readable file (or an OpenFileGDB directory), not pointing
 // elsewhere, within the byte budget, recognised by an allowed driver.
@@ -105,7 +100,7 @@ func preflight(src string, r convert.Recipe) (*source, error) {
 	s := &source{path: src, name: src}
 	if fi.IsDir() {
 		// Only a File Geodatabase is a directory source.
-		if !strings.EqualFold(filepath.Ext(src), ".gdb") {
+		if !formats.Lookup(src).Directory {
 			return nil, fault.Data(fault.UnsupportedFormat, "source is a directory, not a .gdb File Geodatabase")
 		}
 		s.bytes = dirSize(src)
@@ -129,7 +124,7 @@ func preflight(src string, r convert.Recipe) (*source, error) {
 		if r.MaxBytes > 0 && fi.Size() > r.MaxBytes {
 			return nil, fault.Data(fault.BudgetExceeded, "source is %d bytes, over the budget of %d bytes", fi.Size(), r.MaxBytes)
 		}
-		if isZipMagic(head) || isZipName(src) {
+		if isZipMagic(head) || formats.IsZip(src) {
 			return preflightZip(src, r)
 		}
 		s.siblings, s.bytes = siblings(src, fi.Size())
@@ -144,7 +139,7 @@ func preflight(src string, r convert.Recipe) (*source, error) {
 	}
 	switch s.driver {
 	case "ESRI Shapefile":
-		if strings.EqualFold(filepath.Ext(src), ".shp") {
+		if formats.Lookup(src).Ext == ".shp" {
 			if err := checkLocalShapefile(src, s.siblings); err != nil {
 				return nil, err
 			}
@@ -170,11 +165,14 @@ func preflight(src string, r convert.Recipe) (*source, error) {
 }
 
 func extHint(src string) string {
-	ext := strings.ToLower(filepath.Ext(src))
-	if ext == "" {
+	f := formats.Lookup(src)
+	switch {
+	case f.Ext == "":
 		return ""
+	case len(f.Drivers) > 0:
+		return " (its extension " + f.Ext + " suggests " + strings.Join(f.Drivers, " or ") + ": the file is mislabelled or damaged)"
 	}
-	return " (its extension " + ext + " suggests otherwise: the file is mislabelled or damaged)"
+	return " (its extension " + f.Ext + " suggests otherwise: the file is mislabelled or damaged)"
 }
 
 func readHead(path string, n int) ([]byte, error) {
@@ -191,19 +189,13 @@ func readHead(path string, n int) ([]byte, error) {
 	return buf[:k], nil
 }
 
-// siblings lists the sidecars of src (same stem, known extension, regular
-// files) and the total size. Only these names are given to GDAL.
+// siblings lists the sidecars of src that GDAL reads (formats.SidecarOf
+// and Format.ReadByGDAL; regular files) and the total size. Only these
+// names are given to GDAL.
 func siblings(src string, size int64) ([]string, int64) {
 	dir, base := filepath.Split(src)
 	if dir == "" {
 		dir = "."
-	}
-	stem := strings.ToLower(convert.Stem(base))
-	allowed := map[string]bool{}
-	for _, list := range sidecarExt {
-		for _, e := range list {
-			allowed[e] = true
-		}
 	}
 	names := []string{base}
 	total := size
@@ -213,15 +205,7 @@ func siblings(src string, size int64) ([]string, int64) {
 	}
 	for _, e := range entries {
 		n := e.Name()
-		if n == base || !e.Type().IsRegular() {
-			continue
-		}
-		ln := strings.ToLower(n)
-		if !strings.HasPrefix(ln, stem+".") {
-			continue
-		}
-		ext := ln[len(stem):]
-		if !allowed[ext] && !strings.HasSuffix(ln, ".aux.xml") {
+		if !e.Type().IsRegular() || !formats.SidecarOf(base, n) || !formats.Lookup(n).ReadByGDAL {
 			continue
 		}
 		if info, err := e.Info(); err == nil {

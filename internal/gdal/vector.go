@@ -13,6 +13,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 )
 
 // layerScan is what a full read of a layer's geometries found.
@@ -120,7 +121,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 	for _, name := range skipped {
 		rec.warn(fmt.Sprintf("empty layer %q skipped", name))
 	}
-	stem := convert.Stem(filepath.Base(s.path))
+	stem := formats.Stem(filepath.Base(s.path))
 	multi := len(scans) > 1
 	ext := convert.Formats[r.VectorFormat].Extension
 	// One output per layer, never two layers in one name: SafeName is

@@ -22,6 +22,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 )
 
 // readerPrefix is our VSI namespace. The user-facing preflight refuses
@@ -269,7 +270,7 @@ func preflightReader(ra io.ReaderAt, size int64, name, vsiPath string, r convert
 			return nil, fault.Data(fault.UnsafeSource, "source is a %s document, which makes GDAL open the files or URLs it names; refused", h[1:])
 		}
 	}
-	if isZipMagic(head) || isZipName(name) {
+	if isZipMagic(head) || formats.IsZip(name) {
 		zr, err := zip.NewReader(ra, size)
 		if err != nil {
 			return nil, fault.DataWrap(fault.CorruptSource, err, "source is named like a zip archive but is not a readable one")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 )
 
 // ReasonNotGeospatial: the source is a file no archive of geodata needs
@@ -18,28 +19,11 @@ const ReasonNotGeospatial = "not_geospatial"
 // folder.
 var osFiles = map[string]bool{"thumbs.db": true, "desktop.ini": true, "ehthumbs.db": true, "icon\r": true, ".ds_store": true}
 
-// nonGeoExts are extensions of documents, text, code and media: never a
-// geospatial source. Deliberately a deny-list: a file with an unknown
-// extension, or none, may still be a format GDAL identifies by content (a
-// GeoTIFF named "dem", a grid named .dat), so it stays a candidate and an
-// unreadable one goes to remediation with the driver's verdict. Formats GDAL
-// reads but the pipeline refuses (CSV, PDF, XLSX, GPX …) are candidates too:
-// remediation says what to do with them. TestNotGeospatial checks that no
-// sidecar and no converted format is on this list.
-var nonGeoExts = map[string]bool{
-	".txt": true, ".md": true, ".rst": true, ".htm": true, ".html": true, ".css": true, ".js": true,
-	".doc": true, ".docx": true, ".odt": true, ".rtf": true, ".ppt": true, ".pptx": true, ".odp": true,
-	".log": true, ".ini": true, ".cfg": true, ".conf": true, ".yaml": true, ".yml": true, ".toml": true,
-	".bak": true, ".tmp": true, ".temp": true, ".swp": true, ".lock": true, ".lnk": true, ".url": true,
-	".py": true, ".sh": true, ".bat": true, ".ps1": true, ".exe": true, ".dll": true, ".so": true, ".dylib": true,
-	".eml": true, ".msg": true, ".mp3": true, ".wav": true, ".mp4": true, ".mov": true, ".avi": true, ".db": true,
-}
-
 // NotGeospatial says why the object at key is no migration candidate, or
 // "" when it is one: hidden files (.DS_Store, macOS "._" resource forks),
 // operating-system files (Thumbs.db, desktop.ini), editor and Office
 // leftovers (name~, ~$name), and documents, text, code and media by
-// extension. It judges the name only.
+// extension (formats.NotGeospatial). It judges the name only.
 func NotGeospatial(key string) string {
 	base := path.Base(key)
 	lower := strings.ToLower(base)
@@ -50,8 +34,8 @@ func NotGeospatial(key string) string {
 		return "hidden file"
 	case strings.HasPrefix(base, "~$") || strings.HasSuffix(base, "~"):
 		return "editor or office leftover"
-	case nonGeoExts[path.Ext(lower)]:
-		return "not a geospatial format (" + path.Ext(lower) + ")"
+	case formats.KindOf(lower) == formats.NotGeospatial:
+		return "not a geospatial format (" + formats.Lookup(lower).Ext + ")"
 	}
 	return ""
 }

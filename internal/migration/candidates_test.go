@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -47,11 +48,11 @@ func TestNotGeospatial(t *testing.T) {
 			t.Errorf("NotGeospatial(%q) = %q, want ignored %v", tc.key, reason, tc.ignore)
 		}
 	}
-	// The list never hides a sidecar or a format the pipeline converts.
-	for _, ext := range append(append([]string(nil), sidecarExts...), ".shp", ".gpkg", ".geojson", ".json", ".kml", ".kmz", ".fgb", ".zip", ".gdb",
-		".tif", ".tiff", ".jp2", ".nc", ".h5", ".hdf5", ".img", ".asc", ".png", ".jpg", ".jpeg") {
-		if r := NotGeospatial("x" + ext); r != "" {
-			t.Errorf("x%s ignored (%s)", ext, r)
+	// Only the registry's non-geospatial extensions are ignored: never a
+	// sidecar, an archive or a format the pipeline converts.
+	for _, f := range formats.Table() {
+		if r := NotGeospatial("x" + f.Ext); (r != "") != (f.Kind == formats.NotGeospatial) {
+			t.Errorf("x%s (%s): NotGeospatial = %q", f.Ext, f.Kind, r)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
@@ -115,7 +116,7 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 // the wrong content hash.
 func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]convert.Output, error) {
 	_, local := c.store.(objectstore.LocalPather)
-	if re, ok := c.engine.(convert.RangeEngine); ok && !local && convert.ReadableByRange(job.SourceKey) {
+	if re, ok := c.engine.(convert.RangeEngine); ok && !local && formats.ReadableByRange(job.SourceKey) {
 		// A world file or .aux.xml beside the source carries georeferencing
 		// that a ranged read of the source alone would miss.
 		sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
@@ -220,7 +221,7 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 			id.invalid = err
 			return id, nil
 		}
-		if NotGeospatial(key) != "" && !IsSidecar(key) {
+		if NotGeospatial(key) != "" && !formats.IsSidecar(key) {
 			id.src.Key, id.src.KeyEncoding = key, "plain"
 			id.notGeospatial = true
 			return id, nil
@@ -234,7 +235,7 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 	if id.src.DatasetID == "" {
 		id.src.DatasetID = id.src.Bucket
 	}
-	if IsSidecar(key) {
+	if formats.IsSidecar(key) {
 		// A sidecar is read with its main file (roads.shp brings roads.dbf)
 		// and is part of its identity: an edit of the sidecar alone
 		// migrates the main file again.

@@ -10,9 +10,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
-	"strings"
 
 	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/formats"
 )
 
 // Invocation is what the state machine tells a handler about the call
@@ -150,11 +150,8 @@ type (
 // HashCheck can find an earlier output by key. The conversion decides for
 // real; a wrong guess only costs a state-store lookup.
 func kindByExtension(key string) convert.Kind {
-	lower := strings.ToLower(key)
-	for _, ext := range []string{".shp", ".shp.zip", ".zip", ".gpkg", ".gdb", ".gdb.zip", ".kml", ".kmz", ".geojson", ".json", ".fgb"} {
-		if strings.HasSuffix(lower, ext) {
-			return convert.Vector
-		}
+	if formats.PredictKind(key) == formats.Vector {
+		return convert.Vector
 	}
 	return convert.Raster
 }
@@ -167,21 +164,4 @@ func predictDestKey(prefix, srcKey string, r convert.Recipe) string {
 	}
 	info := convert.Formats[format]
 	return prefix + convert.DestKey(srcKey, convert.Output{Format: info.Format, Extension: info.Extension, Kind: info.Kind}, false)
-}
-
-// sidecarExts are files that belong to another source (Shapefile parts,
-// world files, GDAL's auxiliary files). They are read with their main file
-// and are not sources of their own.
-var sidecarExts = []string{".shx", ".dbf", ".prj", ".cpg", ".qix", ".sbn", ".sbx", ".qmd",
-	".aux.xml", ".ovr", ".tfw", ".tifw", ".wld", ".pgw", ".pngw", ".jgw", ".jpgw", ".j2w", ".msk"}
-
-// IsSidecar reports whether a key names a sidecar file.
-func IsSidecar(key string) bool {
-	lower := strings.ToLower(key)
-	for _, ext := range sidecarExts {
-		if strings.HasSuffix(lower, ext) {
-			return true
-		}
-	}
-	return false
 }

@@ -11,29 +11,20 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
-
-// sidecarOf reports whether name (a base name) is a sidecar of the source
-// named main: same stem, a sidecar extension ("roads.shp" → "roads.dbf",
-// "dem.tif" → "dem.tfw", "dem.tif.aux.xml").
-func sidecarOf(main, name string) bool {
-	stem := strings.TrimSuffix(main, path.Ext(main)) + "."
-	return name != main && strings.HasPrefix(name, stem) && IsSidecar(name)
-}
-
-// SidecarOf reports whether the base name name is a sidecar of the source
-// named main ("roads.shp" → "roads.dbf", "dem.tif" → "dem.tif.aux.xml").
-func SidecarOf(main, name string) bool { return sidecarOf(main, name) }
 
 // listSidecars returns the sidecars stored beside key, in key order.
 func listSidecars(ctx context.Context, store objectstore.Store, bucket, key string) ([]objectstore.Object, error) {
 	dir, base := path.Split(key)
-	stem := strings.TrimSuffix(base, path.Ext(base)) + "."
+	// Every sidecar name starts with the stem and a dot ("dem.tfw",
+	// "dem.tif.aux.xml").
+	stem := formats.Stem(base) + "."
 	var out []objectstore.Object
 	err := store.List(ctx, bucket, dir+stem, func(o objectstore.Object) error {
 		rest := strings.TrimPrefix(o.Key, dir)
-		if !strings.Contains(rest, "/") && sidecarOf(base, rest) {
+		if !strings.Contains(rest, "/") && formats.SidecarOf(base, rest) {
 			out = append(out, o)
 		}
 		return nil
@@ -52,7 +43,7 @@ func mainOf(ctx context.Context, store objectstore.Store, bucket, sidecar string
 	var found []objectstore.Object
 	err := store.List(ctx, bucket, dir+first+".", func(o objectstore.Object) error {
 		rest := strings.TrimPrefix(o.Key, dir)
-		if !strings.Contains(rest, "/") && !IsSidecar(rest) && sidecarOf(rest, base) {
+		if !strings.Contains(rest, "/") && formats.SidecarOf(rest, base) {
 			found = append(found, o)
 		}
 		return nil
@@ -102,7 +93,7 @@ func localBundleDigest(src string) (string, error) {
 	base := filepath.Base(src)
 	sums := map[string]string{}
 	for _, e := range entries {
-		if !sidecarOf(base, e.Name()) {
+		if !formats.SidecarOf(base, e.Name()) {
 			continue
 		}
 		p := filepath.Join(filepath.Dir(src), e.Name())

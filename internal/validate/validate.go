@@ -10,6 +10,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/cogcheck"
 	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
 )
 
@@ -40,18 +41,8 @@ func Output(path, format string) error {
 	return res.Err()
 }
 
-// FormatOf guesses a file's format from its extension.
-func FormatOf(path string) string {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".tif", ".tiff":
-		return convert.FormatCOG
-	case ".parquet", ".geoparquet":
-		return convert.FormatGeoParquet
-	case ".fgb":
-		return convert.FormatFlatGeobuf
-	}
-	return ""
-}
+// FormatOf guesses a file's format from its extension (formats.OutputFormat).
+func FormatOf(path string) string { return formats.OutputFormat(path) }
 
 // File validates path as format ("" to guess from the extension).
 func File(path, format string) (Result, error) {
