@@ -554,8 +554,13 @@ func createTemp(dir string) (*os.File, error) {
 		case errors.Is(err, fs.ErrExist):
 		case errors.Is(err, fs.ErrNotExist):
 			// A concurrent Delete may prune a parent while MkdirAll walks
-			// down; that is a lost race, not a failure: try again.
-			if err := os.MkdirAll(dir, 0o755); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// down; that is a lost race, not a failure: try again. The race
+			// shows as ENOENT, or as EEXIST when another writer's Mkdir won
+			// and the prune removed the directory before MkdirAll's Lstat
+			// saw it. A file in the way of a directory fails the OpenFile
+			// above with ENOTDIR, so neither hides a real key conflict; the
+			// attempts are bounded all the same.
+			if err := os.MkdirAll(dir, 0o755); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrExist) {
 				return nil, err
 			}
 		default:
