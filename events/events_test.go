@@ -238,11 +238,7 @@ func TestS3NotificationKeyDecoding(t *testing.T) {
 // HashCheck that records its payload and answers decision skip.
 func normalizeRun(t *testing.T, input []byte) (*asl.Result, json.RawMessage) {
 	t.Helper()
-	def, err := localrun.MigrateDefinition()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm, err := asl.Parse(def)
+	sm, err := localrun.ParsedMigrate()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,11 +438,7 @@ func TestFolderMarkerEventIsSkipped(t *testing.T) {
 	}
 	hc := migration.NewHashCheck(migration.Config{DestBucket: "geo-archive-cog"}, store, statestore.NewTracker(statestoretest.NewMemory()),
 		migration.StoreFingerprinter{Store: store}, slog.New(slog.DiscardHandler))
-	def, err := localrun.MigrateDefinition()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm, err := asl.Parse(def)
+	sm, err := localrun.ParsedMigrate()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,11 +14,7 @@ func runGraph(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	def, err := localrun.MigrateDefinition()
-	if err != nil {
-		return err
-	}
-	sm, err := asl.Parse(def)
+	sm, err := localrun.ParsedMigrate()
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,20 @@ func MigrateDefinition() ([]byte, error) {
 	return def, nil
 }
 
+// ParsedMigrate is MigrateDefinition parsed: the machine the local
+// executor runs, and what the graph and the tests inspect.
+func ParsedMigrate() (*asl.StateMachine, error) {
+	def, err := MigrateDefinition()
+	if err != nil {
+		return nil, err
+	}
+	sm, err := asl.Parse(def)
+	if err != nil {
+		return nil, fmt.Errorf("localrun: %w", err)
+	}
+	return sm, nil
+}
+
 // LambdaFunc adapts a typed handler to the executor the way the Lambda
 // runtime does: JSON in, JSON out, the handler's error passed through
 // unchanged so its type name becomes the Step Functions error.
@@ -119,13 +133,9 @@ func RetryWaitScale() (float64, error) {
 // RetryWaitScaleEnv when set. More options (clock, randomness,
 // history observers) are passed through.
 func NewExecutor(h Handlers, q Queues, opts ...asl.Option) (*asl.Executor, error) {
-	def, err := MigrateDefinition()
+	sm, err := ParsedMigrate()
 	if err != nil {
 		return nil, err
-	}
-	sm, err := asl.Parse(def)
-	if err != nil {
-		return nil, fmt.Errorf("localrun: %w", err)
 	}
 	scale, err := RetryWaitScale()
 	if err != nil {

@@ -13,11 +13,7 @@ import (
 // the task, so the task timeout is the function timeout; it must end before
 // the job's lease does, or a second run could claim a job still running.
 func TestLocalTaskTimeoutsStayBelowTheLease(t *testing.T) {
-	def, err := localrun.MigrateDefinition()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sm, err := asl.Parse(def)
+	sm, err := localrun.ParsedMigrate()
 	if err != nil {
 		t.Fatal(err)
 	}
