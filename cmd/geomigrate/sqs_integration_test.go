@@ -124,8 +124,12 @@ func cliRun(t *testing.T, bin, dir string, args ...string) cliResult {
 	return r
 }
 
-func outcomeOf(t *testing.T, stdout, key string) localrun.Outcome {
+func outcomeOf(t *testing.T, r cliResult, key string) localrun.Outcome {
 	t.Helper()
+	stdout := r.stdout
+	if !strings.Contains(stdout, "report: ") {
+		t.Fatalf("no run report for %s; stdout:\n%s\nstderr:\n%s", key, r.stdout, r.stderr)
+	}
 	for _, o := range lastReport(t, stdout).Files {
 		if o.Key == key {
 			return o
@@ -177,7 +181,7 @@ func TestReplayFromSQSAgainstMoto(t *testing.T) {
 	if r.exit != 0 {
 		t.Fatalf("migrate exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
 	}
-	if o := outcomeOf(t, r.stdout, "in/no_crs.tif"); o.Status != localrun.StatusRemediation || o.Code != "MissingCRS" {
+	if o := outcomeOf(t, r, "in/no_crs.tif"); o.Status != localrun.StatusRemediation || o.Code != "MissingCRS" {
 		t.Fatalf("no_crs.tif: %+v", o)
 	}
 	if d := depthOf(t, rem); d != (queue.Depth{Visible: 1}) {
@@ -195,7 +199,7 @@ func TestReplayFromSQSAgainstMoto(t *testing.T) {
 	if r.exit != 0 {
 		t.Fatalf("replay exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
 	}
-	o := outcomeOf(t, r.stdout, "in/no_crs.tif")
+	o := outcomeOf(t, r, "in/no_crs.tif")
 	if o.Status != localrun.StatusCompleted || len(o.Outputs) == 0 {
 		t.Fatalf("replayed no_crs.tif: %+v", o)
 	}
@@ -233,7 +237,7 @@ func TestReplayFromSQSAgainstMoto(t *testing.T) {
 	if r.exit != 0 {
 		t.Fatalf("dlq replay exit %d\n%s\n%s", r.exit, r.stdout, r.stderr)
 	}
-	if o := outcomeOf(t, r.stdout, "late/dem.tif"); o.Status != localrun.StatusCompleted {
+	if o := outcomeOf(t, r, "late/dem.tif"); o.Status != localrun.StatusCompleted {
 		t.Errorf("replayed ClassifyFailed message: %+v", o)
 	}
 	if d := depthOf(t, dlq); d != (queue.Depth{}) {

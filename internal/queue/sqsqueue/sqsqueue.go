@@ -88,16 +88,41 @@ func (s *Queue) Send(ctx context.Context, body string) (string, error) {
 	return aws.ToString(out.MessageId), nil
 }
 
+// emptyPollRetries bounds the extra long polls Receive makes when a poll
+// ends empty while the queue reports visible messages.
+const emptyPollRetries = 2
+
 // Receive receives up to max messages with a long poll of one second
 // (WaitTimeSeconds=1: a long poll queries all of the SQS servers, where a
 // short poll samples some of them, per the SQS Developer Guide, "Amazon SQS
 // short and long polling"; so none means none is visible) and hides them
 // for visibility.
+//
+// A poll can still end empty while messages wait: a long poll is cut short
+// when the server is slow to start it (moto ends one before its first scan
+// when its thread stalls past WaitTimeSeconds). So an empty poll is
+// believed only when ApproximateNumberOfMessages agrees; otherwise Receive
+// polls again, at most emptyPollRetries times. The attribute is approximate
+// on SQS, which costs at most those extra polls, never a lost message.
 func (s *Queue) Receive(ctx context.Context, max int, visibility time.Duration) ([]queue.Delivery, error) {
 	where := "sqs.Receive " + s.opts.QueueURL
 	if max < 1 || max > queue.MaxReceive {
 		return nil, fmt.Errorf("%s: max %d: want 1 to %d", where, max, queue.MaxReceive)
 	}
+	for try := 0; ; try++ {
+		ds, err := s.receive(ctx, where, max, visibility)
+		if err != nil || len(ds) > 0 || try == emptyPollRetries {
+			return ds, err
+		}
+		d, err := s.Depth(ctx)
+		if err != nil || d.Visible == 0 {
+			return ds, err
+		}
+	}
+}
+
+// receive makes one ReceiveMessage call.
+func (s *Queue) receive(ctx context.Context, where string, max int, visibility time.Duration) ([]queue.Delivery, error) {
 	out, err := s.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(s.opts.QueueURL),
 		MaxNumberOfMessages:         int32(max),

@@ -265,3 +265,56 @@ func TestDeleteVisibilityDepthWire(t *testing.T) {
 		t.Errorf("ChangeMessageVisibility timeout %v, want 0", v)
 	}
 }
+
+// TestReceivePollsAgainWhenTheQueueDisagrees: an empty long poll is
+// believed only when ApproximateNumberOfMessages says nothing is visible;
+// otherwise Receive polls again, a bounded number of times.
+func TestReceivePollsAgainWhenTheQueueDisagrees(t *testing.T) {
+	const body = `{"replay":{"bucket":"raw","key":"a.tif"}}`
+	sum := md5.Sum([]byte(body))
+	message := map[string]any{"MessageId": "m-1", "ReceiptHandle": "rh-1", "Body": body, "MD5OfBody": hex.EncodeToString(sum[:])}
+	for _, tc := range []struct {
+		name         string
+		emptyPolls   int    // polls answered empty before the message
+		visible      string // ApproximateNumberOfMessages
+		wantMessages int
+		wantRequests []string
+	}{
+		{"empty and the queue agrees", 5, "0", 0, []string{"ReceiveMessage", "GetQueueAttributes"}},
+		{"a cut-short poll", 1, "1", 1, []string{"ReceiveMessage", "GetQueueAttributes", "ReceiveMessage"}},
+		{"bounded", 5, "1", 0, []string{"ReceiveMessage", "GetQueueAttributes", "ReceiveMessage", "GetQueueAttributes", "ReceiveMessage"}},
+		{"a message at once", 0, "1", 1, []string{"ReceiveMessage"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			polls := 0
+			f := &fakeSQS{respond: func(w http.ResponseWriter, b map[string]any) {
+				w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+				if _, ok := b["AttributeNames"]; ok {
+					_ = json.NewEncoder(w).Encode(map[string]any{"Attributes": map[string]string{
+						"ApproximateNumberOfMessages": tc.visible, "ApproximateNumberOfMessagesNotVisible": "0"}})
+					return
+				}
+				polls++
+				if polls <= tc.emptyPolls {
+					io.WriteString(w, `{}`)
+					return
+				}
+				_ = json.NewEncoder(w).Encode(map[string]any{"Messages": []map[string]any{message}})
+			}}
+			ds, err := newSender(t, f, queueURL).Receive(context.Background(), 10, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) != tc.wantMessages {
+				t.Errorf("%d messages, want %d", len(ds), tc.wantMessages)
+			}
+			var got []string
+			for _, r := range f.requests {
+				got = append(got, strings.TrimPrefix(r.target, "AmazonSQS."))
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.wantRequests) {
+				t.Errorf("requests %v, want %v", got, tc.wantRequests)
+			}
+		})
+	}
+}
