@@ -35,8 +35,9 @@ cli: deps ## build the geomigrate CLI into bin/
 	$(GO) build -o $(BIN)/geomigrate ./cmd/geomigrate
 
 .PHONY: run
-run: cli ## generate sample data and migrate it locally into ./out, printing a summary
-	./$(BIN)/geomigrate sample-data $(SAMPLES)
+run: cli ## generate sample data (once: your edits under samples/ are kept) and migrate it locally into ./out, printing a summary
+	@if [ -e $(SAMPLES) ]; then echo "$(SAMPLES)/ exists: kept as it is (rm -r $(SAMPLES) to get fresh samples)"; \
+	else ./$(BIN)/geomigrate sample-data $(SAMPLES); fi
 	./$(BIN)/geomigrate migrate $(SAMPLES) --dest $(OUT)
 	./$(BIN)/geomigrate status --dest $(OUT)
 

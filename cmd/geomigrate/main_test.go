@@ -97,6 +97,17 @@ func TestMakeRunFlow(t *testing.T) {
 	if second.Totals.Skipped != second.Totals.Files || second.Totals.Files != first.Totals.Files {
 		t.Fatalf("second run totals %+v, want every file skipped", second.Totals)
 	}
+	// README: "Change one file under samples/ and run again: only that
+	// file is converted."
+	copyFile(t, filepath.Join(samples, "landcover_4326.tif"), filepath.Join(samples, "dem_utm33.tif"))
+	out, _, err = run(t, "migrate", samples, "--dest", dest)
+	if err != nil {
+		t.Fatalf("third migrate: %v", err)
+	}
+	third := lastReport(t, out)
+	if third.Totals.Completed != 1 || third.Totals.Skipped != third.Totals.Files-1 {
+		t.Fatalf("after changing one file, totals %+v, want that file alone converted", third.Totals)
+	}
 	status, _, err := run(t, "status", "--dest", dest)
 	if err != nil {
 		t.Fatal(err)
@@ -173,5 +184,43 @@ func TestLeftoverStagingIsSwept(t *testing.T) {
 	}
 	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
 		t.Fatalf("leftover staging object still there: %v", err)
+	}
+}
+
+// TestReadmeBackfillExample runs the README's backfill line on the samples:
+// its prefix must select some of them.
+func TestReadmeBackfillExample(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	for _, line := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(line, "geomigrate backfill samples/ ") {
+			args = strings.Fields(strings.SplitN(line, "#", 2)[0])[1:]
+			break
+		}
+	}
+	if len(args) == 0 {
+		t.Fatal("README has no 'geomigrate backfill samples/ ...' line")
+	}
+	dir := t.TempDir()
+	if _, _, err := run(t, "sample-data", filepath.Join(dir, "samples")); err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range args {
+		switch a {
+		case "samples/":
+			args[i] = filepath.Join(dir, "samples")
+		case "out/":
+			args[i] = filepath.Join(dir, "out")
+		}
+	}
+	out, stderr, err := run(t, args...)
+	if err != nil {
+		t.Fatalf("geomigrate %v: %v\n%s\n%s", args, err, out, stderr)
+	}
+	if r := lastReport(t, out); r.Totals.Completed == 0 {
+		t.Fatalf("the README's backfill converted nothing: totals %+v\n%s", r.Totals, out)
 	}
 }

@@ -186,7 +186,7 @@ func (x *execution) mapItems(ctx context.Context, st *State, env *evalEnv) ([]an
 
 // readItems calls the ItemReader's registered resource handler. Its output
 // is the item array; an object with a Contents array (the ListObjectsV2
-// shape) is accepted too. ReaderConfig.MaxItems caps the count.
+// shape, where an empty listing has no Contents) is accepted too. ReaderConfig.MaxItems caps the count.
 func (x *execution) readItems(ctx context.Context, r *ItemReader, env *evalEnv) ([]any, *failure) {
 	fn, ok := x.e.resources[r.Resource]
 	if !ok {
@@ -206,7 +206,14 @@ func (x *execution) readItems(ctx context.Context, r *ItemReader, env *evalEnv) 
 	}
 	items, ok := out.([]any)
 	if obj, isObj := out.(map[string]any); isObj {
-		items, ok = obj["Contents"].([]any)
+		// S3 leaves Contents out of an empty listing: zero items, as a
+		// Distributed Map over an empty prefix succeeds with none.
+		switch c := obj["Contents"].(type) {
+		case nil:
+			items, ok = []any{}, true
+		case []any:
+			items, ok = c, true
+		}
 	}
 	if !ok {
 		return nil, &failure{Error: ErrItemReaderFailed, Cause: fmt.Sprintf("ItemReader %q returned %s, want an array of items", r.Resource, typeName(out))}

@@ -176,3 +176,37 @@ func TestMapItemReaderUnregistered(t *testing.T) {
 		t.Fatalf("got %s %s %s", res.Status, res.Error, res.Cause)
 	}
 }
+
+// TestMapItemReaderListingShapes: S3 leaves Contents out of an empty
+// listing, which is zero items; a Contents that is not an array is a
+// reader failure.
+func TestMapItemReaderListingShapes(t *testing.T) {
+	def := `{"StartAt":"M","States":{"M":{"Type":"Map",
+	  "ItemReader":{"Resource":"arn:aws:states:::s3:listObjectsV2","Parameters":{"Bucket":"src","Prefix":"none/"}},
+	  "ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"X","States":{"X":{"Type":"Pass","End":true}}},
+	  "End":true}}}`
+	for _, tc := range []struct {
+		name, listing, want string
+	}{
+		{"no Contents", `{"KeyCount":0,"IsTruncated":false}`, `[]`},
+		{"null Contents", `{"Contents":null}`, `[]`},
+		{"empty Contents", `{"Contents":[]}`, `[]`},
+		{"one object", `{"Contents":[{"Key":"none/a"}]}`, `[{"Key":"none/a"}]`},
+		{"Contents not an array", `{"Contents":"none/a"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := runDef(t, def, `{}`,
+				WithResource("arn:aws:states:::s3:listObjectsV2", func(context.Context, json.RawMessage) (json.RawMessage, error) {
+					return json.RawMessage(tc.listing), nil
+				}))
+			if tc.want == "" {
+				if res.Status != StatusFailed || res.Error != ErrItemReaderFailed {
+					t.Fatalf("got %s %s %s, want %s", res.Status, res.Error, res.Cause, ErrItemReaderFailed)
+				}
+				return
+			}
+			mustSucceed(t, res)
+			mustJSONEqual(t, res.Output, tc.want)
+		})
+	}
+}
