@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -112,9 +113,13 @@ func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string,
 	// at most `workers` chunks are buffered or in flight at any time. Chunks
 	// start in order and are consumed in order, so the oldest unconsumed
 	// chunk always holds a buffer: no deadlock.
+	var bufLen int64
+	for _, c := range chunks {
+		bufLen = max(bufLen, c.n)
+	}
 	pool := make(chan []byte, workers)
 	for range workers {
-		pool <- make([]byte, o.ChunkSize)
+		pool <- chunkBuffer(bufLen)
 	}
 	results := make([]chan chunk, len(chunks))
 	for i := range results {
@@ -147,7 +152,35 @@ func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string,
 		h.Write(c.buf)
 		pool <- c.buf[:cap(c.buf)]
 	}
+	// Every chunk was consumed, so every buffer is back: keep full-size
+	// ones for the next object.
+	for range workers {
+		releaseChunkBuffer(<-pool)
+	}
 	return nil
+}
+
+// fullChunks recycles DefaultChunkSize buffers between objects: hashing a
+// large object per job would otherwise allocate (and zero) Workers × 8 MiB
+// each time.
+var fullChunks sync.Pool
+
+// chunkBuffer returns a buffer of n bytes: a recycled one for a full
+// default chunk, an exact-size one below (a 7 KB file gets 7 KB, not 8 MiB).
+func chunkBuffer(n int64) []byte {
+	if n == DefaultChunkSize {
+		if b, ok := fullChunks.Get().(*[]byte); ok {
+			return *b
+		}
+	}
+	return make([]byte, n)
+}
+
+func releaseChunkBuffer(b []byte) {
+	if int64(cap(b)) == DefaultChunkSize {
+		b = b[:cap(b)]
+		fullChunks.Put(&b)
+	}
 }
 
 // readChunk fills buf from offset, retrying transient failures.

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"sync"
@@ -225,5 +226,43 @@ func TestFastFingerprintSensitivity(t *testing.T) {
 	small := randomBytes(100)
 	if FastFingerprintBytes(small) == hexSum(small) {
 		t.Fatal("fast fingerprint equals sha256 for a small object")
+	}
+}
+
+// TestRecycledBuffersHashCorrectly: objects of different sizes hashed one
+// after another (full-size chunk buffers recycled between them, stale bytes
+// in them) still give each object's own SHA-256.
+func TestRecycledBuffersHashCorrectly(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	for _, size := range []int{3*DefaultChunkSize + 5, 7 << 10, 2 * DefaultChunkSize, 0, DefaultChunkSize - 1, 3*DefaultChunkSize + 5} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(rng.Uint32())
+		}
+		got, err := SHA256(context.Background(), &rangeStore{data: data}, "b", "k", -1, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := sha256.Sum256(data); got != hex.EncodeToString(want[:]) {
+			t.Errorf("size %d: %s, want %x", size, got, want)
+		}
+	}
+}
+
+// BenchmarkSHA256 reports the bytes allocated per object: a small file must
+// not cost Workers × 8 MiB of zeroed buffers.
+func BenchmarkSHA256(b *testing.B) {
+	for _, size := range []int{7 << 10, 1 << 20, 64 << 20} {
+		data := bytes.Repeat([]byte{0x5a}, size)
+		st := &rangeStore{data: data}
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				if _, err := SHA256(context.Background(), st, "b", "k", int64(size), Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
