@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // benchRaster writes a ~100 MB Float32 GeoTIFF (5120 x 5120, tiled,
@@ -63,7 +63,7 @@ func benchRaster(b *testing.B, dir string) string {
 
 // fidelityNs is the time the engine spent on the fidelity check of these
 // outputs (Output.Stats["fidelity_ns"]).
-func fidelityNs(b *testing.B, outs []convert.Output) int64 {
+func fidelityNs(b *testing.B, outs []recipe.Output) int64 {
 	var ns int64
 	for _, o := range outs {
 		n, ok := o.Stats["fidelity_ns"]
@@ -97,7 +97,7 @@ func BenchmarkCOG(b *testing.B) {
 	dir := b.TempDir()
 	src := benchRaster(b, dir)
 	fi, _ := os.Stat(src)
-	r := recipe()
+	r := fgbRecipe()
 	threads := engine.Config().NumThreads
 	var engineNs float64
 
@@ -188,11 +188,11 @@ func BenchmarkCategoricalScan(b *testing.B) {
 		start := time.Now()
 		var checkNs int64
 		for i := 0; i < b.N; i++ {
-			outs, err := engine.Convert(context.Background(), src, work, recipe())
+			outs, err := engine.Convert(context.Background(), src, work, fgbRecipe())
 			if err != nil {
 				b.Fatal(err)
 			}
-			if outs[0].OverviewResampling != convert.ResamplingNearest {
+			if outs[0].OverviewResampling != recipe.ResamplingNearest {
 				b.Fatal(outs[0].OverviewResampling)
 			}
 			checkNs += fidelityNs(b, outs)

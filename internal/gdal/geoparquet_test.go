@@ -18,15 +18,15 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 const hyparquetDir = "../../scripts/hyparquet"
 
-func gpRecipe() convert.Recipe {
-	r := convert.DefaultRecipe() // GeoParquet is the default
+func gpRecipe() recipe.Recipe {
+	r := recipe.DefaultRecipe() // GeoParquet is the default
 	r.EngineVersion = engine.Version()
 	return r
 }
@@ -147,7 +147,7 @@ func ogrFirstVertices(t *testing.T, src, layer string) [][2]float64 {
 
 func TestGeoParquetVectorSamples(t *testing.T) {
 	for _, s := range samples {
-		if s.Bad || s.Kind != convert.Vector {
+		if s.Bad || s.Kind != recipe.Vector {
 			continue
 		}
 		t.Run(filepath.Base(s.Path), func(t *testing.T) {
@@ -161,7 +161,7 @@ func TestGeoParquetVectorSamples(t *testing.T) {
 				t.Errorf("%d outputs for %d layers", len(outs), len(counts))
 			}
 			for _, o := range outs {
-				if o.Format != convert.FormatGeoParquet || o.Extension != ".parquet" || filepath.Ext(o.Path) != ".parquet" {
+				if o.Format != recipe.FormatGeoParquet || o.Extension != ".parquet" || filepath.Ext(o.Path) != ".parquet" {
 					t.Errorf("output %+v", o)
 				}
 				rep := validateGeoParquet(t, o.Path)
@@ -271,7 +271,7 @@ func TestGeoParquetProjectedCRSAndTypes(t *testing.T) {
 func TestGeoParquetGeometryPolicy(t *testing.T) {
 	src := writeFile(t, t.TempDir(), "bowtie.geojson", bowtie)
 	r := gpRecipe()
-	r.GeometryPolicy = convert.GeometryStrict
+	r.GeometryPolicy = recipe.GeometryStrict
 	if _, err := engine.Convert(context.Background(), src, t.TempDir(), r); fault.CodeOf(err) != fault.InvalidGeometry {
 		t.Fatalf("strict: %v, want InvalidGeometry", err)
 	}
@@ -363,7 +363,7 @@ func TestCRSTextDeterministicUnderStress(t *testing.T) {
 		sample(t, "parks.geojson").Path, sample(t, "elevation.asc").Path}
 	poison := sample(t, "dem_utm33.tif").Path
 	fgb := gpRecipe()
-	fgb.VectorFormat = convert.FormatFlatGeobuf
+	fgb.VectorFormat = recipe.FormatFlatGeobuf
 
 	const total, workers = 200, 8
 	var mu sync.Mutex
@@ -407,7 +407,7 @@ func TestCRSTextDeterministicUnderStress(t *testing.T) {
 						return
 					}
 					for _, o := range outs {
-						if o.Format == convert.FormatFlatGeobuf {
+						if o.Format == recipe.FormatFlatGeobuf {
 							w := fgbCRS(t, o.Path)
 							mu.Lock()
 							wkts[w]++

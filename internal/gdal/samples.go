@@ -9,15 +9,15 @@ import (
 	"strings"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Sample is one generated demo input.
 type Sample struct {
-	Path string       `json:"path"`
-	Kind convert.Kind `json:"kind"`
-	Bad  bool         `json:"bad"`
+	Path string      `json:"path"`
+	Kind recipe.Kind `json:"kind"`
+	Bad  bool        `json:"bad"`
 	// Expect is, for a bad sample, the fault.Code its conversion must give;
 	// for a good one, "converted".
 	Expect string `json:"expect"`
@@ -41,7 +41,7 @@ func WriteSamples(dir string) ([]Sample, error) {
 		return nil, err
 	}
 	var out []Sample
-	add := func(name string, kind convert.Kind, bad bool, expect, note string, write func(p string) error) error {
+	add := func(name string, kind recipe.Kind, bad bool, expect, note string, write func(p string) error) error {
 		p := filepath.Join(dir, name)
 		if err := write(p); err != nil {
 			return fmt.Errorf("sample %s: %w", name, err)
@@ -51,16 +51,16 @@ func WriteSamples(dir string) ([]Sample, error) {
 	}
 	good := []struct {
 		name, note string
-		kind       convert.Kind
+		kind       recipe.Kind
 		write      func(string) error
 	}{
-		{"dem_utm33.tif", "Byte elevation gradient, nodata 0, EPSG:32633, 1024x1024 (overviews)", convert.Raster, writeDEM},
-		{"landcover_4326.tif", "paletted land cover classes, EPSG:4326 (nearest overviews)", convert.Raster, writeLandCover},
-		{"temperature_f32.tif", "Float32 field with nodata -9999, EPSG:3035 (float predictor)", convert.Raster, writeFloat},
-		{"elevation.asc", "Arc/Info ASCII grid with .prj, EPSG:32633", convert.Raster, writeASCIIGrid},
-		{"parks.geojson", "GeoJSON polygons with attributes", convert.Vector, writeGeoJSON},
-		{"places.shp", "Shapefile points (.shp .shx .dbf .prj)", convert.Vector, writeShapefile},
-		{"city.gpkg", "GeoPackage with two layers (parks, places)", convert.Vector, writeGPKG},
+		{"dem_utm33.tif", "Byte elevation gradient, nodata 0, EPSG:32633, 1024x1024 (overviews)", recipe.Raster, writeDEM},
+		{"landcover_4326.tif", "paletted land cover classes, EPSG:4326 (nearest overviews)", recipe.Raster, writeLandCover},
+		{"temperature_f32.tif", "Float32 field with nodata -9999, EPSG:3035 (float predictor)", recipe.Raster, writeFloat},
+		{"elevation.asc", "Arc/Info ASCII grid with .prj, EPSG:32633", recipe.Raster, writeASCIIGrid},
+		{"parks.geojson", "GeoJSON polygons with attributes", recipe.Vector, writeGeoJSON},
+		{"places.shp", "Shapefile points (.shp .shx .dbf .prj)", recipe.Vector, writeShapefile},
+		{"city.gpkg", "GeoPackage with two layers (parks, places)", recipe.Vector, writeGPKG},
 	}
 	for _, g := range good {
 		if err := add(g.name, g.kind, false, ExpectConverted, g.note, g.write); err != nil {
@@ -80,7 +80,7 @@ func WriteSamples(dir string) ([]Sample, error) {
 		{"pixel_bomb.tif", "1 KB TIFF declaring 1,000,000 x 1,000,000 pixels", fault.BudgetExceeded, writePixelBomb},
 	}
 	for _, b := range bad {
-		if err := add(b.name, convert.Raster, true, string(b.code), b.note, b.write); err != nil {
+		if err := add(b.name, recipe.Raster, true, string(b.code), b.note, b.write); err != nil {
 			return nil, err
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // TestSiblingsFollowTheRegistry: GDAL is given exactly the sidecars that
@@ -56,7 +56,7 @@ func TestZipSidecarsAreNotDatasets(t *testing.T) {
 		{name: "dem.qmd", data: []byte("<qgis/>")},
 		{name: "dem.rrd", data: []byte("x")},
 	})
-	s, err := preflightZip(zp, convert.Recipe{})
+	s, err := preflightZip(zp, recipe.Recipe{})
 	if err != nil {
 		t.Fatalf("preflightZip: %v", err)
 	}
