@@ -63,6 +63,7 @@ func TestRoleOf(t *testing.T) {
 		{"cmd/geomigrate", wiring},
 		{"statemachine", domain},
 		{"events", tests},
+		{"internal/sampledata", tests},
 		{"test/sfn", tests},
 	}
 	for _, tt := range tests {

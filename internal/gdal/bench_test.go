@@ -12,6 +12,7 @@ import (
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // benchRaster writes a ~100 MB Float32 GeoTIFF (5120 x 5120, tiled,
@@ -26,7 +27,7 @@ func benchRaster(b *testing.B, dir string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wkt, err := srsWKT(32633)
+	wkt, err := sampledata.WKT(32633)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -162,8 +163,8 @@ func BenchmarkCategoricalScan(b *testing.B) {
 		}
 	}
 	src := filepath.Join(b.TempDir(), "landcover.tif")
-	if err := writeRaster(src, rasterSpec{w: side, h: side, dtype: godal.Byte, epsg: 32633,
-		gt: [6]float64{500000, 30, 0, 5200000, 0, -30}, data: px}); err != nil {
+	if err := sampledata.WriteRaster(src, sampledata.Raster{Width: side, Height: side, Type: godal.Byte, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 30, 0, 5200000, 0, -30}, Data: px}); err != nil {
 		b.Fatal(err)
 	}
 	var scanNs float64

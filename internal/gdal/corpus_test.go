@@ -18,6 +18,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // The bad-input corpus of issue 3: every case is generated here, converted
@@ -140,9 +141,9 @@ func corpus() []corpusCase {
 
 	return []corpusCase{
 		// ---- raster: damaged, disguised, bombs ----
-		{name: "truncated TIFF", make: withSample("cut.tif", writeTruncated), want: code(fault.CorruptSource)},
+		{name: "truncated TIFF", make: withSample("cut.tif", sampledata.Writer("truncated.tif")), want: code(fault.CorruptSource)},
 		{name: "zero bytes", make: text("empty.tif", ""), want: code(fault.CorruptSource)},
-		{name: "wrong extension: CSV named .tif", make: withSample("table.tif", writeCSVAsTIFF), want: code(fault.UnsupportedFormat)},
+		{name: "wrong extension: CSV named .tif", make: withSample("table.tif", sampledata.Writer("not_a_raster.tif")), want: code(fault.UnsupportedFormat)},
 		{name: "wrong extension: GeoTIFF named .png", make: func(t *testing.T, dir, _ string) string {
 			p := filepath.Join(dir, "really_a_tiff.png")
 			copyFile(t, sample(t, "dem_utm33.tif").Path, p)
@@ -171,13 +172,13 @@ func corpus() []corpusCase {
 			}
 			return p
 		}, want: "converted", check: func(t *testing.T, outs []recipe.Output) { judgeCOG(t, outs[0].Path) }},
-		{name: "pixel bomb (10^6 x 10^6 declared in 150 bytes)", make: withSample("bomb.tif", writePixelBomb), want: code(fault.BudgetExceeded)},
+		{name: "pixel bomb (10^6 x 10^6 declared in 150 bytes)", make: withSample("bomb.tif", sampledata.Writer("pixel_bomb.tif")), want: code(fault.BudgetExceeded)},
 		{name: "TIFF of 0 x 0 pixels", make: withSample("zero.tif", func(p string) error { return writeTinyTIFF(p, 0, 0) }), want: code(fault.CorruptSource)},
 		{name: "GeoTIFF with a NaN geotransform", make: withSample("nan.tif", writeNaNGeoTransform), want: code(fault.CorruptSource)},
-		{name: "GeoTIFF without CRS", make: withSample("nocrs.tif", writeNoCRS), want: code(fault.MissingCRS)},
+		{name: "GeoTIFF without CRS", make: withSample("nocrs.tif", sampledata.Writer("no_crs.tif")), want: code(fault.MissingCRS)},
 		{name: "ASCII grid with an engineering (LOCAL_CS) CRS", make: func(t *testing.T, dir, _ string) string {
 			p := filepath.Join(dir, "local.asc")
-			if err := writeASCIIGrid(p); err != nil {
+			if err := sampledata.Writer("elevation.asc")(p); err != nil {
 				t.Fatal(err)
 			}
 			prj(`LOCAL_CS["site grid",UNIT["metre",1],AXIS["X",EAST],AXIS["Y",NORTH]]`)(t, strings.TrimSuffix(p, ".asc"))
@@ -214,7 +215,7 @@ func corpus() []corpusCase {
 					t.Errorf("stats %v", outs[0].Stats)
 				}
 			}},
-		{name: "mixed Polygon / MultiPolygon", make: withSample("parks.geojson", writeGeoJSON), want: "converted",
+		{name: "mixed Polygon / MultiPolygon", make: withSample("parks.geojson", sampledata.Writer("parks.geojson")), want: "converted",
 			check: func(t *testing.T, outs []recipe.Output) {
 				checkFGB(t, outs[0])
 				if info := ogrInfo(t, outs[0].Path); !strings.Contains(info, "Geometry: Multi Polygon") {
@@ -511,6 +512,6 @@ func writeTinyTIFF(p string, w, h uint32) error {
 // writeNaNGeoTransform writes a GeoTIFF with a CRS and a pixel size of NaN.
 func writeNaNGeoTransform(p string) error {
 	const w, h = 64, 64
-	return writeRaster(p, rasterSpec{w: w, h: h, dtype: godal.Byte, epsg: 32633,
-		gt: [6]float64{500000, math.NaN(), 0, 5100000, 0, -30}, data: demData(w, h)})
+	return sampledata.WriteRaster(p, sampledata.Raster{Width: w, Height: h, Type: godal.Byte, EPSG: 32633,
+		GeoTransform: [6]float64{500000, math.NaN(), 0, 5100000, 0, -30}, Data: sampledata.DEMPixels(w, h)})
 }

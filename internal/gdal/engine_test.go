@@ -19,6 +19,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 const (
@@ -28,7 +29,7 @@ const (
 
 var (
 	samplesDir string
-	samples    []Sample
+	samples    []sampledata.Sample
 	engine     *Engine
 )
 
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		samplesDir = filepath.Join(dir, "samples")
-		if samples, err = WriteSamples(samplesDir); err != nil {
+		if samples, err = sampledata.Write(samplesDir); err != nil {
 			panic(err)
 		}
 		if engine, err = New(WithTmpDir(dir)); err != nil {
@@ -57,7 +58,7 @@ func fgbRecipe() recipe.Recipe {
 	return r
 }
 
-func sample(t *testing.T, name string) Sample {
+func sample(t *testing.T, name string) sampledata.Sample {
 	t.Helper()
 	for _, s := range samples {
 		if filepath.Base(s.Path) == name {
@@ -65,7 +66,7 @@ func sample(t *testing.T, name string) Sample {
 		}
 	}
 	t.Fatalf("no sample %s", name)
-	return Sample{}
+	return sampledata.Sample{}
 }
 
 func sha(t *testing.T, p string) string {
@@ -80,19 +81,6 @@ func sha(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func dirHashes(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		out[e.Name()] = sha(t, filepath.Join(dir, e.Name()))
-	}
-	return out
 }
 
 // validateCOG runs GDAL's own validator as an external judge.
@@ -133,42 +121,6 @@ func TestVersionAndConfig(t *testing.T) {
 func isSystemic(err error) bool {
 	var s *fault.SystemicError
 	return errors.As(err, &s)
-}
-
-func TestSamplesSmallAndDeterministic(t *testing.T) {
-	var total int64
-	first := dirHashes(t, samplesDir)
-	for name := range first {
-		fi, _ := os.Stat(filepath.Join(samplesDir, name))
-		total += fi.Size()
-	}
-	if total > 1<<20 {
-		t.Errorf("samples total %d bytes, want < 1 MiB", total)
-	}
-	again := t.TempDir()
-	if _, err := WriteSamples(again); err != nil {
-		t.Fatal(err)
-	}
-	second := dirHashes(t, again)
-	if len(first) != len(second) {
-		t.Fatalf("file sets differ: %d vs %d", len(first), len(second))
-	}
-	for name, h := range first {
-		if second[name] != h {
-			t.Errorf("sample %s differs between two generations", name)
-		}
-	}
-	var good, bad int
-	for _, s := range samples {
-		if s.Bad {
-			bad++
-		} else {
-			good++
-		}
-	}
-	if good < 6 || bad < 4 {
-		t.Errorf("%d good and %d bad samples", good, bad)
-	}
 }
 
 func TestConvertGoodSamples(t *testing.T) {
@@ -575,7 +527,7 @@ func TestVectorRefusals(t *testing.T) {
 	}
 	// a shapefile without its .prj
 	shp := filepath.Join(dir, "noprj.shp")
-	if err := writeShapefile(shp); err != nil {
+	if err := sampledata.Writer("places.shp")(shp); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(dir, "noprj.prj"))

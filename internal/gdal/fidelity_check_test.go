@@ -15,6 +15,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // tampering returns a copy of the shared engine whose outputs are altered
@@ -61,8 +62,8 @@ func TestRasterFidelityCatchesAlteredOutput(t *testing.T) {
 		px[i] = float32(i%977) / 7
 	}
 	edges := filepath.Join(t.TempDir(), "edges.tif")
-	if err := writeRaster(edges, rasterSpec{w: w, h: h, dtype: godal.Float32, epsg: 32633,
-		gt: [6]float64{500000, 10, 0, 5200000, 0, -10}, data: px}); err != nil {
+	if err := sampledata.WriteRaster(edges, sampledata.Raster{Width: w, Height: h, Type: godal.Float32, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 10, 0, 5200000, 0, -10}, Data: px}); err != nil {
 		t.Fatal(err)
 	}
 	// Three bands: a pixel-interleaved COG, read through the block cache.
@@ -107,7 +108,7 @@ func rasterTampering(t *testing.T, src string) {
 			return ds.SetGeoTransform(gt)
 		}, "systemic"},
 		{"crs", func(ds *godal.Dataset) error {
-			wkt, err := srsWKT(32634)
+			wkt, err := sampledata.WKT(32634)
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/hostile"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // GDAL 3.6's FlatGeobuf writer skips features without geometry (it cannot
@@ -184,8 +185,8 @@ func TestCategoricalOverviews(t *testing.T) {
 		}
 	}
 	src := filepath.Join(t.TempDir(), "landcover.tif")
-	if err := writeRaster(src, rasterSpec{w: w, h: h, dtype: godal.Byte, epsg: 32633,
-		gt: [6]float64{500000, 30, 0, 5100000, 0, -30}, data: px}); err != nil {
+	if err := sampledata.WriteRaster(src, sampledata.Raster{Width: w, Height: h, Type: godal.Byte, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 30, 0, 5100000, 0, -30}, Data: px}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[byte]bool{}

@@ -19,6 +19,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/cogcheck"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // Each input format of issue 3 item 1, generated here by GDAL, converted by
@@ -166,7 +167,7 @@ func zipDir(t *testing.T, dst, base, root string) string {
 // shapefileParts writes the places shapefile into dir and lists its files.
 func shapefileParts(t *testing.T, dir, stem string) []string {
 	t.Helper()
-	if err := writeShapefile(filepath.Join(dir, stem+".shp")); err != nil {
+	if err := sampledata.Writer("places.shp")(filepath.Join(dir, stem+".shp")); err != nil {
 		t.Fatal(err)
 	}
 	var parts []string
@@ -193,7 +194,7 @@ func zipShapefileParts(t *testing.T, dst, prefix string, parts []string, skip ..
 // vectorFrom converts GeoJSON text into dst with ogr2ogr switches (godal).
 func vectorFrom(t *testing.T, text, dst string, switches ...string) string {
 	t.Helper()
-	if err := fromGeoJSON(text, dst, switches); err != nil {
+	if err := sampledata.FromGeoJSON(text, dst, switches); err != nil {
 		t.Fatalf("%s: %v", filepath.Base(dst), err)
 	}
 	return dst
@@ -234,12 +235,12 @@ func TestVectorInputs(t *testing.T) {
 	})
 	t.Run("KML", func(t *testing.T) {
 		dir := t.TempDir()
-		src := vectorFrom(t, placesGeoJSON, filepath.Join(dir, "places.kml"), "-f", "KML", "-nln", "places")
+		src := vectorFrom(t, sampledata.PlacesGeoJSON, filepath.Join(dir, "places.kml"), "-f", "KML", "-nln", "places")
 		judgeVector(t, convertOK(t, src, fgbRecipe()), places)
 	})
 	t.Run("KMZ", func(t *testing.T) {
 		dir := t.TempDir()
-		kml := vectorFrom(t, placesGeoJSON, filepath.Join(dir, "doc.kml"), "-f", "KML", "-nln", "places")
+		kml := vectorFrom(t, sampledata.PlacesGeoJSON, filepath.Join(dir, "doc.kml"), "-f", "KML", "-nln", "places")
 		src := writeZip(t, filepath.Join(dir, "places.kmz"), []zipEntry{{name: "doc.kml", file: kml}})
 		outs := convertOK(t, src, fgbRecipe())
 		judgeVector(t, outs, places)
@@ -247,8 +248,8 @@ func TestVectorInputs(t *testing.T) {
 	t.Run("FileGDB", func(t *testing.T) {
 		dir := t.TempDir()
 		gdb := filepath.Join(dir, "city.gdb")
-		vectorFrom(t, parksGeoJSON, gdb, "-f", "OpenFileGDB", "-nln", "parks", "-nlt", "MULTIPOLYGON")
-		vectorFrom(t, placesGeoJSON, gdb, "-f", "OpenFileGDB", "-update", "-nln", "places")
+		vectorFrom(t, sampledata.ParksGeoJSON, gdb, "-f", "OpenFileGDB", "-nln", "parks", "-nlt", "MULTIPOLYGON")
+		vectorFrom(t, sampledata.PlacesGeoJSON, gdb, "-f", "OpenFileGDB", "-update", "-nln", "places")
 		want := map[string]int{"parks": 4, "places": 5}
 		// As it arrives from an object store: a zip of the .gdb folder.
 		zipped := zipDir(t, filepath.Join(dir, "city.gdb.zip"), dir, gdb)

@@ -21,6 +21,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 const hyparquetDir = "../../scripts/hyparquet"
@@ -242,7 +243,7 @@ func TestGeoParquetProjectedCRSAndTypes(t *testing.T) {
 	const typed = `{"type":"FeatureCollection","features":[
 {"type":"Feature","properties":{"i":1,"big":5000000000,"r":1.5,"s":"ä","d":"2024-02-29","dt":"2024-02-29T12:30:15.250+02:00","b":true,"l":[1,2]},"geometry":{"type":"Point","coordinates":[13.4,52.5,34.0]}},
 {"type":"Feature","properties":{"i":null,"big":null,"r":null,"s":null,"d":null,"dt":null,"b":null,"l":null},"geometry":{"type":"Point","coordinates":[13.5,52.6,35.0]}}]}`
-	if err := fromGeoJSON(typed, src, []string{"-f", "GeoJSON", "-nln", "typed", "-t_srs", "EPSG:32633"}); err != nil {
+	if err := sampledata.FromGeoJSON(typed, src, []string{"-f", "GeoJSON", "-nln", "typed", "-t_srs", "EPSG:32633"}); err != nil {
 		t.Fatal(err)
 	}
 	outs, err := engine.Convert(context.Background(), src, t.TempDir(), gpRecipe())
@@ -291,7 +292,7 @@ func TestGeoParquetGeometryPolicy(t *testing.T) {
 func TestGeoParquetNonUTF8IsSchemaMismatch(t *testing.T) {
 	dir := t.TempDir()
 	shp := filepath.Join(dir, "latin1.shp")
-	if err := fromGeoJSON(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"x"},"geometry":{"type":"Point","coordinates":[13.4,52.5]}}]}`,
+	if err := sampledata.FromGeoJSON(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"x"},"geometry":{"type":"Point","coordinates":[13.4,52.5]}}]}`,
 		shp, []string{"-f", "ESRI Shapefile", "-a_srs", "EPSG:4326"}); err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +454,7 @@ func TestCanonicalPROJJSONStable(t *testing.T) {
 	// The PROJJSON of a projected CRS, exported on threads in every state.
 	dir := t.TempDir()
 	src := filepath.Join(dir, "utm.geojson")
-	if err := fromGeoJSON(placesGeoJSON, src, []string{"-f", "GeoJSON", "-t_srs", "EPSG:32633"}); err != nil {
+	if err := sampledata.FromGeoJSON(sampledata.PlacesGeoJSON, src, []string{"-f", "GeoJSON", "-t_srs", "EPSG:32633"}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}

@@ -23,6 +23,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
 	"github.com/geomigrate/geomigrate/internal/validate"
@@ -164,11 +165,11 @@ func (p *pipeline) run(t *testing.T, store objectstore.Store, keys []string, opt
 }
 
 // samples writes the demo data and returns the keys a migrate run takes.
-func samples(t *testing.T) (string, []gdal.Sample, []string) {
+func samples(t *testing.T) (string, []sampledata.Sample, []string) {
 	t.Helper()
 	gdalEngine(t)
 	dir := t.TempDir()
-	ss, err := gdal.WriteSamples(dir)
+	ss, err := sampledata.Write(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
