@@ -17,7 +17,6 @@ import (
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
@@ -25,6 +24,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 	"github.com/geomigrate/geomigrate/internal/validate"
@@ -126,7 +126,7 @@ func (f *runFlags) openAWSPipeline(ctx context.Context, a *awsFlags, sourceBucke
 		return nil, err
 	}
 	// The recipe names the GDAL and geomigrate versions, as on Lambda.
-	s.Config.Recipe = convert.Recipe{VectorFormat: f.vectorFormat, ZSTDLevel: f.zstdLevel, EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}
+	s.Config.Recipe = recipe.Recipe{VectorFormat: f.vectorFormat, ZSTDLevel: f.zstdLevel, EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}
 	checks := awsapp.Resources{
 		Buckets:     append(append([]string(nil), sourceBuckets...), destBucket),
 		Table:       a.stateTable,

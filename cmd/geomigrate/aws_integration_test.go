@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
-	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // s3Client talks to the S3 stand-in started by `make test`
@@ -145,7 +145,7 @@ func TestTwoConcurrentAWSRunsConvertEachFileOnce(t *testing.T) {
 	c := s3Client(t)
 	dir := t.TempDir()
 	samples := filepath.Join(dir, "samples")
-	written, err := gdal.WriteSamples(samples)
+	written, err := sampledata.Write(samples)
 	if err != nil {
 		t.Fatal(err)
 	}

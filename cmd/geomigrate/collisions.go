@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // checkOutputCollisions refuses a run in which two sources would be
@@ -19,7 +19,7 @@ import (
 // The output key is predicted from the extension (the kind of data a file
 // holds decides its format); a multi-layer source's per-layer keys are only
 // known after conversion, and a clash there still ends in remediation.
-func checkOutputCollisions(inputs []migration.Source, r convert.Recipe, dest string) error {
+func checkOutputCollisions(inputs []migration.Source, r recipe.Recipe, dest string) error {
 	seen := map[string]migration.Source{}
 	for _, in := range inputs {
 		out := migration.PredictDestKey(in.Key, r)

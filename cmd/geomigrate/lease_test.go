@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
 )
@@ -21,7 +21,7 @@ import (
 func goodRaster(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "samples")
-	ss, err := gdal.WriteSamples(dir)
+	ss, err := sampledata.Write(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,11 +18,11 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -146,7 +146,7 @@ Flags:`)
 		if len(inputs) == 0 {
 			return nothingToMigrate(srcs, pre, stderr)
 		}
-		if err := checkOutputCollisions(inputs, convert.Recipe{VectorFormat: f.vectorFormat}, f.dest); err != nil {
+		if err := checkOutputCollisions(inputs, recipe.Recipe{VectorFormat: f.vectorFormat}, f.dest); err != nil {
 			return err
 		}
 		f.pre = pre
@@ -181,7 +181,7 @@ Flags:`)
 type localPipeline struct {
 	paths   localPaths
 	backend *localBackend
-	recipe  convert.Recipe
+	recipe  recipe.Recipe
 	exec    *asl.Executor
 	cfg     migration.Config
 }
@@ -269,7 +269,7 @@ func sweepStaging(ctx context.Context, b *localBackend) (int, error) {
 // execute runs every input as one execution, shows progress, writes the
 // report and prints the summary. It fails when anything went to the DLQ or
 // failed outright; remediation is a data outcome, not a failed run.
-func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *statestore.Tracker, inputs []migration.Source, backend string, recipe convert.Recipe, paths localPaths, stdout, stderr io.Writer) error {
+func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *statestore.Tracker, inputs []migration.Source, backend string, recipe recipe.Recipe, paths localPaths, stdout, stderr io.Writer) error {
 	release := func(ctx context.Context, jobID, execution string) error {
 		return tracker.Release(ctx, jobID, execution, "execution ended unfinished")
 	}

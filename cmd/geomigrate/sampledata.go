@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 func runSampleData(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -20,7 +21,7 @@ func runSampleData(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if _, err := gdal.New(); err != nil {
 		return err
 	}
-	samples, err := gdal.WriteSamples(fs.Arg(0))
+	samples, err := sampledata.Write(fs.Arg(0))
 	if err != nil {
 		return err
 	}

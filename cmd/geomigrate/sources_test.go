@@ -7,19 +7,19 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
-	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // sampleFile writes the demo data once per test and returns one of them.
 func sampleFile(t *testing.T, name string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "samples")
-	if _, err := gdal.WriteSamples(dir); err != nil {
+	if _, err := sampledata.Write(dir); err != nil {
 		t.Fatal(err)
 	}
 	return filepath.Join(dir, name)
@@ -58,7 +58,7 @@ func TestOutputCollisions(t *testing.T) {
 		{"the same file twice", []migration.Source{src("a", "dem.tif"), src("a", "dem.tif")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkOutputCollisions(tc.inputs, convert.Recipe{}, "out")
+			err := checkOutputCollisions(tc.inputs, recipe.Recipe{}, "out")
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)

@@ -20,10 +20,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
-	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // cliBinary is the geomigrate binary `make test` builds (GEOMIGRATE_CLI).
@@ -148,7 +148,7 @@ func TestReplayFromSQSAgainstMoto(t *testing.T) {
 	bin := cliBinary(t)
 	m := motoServer(t)
 	dir := t.TempDir()
-	samples, err := gdal.WriteSamples(filepath.Join(dir, "samples"))
+	samples, err := sampledata.Write(filepath.Join(dir, "samples"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // TestStatusShowsTheLatestJobPerSource: a file routed to remediation, fixed
@@ -17,7 +17,7 @@ import (
 func TestStatusShowsTheLatestJobPerSource(t *testing.T) {
 	dir := t.TempDir()
 	all, src, dest := filepath.Join(dir, "all"), filepath.Join(dir, "src"), filepath.Join(dir, "out")
-	if _, err := gdal.WriteSamples(all); err != nil {
+	if _, err := sampledata.Write(all); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(src, 0o755); err != nil {

@@ -33,8 +33,10 @@ var roles = []struct {
 	{"functions/", wiring},
 	{"internal/localrun", wiring},
 	{"test/", tests},
-	// Sample events and the tests that drive them through the handlers.
+	// Sample events and the tests that drive them through the handlers;
+	// demo input files for `geomigrate sample-data` and tests.
 	{"events", tests},
+	{"internal/sampledata", tests},
 	{"internal/architecture", tests},
 }
 

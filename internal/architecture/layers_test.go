@@ -24,7 +24,7 @@ func TestDomainViolations(t *testing.T) {
 		{"domain imports a Lambda main", "internal/validate",
 			[]string{m + "functions/convert", m + "functions/lambdatest"},
 			[]string{m + "functions/convert (wiring)", m + "functions/lambdatest (wiring)"}},
-		{"domain imports the local runner", "internal/convert",
+		{"domain imports the local runner", "internal/recipe",
 			[]string{m + "internal/localrun"}, []string{m + "internal/localrun (wiring)"}},
 		{"unlisted package is domain", "internal/newthing",
 			[]string{m + "internal/awsapp"}, []string{m + "internal/awsapp (adapter)"}},
@@ -63,6 +63,7 @@ func TestRoleOf(t *testing.T) {
 		{"cmd/geomigrate", wiring},
 		{"statemachine", domain},
 		{"events", tests},
+		{"internal/sampledata", tests},
 		{"test/sfn", tests},
 	}
 	for _, tt := range tests {

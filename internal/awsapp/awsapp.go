@@ -31,12 +31,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
 	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 )
@@ -315,7 +315,7 @@ func (a *App) HashCheck() *migration.HashCheck {
 // Convert returns the Convert handler over engine (internal/gdal in Lambda)
 // and the output validator (internal/validate.Output), both passed in so
 // that only the convert binary links GDAL and the Parquet reader.
-func (a *App) Convert(engine convert.Engine, validate migration.OutputValidator) *migration.Convert {
+func (a *App) Convert(engine recipe.Engine, validate migration.OutputValidator) *migration.Convert {
 	return migration.NewConvert(a.Config, a.Store, a.Tracker, engine, validate, a.Log).WithMetrics(a.Metrics)
 }
 

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // benchRaster writes a ~100 MB Float32 GeoTIFF (5120 x 5120, tiled,
@@ -26,7 +27,7 @@ func benchRaster(b *testing.B, dir string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	wkt, err := srsWKT(32633)
+	wkt, err := sampledata.WKT(32633)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func benchRaster(b *testing.B, dir string) string {
 
 // fidelityNs is the time the engine spent on the fidelity check of these
 // outputs (Output.Stats["fidelity_ns"]).
-func fidelityNs(b *testing.B, outs []convert.Output) int64 {
+func fidelityNs(b *testing.B, outs []recipe.Output) int64 {
 	var ns int64
 	for _, o := range outs {
 		n, ok := o.Stats["fidelity_ns"]
@@ -97,7 +98,7 @@ func BenchmarkCOG(b *testing.B) {
 	dir := b.TempDir()
 	src := benchRaster(b, dir)
 	fi, _ := os.Stat(src)
-	r := recipe()
+	r := fgbRecipe()
 	threads := engine.Config().NumThreads
 	var engineNs float64
 
@@ -162,8 +163,8 @@ func BenchmarkCategoricalScan(b *testing.B) {
 		}
 	}
 	src := filepath.Join(b.TempDir(), "landcover.tif")
-	if err := writeRaster(src, rasterSpec{w: side, h: side, dtype: godal.Byte, epsg: 32633,
-		gt: [6]float64{500000, 30, 0, 5200000, 0, -30}, data: px}); err != nil {
+	if err := sampledata.WriteRaster(src, sampledata.Raster{Width: side, Height: side, Type: godal.Byte, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 30, 0, 5200000, 0, -30}, Data: px}); err != nil {
 		b.Fatal(err)
 	}
 	var scanNs float64
@@ -188,11 +189,11 @@ func BenchmarkCategoricalScan(b *testing.B) {
 		start := time.Now()
 		var checkNs int64
 		for i := 0; i < b.N; i++ {
-			outs, err := engine.Convert(context.Background(), src, work, recipe())
+			outs, err := engine.Convert(context.Background(), src, work, fgbRecipe())
 			if err != nil {
 				b.Fatal(err)
 			}
-			if outs[0].OverviewResampling != convert.ResamplingNearest {
+			if outs[0].OverviewResampling != recipe.ResamplingNearest {
 				b.Fatal(outs[0].OverviewResampling)
 			}
 			checkNs += fidelityNs(b, outs)

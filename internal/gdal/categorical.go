@@ -25,8 +25,8 @@ import (
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // maxClasses: an integer band with at most this many distinct values is
@@ -169,13 +169,13 @@ func scanFew[T byte | int8 | uint16 | int16 | uint32 | int32](ctx context.Contex
 // overviewResampling is the resampling the overviews are built with: the
 // recipe's, or for "auto" NEAREST on categorical data and AVERAGE on
 // continuous data.
-func overviewResampling(r convert.Recipe, categorical bool) string {
+func overviewResampling(r recipe.Recipe, categorical bool) string {
 	res := r.WithDefaults().OverviewResampling
-	if res != convert.ResamplingAuto {
+	if res != recipe.ResamplingAuto {
 		return res
 	}
 	if categorical {
-		return convert.ResamplingNearest
+		return recipe.ResamplingNearest
 	}
-	return convert.ResamplingAverage
+	return recipe.ResamplingAverage
 }

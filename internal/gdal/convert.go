@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Convert converts the local file src into workDir following r.
@@ -24,7 +24,7 @@ import (
 // BudgetExceeded on bytes), full open with the identified driver only,
 // declared pixel / feature budgets, CRS, then the conversion itself. A
 // failed conversion leaves nothing in workDir.
-func (e *Engine) Convert(ctx context.Context, src, workDir string, r convert.Recipe) ([]convert.Output, error) {
+func (e *Engine) Convert(ctx context.Context, src, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (e *Engine) Convert(ctx context.Context, src, workDir string, r convert.Rec
 }
 
 // convertSource is the conversion of a preflighted source.
-func (e *Engine) convertSource(ctx context.Context, s *source, workDir string, r convert.Recipe) ([]convert.Output, error) {
+func (e *Engine) convertSource(ctx context.Context, s *source, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
 	rec := newRecorder()
 	// GDAL parses a GeoJSON feature whole (at ~24 times its text): the
 	// largest one it accepts follows the memory budget.
@@ -65,7 +65,7 @@ func (e *Engine) convertSource(ctx context.Context, s *source, workDir string, r
 	}
 	defer ds.Close()
 
-	var outs []convert.Output
+	var outs []recipe.Output
 	switch {
 	case len(ds.Bands()) > 0 || len(subdatasets(ds)) > 0:
 		outs, err = e.convertRaster(ctx, ds, s, workDir, r, rec)
@@ -127,21 +127,21 @@ func subdatasets(ds *godal.Dataset) []string {
 
 // ---- raster ----
 
-func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r convert.Recipe, rec *recorder) ([]convert.Output, error) {
+func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r recipe.Recipe, rec *recorder) ([]recipe.Output, error) {
 	stem := s.stem()
 	if len(ds.Bands()) > 0 {
 		o, err := e.rasterOne(ctx, ds, s, filepath.Join(workDir, stem+".tif"), "", r, rec)
 		if err != nil {
 			return nil, err
 		}
-		return []convert.Output{o}, nil
+		return []recipe.Output{o}, nil
 	}
 	// A container of subdatasets: one COG per subdataset, all or nothing,
 	// never two in one file name.
-	var outs []convert.Output
+	var outs []recipe.Output
 	files := map[string]string{}
 	for _, name := range subdatasets(ds) {
-		file := stem + "." + convert.SafeName(subdatasetLayer(name)) + ".tif"
+		file := stem + "." + recipe.SafeName(subdatasetLayer(name)) + ".tif"
 		if other, dup := files[file]; dup {
 			return nil, fault.Data(fault.SchemaMismatch, "subdatasets %q and %q would both be written as %s", other, name, file)
 		}
@@ -159,7 +159,7 @@ func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source
 		if err != nil {
 			return outs, classify("gdal.Open", err, "", fault.CorruptSource, "cannot open subdataset %s", layer)
 		}
-		o, err := e.rasterOne(ctx, sub, s, filepath.Join(workDir, stem+"."+convert.SafeName(layer)+".tif"), layer, r, rec.child())
+		o, err := e.rasterOne(ctx, sub, s, filepath.Join(workDir, stem+"."+recipe.SafeName(layer)+".tif"), layer, r, rec.child())
 		sub.Close()
 		if err != nil {
 			return outs, err
@@ -192,7 +192,7 @@ func subdatasetLayer(name string) string {
 // categoricalReason found; the resampling chosen is recorded in the
 // file's metadata (resamplingMetadataKey), and so is the output's
 // lineage (lineageItems): r's SourceSHA256 and hash, and the versions.
-func COGOptions(r convert.Recipe, categorical bool, numThreads int) []string {
+func COGOptions(r recipe.Recipe, categorical bool, numThreads int) []string {
 	r = r.WithDefaults()
 	resampling := overviewResampling(r, categorical)
 	// A predictor helps continuous data (elevation, imagery); on class
@@ -234,7 +234,7 @@ func isPaletted(b godal.Band) bool {
 	return b.ColorInterp() == godal.CIPalette || len(b.ColorTable().Entries) > 0
 }
 
-func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, dst, layer string, r convert.Recipe, rec *recorder) (convert.Output, error) {
+func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, dst, layer string, r recipe.Recipe, rec *recorder) (recipe.Output, error) {
 	what := "the raster"
 	if layer != "" {
 		what = "subdataset " + layer
@@ -242,33 +242,33 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 	st := ds.Structure()
 	pixels := int64(st.SizeX) * int64(st.SizeY) * int64(st.NBands)
 	if st.SizeX <= 0 || st.SizeY <= 0 || st.NBands <= 0 {
-		return convert.Output{}, fault.Data(fault.EmptyDataset, "%s has no pixels (%dx%d, %d bands)", what, st.SizeX, st.SizeY, st.NBands)
+		return recipe.Output{}, fault.Data(fault.EmptyDataset, "%s has no pixels (%dx%d, %d bands)", what, st.SizeX, st.SizeY, st.NBands)
 	}
 	if r.MaxPixels > 0 && pixels > r.MaxPixels {
-		return convert.Output{}, fault.Data(fault.BudgetExceeded,
+		return recipe.Output{}, fault.Data(fault.BudgetExceeded,
 			"%s declares %d x %d pixels x %d bands = %d, over the budget of %d; not attempted",
 			what, st.SizeX, st.SizeY, st.NBands, pixels, r.MaxPixels)
 	}
 	if err := checkBlocks(ds, what, r); err != nil {
-		return convert.Output{}, err
+		return recipe.Output{}, err
 	}
 	if err := checkCRS(ds.Projection(), what, rec); err != nil {
-		return convert.Output{}, err
+		return recipe.Output{}, err
 	}
 	gt, err := ds.GeoTransform(rec.opt())
 	if err != nil {
-		return convert.Output{}, fault.Data(fault.MissingCRS, "%s has a CRS but no geotransform: it is not georeferenced", what)
+		return recipe.Output{}, fault.Data(fault.MissingCRS, "%s has a CRS but no geotransform: it is not georeferenced", what)
 	}
 	if err := checkGeoTransform(gt, what); err != nil {
-		return convert.Output{}, err
+		return recipe.Output{}, err
 	}
 	reason, err := categoricalReason(ctx, ds, rec)
 	if err != nil {
-		return convert.Output{}, err
+		return recipe.Output{}, err
 	}
 	categorical := reason != ""
 	resampling := overviewResampling(r, categorical)
-	if categorical && r.OverviewResampling != convert.ResamplingNearest && r.OverviewResampling != convert.ResamplingMode && r.OverviewResampling != convert.ResamplingAuto {
+	if categorical && r.OverviewResampling != recipe.ResamplingNearest && r.OverviewResampling != recipe.ResamplingMode && r.OverviewResampling != recipe.ResamplingAuto {
 		rec.warn(fmt.Sprintf("%s looks categorical (%s) but the recipe asks for %s overviews, which invent values between classes", what, reason, resampling))
 	}
 	args := COGOptions(r, categorical, e.cfg.NumThreads)
@@ -277,18 +277,18 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 	out, err := ds.Translate(dst, args, rec.opt())
 	if err != nil {
 		removeOutput(dst)
-		return convert.Output{}, classify("gdal.Translate(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be read in full", what)
+		return recipe.Output{}, classify("gdal.Translate(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be read in full", what)
 	}
 	if err := out.Close(rec.opt()); err != nil {
 		removeOutput(dst)
-		return convert.Output{}, classify("gdal.Close(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be written", what)
+		return recipe.Output{}, classify("gdal.Close(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be written", what)
 	}
 	// Read back what was written: the GTiff driver reports LAYOUT=COG
 	// only for a file whose structure is that of a COG.
 	chk, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
 	if err != nil {
 		removeOutput(dst)
-		return convert.Output{}, fault.Systemic("gdal.Translate(COG): reopen output", err)
+		return recipe.Output{}, fault.Systemic("gdal.Translate(COG): reopen output", err)
 	}
 	ost := chk.Structure()
 	ovr := len(chk.Bands()[0].Overviews())
@@ -301,7 +301,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 	}
 	if layout != "COG" {
 		removeOutput(dst)
-		return convert.Output{}, fault.Systemic("gdal.Translate(COG)", fmt.Errorf("output LAYOUT=%q, want COG", layout))
+		return recipe.Output{}, fault.Systemic("gdal.Translate(COG)", fmt.Errorf("output LAYOUT=%q, want COG", layout))
 	}
 	if e.beforeCheck != nil {
 		e.beforeCheck(dst)
@@ -311,16 +311,16 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 	checkTime := time.Since(checkStart)
 	if err != nil {
 		removeOutput(dst)
-		return convert.Output{}, err
+		return recipe.Output{}, err
 	}
 	fi, err := os.Stat(dst)
 	if err != nil {
-		return convert.Output{}, fault.Systemic("gdal.Translate(COG)", err)
+		return recipe.Output{}, fault.Systemic("gdal.Translate(COG)", err)
 	}
-	info := convert.Formats[convert.FormatCOG]
-	return convert.Output{
+	info := recipe.Formats[recipe.FormatCOG]
+	return recipe.Output{
 		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
-		Kind: convert.Raster, Layer: layer, Warnings: rec.list(), OverviewResampling: resampling,
+		Kind: recipe.Raster, Layer: layer, Warnings: rec.list(), OverviewResampling: resampling,
 		Stats: map[string]int64{
 			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
 			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.bytes,
@@ -332,7 +332,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 
 // checkBlocks bounds what GDAL holds at once for any raster format: one
 // source block of each band, and one output tile of all bands.
-func checkBlocks(ds *godal.Dataset, what string, r convert.Recipe) error {
+func checkBlocks(ds *godal.Dataset, what string, r recipe.Recipe) error {
 	if r.MaxMemory <= 0 {
 		return nil
 	}

@@ -16,8 +16,9 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // The bad-input corpus of issue 3: every case is generated here, converted
@@ -36,9 +37,9 @@ type corpusCase struct {
 	// make writes the source into dir and returns its path; fifo is a named
 	// pipe outside dir that the source may reference.
 	make   func(t *testing.T, dir, fifo string) string
-	recipe func(r *convert.Recipe)
-	want   string                                    // a fault.Code, or "converted"
-	check  func(t *testing.T, outs []convert.Output) // extra checks of a converted output
+	recipe func(r *recipe.Recipe)
+	want   string                                   // a fault.Code, or "converted"
+	check  func(t *testing.T, outs []recipe.Output) // extra checks of a converted output
 }
 
 const corpusDeadline = 30 * time.Second
@@ -121,7 +122,7 @@ func corpus() []corpusCase {
 		b.WriteString("]}")
 		return b.String()
 	}
-	validOutput := func(t *testing.T, outs []convert.Output) {
+	validOutput := func(t *testing.T, outs []recipe.Output) {
 		for _, o := range outs {
 			ds, err := godal.Open(o.Path, godal.VectorOnly())
 			if err != nil {
@@ -140,14 +141,14 @@ func corpus() []corpusCase {
 
 	return []corpusCase{
 		// ---- raster: damaged, disguised, bombs ----
-		{name: "truncated TIFF", make: withSample("cut.tif", writeTruncated), want: code(fault.CorruptSource)},
+		{name: "truncated TIFF", make: withSample("cut.tif", sampledata.Writer("truncated.tif")), want: code(fault.CorruptSource)},
 		{name: "zero bytes", make: text("empty.tif", ""), want: code(fault.CorruptSource)},
-		{name: "wrong extension: CSV named .tif", make: withSample("table.tif", writeCSVAsTIFF), want: code(fault.UnsupportedFormat)},
+		{name: "wrong extension: CSV named .tif", make: withSample("table.tif", sampledata.Writer("not_a_raster.tif")), want: code(fault.UnsupportedFormat)},
 		{name: "wrong extension: GeoTIFF named .png", make: func(t *testing.T, dir, _ string) string {
 			p := filepath.Join(dir, "really_a_tiff.png")
 			copyFile(t, sample(t, "dem_utm33.tif").Path, p)
 			return p
-		}, want: "converted", check: func(t *testing.T, outs []convert.Output) { judgeCOG(t, outs[0].Path) }},
+		}, want: "converted", check: func(t *testing.T, outs []recipe.Output) { judgeCOG(t, outs[0].Path) }},
 		{name: "VRT pointing at /etc/passwd", make: text("passwd.vrt", vrtTo("/etc/passwd")), want: code(fault.UnsafeSource)},
 		{name: "VRT pointing at a FIFO (proof of no read)", make: func(t *testing.T, dir, fifo string) string {
 			return writeFile(t, dir, "pipe.vrt", vrtTo(fifo))
@@ -170,14 +171,14 @@ func corpus() []corpusCase {
 				}
 			}
 			return p
-		}, want: "converted", check: func(t *testing.T, outs []convert.Output) { judgeCOG(t, outs[0].Path) }},
-		{name: "pixel bomb (10^6 x 10^6 declared in 150 bytes)", make: withSample("bomb.tif", writePixelBomb), want: code(fault.BudgetExceeded)},
+		}, want: "converted", check: func(t *testing.T, outs []recipe.Output) { judgeCOG(t, outs[0].Path) }},
+		{name: "pixel bomb (10^6 x 10^6 declared in 150 bytes)", make: withSample("bomb.tif", sampledata.Writer("pixel_bomb.tif")), want: code(fault.BudgetExceeded)},
 		{name: "TIFF of 0 x 0 pixels", make: withSample("zero.tif", func(p string) error { return writeTinyTIFF(p, 0, 0) }), want: code(fault.CorruptSource)},
 		{name: "GeoTIFF with a NaN geotransform", make: withSample("nan.tif", writeNaNGeoTransform), want: code(fault.CorruptSource)},
-		{name: "GeoTIFF without CRS", make: withSample("nocrs.tif", writeNoCRS), want: code(fault.MissingCRS)},
+		{name: "GeoTIFF without CRS", make: withSample("nocrs.tif", sampledata.Writer("no_crs.tif")), want: code(fault.MissingCRS)},
 		{name: "ASCII grid with an engineering (LOCAL_CS) CRS", make: func(t *testing.T, dir, _ string) string {
 			p := filepath.Join(dir, "local.asc")
-			if err := writeASCIIGrid(p); err != nil {
+			if err := sampledata.Writer("elevation.asc")(p); err != nil {
 				t.Fatal(err)
 			}
 			prj(`LOCAL_CS["site grid",UNIT["metre",1],AXIS["X",EAST],AXIS["Y",NORTH]]`)(t, strings.TrimSuffix(p, ".asc"))
@@ -206,16 +207,16 @@ func corpus() []corpusCase {
 		{name: "shapefile with an engineering (LOCAL_CS) CRS", make: shp("", prj(`LOCAL_CS["plant floor",UNIT["Meter",1]]`)), want: code(fault.InvalidCRS)},
 		{name: "shapefile with garbage WKT in .prj", make: shp("", prj("this is not WKT {[(")), want: code(fault.InvalidCRS)},
 		{name: "self-intersecting polygons, strict", make: text("bowtie.geojson", bowtie),
-			recipe: func(r *convert.Recipe) { r.GeometryPolicy = convert.GeometryStrict }, want: code(fault.InvalidGeometry)},
+			recipe: func(r *recipe.Recipe) { r.GeometryPolicy = recipe.GeometryStrict }, want: code(fault.InvalidGeometry)},
 		{name: "self-intersecting polygons, repair", make: text("bowtie.geojson", bowtie), want: "converted",
-			check: func(t *testing.T, outs []convert.Output) {
+			check: func(t *testing.T, outs []recipe.Output) {
 				validOutput(t, outs)
 				if outs[0].Stats["repaired"] != 1 {
 					t.Errorf("stats %v", outs[0].Stats)
 				}
 			}},
-		{name: "mixed Polygon / MultiPolygon", make: withSample("parks.geojson", writeGeoJSON), want: "converted",
-			check: func(t *testing.T, outs []convert.Output) {
+		{name: "mixed Polygon / MultiPolygon", make: withSample("parks.geojson", sampledata.Writer("parks.geojson")), want: "converted",
+			check: func(t *testing.T, outs []recipe.Output) {
 				checkFGB(t, outs[0])
 				if info := ogrInfo(t, outs[0].Path); !strings.Contains(info, "Geometry: Multi Polygon") {
 					t.Errorf("not promoted to multi:\n%s", info)
@@ -224,7 +225,7 @@ func corpus() []corpusCase {
 		{name: "mixed geometry kinds (point + polygon)", make: text("mixed.geojson", `{"type":"FeatureCollection","features":[
 {"type":"Feature","properties":{"id":1},"geometry":{"type":"Point","coordinates":[1,2]}},
 {"type":"Feature","properties":{"id":2},"geometry":{"type":"Polygon","coordinates":[[[2,2],[3,2],[3,3],[2,2]]]}}]}`), want: "converted",
-			check: func(t *testing.T, outs []convert.Output) {
+			check: func(t *testing.T, outs []recipe.Output) {
 				if n := ogrCount(t, outs[0].Path); n != 2 {
 					t.Errorf("ogrinfo counts %d features", n)
 				}
@@ -234,14 +235,14 @@ func corpus() []corpusCase {
 		{name: "non-UTF-8 attributes under a UTF-8 .cpg", make: shp("", func(t *testing.T, stem string) { latin1Shapefile(t, stem, "UTF-8") }),
 			want: code(fault.SchemaMismatch)},
 		{name: "Latin-1 attributes under a Latin-1 .cpg", make: shp("", func(t *testing.T, stem string) { latin1Shapefile(t, stem, "ISO-8859-1") }),
-			want: "converted", check: func(t *testing.T, outs []convert.Output) {
+			want: "converted", check: func(t *testing.T, outs []recipe.Output) {
 				info := ogrInfo(t, outs[0].Path)
 				if !isUTF8(info) || !strings.Contains(info, "name (String) = Müggelsee") {
 					t.Errorf("attribute not recoded to UTF-8:\n%s", info)
 				}
 			}},
 		{name: "feature budget (2,000 points, budget 1,000)", make: text("many.geojson", geojsonPoints(2000)),
-			recipe: func(r *convert.Recipe) { r.MaxFeatures = 1000 }, want: code(fault.BudgetExceeded)},
+			recipe: func(r *recipe.Recipe) { r.MaxFeatures = 1000 }, want: code(fault.BudgetExceeded)},
 		{name: "huge coordinate count (250k vertices, byte budget 1 MiB)", make: func(t *testing.T, dir, _ string) string {
 			var b strings.Builder
 			b.WriteString(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{},"geometry":{"type":"LineString","coordinates":[`)
@@ -253,7 +254,7 @@ func corpus() []corpusCase {
 			}
 			b.WriteString("]}}]}")
 			return writeFile(t, dir, "long.geojson", b.String())
-		}, recipe: func(r *convert.Recipe) { r.MaxBytes = 1 << 20 }, want: code(fault.BudgetExceeded)},
+		}, recipe: func(r *recipe.Recipe) { r.MaxBytes = 1 << 20 }, want: code(fault.BudgetExceeded)},
 		{name: "KML with a NetworkLink", make: func(t *testing.T, dir, fifo string) string {
 			return writeFile(t, dir, "linked.kml", kmlWith(networkLink(fifo)))
 		}, want: code(fault.UnsafeSource)},
@@ -273,7 +274,7 @@ func corpus() []corpusCase {
 
 		// ---- archives ----
 		{name: "zipped shapefile", make: zipped("places.shp.zip", shpEntries("")), want: "converted",
-			check: func(t *testing.T, outs []convert.Output) { judgeVector(t, outs, map[string]int{"places": 5}) }},
+			check: func(t *testing.T, outs []recipe.Output) { judgeVector(t, outs, map[string]int{"places": 5}) }},
 		{name: "zipped shapefile without .shx", make: zipped("places.zip", shpEntries("", ".shx")), want: code(fault.CorruptSource)},
 		{name: "zipped shapefile without .prj", make: zipped("places.zip", shpEntries("", ".prj")), want: code(fault.MissingCRS)},
 		{name: "zipped shapefile, non-UTF-8 attributes under a UTF-8 .cpg", make: func(t *testing.T, dir, _ string) string {
@@ -356,7 +357,7 @@ func TestBadInputCorpus(t *testing.T) {
 				t.Skip("mkfifo:", err)
 			}
 			src := c.make(t, dir, fifo)
-			r := recipe()
+			r := fgbRecipe()
 			if c.recipe != nil {
 				c.recipe(&r)
 			}
@@ -364,7 +365,7 @@ func TestBadInputCorpus(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), corpusDeadline)
 			defer cancel()
 			type result struct {
-				outs []convert.Output
+				outs []recipe.Output
 				err  error
 			}
 			done := make(chan result, 1)
@@ -511,6 +512,6 @@ func writeTinyTIFF(p string, w, h uint32) error {
 // writeNaNGeoTransform writes a GeoTIFF with a CRS and a pixel size of NaN.
 func writeNaNGeoTransform(p string) error {
 	const w, h = 64, 64
-	return writeRaster(p, rasterSpec{w: w, h: h, dtype: godal.Byte, epsg: 32633,
-		gt: [6]float64{500000, math.NaN(), 0, 5100000, 0, -30}, data: demData(w, h)})
+	return sampledata.WriteRaster(p, sampledata.Raster{Width: w, Height: h, Type: godal.Byte, EPSG: 32633,
+		GeoTransform: [6]float64{500000, math.NaN(), 0, 5100000, 0, -30}, Data: sampledata.DEMPixels(w, h)})
 }

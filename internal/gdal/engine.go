@@ -1,5 +1,5 @@
 // Package gdal is the only cgo package of geomigrate: it implements
-// convert.Engine with GDAL through github.com/airbusgeo/godal.
+// recipe.Engine with GDAL through github.com/airbusgeo/godal.
 //
 // GDAL configuration is process-wide; New sets it explicitly (data files,
 // temp dir, cache, threads, no network) rather than inheriting whatever the
@@ -18,8 +18,8 @@ import (
 	"sync"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Config is the GDAL runtime configuration.
@@ -56,7 +56,7 @@ type Engine struct {
 	beforeCheck func(path string)
 }
 
-var _ convert.Engine = (*Engine)(nil)
+var _ recipe.Engine = (*Engine)(nil)
 
 var registerOnce sync.Once
 

@@ -17,8 +17,9 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 const (
@@ -28,7 +29,7 @@ const (
 
 var (
 	samplesDir string
-	samples    []Sample
+	samples    []sampledata.Sample
 	engine     *Engine
 )
 
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		samplesDir = filepath.Join(dir, "samples")
-		if samples, err = WriteSamples(samplesDir); err != nil {
+		if samples, err = sampledata.Write(samplesDir); err != nil {
 			panic(err)
 		}
 		if engine, err = New(WithTmpDir(dir)); err != nil {
@@ -50,14 +51,14 @@ func TestMain(m *testing.M) {
 	}())
 }
 
-func recipe() convert.Recipe {
-	r := convert.DefaultRecipe()
-	r.VectorFormat = convert.FormatFlatGeobuf
+func fgbRecipe() recipe.Recipe {
+	r := recipe.DefaultRecipe()
+	r.VectorFormat = recipe.FormatFlatGeobuf
 	r.EngineVersion = engine.Version()
 	return r
 }
 
-func sample(t *testing.T, name string) Sample {
+func sample(t *testing.T, name string) sampledata.Sample {
 	t.Helper()
 	for _, s := range samples {
 		if filepath.Base(s.Path) == name {
@@ -65,7 +66,7 @@ func sample(t *testing.T, name string) Sample {
 		}
 	}
 	t.Fatalf("no sample %s", name)
-	return Sample{}
+	return sampledata.Sample{}
 }
 
 func sha(t *testing.T, p string) string {
@@ -80,19 +81,6 @@ func sha(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-func dirHashes(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		out[e.Name()] = sha(t, filepath.Join(dir, e.Name()))
-	}
-	return out
 }
 
 // validateCOG runs GDAL's own validator as an external judge.
@@ -135,42 +123,6 @@ func isSystemic(err error) bool {
 	return errors.As(err, &s)
 }
 
-func TestSamplesSmallAndDeterministic(t *testing.T) {
-	var total int64
-	first := dirHashes(t, samplesDir)
-	for name := range first {
-		fi, _ := os.Stat(filepath.Join(samplesDir, name))
-		total += fi.Size()
-	}
-	if total > 1<<20 {
-		t.Errorf("samples total %d bytes, want < 1 MiB", total)
-	}
-	again := t.TempDir()
-	if _, err := WriteSamples(again); err != nil {
-		t.Fatal(err)
-	}
-	second := dirHashes(t, again)
-	if len(first) != len(second) {
-		t.Fatalf("file sets differ: %d vs %d", len(first), len(second))
-	}
-	for name, h := range first {
-		if second[name] != h {
-			t.Errorf("sample %s differs between two generations", name)
-		}
-	}
-	var good, bad int
-	for _, s := range samples {
-		if s.Bad {
-			bad++
-		} else {
-			good++
-		}
-	}
-	if good < 6 || bad < 4 {
-		t.Errorf("%d good and %d bad samples", good, bad)
-	}
-}
-
 func TestConvertGoodSamples(t *testing.T) {
 	for _, s := range samples {
 		if s.Bad {
@@ -178,7 +130,7 @@ func TestConvertGoodSamples(t *testing.T) {
 		}
 		t.Run(filepath.Base(s.Path), func(t *testing.T) {
 			work := t.TempDir()
-			outs, err := engine.Convert(context.Background(), s.Path, work, recipe())
+			outs, err := engine.Convert(context.Background(), s.Path, work, fgbRecipe())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,9 +148,9 @@ func TestConvertGoodSamples(t *testing.T) {
 					t.Errorf("stats %v", o.Stats)
 				}
 				switch o.Format {
-				case convert.FormatCOG:
+				case recipe.FormatCOG:
 					validateCOG(t, o.Path)
-				case convert.FormatFlatGeobuf:
+				case recipe.FormatFlatGeobuf:
 					checkFGB(t, o)
 				default:
 					t.Errorf("format %s", o.Format)
@@ -212,7 +164,7 @@ func TestConvertGoodSamples(t *testing.T) {
 	}
 }
 
-func checkFGB(t *testing.T, o convert.Output) {
+func checkFGB(t *testing.T, o recipe.Output) {
 	t.Helper()
 	if o.Extension != ".fgb" || o.Layer == "" {
 		t.Errorf("output %+v", o)
@@ -252,7 +204,7 @@ func TestRasterMetadataPreserved(t *testing.T) {
 		{"temperature_f32.tif", -9999, "air temperature (degC)", false, false},
 	}
 	for _, c := range cases {
-		outs, err := engine.Convert(context.Background(), sample(t, c.sample).Path, work, recipe())
+		outs, err := engine.Convert(context.Background(), sample(t, c.sample).Path, work, fgbRecipe())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -298,7 +250,7 @@ func TestRasterMetadataPreserved(t *testing.T) {
 }
 
 func TestCOGOptionsResampling(t *testing.T) {
-	r := recipe()
+	r := fgbRecipe()
 	joined := func(paletted bool) string { return strings.Join(COGOptions(r, paletted, 4), " ") }
 	if s := joined(true); !strings.Contains(s, "OVERVIEW_RESAMPLING=NEAREST") || !strings.Contains(s, "PREDICTOR=NO") {
 		t.Error(s)
@@ -307,7 +259,7 @@ func TestCOGOptionsResampling(t *testing.T) {
 		!strings.Contains(s, "LEVEL=9") || !strings.Contains(s, "BLOCKSIZE=512") || !strings.Contains(s, "BIGTIFF=IF_SAFER") {
 		t.Error(s)
 	}
-	r.OverviewResampling = convert.ResamplingCubic
+	r.OverviewResampling = recipe.ResamplingCubic
 	if s := joined(true); !strings.Contains(s, "OVERVIEW_RESAMPLING=CUBIC") {
 		t.Error(s)
 	}
@@ -317,7 +269,7 @@ func TestCOGOptionsResampling(t *testing.T) {
 // compression threads, and identical to gdal_translate with the same switches
 // (the lineage -mo items included: the recipe carries a source hash).
 func TestDeterministicCOG(t *testing.T) {
-	r := recipe()
+	r := fgbRecipe()
 	r.ToolVersion, r.SourceSHA256, r.SourceFingerprint = "test", strings.Repeat("ab", 32), "sha256"
 	for _, name := range []string{"dem_utm33.tif", "landcover_4326.tif", "temperature_f32.tif"} {
 		t.Run(name, func(t *testing.T) {
@@ -378,7 +330,7 @@ func TestDeterministicFlatGeobuf(t *testing.T) {
 	src := sample(t, "city.gpkg").Path
 	run := func() map[string][]byte {
 		work := t.TempDir()
-		outs, err := engine.Convert(context.Background(), src, work, recipe())
+		outs, err := engine.Convert(context.Background(), src, work, fgbRecipe())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,7 +368,7 @@ func TestBadSamples(t *testing.T) {
 		}
 		t.Run(filepath.Base(s.Path), func(t *testing.T) {
 			work := t.TempDir()
-			outs, err := engine.Convert(context.Background(), s.Path, work, recipe())
+			outs, err := engine.Convert(context.Background(), s.Path, work, fgbRecipe())
 			var d *fault.DataError
 			if !errors.As(err, &d) {
 				t.Fatalf("got %T %v, want a DataError %s", err, err, s.Expect)
@@ -463,7 +415,7 @@ func TestVRTTargetNeverOpened(t *testing.T) {
 		}
 		done := make(chan error, 1)
 		go func() {
-			_, err := engine.Convert(context.Background(), p, t.TempDir(), recipe())
+			_, err := engine.Convert(context.Background(), p, t.TempDir(), fgbRecipe())
 			done <- err
 		}()
 		select {
@@ -491,31 +443,31 @@ func TestUnsafeNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, src := range []string{"/vsicurl/http://example.com/a.tif", "http://example.com/a.tif", link} {
-		_, err := engine.Convert(context.Background(), src, t.TempDir(), recipe())
+		_, err := engine.Convert(context.Background(), src, t.TempDir(), fgbRecipe())
 		if fault.CodeOf(err) != fault.UnsafeSource {
 			t.Errorf("%s: %v, want UnsafeSource", src, err)
 		}
 	}
-	if _, err := engine.Convert(context.Background(), filepath.Join(dir, "missing.tif"), t.TempDir(), recipe()); !isSystemic(err) {
+	if _, err := engine.Convert(context.Background(), filepath.Join(dir, "missing.tif"), t.TempDir(), fgbRecipe()); !isSystemic(err) {
 		t.Errorf("missing local source: %v, want SystemicError", err)
 	}
-	if _, err := engine.Convert(context.Background(), sample(t, "dem_utm33.tif").Path, filepath.Join(dir, "nowhere"), recipe()); !isSystemic(err) {
+	if _, err := engine.Convert(context.Background(), sample(t, "dem_utm33.tif").Path, filepath.Join(dir, "nowhere"), fgbRecipe()); !isSystemic(err) {
 		t.Errorf("missing work dir: %v, want SystemicError", err)
 	}
 }
 
 func TestBudgets(t *testing.T) {
-	r := recipe()
+	r := fgbRecipe()
 	r.MaxBytes = 1000
 	if _, err := engine.Convert(context.Background(), sample(t, "dem_utm33.tif").Path, t.TempDir(), r); fault.CodeOf(err) != fault.BudgetExceeded {
 		t.Errorf("bytes: %v", err)
 	}
-	r = recipe()
+	r = fgbRecipe()
 	r.MaxPixels = 1000
 	if _, err := engine.Convert(context.Background(), sample(t, "dem_utm33.tif").Path, t.TempDir(), r); fault.CodeOf(err) != fault.BudgetExceeded {
 		t.Errorf("pixels: %v", err)
 	}
-	r = recipe()
+	r = fgbRecipe()
 	r.MaxFeatures = 3
 	if _, err := engine.Convert(context.Background(), sample(t, "places.shp").Path, t.TempDir(), r); fault.CodeOf(err) != fault.BudgetExceeded {
 		t.Errorf("features: %v", err)
@@ -537,12 +489,12 @@ const bowtie = `{"type":"FeatureCollection","features":[
 
 func TestGeometryPolicy(t *testing.T) {
 	src := writeFile(t, t.TempDir(), "bowtie.geojson", bowtie)
-	r := recipe()
-	r.GeometryPolicy = convert.GeometryStrict
+	r := fgbRecipe()
+	r.GeometryPolicy = recipe.GeometryStrict
 	if _, err := engine.Convert(context.Background(), src, t.TempDir(), r); fault.CodeOf(err) != fault.InvalidGeometry {
 		t.Fatalf("strict: %v, want InvalidGeometry", err)
 	}
-	outs, err := engine.Convert(context.Background(), src, t.TempDir(), recipe())
+	outs, err := engine.Convert(context.Background(), src, t.TempDir(), fgbRecipe())
 	if err != nil {
 		t.Fatalf("repair: %v", err)
 	}
@@ -570,21 +522,21 @@ func TestGeometryPolicy(t *testing.T) {
 func TestVectorRefusals(t *testing.T) {
 	dir := t.TempDir()
 	empty := writeFile(t, dir, "empty.geojson", `{"type":"FeatureCollection","features":[]}`)
-	if _, err := engine.Convert(context.Background(), empty, t.TempDir(), recipe()); fault.CodeOf(err) != fault.EmptyDataset {
+	if _, err := engine.Convert(context.Background(), empty, t.TempDir(), fgbRecipe()); fault.CodeOf(err) != fault.EmptyDataset {
 		t.Errorf("empty layer: %v", err)
 	}
 	// a shapefile without its .prj
 	shp := filepath.Join(dir, "noprj.shp")
-	if err := writeShapefile(shp); err != nil {
+	if err := sampledata.Writer("places.shp")(shp); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(dir, "noprj.prj"))
-	if _, err := engine.Convert(context.Background(), shp, t.TempDir(), recipe()); fault.CodeOf(err) != fault.MissingCRS {
+	if _, err := engine.Convert(context.Background(), shp, t.TempDir(), fgbRecipe()); fault.CodeOf(err) != fault.MissingCRS {
 		t.Errorf("shapefile without .prj: %v", err)
 	}
 	// The same data checks apply to GeoParquet output.
-	r := recipe()
-	r.VectorFormat = convert.FormatGeoParquet
+	r := fgbRecipe()
+	r.VectorFormat = recipe.FormatGeoParquet
 	if _, err := engine.Convert(context.Background(), empty, t.TempDir(), r); fault.CodeOf(err) != fault.EmptyDataset {
 		t.Errorf("GeoParquet, empty layer: %v", err)
 	}
@@ -638,7 +590,7 @@ func TestClassify(t *testing.T) {
 func TestContextCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := engine.Convert(ctx, sample(t, "dem_utm33.tif").Path, t.TempDir(), recipe()); !errors.Is(err, context.Canceled) {
+	if _, err := engine.Convert(ctx, sample(t, "dem_utm33.tif").Path, t.TempDir(), fgbRecipe()); !errors.Is(err, context.Canceled) {
 		t.Errorf("%v", err)
 	}
 }
@@ -662,7 +614,7 @@ func TestNullGeometries(t *testing.T) {
 	}
 	none := writeFile(t, dir, "none.geojson", `{"type":"FeatureCollection","features":[
 {"type":"Feature","properties":{"id":1},"geometry":null}]}`)
-	if _, err := engine.Convert(context.Background(), none, t.TempDir(), recipe()); fault.CodeOf(err) != fault.EmptyDataset {
+	if _, err := engine.Convert(context.Background(), none, t.TempDir(), fgbRecipe()); fault.CodeOf(err) != fault.EmptyDataset {
 		t.Errorf("only null geometries: %v", err)
 	}
 }
@@ -703,7 +655,7 @@ func TestOtherRasterDrivers(t *testing.T) {
 				t.Skipf("%s cannot write here: %v", c.driver, err)
 			}
 			ds.Close()
-			outs, err := engine.Convert(context.Background(), p, t.TempDir(), recipe())
+			outs, err := engine.Convert(context.Background(), p, t.TempDir(), fgbRecipe())
 			if err != nil {
 				t.Fatal(err)
 			}

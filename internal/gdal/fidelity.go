@@ -46,8 +46,8 @@ import (
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // checkStripBytes bounds one band's strip buffer in the raster check (one
@@ -59,7 +59,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // rasterFidelity compares the COG at dst with the source dataset src at
 // full resolution, decoding the output on up to threads OS threads.
-func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, threads int, rec *recorder) (*convert.Fidelity, error) {
+func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, threads int, rec *recorder) (*recipe.Fidelity, error) {
 	out, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: reopen output", err)
@@ -110,11 +110,11 @@ func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, t
 	if err != nil {
 		return nil, err
 	}
-	f := &convert.Fidelity{
+	f := &recipe.Fidelity{
 		Checks: []string{"pixels", "nodata", "crs", "geotransform"},
 		Bands:  ss.NBands, Pixels: int64(ss.SizeX) * int64(ss.SizeY),
 	}
-	if len(sums) <= convert.MaxBandChecksums {
+	if len(sums) <= recipe.MaxBandChecksums {
 		for _, s := range sums {
 			f.BandChecksums = append(f.BandChecksums, fmt.Sprintf("%08x", s))
 		}

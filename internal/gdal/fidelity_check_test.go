@@ -13,8 +13,9 @@ import (
 	"testing"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // tampering returns a copy of the shared engine whose outputs are altered
@@ -61,8 +62,8 @@ func TestRasterFidelityCatchesAlteredOutput(t *testing.T) {
 		px[i] = float32(i%977) / 7
 	}
 	edges := filepath.Join(t.TempDir(), "edges.tif")
-	if err := writeRaster(edges, rasterSpec{w: w, h: h, dtype: godal.Float32, epsg: 32633,
-		gt: [6]float64{500000, 10, 0, 5200000, 0, -10}, data: px}); err != nil {
+	if err := sampledata.WriteRaster(edges, sampledata.Raster{Width: w, Height: h, Type: godal.Float32, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 10, 0, 5200000, 0, -10}, Data: px}); err != nil {
 		t.Fatal(err)
 	}
 	// Three bands: a pixel-interleaved COG, read through the block cache.
@@ -107,7 +108,7 @@ func rasterTampering(t *testing.T, src string) {
 			return ds.SetGeoTransform(gt)
 		}, "systemic"},
 		{"crs", func(ds *godal.Dataset) error {
-			wkt, err := srsWKT(32634)
+			wkt, err := sampledata.WKT(32634)
 			if err != nil {
 				return err
 			}
@@ -118,7 +119,7 @@ func rasterTampering(t *testing.T, src string) {
 		t.Run(c.name, func(t *testing.T) {
 			var altered string
 			e := tampering(func(t *testing.T, p string) { altered = p; updateCOG(t, p, c.change) }, t)
-			_, err := e.Convert(context.Background(), src, t.TempDir(), recipe())
+			_, err := e.Convert(context.Background(), src, t.TempDir(), fgbRecipe())
 			switch {
 			case c.want == "systemic" && !isSystemic(err):
 				t.Fatalf("got %T %v, want a SystemicError", err, err)
@@ -140,7 +141,7 @@ func rasterTampering(t *testing.T, src string) {
 func TestRasterFidelityRecord(t *testing.T) {
 	for _, name := range []string{"dem_utm33.tif", "landcover_4326.tif", "temperature_f32.tif"} {
 		t.Run(name, func(t *testing.T) {
-			outs := convertOK(t, sample(t, name).Path, recipe())
+			outs := convertOK(t, sample(t, name).Path, fgbRecipe())
 			f := outs[0].Fidelity
 			if f == nil {
 				t.Fatal("no fidelity record")
@@ -227,23 +228,23 @@ func TestVectorFidelityCatchesAlteredOutput(t *testing.T) {
 		formats []string
 	}{
 		{"a feature dropped", variant("dropped", strings.Join([]string{lines[0], lines[1], strings.TrimSuffix(lines[3], "]}") + "]}"}, "\n")),
-			[]string{convert.FormatGeoParquet, convert.FormatFlatGeobuf}},
+			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
 		{"a null geometry filled", variant("filled", strings.Replace(fidelityLayer, `"geometry":null`, `"geometry":{"type":"Point","coordinates":[0,0]}`, 1)),
-			[]string{convert.FormatGeoParquet}},
+			[]string{recipe.FormatGeoParquet}},
 		{"a field replaced", variant("nofield", strings.ReplaceAll(fidelityLayer, `,"area":`, `,"x":`)),
-			[]string{convert.FormatGeoParquet, convert.FormatFlatGeobuf}},
+			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
 		{"a type changed", variant("retyped", strings.NewReplacer(`"id":1`, `"id":"1"`, `"id":2`, `"id":"2"`, `"id":3`, `"id":"3"`).Replace(fidelityLayer)),
-			[]string{convert.FormatGeoParquet, convert.FormatFlatGeobuf}},
+			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
 		{"another layer", writeFile(t, dir, "roads.geojson", strings.Replace(fidelityLayer, `"parcels"`, `"roads"`, 1)),
-			[]string{convert.FormatGeoParquet, convert.FormatFlatGeobuf}},
+			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
 	}
 	for _, c := range cases {
 		for _, format := range c.formats {
 			t.Run(c.name+"/"+format, func(t *testing.T) {
-				r := recipe()
+				r := fgbRecipe()
 				r.VectorFormat = format
 				source, altered := src, c.src
-				if format == convert.FormatFlatGeobuf {
+				if format == recipe.FormatFlatGeobuf {
 					// FlatGeobuf refuses null geometries up front: a source
 					// without one, and for "dropped" one feature left.
 					fill := func(p string) string {
@@ -291,7 +292,7 @@ func TestFlatGeobufRefusesFieldsItCannotHold(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := writeFile(t, t.TempDir(), "x.geojson", `{"type":"FeatureCollection","features":[{"type":"Feature","properties":`+props+`,"geometry":{"type":"Point","coordinates":[1,2]}}]}`)
 			work := t.TempDir()
-			_, err := engine.Convert(context.Background(), src, work, recipe())
+			_, err := engine.Convert(context.Background(), src, work, fgbRecipe())
 			if codeOf(err) != string(fault.UnsupportedFormat) {
 				t.Fatalf("got %v, want UnsupportedFormat", err)
 			}

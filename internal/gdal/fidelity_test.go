@@ -20,9 +20,10 @@ import (
 	"testing"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/hostile"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // GDAL 3.6's FlatGeobuf writer skips features without geometry (it cannot
@@ -32,7 +33,7 @@ func TestNullGeometriesKeptOrRefused(t *testing.T) {
 	src := writeFile(t, t.TempDir(), "some.geojson", someNulls)
 
 	work := t.TempDir()
-	outs, err := engine.Convert(context.Background(), src, work, recipe()) // FlatGeobuf
+	outs, err := engine.Convert(context.Background(), src, work, fgbRecipe()) // FlatGeobuf
 	var d *fault.DataError
 	if !errors.As(err, &d) || d.Code != fault.UnsupportedFormat {
 		n := -1
@@ -97,7 +98,7 @@ func writeGPKGLayers(t *testing.T, p string, names ...string) {
 func TestLayerNamesOneToOne(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "city.gpkg")
 	writeGPKGLayers(t, src, "a/b", "a_b", "a b")
-	for _, r := range []convert.Recipe{recipe(), gpRecipe()} {
+	for _, r := range []recipe.Recipe{fgbRecipe(), gpRecipe()} {
 		t.Run(r.VectorFormat, func(t *testing.T) {
 			outs, err := engine.Convert(context.Background(), src, t.TempDir(), r)
 			if err != nil {
@@ -109,7 +110,7 @@ func TestLayerNamesOneToOne(t *testing.T) {
 			files, keys, layers := map[string]bool{}, map[string]bool{}, map[string]bool{}
 			for _, o := range outs {
 				files[filepath.Base(o.Path)] = true
-				keys[convert.DestKey("in/city.gpkg", o, true)] = true
+				keys[recipe.DestKey("in/city.gpkg", o, true)] = true
 				layers[o.Layer] = true
 				want := map[string]int64{"a/b": 1, "a_b": 2, "a b": 3}[o.Layer]
 				if o.Stats["features"] != want {
@@ -157,7 +158,7 @@ func TestNoNetworkFromContent(t *testing.T) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		for _, r := range []convert.Recipe{recipe(), gpRecipe()} {
+		for _, r := range []recipe.Recipe{fgbRecipe(), gpRecipe()} {
 			src := writeFile(t, dir, name, cases[name])
 			before := hits.Load()
 			_, err := engine.Convert(context.Background(), src, t.TempDir(), r)
@@ -184,15 +185,15 @@ func TestCategoricalOverviews(t *testing.T) {
 		}
 	}
 	src := filepath.Join(t.TempDir(), "landcover.tif")
-	if err := writeRaster(src, rasterSpec{w: w, h: h, dtype: godal.Byte, epsg: 32633,
-		gt: [6]float64{500000, 30, 0, 5100000, 0, -30}, data: px}); err != nil {
+	if err := sampledata.WriteRaster(src, sampledata.Raster{Width: w, Height: h, Type: godal.Byte, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 30, 0, 5100000, 0, -30}, Data: px}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[byte]bool{}
 	for _, c := range classes {
 		want[c] = true
 	}
-	outs, err := engine.Convert(context.Background(), src, t.TempDir(), recipe())
+	outs, err := engine.Convert(context.Background(), src, t.TempDir(), fgbRecipe())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,16 +226,16 @@ func TestCategoricalOverviews(t *testing.T) {
 	if got := ds.Metadata(resamplingMetadataKey); got != "NEAREST" {
 		t.Errorf("metadata %s = %q, want NEAREST", resamplingMetadataKey, got)
 	}
-	if outs[0].OverviewResampling != convert.ResamplingNearest {
+	if outs[0].OverviewResampling != recipe.ResamplingNearest {
 		t.Errorf("Output.OverviewResampling = %q", outs[0].OverviewResampling)
 	}
 
 	// Continuous data keeps AVERAGE.
-	outs, err = engine.Convert(context.Background(), sample(t, "dem_utm33.tif").Path, t.TempDir(), recipe())
+	outs, err = engine.Convert(context.Background(), sample(t, "dem_utm33.tif").Path, t.TempDir(), fgbRecipe())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if outs[0].OverviewResampling != convert.ResamplingAverage {
+	if outs[0].OverviewResampling != recipe.ResamplingAverage {
 		t.Errorf("DEM: Output.OverviewResampling = %q, want average", outs[0].OverviewResampling)
 	}
 }
@@ -252,7 +253,7 @@ func TestDeclaredSizeBudgets(t *testing.T) {
 				t.Fatal(err)
 			}
 			work := t.TempDir()
-			_, err := engine.Convert(context.Background(), p, work, recipe())
+			_, err := engine.Convert(context.Background(), p, work, fgbRecipe())
 			if fault.CodeOf(err) != fault.BudgetExceeded {
 				t.Fatalf("%T %v, want DataError BudgetExceeded", err, err)
 			}
@@ -280,20 +281,20 @@ func TestMemoryBudgetSources(t *testing.T) {
 		}
 	}()
 	dem := sample(t, "dem_utm33.tif").Path
-	if _, err := small.Convert(context.Background(), dem, t.TempDir(), recipe()); fault.CodeOf(err) != fault.BudgetExceeded {
+	if _, err := small.Convert(context.Background(), dem, t.TempDir(), fgbRecipe()); fault.CodeOf(err) != fault.BudgetExceeded {
 		t.Errorf("1 MiB machine: %v, want BudgetExceeded", err)
 	}
-	r := recipe()
+	r := fgbRecipe()
 	r.MaxMemory = 1 << 20
 	if _, err := engine.Convert(context.Background(), dem, t.TempDir(), r); fault.CodeOf(err) != fault.BudgetExceeded {
 		t.Errorf("1 MiB recipe: %v, want BudgetExceeded", err)
 	}
-	if _, err := engine.Convert(context.Background(), dem, t.TempDir(), recipe()); err != nil {
+	if _, err := engine.Convert(context.Background(), dem, t.TempDir(), fgbRecipe()); err != nil {
 		t.Errorf("default budget: %v", err)
 	}
 
 	b := hostile.SizeBombs()[0].Data // 60,000 bands
-	_, err = engine.ConvertReader(context.Background(), bytes.NewReader(b), int64(len(b)), "bands.tif", t.TempDir(), recipe())
+	_, err = engine.ConvertReader(context.Background(), bytes.NewReader(b), int64(len(b)), "bands.tif", t.TempDir(), fgbRecipe())
 	if fault.CodeOf(err) != fault.BudgetExceeded {
 		t.Errorf("ConvertReader: %v, want BudgetExceeded", err)
 	}
@@ -311,14 +312,14 @@ func TestCategoricalByMetadata(t *testing.T) {
 		"categories": `<PAMDataset><PAMRasterBand band="1"><CategoryNames><Category>water</Category><Category>forest</Category></CategoryNames></PAMRasterBand></PAMDataset>`,
 		"none":       `<PAMDataset><PAMRasterBand band="1"><Description>plain</Description></PAMRasterBand></PAMDataset>`,
 	}
-	want := map[string]string{"rat": convert.ResamplingNearest, "categories": convert.ResamplingNearest, "none": convert.ResamplingAverage}
+	want := map[string]string{"rat": recipe.ResamplingNearest, "categories": recipe.ResamplingNearest, "none": recipe.ResamplingAverage}
 	for name, xml := range aux {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			src := filepath.Join(dir, "grid.tif")
 			copyFile(t, sample(t, "dem_utm33.tif").Path, src) // ~200 distinct values: continuous by its values
 			writeFile(t, dir, "grid.tif.aux.xml", xml)
-			outs, err := engine.Convert(context.Background(), src, t.TempDir(), recipe())
+			outs, err := engine.Convert(context.Background(), src, t.TempDir(), fgbRecipe())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,8 +362,8 @@ func TestConvertUnderMemoryLimit(t *testing.T) {
 			names = append(names, m...)
 		}
 		for _, p := range names {
-			r := recipe()
-			r.VectorFormat = convert.FormatGeoParquet // the writer that holds every row
+			r := fgbRecipe()
+			r.VectorFormat = recipe.FormatGeoParquet // the writer that holds every row
 			if strings.HasPrefix(filepath.Base(p), budget64MiB) {
 				r.MaxMemory = 64 << 20
 			}

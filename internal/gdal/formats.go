@@ -24,9 +24,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Archive limits. The declared uncompressed total is also held to the
@@ -71,7 +71,7 @@ func ignoredEntry(name string) bool {
 // absolute or ".." names, symbolic links, nested archives, KML NetworkLinks
 // → UnsafeSource; encrypted or unusually compressed entries, several
 // datasets → UnsupportedFormat.
-func preflightZip(src string, r convert.Recipe) (*source, error) {
+func preflightZip(src string, r recipe.Recipe) (*source, error) {
 	abs, err := filepath.Abs(src)
 	if err != nil {
 		return nil, fault.Systemic("gdal.preflight", err)
@@ -87,7 +87,7 @@ func preflightZip(src string, r convert.Recipe) (*source, error) {
 // preflightZipReader is preflightZip on an open archive: name is the
 // source as given, gdalPath the archive's name for GDAL (a local file or
 // one of our own VSI keys).
-func preflightZipReader(zr *zip.Reader, name, gdalPath string, r convert.Recipe) (*source, error) {
+func preflightZipReader(zr *zip.Reader, name, gdalPath string, r recipe.Recipe) (*source, error) {
 	abs := gdalPath
 	src := name
 	if len(zr.File) > maxZipEntries {

@@ -17,8 +17,9 @@ import (
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/cogcheck"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // Each input format of issue 3 item 1, generated here by GDAL, converted by
@@ -57,7 +58,7 @@ func ogrCount(t *testing.T, p string) int {
 }
 
 // convertOK converts src with a deadline and returns its outputs.
-func convertOK(t *testing.T, src string, r convert.Recipe) []convert.Output {
+func convertOK(t *testing.T, src string, r recipe.Recipe) []recipe.Output {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -70,11 +71,11 @@ func convertOK(t *testing.T, src string, r convert.Recipe) []convert.Output {
 
 // judgeVector: one FlatGeobuf per expected layer, each with the expected
 // number of features as ogrinfo reads it, and checkFGB's other checks.
-func judgeVector(t *testing.T, outs []convert.Output, want map[string]int) {
+func judgeVector(t *testing.T, outs []recipe.Output, want map[string]int) {
 	t.Helper()
 	got := map[string]int{}
 	for _, o := range outs {
-		if o.Format != convert.FormatFlatGeobuf {
+		if o.Format != recipe.FormatFlatGeobuf {
 			t.Fatalf("format %s", o.Format)
 		}
 		checkFGB(t, o)
@@ -166,7 +167,7 @@ func zipDir(t *testing.T, dst, base, root string) string {
 // shapefileParts writes the places shapefile into dir and lists its files.
 func shapefileParts(t *testing.T, dir, stem string) []string {
 	t.Helper()
-	if err := writeShapefile(filepath.Join(dir, stem+".shp")); err != nil {
+	if err := sampledata.Writer("places.shp")(filepath.Join(dir, stem+".shp")); err != nil {
 		t.Fatal(err)
 	}
 	var parts []string
@@ -193,7 +194,7 @@ func zipShapefileParts(t *testing.T, dst, prefix string, parts []string, skip ..
 // vectorFrom converts GeoJSON text into dst with ogr2ogr switches (godal).
 func vectorFrom(t *testing.T, text, dst string, switches ...string) string {
 	t.Helper()
-	if err := fromGeoJSON(text, dst, switches); err != nil {
+	if err := sampledata.FromGeoJSON(text, dst, switches); err != nil {
 		t.Fatalf("%s: %v", filepath.Base(dst), err)
 	}
 	return dst
@@ -202,20 +203,20 @@ func vectorFrom(t *testing.T, text, dst string, switches ...string) string {
 func TestVectorInputs(t *testing.T) {
 	places := map[string]int{"places": 5}
 	t.Run("Shapefile", func(t *testing.T) {
-		judgeVector(t, convertOK(t, sample(t, "places.shp").Path, recipe()), places)
+		judgeVector(t, convertOK(t, sample(t, "places.shp").Path, fgbRecipe()), places)
 	})
 	t.Run("GeoJSON", func(t *testing.T) {
-		judgeVector(t, convertOK(t, sample(t, "parks.geojson").Path, recipe()), map[string]int{"parks": 4})
+		judgeVector(t, convertOK(t, sample(t, "parks.geojson").Path, fgbRecipe()), map[string]int{"parks": 4})
 	})
 	t.Run("GeoPackage every layer", func(t *testing.T) {
-		judgeVector(t, convertOK(t, sample(t, "city.gpkg").Path, recipe()), map[string]int{"parks": 4, "places": 5})
+		judgeVector(t, convertOK(t, sample(t, "city.gpkg").Path, fgbRecipe()), map[string]int{"parks": 4, "places": 5})
 	})
 	for _, name := range []string{"places.shp.zip", "places.zip"} {
 		t.Run("zipped Shapefile "+name, func(t *testing.T) {
 			dir := t.TempDir()
 			parts := shapefileParts(t, dir, "places")
 			src := zipShapefileParts(t, filepath.Join(dir, name), "", parts)
-			outs := convertOK(t, src, recipe())
+			outs := convertOK(t, src, fgbRecipe())
 			judgeVector(t, outs, places)
 			if got := filepath.Base(outs[0].Path); got != "places.fgb" {
 				t.Errorf("output named %s", got)
@@ -230,29 +231,29 @@ func TestVectorInputs(t *testing.T) {
 			entries = append(entries, zipEntry{name: "data/" + filepath.Base(p), file: p},
 				zipEntry{name: "__MACOSX/data/._" + filepath.Base(p), data: []byte("\x00\x05\x16\x07")})
 		}
-		judgeVector(t, convertOK(t, writeZip(t, filepath.Join(dir, "places.zip"), entries), recipe()), places)
+		judgeVector(t, convertOK(t, writeZip(t, filepath.Join(dir, "places.zip"), entries), fgbRecipe()), places)
 	})
 	t.Run("KML", func(t *testing.T) {
 		dir := t.TempDir()
-		src := vectorFrom(t, placesGeoJSON, filepath.Join(dir, "places.kml"), "-f", "KML", "-nln", "places")
-		judgeVector(t, convertOK(t, src, recipe()), places)
+		src := vectorFrom(t, sampledata.PlacesGeoJSON, filepath.Join(dir, "places.kml"), "-f", "KML", "-nln", "places")
+		judgeVector(t, convertOK(t, src, fgbRecipe()), places)
 	})
 	t.Run("KMZ", func(t *testing.T) {
 		dir := t.TempDir()
-		kml := vectorFrom(t, placesGeoJSON, filepath.Join(dir, "doc.kml"), "-f", "KML", "-nln", "places")
+		kml := vectorFrom(t, sampledata.PlacesGeoJSON, filepath.Join(dir, "doc.kml"), "-f", "KML", "-nln", "places")
 		src := writeZip(t, filepath.Join(dir, "places.kmz"), []zipEntry{{name: "doc.kml", file: kml}})
-		outs := convertOK(t, src, recipe())
+		outs := convertOK(t, src, fgbRecipe())
 		judgeVector(t, outs, places)
 	})
 	t.Run("FileGDB", func(t *testing.T) {
 		dir := t.TempDir()
 		gdb := filepath.Join(dir, "city.gdb")
-		vectorFrom(t, parksGeoJSON, gdb, "-f", "OpenFileGDB", "-nln", "parks", "-nlt", "MULTIPOLYGON")
-		vectorFrom(t, placesGeoJSON, gdb, "-f", "OpenFileGDB", "-update", "-nln", "places")
+		vectorFrom(t, sampledata.ParksGeoJSON, gdb, "-f", "OpenFileGDB", "-nln", "parks", "-nlt", "MULTIPOLYGON")
+		vectorFrom(t, sampledata.PlacesGeoJSON, gdb, "-f", "OpenFileGDB", "-update", "-nln", "places")
 		want := map[string]int{"parks": 4, "places": 5}
 		// As it arrives from an object store: a zip of the .gdb folder.
 		zipped := zipDir(t, filepath.Join(dir, "city.gdb.zip"), dir, gdb)
-		outs := convertOK(t, zipped, recipe())
+		outs := convertOK(t, zipped, fgbRecipe())
 		judgeVector(t, outs, want)
 		for _, o := range outs {
 			if b := filepath.Base(o.Path); !strings.HasPrefix(b, "city.") || strings.Contains(b, ".gdb") {
@@ -260,7 +261,7 @@ func TestVectorInputs(t *testing.T) {
 			}
 		}
 		// As a local directory (the CLI's case).
-		judgeVector(t, convertOK(t, gdb, recipe()), want)
+		judgeVector(t, convertOK(t, gdb, fgbRecipe()), want)
 	})
 }
 
@@ -308,7 +309,7 @@ func TestRasterInputs(t *testing.T) {
 					t.Fatalf("no .aux.xml beside %s", c.name)
 				}
 			}
-			outs := convertOK(t, src, recipe())
+			outs := convertOK(t, src, fgbRecipe())
 			if len(outs) != c.want {
 				t.Fatalf("%d outputs, want %d", len(outs), c.want)
 			}
@@ -343,7 +344,7 @@ func TestRasterInputs(t *testing.T) {
 	t.Run("zipped GeoTIFF", func(t *testing.T) {
 		dir := t.TempDir()
 		src := writeZip(t, filepath.Join(dir, "dem.zip"), []zipEntry{{name: "dem.tif", file: sample(t, "dem_utm33.tif").Path}})
-		outs := convertOK(t, src, recipe())
+		outs := convertOK(t, src, fgbRecipe())
 		judgeCOG(t, outs[0].Path)
 		if filepath.Base(outs[0].Path) != "dem.tif" {
 			t.Errorf("output %s", outs[0].Path)
@@ -362,7 +363,7 @@ func TestRasterInputs(t *testing.T) {
 		if d := identify(h5, identifyAllowed, []string{"two.h5"}); d != "HDF5" {
 			t.Fatalf("identify %q, want HDF5", d)
 		}
-		_, err := engine.Convert(context.Background(), h5, t.TempDir(), recipe())
+		_, err := engine.Convert(context.Background(), h5, t.TempDir(), fgbRecipe())
 		if got := codeOf(err); got != "MissingCRS" || !strings.Contains(err.Error(), "Band1") {
 			t.Errorf("HDF5: %v, want MissingCRS naming subdataset Band1", err)
 		}

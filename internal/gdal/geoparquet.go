@@ -85,9 +85,9 @@ import (
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // layerHandle is the OGRLayerH of a godal Layer (a struct holding only the
@@ -265,21 +265,21 @@ func fieldValue(f C.OGRFeatureH, fd ogrField) any {
 }
 
 // writeGeoParquet writes one layer as GeoParquet 1.1 to dst.
-func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst string, r convert.Recipe, rec *recorder) (convert.Output, error) {
+func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (recipe.Output, error) {
 	lp := ds.LayerByName(sc.name)
 	if lp == nil {
-		return convert.Output{}, fault.Data(fault.CorruptSource, "layer %q cannot be opened", sc.name)
+		return recipe.Output{}, fault.Data(fault.CorruptSource, "layer %q cannot be opened", sc.name)
 	}
 	l := *lp
 	crs, err := canonicalCRS(l.SpatialRef())
 	if err != nil {
-		return convert.Output{}, fault.DataWrap(fault.InvalidCRS, err, "layer %q has a CRS that cannot be written as PROJJSON", sc.name)
+		return recipe.Output{}, fault.DataWrap(fault.InvalidCRS, err, "layer %q has a CRS that cannot be written as PROJJSON", sc.name)
 	}
 	fields, read, geomCol, asText := geoParquetSchema(l)
 	for _, f := range asText {
 		rec.warn(fmt.Sprintf("layer %q: field %s has no GeoParquet type; written as text", sc.name, f))
 	}
-	repair := sc.invalid > 0 && r.GeometryPolicy == convert.GeometryRepair
+	repair := sc.invalid > 0 && r.GeometryPolicy == recipe.GeometryRepair
 	var flags C.int
 	if repair {
 		flags |= C.GM_REPAIR
@@ -313,7 +313,7 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	os.Remove(dst)
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return convert.Output{}, fault.Systemic("gdal.GeoParquet: create output", err)
+		return recipe.Output{}, fault.Systemic("gdal.GeoParquet: create output", err)
 	}
 	src := &ogrSource{ctx: ctx, layer: layerHandle(l), fields: read, flags: flags, name: sc.name,
 		meter: newVectorMeter(sc.name, len(read), r)}
@@ -329,19 +329,19 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	}
 	if err != nil {
 		os.Remove(dst)
-		return convert.Output{}, geoParquetError(sc.name, err)
+		return recipe.Output{}, geoParquetError(sc.name, err)
 	}
 	if st.Rows != sc.features {
 		os.Remove(dst)
-		return convert.Output{}, fault.Data(fault.CorruptSource, "layer %q: %d features counted but %d read", sc.name, sc.features, st.Rows)
+		return recipe.Output{}, fault.Data(fault.CorruptSource, "layer %q: %d features counted but %d read", sc.name, sc.features, st.Rows)
 	}
 	if src.repaired > 0 {
 		rec.warn(fmt.Sprintf("layer %q: %d invalid geometries repaired (MakeValid)", sc.name, src.repaired))
 	}
-	info := convert.Formats[convert.FormatGeoParquet]
-	return convert.Output{
+	info := recipe.Formats[recipe.FormatGeoParquet]
+	return recipe.Output{
 		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
-		Kind: convert.Vector, Layer: sc.name, Warnings: rec.list(),
+		Kind: recipe.Vector, Layer: sc.name, Warnings: rec.list(),
 		Stats: map[string]int64{
 			"features": sc.features, "null_geometries": sc.nulls, "invalid_geometries": sc.invalid,
 			"repaired": src.repaired, "bytes": st.Bytes, "row_groups": int64(st.RowGroups),

@@ -18,15 +18,16 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 const hyparquetDir = "../../scripts/hyparquet"
 
-func gpRecipe() convert.Recipe {
-	r := convert.DefaultRecipe() // GeoParquet is the default
+func gpRecipe() recipe.Recipe {
+	r := recipe.DefaultRecipe() // GeoParquet is the default
 	r.EngineVersion = engine.Version()
 	return r
 }
@@ -147,7 +148,7 @@ func ogrFirstVertices(t *testing.T, src, layer string) [][2]float64 {
 
 func TestGeoParquetVectorSamples(t *testing.T) {
 	for _, s := range samples {
-		if s.Bad || s.Kind != convert.Vector {
+		if s.Bad || s.Kind != recipe.Vector {
 			continue
 		}
 		t.Run(filepath.Base(s.Path), func(t *testing.T) {
@@ -161,7 +162,7 @@ func TestGeoParquetVectorSamples(t *testing.T) {
 				t.Errorf("%d outputs for %d layers", len(outs), len(counts))
 			}
 			for _, o := range outs {
-				if o.Format != convert.FormatGeoParquet || o.Extension != ".parquet" || filepath.Ext(o.Path) != ".parquet" {
+				if o.Format != recipe.FormatGeoParquet || o.Extension != ".parquet" || filepath.Ext(o.Path) != ".parquet" {
 					t.Errorf("output %+v", o)
 				}
 				rep := validateGeoParquet(t, o.Path)
@@ -242,7 +243,7 @@ func TestGeoParquetProjectedCRSAndTypes(t *testing.T) {
 	const typed = `{"type":"FeatureCollection","features":[
 {"type":"Feature","properties":{"i":1,"big":5000000000,"r":1.5,"s":"ä","d":"2024-02-29","dt":"2024-02-29T12:30:15.250+02:00","b":true,"l":[1,2]},"geometry":{"type":"Point","coordinates":[13.4,52.5,34.0]}},
 {"type":"Feature","properties":{"i":null,"big":null,"r":null,"s":null,"d":null,"dt":null,"b":null,"l":null},"geometry":{"type":"Point","coordinates":[13.5,52.6,35.0]}}]}`
-	if err := fromGeoJSON(typed, src, []string{"-f", "GeoJSON", "-nln", "typed", "-t_srs", "EPSG:32633"}); err != nil {
+	if err := sampledata.FromGeoJSON(typed, src, []string{"-f", "GeoJSON", "-nln", "typed", "-t_srs", "EPSG:32633"}); err != nil {
 		t.Fatal(err)
 	}
 	outs, err := engine.Convert(context.Background(), src, t.TempDir(), gpRecipe())
@@ -271,7 +272,7 @@ func TestGeoParquetProjectedCRSAndTypes(t *testing.T) {
 func TestGeoParquetGeometryPolicy(t *testing.T) {
 	src := writeFile(t, t.TempDir(), "bowtie.geojson", bowtie)
 	r := gpRecipe()
-	r.GeometryPolicy = convert.GeometryStrict
+	r.GeometryPolicy = recipe.GeometryStrict
 	if _, err := engine.Convert(context.Background(), src, t.TempDir(), r); fault.CodeOf(err) != fault.InvalidGeometry {
 		t.Fatalf("strict: %v, want InvalidGeometry", err)
 	}
@@ -291,7 +292,7 @@ func TestGeoParquetGeometryPolicy(t *testing.T) {
 func TestGeoParquetNonUTF8IsSchemaMismatch(t *testing.T) {
 	dir := t.TempDir()
 	shp := filepath.Join(dir, "latin1.shp")
-	if err := fromGeoJSON(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"x"},"geometry":{"type":"Point","coordinates":[13.4,52.5]}}]}`,
+	if err := sampledata.FromGeoJSON(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"x"},"geometry":{"type":"Point","coordinates":[13.4,52.5]}}]}`,
 		shp, []string{"-f", "ESRI Shapefile", "-a_srs", "EPSG:4326"}); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +364,7 @@ func TestCRSTextDeterministicUnderStress(t *testing.T) {
 		sample(t, "parks.geojson").Path, sample(t, "elevation.asc").Path}
 	poison := sample(t, "dem_utm33.tif").Path
 	fgb := gpRecipe()
-	fgb.VectorFormat = convert.FormatFlatGeobuf
+	fgb.VectorFormat = recipe.FormatFlatGeobuf
 
 	const total, workers = 200, 8
 	var mu sync.Mutex
@@ -407,7 +408,7 @@ func TestCRSTextDeterministicUnderStress(t *testing.T) {
 						return
 					}
 					for _, o := range outs {
-						if o.Format == convert.FormatFlatGeobuf {
+						if o.Format == recipe.FormatFlatGeobuf {
 							w := fgbCRS(t, o.Path)
 							mu.Lock()
 							wkts[w]++
@@ -453,7 +454,7 @@ func TestCanonicalPROJJSONStable(t *testing.T) {
 	// The PROJJSON of a projected CRS, exported on threads in every state.
 	dir := t.TempDir()
 	src := filepath.Join(dir, "utm.geojson")
-	if err := fromGeoJSON(placesGeoJSON, src, []string{"-f", "GeoJSON", "-t_srs", "EPSG:32633"}); err != nil {
+	if err := sampledata.FromGeoJSON(sampledata.PlacesGeoJSON, src, []string{"-f", "GeoJSON", "-t_srs", "EPSG:32633"}); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}

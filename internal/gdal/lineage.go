@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Lineage items of a COG's dataset metadata (default domain, written with
@@ -19,7 +19,7 @@ const (
 	MetaEngineVersion     = "GEOMIGRATE_GDAL_VERSION"
 )
 
-func lineageItems(l convert.Lineage) [][2]string {
+func lineageItems(l recipe.Lineage) [][2]string {
 	var out [][2]string
 	for _, kv := range [][2]string{
 		{MetaSourceSHA256, l.SourceSHA256}, {MetaSourceFingerprint, l.Fingerprint}, {MetaRecipe, l.RecipeHash},
@@ -33,14 +33,14 @@ func lineageItems(l convert.Lineage) [][2]string {
 }
 
 // ReadCOGLineage reads the lineage a COG carries in its own metadata.
-func ReadCOGLineage(path string) (convert.Lineage, error) {
+func ReadCOGLineage(path string) (recipe.Lineage, error) {
 	ds, err := godal.Open(path, godal.Drivers("GTiff"), godal.RasterOnly())
 	if err != nil {
-		return convert.Lineage{}, fmt.Errorf("gdal.ReadCOGLineage: %w", err)
+		return recipe.Lineage{}, fmt.Errorf("gdal.ReadCOGLineage: %w", err)
 	}
 	defer ds.Close()
 	md := ds.Metadatas()
-	return convert.Lineage{
+	return recipe.Lineage{
 		SourceSHA256: md[MetaSourceSHA256], Fingerprint: md[MetaSourceFingerprint], RecipeHash: md[MetaRecipe],
 		ToolVersion: md[MetaToolVersion], EngineVersion: md[MetaEngineVersion],
 	}, nil

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // The lineage the recipe carries is in the COG's metadata and in the
@@ -36,7 +36,7 @@ func TestLineageInTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err = convert.ParseLineage(info.KeyValue[geoparquet.LineageKey])
+	got, err = recipe.ParseLineage(info.KeyValue[geoparquet.LineageKey])
 	want.Layer = pq[0].Layer
 	if err != nil || got != want || want.Layer == "" {
 		t.Errorf("GeoParquet lineage %+v (%v), want %+v", got, err, want)

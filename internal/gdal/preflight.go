@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Drivers a source may be opened with. Each reads only the source file and
@@ -84,7 +84,7 @@ type source struct {
 // preflight checks a local source without a full open: a regular,
 // non-empty, readable file (or an OpenFileGDB directory), not pointing
 // elsewhere, within the byte budget, recognised by an allowed driver.
-func preflight(src string, r convert.Recipe) (*source, error) {
+func preflight(src string, r recipe.Recipe) (*source, error) {
 	if strings.HasPrefix(src, "/vsi") || strings.Contains(src, "://") || strings.ContainsAny(src, "\x00\n") {
 		return nil, fault.Data(fault.UnsafeSource, "source name %q is a GDAL virtual path or URL; only local files are converted", src)
 	}
@@ -231,7 +231,7 @@ func dirSize(dir string) int64 {
 }
 
 // checkLocalTIFF applies checkTIFFBudget to a local file.
-func checkLocalTIFF(src string, r convert.Recipe) error {
+func checkLocalTIFF(src string, r recipe.Recipe) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return fault.DataWrap(fault.CorruptSource, err, "source cannot be read")

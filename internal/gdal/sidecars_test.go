@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // TestSiblingsFollowTheRegistry: GDAL is given exactly the sidecars that
@@ -45,7 +46,7 @@ func TestSiblingsFollowTheRegistry(t *testing.T) {
 func TestZipSidecarsAreNotDatasets(t *testing.T) {
 	dir := t.TempDir()
 	tif := filepath.Join(dir, "dem.tif")
-	if err := writeRaster(tif, rasterSpec{w: 4, h: 4, dtype: godal.Byte, gt: [6]float64{0, 1, 0, 0, 0, -1}, data: make([]byte, 16)}); err != nil {
+	if err := sampledata.WriteRaster(tif, sampledata.Raster{Width: 4, Height: 4, Type: godal.Byte, GeoTransform: [6]float64{0, 1, 0, 0, 0, -1}, Data: make([]byte, 16)}); err != nil {
 		t.Fatal(err)
 	}
 	zp := writeZip(t, filepath.Join(dir, "dem.zip"), []zipEntry{
@@ -56,7 +57,7 @@ func TestZipSidecarsAreNotDatasets(t *testing.T) {
 		{name: "dem.qmd", data: []byte("<qgis/>")},
 		{name: "dem.rrd", data: []byte("x")},
 	})
-	s, err := preflightZip(zp, convert.Recipe{})
+	s, err := preflightZip(zp, recipe.Recipe{})
 	if err != nil {
 		t.Fatalf("preflightZip: %v", err)
 	}

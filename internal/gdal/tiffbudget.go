@@ -11,8 +11,8 @@ import (
 	"io"
 	"math"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // TIFF tags read here.
@@ -185,7 +185,7 @@ func readTIFFIFDs(ra io.ReaderAt, size int64) []tiffIFD {
 
 // checkTIFFBudget refuses a TIFF whose declared sizes exceed the recipe's
 // budgets (r.MaxMemory already lowered to the machine's memory).
-func checkTIFFBudget(ra io.ReaderAt, size int64, r convert.Recipe) error {
+func checkTIFFBudget(ra io.ReaderAt, size int64, r recipe.Recipe) error {
 	for i, ifd := range readTIFFIFDs(ra, size) {
 		what := "the image"
 		if i > 0 {
@@ -236,7 +236,7 @@ func checkTIFFBudget(ra io.ReaderAt, size int64, r convert.Recipe) error {
 
 // checkOutputTile bounds the COG writer's tile buffer: one block of the
 // output holds every band (pixel interleaving).
-func checkOutputTile(bands, bytesPerSample int64, r convert.Recipe) error {
+func checkOutputTile(bands, bytesPerSample int64, r recipe.Recipe) error {
 	if r.MaxMemory <= 0 {
 		return nil
 	}

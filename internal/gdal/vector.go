@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // layerScan is what a full read of a layer's geometries found.
@@ -60,7 +60,7 @@ func (sc layerScan) targetType(repair bool) string {
 	return name
 }
 
-func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r convert.Recipe, rec *recorder) ([]convert.Output, error) {
+func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r recipe.Recipe, rec *recorder) ([]recipe.Output, error) {
 	layers := ds.Layers()
 	// Preflight every layer before writing anything: budget, CRS, emptiness,
 	// geometry validity under the policy.
@@ -95,7 +95,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 		if sc.features == sc.nulls {
 			return nil, fault.Data(fault.EmptyDataset, "layer %q has %d features but no geometry", sc.name, sc.features)
 		}
-		if sc.nulls > 0 && r.VectorFormat == convert.FormatFlatGeobuf {
+		if sc.nulls > 0 && r.VectorFormat == recipe.FormatFlatGeobuf {
 			// GDAL 3.6's FlatGeobuf writer skips a feature without geometry
 			// (it has no encoding for one) and reports success: the output
 			// would silently hold fewer features than the source.
@@ -103,12 +103,12 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 				"layer %q has %d of %d features without geometry (null or empty); FlatGeobuf output cannot hold them and would drop them: convert with GeoParquet (the default vector format), which keeps them as null geometries",
 				sc.name, sc.nulls, sc.features)
 		}
-		if bad := flatGeobufRefuses(l); bad != "" && r.VectorFormat == convert.FormatFlatGeobuf {
+		if bad := flatGeobufRefuses(l); bad != "" && r.VectorFormat == recipe.FormatFlatGeobuf {
 			return nil, fault.Data(fault.UnsupportedFormat,
 				"layer %q has field %s, which FlatGeobuf output cannot hold (GDAL writes a Time as an empty DateTime and fails on lists): convert with GeoParquet (the default vector format), which keeps it as text",
 				sc.name, bad)
 		}
-		if sc.invalid > 0 && r.GeometryPolicy == convert.GeometryStrict {
+		if sc.invalid > 0 && r.GeometryPolicy == recipe.GeometryStrict {
 			return nil, fault.Data(fault.InvalidGeometry,
 				"layer %q: %d of %d geometries are invalid (self-intersections, bad rings …); policy is strict: repair them (e.g. ST_MakeValid) or convert with geometry policy \"repair\"",
 				sc.name, sc.invalid, sc.features)
@@ -123,7 +123,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 	}
 	stem := formats.Stem(filepath.Base(s.path))
 	multi := len(scans) > 1
-	ext := convert.Formats[r.VectorFormat].Extension
+	ext := recipe.Formats[r.VectorFormat].Extension
 	// One output per layer, never two layers in one name: SafeName is
 	// one-to-one by construction, and this proves it for the source at hand
 	// before anything is written.
@@ -136,16 +136,16 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 		}
 		byName[name] = sc.name
 	}
-	var outs []convert.Output
+	var outs []recipe.Output
 	for _, sc := range scans {
 		if err := ctx.Err(); err != nil {
 			return outs, err
 		}
-		var o convert.Output
+		var o recipe.Output
 		var err error
 		dst := filepath.Join(workDir, layerFileName(stem, sc.name, multi, ext))
 		switch r.VectorFormat {
-		case convert.FormatFlatGeobuf:
+		case recipe.FormatFlatGeobuf:
 			o, err = writeFlatGeobuf(ds, sc, dst, r, rec.child())
 		default:
 			o, err = writeGeoParquet(ctx, ds, sc, dst, r, rec.child())
@@ -169,12 +169,12 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 }
 
 // vectorFidelity checks one layer's output against the source layer.
-func vectorFidelity(ds *godal.Dataset, sc layerScan, dst string, r convert.Recipe, rec *recorder) (*convert.Fidelity, error) {
+func vectorFidelity(ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (*recipe.Fidelity, error) {
 	l := ds.LayerByName(sc.name)
 	if l == nil {
 		return nil, fault.Data(fault.CorruptSource, "layer %q cannot be opened again", sc.name)
 	}
-	if r.VectorFormat == convert.FormatFlatGeobuf {
+	if r.VectorFormat == recipe.FormatFlatGeobuf {
 		return flatGeobufFidelity(*l, sc, dst, rec)
 	}
 	return geoParquetFidelity(*l, sc, dst)
@@ -281,10 +281,10 @@ func scanLayer(ctx context.Context, l godal.Layer, meter *vectorMeter) (layerSca
 	return sc, nil
 }
 
-func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r convert.Recipe, rec *recorder) (convert.Output, error) {
+func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (recipe.Output, error) {
 	args := []string{"-f", flatGeobufDriver, "-lco", "SPATIAL_INDEX=YES", "-nln", sc.name}
 	var repaired int64
-	repair := sc.invalid > 0 && r.GeometryPolicy == convert.GeometryRepair
+	repair := sc.invalid > 0 && r.GeometryPolicy == recipe.GeometryRepair
 	if nlt := sc.targetType(repair); nlt != "" {
 		args = append(args, "-nlt", nlt)
 	}
@@ -311,27 +311,27 @@ func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r convert.Reci
 	out, err := ds.VectorTranslate(dst, args, rec.opt())
 	if err != nil {
 		os.Remove(dst)
-		return convert.Output{}, classify("gdal.VectorTranslate(FlatGeobuf)", err, filepath.Dir(dst), fault.CorruptSource, "layer %q cannot be read in full", sc.name)
+		return recipe.Output{}, classify("gdal.VectorTranslate(FlatGeobuf)", err, filepath.Dir(dst), fault.CorruptSource, "layer %q cannot be read in full", sc.name)
 	}
 	if err := out.Close(rec.opt()); err != nil {
 		os.Remove(dst)
-		return convert.Output{}, classify("gdal.Close(FlatGeobuf)", err, filepath.Dir(dst), fault.CorruptSource, "layer %q cannot be written", sc.name)
+		return recipe.Output{}, classify("gdal.Close(FlatGeobuf)", err, filepath.Dir(dst), fault.CorruptSource, "layer %q cannot be written", sc.name)
 	}
 	// Fidelity: the file holds every feature of the layer (its header
 	// says how many; GDAL reads the count from there).
 	if n, err := fgbFeatureCount(dst, rec); err != nil || n != sc.features {
 		os.Remove(dst)
-		return convert.Output{}, fault.Systemic("gdal.VectorTranslate(FlatGeobuf)",
+		return recipe.Output{}, fault.Systemic("gdal.VectorTranslate(FlatGeobuf)",
 			fmt.Errorf("layer %q: the output holds %d of %d features (%v)", sc.name, n, sc.features, err))
 	}
 	fi, err := os.Stat(dst)
 	if err != nil {
-		return convert.Output{}, fault.Systemic("gdal.VectorTranslate(FlatGeobuf)", err)
+		return recipe.Output{}, fault.Systemic("gdal.VectorTranslate(FlatGeobuf)", err)
 	}
-	info := convert.Formats[convert.FormatFlatGeobuf]
-	return convert.Output{
+	info := recipe.Formats[recipe.FormatFlatGeobuf]
+	return recipe.Output{
 		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
-		Kind: convert.Vector, Layer: sc.name, Warnings: rec.list(),
+		Kind: recipe.Vector, Layer: sc.name, Warnings: rec.list(),
 		Stats: map[string]int64{
 			"features": sc.features, "null_geometries": sc.nulls, "invalid_geometries": sc.invalid,
 			"repaired": repaired, "bytes": fi.Size(),
@@ -358,7 +358,7 @@ func fgbFeatureCount(p string, rec *recorder) (int64, error) {
 // source stem, and for a multi-layer source the layer's safe name.
 func layerFileName(stem, layer string, multi bool, ext string) string {
 	if multi {
-		return stem + "." + convert.SafeName(layer) + ext
+		return stem + "." + recipe.SafeName(layer) + ext
 	}
 	return stem + ext
 }

@@ -43,8 +43,8 @@ import (
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 const (
@@ -81,7 +81,7 @@ const (
 // vectorMeter totals what converting one layer holds in memory.
 type vectorMeter struct {
 	layer      string
-	format     string // convert.FormatGeoParquet or FormatFlatGeobuf
+	format     string // recipe.FormatGeoParquet or FormatFlatGeobuf
 	perFeature int64
 	holdsAll   bool  // every row is held (GeoParquet), or one at a time
 	budget     int64 // vectorShare of maxMemory; 0 = no budget
@@ -90,12 +90,12 @@ type vectorMeter struct {
 	features, payload, largest int64
 }
 
-func newVectorMeter(layer string, fields int, r convert.Recipe) *vectorMeter {
+func newVectorMeter(layer string, fields int, r recipe.Recipe) *vectorMeter {
 	m := &vectorMeter{layer: layer, format: r.VectorFormat, maxMemory: r.MaxMemory}
 	if r.MaxMemory > 0 {
 		m.budget = r.MaxMemory / vectorShareDen * vectorShareNum
 	}
-	if r.VectorFormat == convert.FormatFlatGeobuf {
+	if r.VectorFormat == recipe.FormatFlatGeobuf {
 		m.perFeature = fgbFeatureCost
 	} else {
 		m.perFeature = featureCost + fieldCost*int64(fields)

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/hostile"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // writeVectorBombs writes the vector bombs of internal/hostile into dir
@@ -59,21 +59,21 @@ func writeVectorBombs(t testing.TB, dir string) map[string]string {
 // converted under 64 MiB, holding ~100 MB to ~600 MB.
 func TestVectorBudgets(t *testing.T) {
 	paths := writeVectorBombs(t, t.TempDir())
-	small := func(format string) convert.Recipe {
-		r := recipe()
+	small := func(format string) recipe.Recipe {
+		r := fgbRecipe()
 		r.VectorFormat = format
 		r.MaxMemory = 64 << 20
 		return r
 	}
-	def := func(format string) convert.Recipe {
-		r := recipe()
+	def := func(format string) recipe.Recipe {
+		r := fgbRecipe()
 		r.VectorFormat = format
 		return r
 	}
-	gp, fgb := convert.FormatGeoParquet, convert.FormatFlatGeobuf
+	gp, fgb := recipe.FormatGeoParquet, recipe.FormatFlatGeobuf
 	cases := []struct {
 		name   string
-		recipe convert.Recipe
+		recipe recipe.Recipe
 		want   string   // code, or "converted"
 		says   []string // in the refusal
 	}{
@@ -119,7 +119,7 @@ func TestVectorBudgets(t *testing.T) {
 // The meter's arithmetic: what GeoParquet holds grows with every payload
 // byte, what FlatGeobuf holds with the largest geometry only.
 func TestVectorMeter(t *testing.T) {
-	r := convert.DefaultRecipe()
+	r := recipe.DefaultRecipe()
 	r.MaxMemory = 4 << 20 // budget 3 MiB
 	cases := []struct {
 		format   string
@@ -127,11 +127,11 @@ func TestVectorMeter(t *testing.T) {
 		payloads []int64
 		refused  int // 1-based index of the add that is refused; 0 = none
 	}{
-		{convert.FormatGeoParquet, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 3},    // 4×768 KiB = 3 MiB + rows
-		{convert.FormatFlatGeobuf, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 0},    // largest 256 KiB
-		{convert.FormatFlatGeobuf, 0, []int64{100, 800 << 10}, 2},                     // 3.2 MiB for one geometry
-		{convert.FormatGeoParquet, 1000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0}, // 11 × 32 KiB
-		{convert.FormatGeoParquet, 10000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 10},
+		{recipe.FormatGeoParquet, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 3},    // 4×768 KiB = 3 MiB + rows
+		{recipe.FormatFlatGeobuf, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 0},    // largest 256 KiB
+		{recipe.FormatFlatGeobuf, 0, []int64{100, 800 << 10}, 2},                     // 3.2 MiB for one geometry
+		{recipe.FormatGeoParquet, 1000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0}, // 11 × 32 KiB
+		{recipe.FormatGeoParquet, 10000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 10},
 	}
 	for i, c := range cases {
 		r.VectorFormat = c.format
@@ -150,7 +150,7 @@ func TestVectorMeter(t *testing.T) {
 			t.Errorf("case %d (%s): refused at %d, want %d (estimate %d of %d)", i, c.format, refused, c.refused, m.estimate(m.features), m.budget)
 		}
 	}
-	r.VectorFormat = convert.FormatGeoParquet
+	r.VectorFormat = recipe.FormatGeoParquet
 	if err := newVectorMeter("l", 0, r).declared(-1); err != nil {
 		t.Errorf("unknown count refused: %v", err)
 	}
@@ -159,8 +159,8 @@ func TestVectorMeter(t *testing.T) {
 	}
 	// BenchmarkGeoParquet1M's layer (1,000,000 points, three attributes,
 	// ~25 bytes of WKB and text a row) fits the default budget.
-	d := convert.DefaultRecipe()
-	d.VectorFormat = convert.FormatGeoParquet
+	d := recipe.DefaultRecipe()
+	d.VectorFormat = recipe.FormatGeoParquet
 	m := newVectorMeter("points", 3, d)
 	if err := m.declared(1_000_000); err != nil {
 		t.Errorf("1M points declared under the default budget: %v", err)

@@ -11,9 +11,9 @@ import (
 	"os"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // ogrFieldDef is one attribute field as a layer defines it.
@@ -86,7 +86,7 @@ func layerAltered(layer, format string, args ...any) error {
 // geoParquetFidelity compares the GeoParquet file at dst, read back on its
 // own, with the source layer: rows, null geometries, every field with the
 // type it maps to, and the layer named in the file's lineage.
-func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*convert.Fidelity, error) {
+func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*recipe.Fidelity, error) {
 	f, err := os.Open(dst)
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: open output", err)
@@ -106,7 +106,7 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*convert.Fid
 	if info.NullGeometries != sc.nulls {
 		return nil, layerAltered(sc.name, "%d features without geometry written as %d null geometries", sc.nulls, info.NullGeometries)
 	}
-	lin, err := convert.ParseLineage(info.KeyValue[geoparquet.LineageKey])
+	lin, err := recipe.ParseLineage(info.KeyValue[geoparquet.LineageKey])
 	if err != nil || lin.Layer != sc.name {
 		return nil, layerAltered(sc.name, "the file names layer %q (%v)", lin.Layer, err)
 	}
@@ -114,7 +114,7 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*convert.Fid
 	if len(info.Fields) != len(fields) {
 		return nil, layerAltered(sc.name, "%d attribute fields written as %d columns", len(fields), len(info.Fields))
 	}
-	out := &convert.Fidelity{
+	out := &recipe.Fidelity{
 		Checks: []string{"features", "null_geometries", "fields", "layer_name"},
 		Layer:  sc.name, Features: info.Rows, NullGeometries: info.NullGeometries, Fields: len(fields),
 	}
@@ -133,7 +133,7 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*convert.Fid
 
 // flatGeobufFidelity compares the FlatGeobuf file at dst with the source
 // layer: its one layer's name, feature count and fields (flatGeobufKeeps).
-func flatGeobufFidelity(src godal.Layer, sc layerScan, dst string, rec *recorder) (*convert.Fidelity, error) {
+func flatGeobufFidelity(src godal.Layer, sc layerScan, dst string, rec *recorder) (*recipe.Fidelity, error) {
 	ds, err := godal.Open(dst, godal.Drivers("FlatGeobuf"), godal.VectorOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
@@ -154,7 +154,7 @@ func flatGeobufFidelity(src godal.Layer, sc layerScan, dst string, rec *recorder
 	if len(got) != len(fields) {
 		return nil, layerAltered(sc.name, "%d attribute fields written as %d", len(fields), len(got))
 	}
-	out := &convert.Fidelity{
+	out := &recipe.Fidelity{
 		Checks: []string{"features", "fields", "layer_name"},
 		Layer:  sc.name, Features: int64(n), Fields: len(fields),
 	}
@@ -195,7 +195,7 @@ func flatGeobufRefuses(l godal.Layer) string {
 
 // layersOneToOne proves, from what the files say, that every source layer
 // with features has exactly one output and no two outputs share a file.
-func layersOneToOne(ds *godal.Dataset, outs []convert.Output, rec *recorder) error {
+func layersOneToOne(ds *godal.Dataset, outs []recipe.Output, rec *recorder) error {
 	want := map[string]bool{}
 	for _, l := range ds.Layers() {
 		if n, err := l.FeatureCount(rec.opt()); err == nil && n > 0 {

@@ -20,9 +20,9 @@ import (
 	"sync"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // readerPrefix is our VSI namespace. The user-facing preflight refuses
@@ -194,7 +194,7 @@ func registerReaders() error {
 // cannot arrive this way — a zipped Shapefile can — and netCDF/HDF5, whose
 // libraries want a real file, are refused with UnsupportedFormat (download
 // them and use Convert).
-func (e *Engine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, name, workDir string, r convert.Recipe) ([]convert.Output, error) {
+func (e *Engine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, name, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -222,7 +222,7 @@ func (e *Engine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, 
 	rec := readerAt{ra, size, st}
 	s, err := preflightReader(recordingReader{rec}, size, name, vsiPath, r)
 	if err == nil {
-		var outs []convert.Output
+		var outs []recipe.Output
 		outs, err = e.convertSource(ctx, s, workDir, r)
 		if err == nil {
 			n, _ := st.result()
@@ -251,7 +251,7 @@ func (r recordingReader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // preflightReader is preflight for a source behind our VSI handler.
-func preflightReader(ra io.ReaderAt, size int64, name, vsiPath string, r convert.Recipe) (*source, error) {
+func preflightReader(ra io.ReaderAt, size int64, name, vsiPath string, r recipe.Recipe) (*source, error) {
 	switch {
 	case size == 0:
 		return nil, fault.Data(fault.CorruptSource, "source file is empty (0 bytes)")

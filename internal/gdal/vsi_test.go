@@ -54,12 +54,12 @@ func TestConvertReader(t *testing.T) {
 		// 4 MiB, uncompressed: larger than the handler's 256 KiB blocks.
 		src := rasterFrom(t, filepath.Join(t.TempDir(), "dem_f32.tif"), "-ot", "Float32", "-co", "TILED=YES", "-co", "COMPRESS=NONE")
 		ra, size := memObject(t, src)
-		outs, err := engine.ConvertReader(ctx, ra, size, "uploads/dem_f32.tif", t.TempDir(), recipe())
+		outs, err := engine.ConvertReader(ctx, ra, size, "uploads/dem_f32.tif", t.TempDir(), fgbRecipe())
 		if err != nil {
 			t.Fatal(err)
 		}
 		judgeCOG(t, outs[0].Path)
-		want := convertOK(t, src, recipe())
+		want := convertOK(t, src, fgbRecipe())
 		if sha(t, outs[0].Path) != sha(t, want[0].Path) {
 			t.Error("ConvertReader and Convert give different bytes")
 		}
@@ -81,7 +81,7 @@ func TestConvertReader(t *testing.T) {
 		dir := t.TempDir()
 		z := zipShapefileParts(t, filepath.Join(dir, "places.shp.zip"), "", shapefileParts(t, dir, "places"))
 		ra, size := memObject(t, z)
-		outs, err := engine.ConvertReader(ctx, ra, size, "places.shp.zip", t.TempDir(), recipe())
+		outs, err := engine.ConvertReader(ctx, ra, size, "places.shp.zip", t.TempDir(), fgbRecipe())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestConvertReader(t *testing.T) {
 		}
 		for _, c := range cases {
 			ra, size := memObject(t, c.src)
-			_, err := engine.ConvertReader(ctx, ra, size, c.name, t.TempDir(), recipe())
+			_, err := engine.ConvertReader(ctx, ra, size, c.name, t.TempDir(), fgbRecipe())
 			if fault.CodeOf(err) != c.want {
 				t.Errorf("%s: %v, want %s", c.name, err, c.want)
 			}
@@ -126,7 +126,7 @@ func TestConvertReader(t *testing.T) {
 		} {
 			ra, size := memObject(t, sample(t, c.src).Path)
 			ra.failAt, ra.failErr = c.at(size), c.failed
-			_, err := engine.ConvertReader(ctx, ra, size, c.src, t.TempDir(), recipe())
+			_, err := engine.ConvertReader(ctx, ra, size, c.src, t.TempDir(), fgbRecipe())
 			var tr *fault.TransientError
 			if !errors.As(err, &tr) {
 				t.Errorf("%s: %T %v, want TransientError", c.name, err, err)

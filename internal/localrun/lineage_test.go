@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // TestLineageAndFidelityOfEveryOutput runs the samples through the state
@@ -63,7 +63,7 @@ func TestLineageAndFidelityOfEveryOutput(t *testing.T) {
 			if err := os.WriteFile(copied, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var lin convert.Lineage
+			var lin recipe.Lineage
 			switch filepath.Ext(out) {
 			case ".tif":
 				rasters++
@@ -84,7 +84,7 @@ func TestLineageAndFidelityOfEveryOutput(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if lin, err = convert.ParseLineage(info.KeyValue[geoparquet.LineageKey]); err != nil {
+				if lin, err = recipe.ParseLineage(info.KeyValue[geoparquet.LineageKey]); err != nil {
 					t.Fatal(err)
 				}
 				if lin.Layer != f.Layer {
@@ -114,7 +114,7 @@ func TestLineageAndFidelityOfEveryOutput(t *testing.T) {
 
 // gdalinfoLineage reads a COG's lineage with the gdalinfo program (nil
 // when it is not installed).
-func gdalinfoLineage(t *testing.T, path string) *convert.Lineage {
+func gdalinfoLineage(t *testing.T, path string) *recipe.Lineage {
 	t.Helper()
 	if _, err := exec.LookPath("gdalinfo"); err != nil {
 		return nil
@@ -130,7 +130,7 @@ func gdalinfoLineage(t *testing.T, path string) *convert.Lineage {
 		t.Fatal(err)
 	}
 	md := info.Metadata[""]
-	return &convert.Lineage{
+	return &recipe.Lineage{
 		SourceSHA256: md[gdal.MetaSourceSHA256], Fingerprint: md[gdal.MetaSourceFingerprint], RecipeHash: md[gdal.MetaRecipe],
 		ToolVersion: md[gdal.MetaToolVersion], EngineVersion: md[gdal.MetaEngineVersion],
 	}

@@ -13,9 +13,9 @@ import (
 	"strconv"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/queue"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -52,7 +52,7 @@ type Handlers struct {
 }
 
 // Recipe is the recipe the handlers convert with.
-func (h Handlers) Recipe() convert.Recipe { return h.HashCheck.Recipe() }
+func (h Handlers) Recipe() recipe.Recipe { return h.HashCheck.Recipe() }
 
 // Queues receive what the state machine routes.
 type Queues struct {

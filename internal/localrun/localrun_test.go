@@ -17,12 +17,13 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
 	"github.com/geomigrate/geomigrate/internal/validate"
@@ -74,13 +75,13 @@ var quiet = slog.New(slog.DiscardHandler)
 
 // countingEngine counts conversions and can hold them until released.
 type countingEngine struct {
-	convert.Engine
+	recipe.Engine
 	mu    sync.Mutex
 	calls int
 	gate  chan struct{}
 }
 
-func (e *countingEngine) Convert(ctx context.Context, src, work string, r convert.Recipe) ([]convert.Output, error) {
+func (e *countingEngine) Convert(ctx context.Context, src, work string, r recipe.Recipe) ([]recipe.Output, error) {
 	e.mu.Lock()
 	e.calls++
 	e.mu.Unlock()
@@ -118,7 +119,7 @@ func newPipeline(t *testing.T, srcDir string) *pipeline {
 	}
 	p.store = store
 	p.tracker = statestore.NewTracker(statestoretest.NewMemory())
-	p.cfg = migration.Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: convert.Recipe{EngineVersion: p.engine.Version(), ToolVersion: "test"}}
+	p.cfg = migration.Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: recipe.Recipe{EngineVersion: p.engine.Version(), ToolVersion: "test"}}
 	return p
 }
 
@@ -164,11 +165,11 @@ func (p *pipeline) run(t *testing.T, store objectstore.Store, keys []string, opt
 }
 
 // samples writes the demo data and returns the keys a migrate run takes.
-func samples(t *testing.T) (string, []gdal.Sample, []string) {
+func samples(t *testing.T) (string, []sampledata.Sample, []string) {
 	t.Helper()
 	gdalEngine(t)
 	dir := t.TempDir()
-	ss, err := gdal.WriteSamples(dir)
+	ss, err := sampledata.Write(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -56,9 +56,9 @@ type Outcome struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Fidelity is, for each of Outputs in order, what Convert proved
 	// equal between it and the source before staging it.
-	Fidelity []*convert.Fidelity `json:"fidelity,omitempty"`
-	Duration time.Duration       `json:"duration_ns"`
-	History  []asl.Event         `json:"-"`
+	Fidelity []*recipe.Fidelity `json:"fidelity,omitempty"`
+	Duration time.Duration      `json:"duration_ns"`
+	History  []asl.Event        `json:"-"`
 }
 
 // Runner runs the migrate state machine over many inputs, Workers at a time.

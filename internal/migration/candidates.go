@@ -5,9 +5,9 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // ReasonNotGeospatial: the source is a file no archive of geodata needs
@@ -56,6 +56,6 @@ func checkKeyChars(key string) error {
 // output a source most likely gets with recipe r: the same guess HashCheck
 // makes to find an earlier output. Two sources with the same prediction
 // would compete for one output key.
-func PredictDestKey(key string, r convert.Recipe) string {
+func PredictDestKey(key string, r recipe.Recipe) string {
 	return predictDestKey("", key, r.WithDefaults())
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
-	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Config is what every handler needs to know about the deployment. It is
@@ -16,7 +16,7 @@ type Config struct {
 	DestBucket    string
 	DestPrefix    string // prepended to every final key
 	StagingPrefix string // where Convert writes before Promote; never a final key
-	Recipe        convert.Recipe
+	Recipe        recipe.Recipe
 	// FingerprintThreshold: sources larger than this are fingerprinted by
 	// size + first and last 8 MiB (seed 000); the full hash is checked after
 	// promotion.

@@ -12,10 +12,10 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -25,7 +25,7 @@ type Convert struct {
 	cfg      Config
 	store    objectstore.Store
 	tracker  *statestore.Tracker
-	engine   convert.Engine
+	engine   recipe.Engine
 	validate OutputValidator
 	log      *slog.Logger
 }
@@ -37,7 +37,7 @@ type Convert struct {
 type OutputValidator func(path, format string) error
 
 // NewConvert wires the handler.
-func NewConvert(cfg Config, store objectstore.Store, tracker *statestore.Tracker, engine convert.Engine, validate OutputValidator, log *slog.Logger) *Convert {
+func NewConvert(cfg Config, store objectstore.Store, tracker *statestore.Tracker, engine recipe.Engine, validate OutputValidator, log *slog.Logger) *Convert {
 	return &Convert{cfg: cfg.withDefaults(), store: store, tracker: tracker, engine: engine, validate: validate, log: log}
 }
 
@@ -114,9 +114,9 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 // else from a downloaded copy. Either way the source must still be the
 // bytes HashCheck fingerprinted; otherwise the output would be filed under
 // the wrong content hash.
-func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]convert.Output, error) {
+func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]recipe.Output, error) {
 	_, local := c.store.(objectstore.LocalPather)
-	if re, ok := c.engine.(convert.RangeEngine); ok && !local && formats.ReadableByRange(job.SourceKey) {
+	if re, ok := c.engine.(recipe.RangeEngine); ok && !local && formats.ReadableByRange(job.SourceKey) {
 		// A world file or .aux.xml beside the source carries georeferencing
 		// that a ranged read of the source alone would miss.
 		sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
@@ -141,7 +141,7 @@ func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]conv
 // recipeFor is the job's recipe with the source's fingerprint, which the
 // engine writes into each output beside the recipe hash and versions
 // (lineage that survives a copy of the file).
-func recipeFor(job Job) convert.Recipe {
+func recipeFor(job Job) recipe.Recipe {
 	r := job.Recipe
 	r.SourceSHA256, r.SourceFingerprint = job.SourceSHA256, job.Fingerprint
 	return r
@@ -149,7 +149,7 @@ func recipeFor(job Job) convert.Recipe {
 
 // runByRange converts through ranged reads; the object's ETag and size,
 // checked before and after, stand in for re-hashing it.
-func (c *Convert) runByRange(ctx context.Context, job Job, re convert.RangeEngine, outDir string) ([]convert.Output, error) {
+func (c *Convert) runByRange(ctx context.Context, job Job, re recipe.RangeEngine, outDir string) ([]recipe.Output, error) {
 	if err := c.checkUnchanged(ctx, job); err != nil {
 		return nil, err
 	}
@@ -253,14 +253,14 @@ func (c *Convert) verifySource(ctx context.Context, job Job, src string) error {
 
 // stage uploads one output to its staging key with the metadata Promote
 // will carry to the final key.
-func (c *Convert) stage(ctx context.Context, job Job, o convert.Output, multi bool) (Artifact, error) {
+func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi bool) (Artifact, error) {
 	sum, size, err := fileSHA256(o.Path)
 	if err != nil {
 		return Artifact{}, localError("convert: hash output", err)
 	}
-	destKey := c.cfg.DestPrefix + convert.DestKey(job.SourceKey, o, multi)
+	destKey := c.cfg.DestPrefix + recipe.DestKey(job.SourceKey, o, multi)
 	a := Artifact{
-		StagingKey:  job.StagingPrefix + convert.DestKey(job.SourceKey, o, multi),
+		StagingKey:  job.StagingPrefix + recipe.DestKey(job.SourceKey, o, multi),
 		DestKey:     destKey,
 		Format:      o.Format,
 		ContentType: o.ContentType,
@@ -304,7 +304,7 @@ func promotedMetadata(job Job, a Artifact) map[string]string {
 const MetaOutputSHA256 = "sha256"
 
 // MetaFidelity records what the engine proved equal between the output
-// and its source (convert.Fidelity.Summary).
+// and its source (recipe.Fidelity.Summary).
 const MetaFidelity = "fidelity"
 
 func fileSHA256(path string) (string, int64, error) {

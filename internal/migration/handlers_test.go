@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
 )
@@ -30,12 +30,12 @@ import (
 type fakeEngine struct {
 	calls      int
 	noFidelity bool
-	recipe     convert.Recipe
+	recipe     recipe.Recipe
 }
 
 func (e *fakeEngine) Version() string { return "fake-1" }
 
-func (e *fakeEngine) Convert(ctx context.Context, src, workDir string, r convert.Recipe) ([]convert.Output, error) {
+func (e *fakeEngine) Convert(ctx context.Context, src, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
 	e.calls++
 	e.recipe = r
 	b, err := os.ReadFile(src)
@@ -49,16 +49,16 @@ func (e *fakeEngine) Convert(ctx context.Context, src, workDir string, r convert
 	if err := os.WriteFile(out, append([]byte("COG:"), b...), 0o644); err != nil {
 		return nil, err
 	}
-	info := convert.Formats[convert.FormatCOG]
-	o := convert.Output{Path: out, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType, Kind: info.Kind}
+	info := recipe.Formats[recipe.FormatCOG]
+	o := recipe.Output{Path: out, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType, Kind: info.Kind}
 	if !e.noFidelity {
 		written, err := os.ReadFile(out)
 		if err != nil || !bytes.Equal(written, append([]byte("COG:"), b...)) {
 			return nil, fault.Systemic("fake fidelity", fmt.Errorf("output differs from source: %v", err))
 		}
-		o.Fidelity = &convert.Fidelity{Checks: []string{"bytes"}}
+		o.Fidelity = &recipe.Fidelity{Checks: []string{"bytes"}}
 	}
-	return []convert.Output{o}, nil
+	return []recipe.Output{o}, nil
 }
 
 // fakeValidator accepts the fake engine's outputs ("COG:" + source) and
@@ -89,7 +89,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{store: memstore.New("src", "dest"), engine: &fakeEngine{}}
 	f.tracker = statestore.NewTracker(statestoretest.NewMemory())
-	f.cfg = Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: convert.Recipe{EngineVersion: "fake-1", ToolVersion: "test"}}
+	f.cfg = Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: recipe.Recipe{EngineVersion: "fake-1", ToolVersion: "test"}}
 	quiet := slog.New(slog.DiscardHandler)
 	f.hash = NewHashCheck(f.cfg, f.store, f.tracker, StoreFingerprinter{Store: f.store, Threshold: 1 << 20}, quiet)
 	f.convert = NewConvert(f.cfg, f.store, f.tracker, f.engine, fakeValidator, quiet)
@@ -450,7 +450,7 @@ type rangeEngine struct {
 	during func()
 }
 
-func (e *rangeEngine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, name, workDir string, r convert.Recipe) ([]convert.Output, error) {
+func (e *rangeEngine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, name, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
 	e.ranged++
 	b := make([]byte, size)
 	if _, err := ra.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {

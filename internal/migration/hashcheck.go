@@ -8,10 +8,10 @@ import (
 	"path"
 	"strings"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -38,7 +38,7 @@ func NewHashCheck(cfg Config, store objectstore.Store, tracker *statestore.Track
 }
 
 // Recipe is the recipe HashCheck puts into every job.
-func (h *HashCheck) Recipe() convert.Recipe { return h.cfg.Recipe }
+func (h *HashCheck) Recipe() recipe.Recipe { return h.cfg.Recipe }
 
 // Handle is the Lambda handler. Its error is a bare taxonomy type carrying
 // the attempt number (see fault.ForBoundary, fault.WithAttempt).

@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Invocation is what the state machine tells a handler about the call
@@ -47,19 +47,19 @@ func (s Source) DecodedKey() (string, error) {
 // Job is the work order HashCheck hands to Convert and Promote: the
 // identity of the job and everything needed to do it without asking again.
 type Job struct {
-	ID            string         `json:"id"`
-	DatasetID     string         `json:"dataset_id"`
-	SourceBucket  string         `json:"source_bucket"`
-	SourceKey     string         `json:"source_key"`
-	SourceSize    int64          `json:"source_size"`
-	SourceETag    string         `json:"source_etag,omitempty"`
-	SourceSHA256  string         `json:"source_sha256"`
-	Fingerprint   string         `json:"fingerprint"` // "sha256" or "fast"
-	RecipeHash    string         `json:"recipe_hash"`
-	Recipe        convert.Recipe `json:"recipe"`
-	DestBucket    string         `json:"dest_bucket"`
-	DestKey       string         `json:"dest_key"` // predicted primary output key
-	StagingPrefix string         `json:"staging_prefix"`
+	ID            string        `json:"id"`
+	DatasetID     string        `json:"dataset_id"`
+	SourceBucket  string        `json:"source_bucket"`
+	SourceKey     string        `json:"source_key"`
+	SourceSize    int64         `json:"source_size"`
+	SourceETag    string        `json:"source_etag,omitempty"`
+	SourceSHA256  string        `json:"source_sha256"`
+	Fingerprint   string        `json:"fingerprint"` // "sha256" or "fast"
+	RecipeHash    string        `json:"recipe_hash"`
+	Recipe        recipe.Recipe `json:"recipe"`
+	DestBucket    string        `json:"dest_bucket"`
+	DestKey       string        `json:"dest_key"` // predicted primary output key
+	StagingPrefix string        `json:"staging_prefix"`
 }
 
 // JobID is the idempotency key: seed 001's dataset_id:chunk_hash, extended
@@ -83,7 +83,7 @@ type Artifact struct {
 	Warnings    []string `json:"warnings,omitempty"`
 	// Fidelity is what the engine proved equal between this output and its
 	// source before it was staged.
-	Fidelity *convert.Fidelity `json:"fidelity,omitempty"`
+	Fidelity *recipe.Fidelity `json:"fidelity,omitempty"`
 }
 
 // Decisions of HashCheck.
@@ -149,19 +149,19 @@ type (
 // kindByExtension guesses what a source will become before it is opened, so
 // HashCheck can find an earlier output by key. The conversion decides for
 // real; a wrong guess only costs a state-store lookup.
-func kindByExtension(key string) convert.Kind {
+func kindByExtension(key string) recipe.Kind {
 	if formats.PredictKind(key) == formats.Vector {
-		return convert.Vector
+		return recipe.Vector
 	}
-	return convert.Raster
+	return recipe.Raster
 }
 
 // predictDestKey is the key of the single output a source most likely gets.
-func predictDestKey(prefix, srcKey string, r convert.Recipe) string {
+func predictDestKey(prefix, srcKey string, r recipe.Recipe) string {
 	format := r.RasterFormat
-	if kindByExtension(srcKey) == convert.Vector {
+	if kindByExtension(srcKey) == recipe.Vector {
 		format = r.VectorFormat
 	}
-	info := convert.Formats[format]
-	return prefix + convert.DestKey(srcKey, convert.Output{Format: info.Format, Extension: info.Extension, Kind: info.Kind}, false)
+	info := recipe.Formats[format]
+	return prefix + recipe.DestKey(srcKey, recipe.Output{Format: info.Format, Extension: info.Extension, Kind: info.Kind}, false)
 }

@@ -6,8 +6,8 @@ import (
 	"path"
 	"strings"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // removeStaged deletes what Convert staged for a job that will not be
@@ -28,9 +28,9 @@ func removeStaged(ctx context.Context, store objectstore.Store, cfg Config, job 
 	if bucket == "" {
 		bucket = cfg.DestBucket
 	}
-	// convert.DestKey: dir/stem + extension, or dir/stem/<layer> + extension
+	// recipe.DestKey: dir/stem + extension, or dir/stem/<layer> + extension
 	// for a multi-layer source.
-	stemKey := job.StagingPrefix + strings.TrimSuffix(convert.DestKey(job.SourceKey, convert.Output{Extension: "."}, false), ".")
+	stemKey := job.StagingPrefix + strings.TrimSuffix(recipe.DestKey(job.SourceKey, recipe.Output{Extension: "."}, false), ".")
 	var keys []string
 	err := store.List(ctx, bucket, stemKey, func(o objectstore.Object) error {
 		if isOutputOf(strings.TrimPrefix(o.Key, stemKey)) {
@@ -50,7 +50,7 @@ func removeStaged(ctx context.Context, store objectstore.Store, cfg Config, job 
 }
 
 // isOutputOf reports whether rest (a staged key after dir/stem) is one of
-// the names convert.DestKey gives: an output extension, or /<layer> plus one.
+// the names recipe.DestKey gives: an output extension, or /<layer> plus one.
 func isOutputOf(rest string) bool {
 	if layer, ok := strings.CutPrefix(rest, "/"); ok {
 		if strings.Contains(layer, "/") {
@@ -58,7 +58,7 @@ func isOutputOf(rest string) bool {
 		}
 		rest = path.Ext(layer)
 	}
-	for _, f := range convert.Formats {
+	for _, f := range recipe.Formats {
 		if rest == f.Extension {
 			return true
 		}

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/geomigrate/geomigrate/internal/cogcheck"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Result is the verdict on one file.
@@ -51,13 +51,13 @@ func File(path, format string) (Result, error) {
 	}
 	res := Result{Path: path, Format: format}
 	switch format {
-	case convert.FormatCOG:
+	case recipe.FormatCOG:
 		rep, err := cogcheck.CheckFile(path)
 		if err != nil {
 			return res, fmt.Errorf("validate %s: %w", path, err)
 		}
 		res.Errors, res.Warnings, res.Valid = rep.Errors, rep.Warnings, rep.Valid()
-	case convert.FormatGeoParquet:
+	case recipe.FormatGeoParquet:
 		f, err := os.Open(path)
 		if err != nil {
 			return res, fmt.Errorf("validate %s: %w", path, err)
@@ -72,7 +72,7 @@ func File(path, format string) (Result, error) {
 			return res, fmt.Errorf("validate %s: %w", path, err)
 		}
 		res.Errors, res.Valid = rep.Problems, rep.OK()
-	case convert.FormatFlatGeobuf:
+	case recipe.FormatFlatGeobuf:
 		res.Errors = flatGeobufHeader(path)
 		res.Valid = len(res.Errors) == 0
 	default:

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 func writeGeoParquet(t *testing.T, path string) {
@@ -47,7 +47,7 @@ func TestFile(t *testing.T) {
 		{gpq, "", true},
 		{notParquet, "", false},
 		{fgb, "", false},
-		{junk, convert.FormatCOG, false},
+		{junk, recipe.FormatCOG, false},
 	}
 	for _, tt := range tests {
 		res, err := File(tt.path, tt.format)

@@ -1,8 +1,8 @@
-// Package convert is the domain of conversion: what a conversion is asked to
+// Package recipe is the domain of conversion: what a conversion is asked to
 // produce (Recipe), what it produces (Output), the Engine that does the work,
 // and how outputs are named (DestKey). It is pure Go: the GDAL-backed Engine
 // lives in internal/gdal, the only cgo package.
-package convert
+package recipe
 
 import (
 	"crypto/sha256"
@@ -142,7 +142,7 @@ func (r Recipe) WithDefaults() Recipe {
 // *fault.SystemicError.
 func (r Recipe) Validate() error {
 	bad := func(format string, args ...any) error {
-		return fault.Systemic("convert.Recipe", fmt.Errorf(format, args...))
+		return fault.Systemic("recipe.Recipe", fmt.Errorf(format, args...))
 	}
 	r = r.WithDefaults()
 	if r.RasterFormat != FormatCOG {

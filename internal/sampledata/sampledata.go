@@ -1,4 +1,8 @@
-package gdal
+// Package sampledata writes small demo inputs, good and deliberately bad,
+// for `geomigrate sample-data`, `make run` and tests. It writes them with
+// GDAL (godal) but holds no cgo of its own, and no Lambda function links it
+// (internal/architecture checks both).
+package sampledata
 
 import (
 	"encoding/binary"
@@ -7,17 +11,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Sample is one generated demo input.
 type Sample struct {
-	Path string       `json:"path"`
-	Kind convert.Kind `json:"kind"`
-	Bad  bool         `json:"bad"`
+	Path string      `json:"path"`
+	Kind recipe.Kind `json:"kind"`
+	Bad  bool        `json:"bad"`
 	// Expect is, for a bad sample, the fault.Code its conversion must give;
 	// for a good one, "converted".
 	Expect string `json:"expect"`
@@ -30,64 +35,70 @@ const ExpectConverted = "converted"
 // fixed date for formats that store one (DBF header, GeoPackage contents).
 const sampleDate = "2024-01-01T00:00:00Z"
 
-// WriteSamples writes small demo inputs into dir, deterministically (no
+var registerOnce sync.Once
+
+// catalogue is every sample, in the order Write lists them: good ones
+// first, then the bad ones with the fault code their conversion must give.
+var catalogue = []struct {
+	name, note string
+	kind       recipe.Kind
+	expect     string // ExpectConverted or a fault.Code
+	write      func(path string) error
+}{
+	{"dem_utm33.tif", "Byte elevation gradient, nodata 0, EPSG:32633, 1024x1024 (overviews)", recipe.Raster, ExpectConverted, writeDEM},
+	{"landcover_4326.tif", "paletted land cover classes, EPSG:4326 (nearest overviews)", recipe.Raster, ExpectConverted, writeLandCover},
+	{"temperature_f32.tif", "Float32 field with nodata -9999, EPSG:3035 (float predictor)", recipe.Raster, ExpectConverted, writeFloat},
+	{"elevation.asc", "Arc/Info ASCII grid with .prj, EPSG:32633", recipe.Raster, ExpectConverted, writeASCIIGrid},
+	{"parks.geojson", "GeoJSON polygons with attributes", recipe.Vector, ExpectConverted, writeGeoJSON},
+	{"places.shp", "Shapefile points (.shp .shx .dbf .prj)", recipe.Vector, ExpectConverted, writeShapefile},
+	{"city.gpkg", "GeoPackage with two layers (parks, places)", recipe.Vector, ExpectConverted, writeGPKG},
+
+	{"truncated.tif", "GeoTIFF cut in half", recipe.Raster, string(fault.CorruptSource), writeTruncated},
+	{"no_crs.tif", "GeoTIFF without a coordinate reference system", recipe.Raster, string(fault.MissingCRS), writeNoCRS},
+	{"vrt_passwd.tif", "VRT disguised as .tif, pointing at /etc/passwd", recipe.Raster, string(fault.UnsafeSource), writeVRTPasswd},
+	{"not_a_raster.tif", "CSV text renamed .tif", recipe.Raster, string(fault.UnsupportedFormat), writeCSVAsTIFF},
+	{"empty.tif", "zero-byte file", recipe.Raster, string(fault.CorruptSource), func(p string) error { return os.WriteFile(p, nil, 0o644) }},
+	{"pixel_bomb.tif", "1 KB TIFF declaring 1,000,000 x 1,000,000 pixels", recipe.Raster, string(fault.BudgetExceeded), writePixelBomb},
+}
+
+// Write writes small demo inputs into dir, deterministically (no
 // randomness, no clock): good rasters and vectors, and bad inputs that must
 // be refused with a given fault code. Total size is well under 2 MB. The
 // returned list is in a fixed order; sidecar files (.prj, .shx, .dbf …)
 // are written but not listed.
-func WriteSamples(dir string) ([]Sample, error) {
+func Write(dir string) ([]Sample, error) {
 	registerOnce.Do(godal.RegisterAll)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var out []Sample
-	add := func(name string, kind convert.Kind, bad bool, expect, note string, write func(p string) error) error {
-		p := filepath.Join(dir, name)
-		if err := write(p); err != nil {
-			return fmt.Errorf("sample %s: %w", name, err)
+	out := make([]Sample, 0, len(catalogue))
+	for _, c := range catalogue {
+		p := filepath.Join(dir, c.name)
+		if err := c.write(p); err != nil {
+			return nil, fmt.Errorf("sample %s: %w", c.name, err)
 		}
-		out = append(out, Sample{Path: p, Kind: kind, Bad: bad, Expect: expect, Note: note})
-		return nil
-	}
-	good := []struct {
-		name, note string
-		kind       convert.Kind
-		write      func(string) error
-	}{
-		{"dem_utm33.tif", "Byte elevation gradient, nodata 0, EPSG:32633, 1024x1024 (overviews)", convert.Raster, writeDEM},
-		{"landcover_4326.tif", "paletted land cover classes, EPSG:4326 (nearest overviews)", convert.Raster, writeLandCover},
-		{"temperature_f32.tif", "Float32 field with nodata -9999, EPSG:3035 (float predictor)", convert.Raster, writeFloat},
-		{"elevation.asc", "Arc/Info ASCII grid with .prj, EPSG:32633", convert.Raster, writeASCIIGrid},
-		{"parks.geojson", "GeoJSON polygons with attributes", convert.Vector, writeGeoJSON},
-		{"places.shp", "Shapefile points (.shp .shx .dbf .prj)", convert.Vector, writeShapefile},
-		{"city.gpkg", "GeoPackage with two layers (parks, places)", convert.Vector, writeGPKG},
-	}
-	for _, g := range good {
-		if err := add(g.name, g.kind, false, ExpectConverted, g.note, g.write); err != nil {
-			return nil, err
-		}
-	}
-	bad := []struct {
-		name, note string
-		code       fault.Code
-		write      func(string) error
-	}{
-		{"truncated.tif", "GeoTIFF cut in half", fault.CorruptSource, writeTruncated},
-		{"no_crs.tif", "GeoTIFF without a coordinate reference system", fault.MissingCRS, writeNoCRS},
-		{"vrt_passwd.tif", "VRT disguised as .tif, pointing at /etc/passwd", fault.UnsafeSource, writeVRTPasswd},
-		{"not_a_raster.tif", "CSV text renamed .tif", fault.UnsupportedFormat, writeCSVAsTIFF},
-		{"empty.tif", "zero-byte file", fault.CorruptSource, func(p string) error { return os.WriteFile(p, nil, 0o644) }},
-		{"pixel_bomb.tif", "1 KB TIFF declaring 1,000,000 x 1,000,000 pixels", fault.BudgetExceeded, writePixelBomb},
-	}
-	for _, b := range bad {
-		if err := add(b.name, convert.Raster, true, string(b.code), b.note, b.write); err != nil {
-			return nil, err
-		}
+		out = append(out, Sample{Path: p, Kind: c.kind, Bad: c.expect != ExpectConverted, Expect: c.expect, Note: c.note})
 	}
 	return out, nil
 }
 
-func srsWKT(epsg int) (string, error) {
+// Writer is the function that writes the sample named name (as Write
+// names it) at any path, for tests that need one sample under another
+// name; for an unknown name it returns a writer that fails.
+func Writer(name string) func(path string) error {
+	for _, c := range catalogue {
+		if c.name == name {
+			return func(p string) error {
+				registerOnce.Do(godal.RegisterAll)
+				return c.write(p)
+			}
+		}
+	}
+	return func(string) error { return fmt.Errorf("sampledata: no sample named %q", name) }
+}
+
+// WKT is the WKT of the CRS EPSG:epsg.
+func WKT(epsg int) (string, error) {
 	sr, err := godal.NewSpatialRefFromEPSG(epsg)
 	if err != nil {
 		return "", err
@@ -96,31 +107,34 @@ func srsWKT(epsg int) (string, error) {
 	return sr.WKT()
 }
 
-type rasterSpec struct {
-	w, h     int
-	dtype    godal.DataType
-	epsg     int // 0: none
-	gt       [6]float64
-	nodata   *float64
-	desc     string
-	colors   *godal.ColorTable
-	data     any
-	creation []string
+// Raster is a one-band GeoTIFF to write (WriteRaster).
+type Raster struct {
+	Width, Height int
+	Type          godal.DataType
+	EPSG          int // 0: no CRS
+	GeoTransform  [6]float64
+	NoData        *float64
+	Description   string
+	Colors        *godal.ColorTable // with Palette colour interpretation
+	Data          any               // Width x Height pixels of Type, row-major
+	Creation      []string          // GTiff creation options besides TILED=YES, COMPRESS=DEFLATE
 }
 
-func writeRaster(p string, s rasterSpec) error {
+// WriteRaster writes s as a tiled, DEFLATE-compressed GeoTIFF at p
+// (no .aux.xml beside it).
+func WriteRaster(p string, s Raster) error {
 	os.Remove(p)
-	co := append([]string{"TILED=YES", "COMPRESS=DEFLATE"}, s.creation...)
-	ds, err := godal.Create(godal.GTiff, p, 1, s.dtype, s.w, s.h, godal.CreationOption(co...))
+	co := append([]string{"TILED=YES", "COMPRESS=DEFLATE"}, s.Creation...)
+	ds, err := godal.Create(godal.GTiff, p, 1, s.Type, s.Width, s.Height, godal.CreationOption(co...))
 	if err != nil {
 		return err
 	}
 	err = func() error {
-		if err := ds.SetGeoTransform(s.gt); err != nil {
+		if err := ds.SetGeoTransform(s.GeoTransform); err != nil {
 			return err
 		}
-		if s.epsg != 0 {
-			wkt, err := srsWKT(s.epsg)
+		if s.EPSG != 0 {
+			wkt, err := WKT(s.EPSG)
 			if err != nil {
 				return err
 			}
@@ -129,25 +143,25 @@ func writeRaster(p string, s rasterSpec) error {
 			}
 		}
 		b := ds.Bands()[0]
-		if s.nodata != nil {
-			if err := b.SetNoData(*s.nodata); err != nil {
+		if s.NoData != nil {
+			if err := b.SetNoData(*s.NoData); err != nil {
 				return err
 			}
 		}
-		if s.desc != "" {
-			if err := b.SetDescription(s.desc); err != nil {
+		if s.Description != "" {
+			if err := b.SetDescription(s.Description); err != nil {
 				return err
 			}
 		}
-		if s.colors != nil {
-			if err := b.SetColorTable(*s.colors); err != nil {
+		if s.Colors != nil {
+			if err := b.SetColorTable(*s.Colors); err != nil {
 				return err
 			}
 			if err := b.SetColorInterp(godal.CIPalette); err != nil {
 				return err
 			}
 		}
-		return b.Write(0, 0, s.data, s.w, s.h)
+		return b.Write(0, 0, s.Data, s.Width, s.Height)
 	}()
 	if cerr := ds.Close(); err == nil {
 		err = cerr
@@ -158,7 +172,9 @@ func writeRaster(p string, s rasterSpec) error {
 
 func f64(v float64) *float64 { return &v }
 
-func demData(w, h int) []byte {
+// DEMPixels are w x h Byte pixels of a smooth elevation gradient with a
+// nodata (0) corner.
+func DEMPixels(w, h int) []byte {
 	px := make([]byte, w*h)
 	for y := 0; y < h; y++ {
 		for x := 0; x < w; x++ {
@@ -177,8 +193,8 @@ func demData(w, h int) []byte {
 
 func writeDEM(p string) error {
 	const w, h = 1024, 1024
-	return writeRaster(p, rasterSpec{w: w, h: h, dtype: godal.Byte, epsg: 32633,
-		gt: [6]float64{500000, 30, 0, 5100000, 0, -30}, nodata: f64(0), desc: "elevation (m/10)", data: demData(w, h)})
+	return WriteRaster(p, Raster{Width: w, Height: h, Type: godal.Byte, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 30, 0, 5100000, 0, -30}, NoData: f64(0), Description: "elevation (m/10)", Data: DEMPixels(w, h)})
 }
 
 func writeLandCover(p string) error {
@@ -195,8 +211,8 @@ func writeLandCover(p string) error {
 		{0, 0, 0, 0}, {0, 100, 0, 255}, {255, 187, 34, 255}, {255, 255, 76, 255},
 		{240, 150, 255, 255}, {250, 0, 0, 255}, {0, 100, 200, 255},
 	}}
-	return writeRaster(p, rasterSpec{w: w, h: h, dtype: godal.Byte, epsg: 4326,
-		gt: [6]float64{10, 0.01, 0, 50, 0, -0.01}, nodata: f64(0), desc: "land cover class", colors: ct, data: px})
+	return WriteRaster(p, Raster{Width: w, Height: h, Type: godal.Byte, EPSG: 4326,
+		GeoTransform: [6]float64{10, 0.01, 0, 50, 0, -0.01}, NoData: f64(0), Description: "land cover class", Colors: ct, Data: px})
 }
 
 func writeFloat(p string) error {
@@ -210,9 +226,9 @@ func writeFloat(p string) error {
 			}
 		}
 	}
-	return writeRaster(p, rasterSpec{w: w, h: h, dtype: godal.Float32, epsg: 3035,
-		gt: [6]float64{4000000, 1000, 0, 3000000, 0, -1000}, nodata: f64(-9999), desc: "air temperature (degC)", data: px,
-		creation: []string{"PREDICTOR=3"}})
+	return WriteRaster(p, Raster{Width: w, Height: h, Type: godal.Float32, EPSG: 3035,
+		GeoTransform: [6]float64{4000000, 1000, 0, 3000000, 0, -1000}, NoData: f64(-9999), Description: "air temperature (degC)", Data: px,
+		Creation: []string{"PREDICTOR=3"}})
 }
 
 func writeASCIIGrid(p string) error {
@@ -235,14 +251,15 @@ func writeASCIIGrid(p string) error {
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
 		return err
 	}
-	wkt, err := srsWKT(32633)
+	wkt, err := WKT(32633)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(strings.TrimSuffix(p, ".asc")+".prj", []byte(wkt+"\n"), 0o644)
 }
 
-const parksGeoJSON = `{
+// ParksGeoJSON is a GeoJSON layer "parks" of 4 polygons in EPSG:4326.
+const ParksGeoJSON = `{
 "type": "FeatureCollection",
 "name": "parks",
 "features": [
@@ -258,7 +275,8 @@ const parksGeoJSON = `{
 }
 `
 
-const placesGeoJSON = `{
+// PlacesGeoJSON is a GeoJSON layer "places" of 5 points in EPSG:4326.
+const PlacesGeoJSON = `{
 "type": "FeatureCollection",
 "name": "places",
 "features": [
@@ -271,10 +289,11 @@ const placesGeoJSON = `{
 }
 `
 
-func writeGeoJSON(p string) error { return os.WriteFile(p, []byte(parksGeoJSON), 0o644) }
+func writeGeoJSON(p string) error { return os.WriteFile(p, []byte(ParksGeoJSON), 0o644) }
 
-// fromGeoJSON converts GeoJSON text into dst with ogr2ogr switches.
-func fromGeoJSON(text, dst string, switches []string) error {
+// FromGeoJSON converts GeoJSON text into dst with ogr2ogr switches
+// (dates pinned to a fixed day).
+func FromGeoJSON(text, dst string, switches []string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".src-*.geojson")
 	if err != nil {
 		return err
@@ -302,35 +321,45 @@ func writeShapefile(p string) error {
 	for _, ext := range []string{".shp", ".shx", ".dbf", ".prj", ".cpg"} {
 		os.Remove(stem + ext)
 	}
-	return fromGeoJSON(placesGeoJSON, p, []string{"-f", "ESRI Shapefile", "-lco", "DBF_DATE_LAST_UPDATE=2024-01-01", "-lco", "ENCODING=UTF-8"})
+	return FromGeoJSON(PlacesGeoJSON, p, []string{"-f", "ESRI Shapefile", "-lco", "DBF_DATE_LAST_UPDATE=2024-01-01", "-lco", "ENCODING=UTF-8"})
 }
 
 func writeGPKG(p string) error {
 	os.Remove(p)
 	// The GeoPackage driver stamps gpkg_contents.last_change when the
 	// dataset is closed, outside the thread-local scope of VectorTranslate's
-	// options: pin it process-wide for the duration.
-	prev := getConfig("OGR_CURRENT_DATE")
-	setConfig("OGR_CURRENT_DATE", sampleDate)
-	defer setConfig("OGR_CURRENT_DATE", prev)
-	if err := fromGeoJSON(parksGeoJSON, p, []string{"-f", "GPKG", "-nln", "parks"}); err != nil {
+	// options: pin it process-wide for the duration. GDAL reads a
+	// configuration option nobody set from the environment, and Go passes
+	// os.Setenv on to the C environment in a cgo binary.
+	prev, had := os.LookupEnv("OGR_CURRENT_DATE")
+	if err := os.Setenv("OGR_CURRENT_DATE", sampleDate); err != nil {
 		return err
 	}
-	return fromGeoJSON(placesGeoJSON, p, []string{"-f", "GPKG", "-update", "-nln", "places"})
+	defer func() {
+		if had {
+			os.Setenv("OGR_CURRENT_DATE", prev)
+		} else {
+			os.Unsetenv("OGR_CURRENT_DATE")
+		}
+	}()
+	if err := FromGeoJSON(ParksGeoJSON, p, []string{"-f", "GPKG", "-nln", "parks"}); err != nil {
+		return err
+	}
+	return FromGeoJSON(PlacesGeoJSON, p, []string{"-f", "GPKG", "-update", "-nln", "places"})
 }
 
 func writeNoCRS(p string) error {
 	const w, h = 64, 64
-	return writeRaster(p, rasterSpec{w: w, h: h, dtype: godal.Byte,
-		gt: [6]float64{500000, 30, 0, 5100000, 0, -30}, data: demData(w, h)})
+	return WriteRaster(p, Raster{Width: w, Height: h, Type: godal.Byte,
+		GeoTransform: [6]float64{500000, 30, 0, 5100000, 0, -30}, Data: DEMPixels(w, h)})
 }
 
 func writeTruncated(p string) error {
 	const w, h = 256, 256
 	// Uncompressed strips, so that cutting the file removes pixel data.
-	if err := writeRaster(p+".full", rasterSpec{w: w, h: h, dtype: godal.Byte, epsg: 32633,
-		gt: [6]float64{500000, 30, 0, 5100000, 0, -30}, data: demData(w, h),
-		creation: []string{"TILED=NO", "COMPRESS=NONE"}}); err != nil {
+	if err := WriteRaster(p+".full", Raster{Width: w, Height: h, Type: godal.Byte, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 30, 0, 5100000, 0, -30}, Data: DEMPixels(w, h),
+		Creation: []string{"TILED=NO", "COMPRESS=NONE"}}); err != nil {
 		return err
 	}
 	defer os.Remove(p + ".full")

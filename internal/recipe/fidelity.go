@@ -1,4 +1,4 @@
-package convert
+package recipe
 
 import (
 	"encoding/json"
@@ -85,7 +85,7 @@ func (l Lineage) JSON() string {
 func ParseLineage(s string) (Lineage, error) {
 	var l Lineage
 	if err := json.Unmarshal([]byte(s), &l); err != nil {
-		return l, fmt.Errorf("convert.ParseLineage: %w", err)
+		return l, fmt.Errorf("recipe.ParseLineage: %w", err)
 	}
 	return l, nil
 }
