@@ -196,7 +196,7 @@ func subdatasetLayer(name string) string {
 // lineage (lineageItems): r's SourceSHA256 and hash, and the versions.
 func COGOptions(r recipe.Recipe, categorical bool, numThreads int) []string {
 	r = r.WithDefaults()
-	resampling := overviewResampling(r, categorical)
+	resampling := r.OverviewResamplingFor(categorical)
 	// A predictor helps continuous data (elevation, imagery); on class
 	// indices it only adds noise to the compressor.
 	predictor := "YES" // the COG driver picks 2 (integers) or 3 (floats)
@@ -269,7 +269,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		return recipe.Output{}, err
 	}
 	categorical := reason != ""
-	resampling := overviewResampling(r, categorical)
+	resampling := r.OverviewResamplingFor(categorical)
 	if categorical && r.OverviewResampling != recipe.ResamplingNearest && r.OverviewResampling != recipe.ResamplingMode && r.OverviewResampling != recipe.ResamplingAuto {
 		rec.warn(fmt.Sprintf("%s looks categorical (%s) but the recipe asks for %s overviews, which invent values between classes", what, reason, resampling))
 	}

@@ -21,7 +21,8 @@ const (
 )
 
 // Overview resampling policies. ResamplingAuto picks nearest for
-// categorical (paletted) rasters and average for everything else.
+// categorical rasters and average for everything else
+// (OverviewResamplingFor).
 const (
 	ResamplingAuto     = "auto"
 	ResamplingNearest  = "nearest"
@@ -90,6 +91,22 @@ type Recipe struct {
 	// (Convert sets them from the job just before converting).
 	SourceSHA256      string `json:"-"`
 	SourceFingerprint string `json:"-"`
+}
+
+// OverviewResamplingFor is the resampling a raster's overviews are built
+// with: the recipe's, or for ResamplingAuto nearest on categorical data
+// and average on continuous data. Average (like any interpolating method)
+// invents values between classes, so a land-cover grid's overviews would
+// hold classes that do not exist.
+func (r Recipe) OverviewResamplingFor(categorical bool) string {
+	res := r.WithDefaults().OverviewResampling
+	if res != ResamplingAuto {
+		return res
+	}
+	if categorical {
+		return ResamplingNearest
+	}
+	return ResamplingAverage
 }
 
 // Lineage is what an output of this recipe records about its making.
