@@ -110,7 +110,7 @@ func (m *VectorMeter) Declared(n int64) error {
 	}
 	most := m.budget / m.perFeature
 	return fault.Data(fault.BudgetExceeded,
-		"layer %q declares %d features; converting it to %s holds about %d bytes per feature in memory, %s in all, over the memory budget of %s (%d/%d of max_memory %s): split the layer into files of at most %d features each, or give the conversion more memory (max_memory, Lambda memory size); a streaming writer (issue 13) will lift this limit",
+		"layer %q declares %d features; converting it to %s holds about %d bytes per feature in memory, %s in all, over the memory budget of %s (%d/%d of max_memory %s): split the layer into files of at most %d features each, or give the conversion more memory (max_memory, Lambda memory size); a streaming writer will lift this limit",
 		m.layer, n, m.format, m.perFeature, FormatBytes(m.estimate(n)), FormatBytes(m.budget),
 		vectorShareNum, vectorShareDen, FormatBytes(m.maxMemory), most)
 }
@@ -132,7 +132,7 @@ func (m *VectorMeter) Add(payload int64) error {
 			vectorShareNum, vectorShareDen, FormatBytes(m.maxMemory))
 	}
 	return fault.Data(fault.BudgetExceeded,
-		"layer %q: the first %d features hold %s of geometry (WKB) and text (the largest feature %s); converting them to %s needs about %s in memory, over the memory budget of %s (%d/%d of max_memory %s), and the layer is not finished: split the layer into smaller files or simplify its largest geometries, or give the conversion more memory (max_memory, Lambda memory size); a streaming writer (issue 13) will lift this limit",
+		"layer %q: the first %d features hold %s of geometry (WKB) and text (the largest feature %s); converting them to %s needs about %s in memory, over the memory budget of %s (%d/%d of max_memory %s), and the layer is not finished: split the layer into smaller files or simplify its largest geometries, or give the conversion more memory (max_memory, Lambda memory size); a streaming writer will lift this limit",
 		m.layer, m.features, FormatBytes(m.payload), FormatBytes(m.largest), m.format, FormatBytes(m.estimate(m.features)),
 		FormatBytes(m.budget), vectorShareNum, vectorShareDen, FormatBytes(m.maxMemory))
 }

@@ -72,7 +72,7 @@ type Recipe struct {
 	ZSTDLevel          int    `json:"zstd_level"`          // 1..22, default 9
 	OverviewResampling string `json:"overview_resampling"` // "auto" | nearest | average | bilinear | cubic | mode
 	GeometryPolicy     string `json:"geometry_policy"`     // "repair" | "strict"
-	RowGroupRows       int    `json:"row_group_rows"`      // GeoParquet row group size (issue 3)
+	RowGroupRows       int    `json:"row_group_rows"`      // GeoParquet rows per row group, 65536
 
 	MaxBytes    int64 `json:"max_bytes"`    // source size (with sidecars)
 	MaxPixels   int64 `json:"max_pixels"`   // declared width × height × bands
