@@ -1,10 +1,8 @@
 package gdal
 
-// Overview resampling "auto": AVERAGE (and any other interpolating method)
-// invents values between classes, so a land-cover grid's overviews would
-// hold classes that do not exist. auto picks NEAREST for categorical data
-// and AVERAGE for continuous data. A band is categorical when it says so
-// (a colour table, a raster attribute table, category names) or when it
+// Whether a raster is categorical, for overview resampling "auto"
+// (recipe.Recipe.OverviewResamplingFor). A band is categorical when it says
+// so (a colour table, a raster attribute table, category names) or when it
 // is of an integer type and holds few distinct values (maxClasses).
 
 /*
@@ -26,7 +24,6 @@ import (
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/fault"
-	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // maxClasses: an integer band with at most this many distinct values is
@@ -164,18 +161,4 @@ func scanFew[T byte | int8 | uint16 | int16 | uint32 | int32](ctx context.Contex
 		}
 	}
 	return true, nil
-}
-
-// overviewResampling is the resampling the overviews are built with: the
-// recipe's, or for "auto" NEAREST on categorical data and AVERAGE on
-// continuous data.
-func overviewResampling(r recipe.Recipe, categorical bool) string {
-	res := r.WithDefaults().OverviewResampling
-	if res != recipe.ResamplingAuto {
-		return res
-	}
-	if categorical {
-		return recipe.ResamplingNearest
-	}
-	return recipe.ResamplingAverage
 }

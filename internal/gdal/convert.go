@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
@@ -37,11 +39,11 @@ func (e *Engine) Convert(ctx context.Context, src, workDir string, r recipe.Reci
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	r.MaxMemory = e.effectiveMemory(r.MaxMemory)
+	r.MaxMemory = budget.Effective(r.MaxMemory, e.cfg.MemoryLimit)
 	if err := checkWorkDir(workDir); err != nil {
 		return nil, err
 	}
-	s, err := preflight(src, r)
+	s, err := preflight.Local(src, r, probe{})
 	if err != nil {
 		return nil, err
 	}
@@ -49,14 +51,14 @@ func (e *Engine) Convert(ctx context.Context, src, workDir string, r recipe.Reci
 }
 
 // convertSource is the conversion of a preflighted source.
-func (e *Engine) convertSource(ctx context.Context, s *source, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
+func (e *Engine) convertSource(ctx context.Context, s *preflight.Source, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
 	rec := newRecorder()
 	// GDAL parses a GeoJSON feature whole (at ~24 times its text): the
 	// largest one it accepts follows the memory budget.
-	if lim := geoJSONObjectLimit(r.MaxMemory); lim != "" {
+	if lim := budget.GeoJSONObjectLimit(r.MaxMemory); lim != "" {
 		defer setThreadConfig("OGR_GEOJSON_MAX_OBJ_SIZE", lim)()
 	}
-	ds, err := s.open(rec)
+	ds, err := openSource(s, rec)
 	if err != nil {
 		if be := geoJSONObjectError(err, r.MaxMemory); be != nil {
 			return nil, be
@@ -72,7 +74,7 @@ func (e *Engine) convertSource(ctx context.Context, s *source, workDir string, r
 	case len(ds.Layers()) > 0:
 		outs, err = e.convertVector(ctx, ds, s, workDir, r, rec)
 	default:
-		err = fault.Data(fault.EmptyDataset, "%s source has neither raster bands nor vector layers", s.driver)
+		err = fault.Data(fault.EmptyDataset, "%s source has neither raster bands nor vector layers", s.Driver)
 	}
 	if err != nil {
 		for _, o := range outs {
@@ -127,8 +129,8 @@ func subdatasets(ds *godal.Dataset) []string {
 
 // ---- raster ----
 
-func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r recipe.Recipe, rec *recorder) ([]recipe.Output, error) {
-	stem := s.stem()
+func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *preflight.Source, workDir string, r recipe.Recipe, rec *recorder) ([]recipe.Output, error) {
+	stem := s.Stem()
 	if len(ds.Bands()) > 0 {
 		o, err := e.rasterOne(ctx, ds, s, filepath.Join(workDir, stem+".tif"), "", r, rec)
 		if err != nil {
@@ -152,10 +154,10 @@ func (e *Engine) convertRaster(ctx context.Context, ds *godal.Dataset, s *source
 			return outs, err
 		}
 		layer := subdatasetLayer(name)
-		if !strings.Contains(name, s.path) {
+		if !strings.Contains(name, s.Path) {
 			return outs, fault.Data(fault.UnsafeSource, "subdataset %q refers to a file other than the source", name)
 		}
-		sub, err := godal.Open(name, godal.Drivers(subdatasetDrivers(s.driver)...), godal.RasterOnly(), rec.opt())
+		sub, err := godal.Open(name, godal.Drivers(subdatasetDrivers(s.Driver)...), godal.RasterOnly(), rec.opt())
 		if err != nil {
 			return outs, classify("gdal.Open", err, "", fault.CorruptSource, "cannot open subdataset %s", layer)
 		}
@@ -194,7 +196,7 @@ func subdatasetLayer(name string) string {
 // lineage (lineageItems): r's SourceSHA256 and hash, and the versions.
 func COGOptions(r recipe.Recipe, categorical bool, numThreads int) []string {
 	r = r.WithDefaults()
-	resampling := overviewResampling(r, categorical)
+	resampling := r.OverviewResamplingFor(categorical)
 	// A predictor helps continuous data (elevation, imagery); on class
 	// indices it only adds noise to the compressor.
 	predictor := "YES" // the COG driver picks 2 (integers) or 3 (floats)
@@ -234,7 +236,7 @@ func isPaletted(b godal.Band) bool {
 	return b.ColorInterp() == godal.CIPalette || len(b.ColorTable().Entries) > 0
 }
 
-func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, dst, layer string, r recipe.Recipe, rec *recorder) (recipe.Output, error) {
+func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.Source, dst, layer string, r recipe.Recipe, rec *recorder) (recipe.Output, error) {
 	what := "the raster"
 	if layer != "" {
 		what = "subdataset " + layer
@@ -267,7 +269,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 		return recipe.Output{}, err
 	}
 	categorical := reason != ""
-	resampling := overviewResampling(r, categorical)
+	resampling := r.OverviewResamplingFor(categorical)
 	if categorical && r.OverviewResampling != recipe.ResamplingNearest && r.OverviewResampling != recipe.ResamplingMode && r.OverviewResampling != recipe.ResamplingAuto {
 		rec.warn(fmt.Sprintf("%s looks categorical (%s) but the recipe asks for %s overviews, which invent values between classes", what, reason, resampling))
 	}
@@ -323,7 +325,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *source, ds
 		Kind: recipe.Raster, Layer: layer, Warnings: rec.list(), OverviewResampling: resampling,
 		Stats: map[string]int64{
 			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
-			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.bytes,
+			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.Bytes,
 			"fidelity_ns": checkTime.Nanoseconds(),
 		},
 		Fidelity: fid,
@@ -336,7 +338,7 @@ func checkBlocks(ds *godal.Dataset, what string, r recipe.Recipe) error {
 	if r.MaxMemory <= 0 {
 		return nil
 	}
-	perBlock := r.MaxMemory / blockShare
+	perBlock := r.MaxMemory / budget.BlockShare
 	var widest int64
 	for i, b := range ds.Bands() {
 		st := b.Structure()
@@ -348,7 +350,7 @@ func checkBlocks(ds *godal.Dataset, what string, r recipe.Recipe) error {
 				what, i+1, st.BlockSizeX, st.BlockSizeY, blk, perBlock)
 		}
 	}
-	return checkOutputTile(int64(len(ds.Bands())), widest, r)
+	return budget.CheckOutputTile(int64(len(ds.Bands())), widest, r)
 }
 
 // checkGeoTransform refuses a geotransform that places no pixel anywhere:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
@@ -94,7 +96,7 @@ func corpus() []corpusCase {
 			parts := shapefileParts(t, t.TempDir(), "places")
 			var es []zipEntry
 			for _, p := range parts {
-				if !contains(skip, filepath.Ext(p)) {
+				if !slices.Contains(skip, filepath.Ext(p)) {
 					es = append(es, zipEntry{name: prefix + filepath.Base(p), file: p})
 				}
 			}
@@ -295,7 +297,7 @@ func corpus() []corpusCase {
 			}}}
 		}), want: code(fault.BudgetExceeded)},
 		{name: "zip with too many entries", make: zipped("many.zip", func(*testing.T, string, string) []zipEntry {
-			es := make([]zipEntry, maxZipEntries+1)
+			es := make([]zipEntry, preflight.MaxZipEntries+1)
 			for i := range es {
 				es[i] = zipEntry{name: fmt.Sprintf("f%05d.txt", i), hdr: func(h *zip.FileHeader) { h.Method = zip.Store }}
 			}

@@ -1,5 +1,8 @@
 // Package gdal is the only cgo package of geomigrate: it implements
-// recipe.Engine with GDAL through github.com/airbusgeo/godal.
+// recipe.Engine with GDAL through github.com/airbusgeo/godal. What needs
+// no GDAL call lives elsewhere: the checks of a source before GDAL opens
+// it in internal/preflight (which asks GDAL through a probe defined here),
+// the memory model in internal/budget.
 //
 // GDAL configuration is process-wide; New sets it explicitly (data files,
 // temp dir, cache, threads, no network) rather than inheriting whatever the
@@ -18,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
@@ -91,7 +95,7 @@ func New(opts ...Option) (*Engine, error) {
 		cfg.NumThreads = runtime.NumCPU()
 	}
 	if cfg.MemoryLimit <= 0 {
-		cfg.MemoryLimit = memoryLimit()
+		cfg.MemoryLimit = budget.MachineMemory()
 	}
 
 	registerOnce.Do(godal.RegisterAll)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
@@ -431,7 +432,7 @@ func TestVRTTargetNeverOpened(t *testing.T) {
 			t.Fatalf("%s: conversion blocked: GDAL opened the file the VRT names", name)
 		}
 	}
-	if d := identify(filepath.Join(dir, "disguised.tif"), identifyAllowed, []string{"disguised.tif"}); d != "VRT" {
+	if d := identify(filepath.Join(dir, "disguised.tif"), preflight.IdentifyAllowed, []string{"disguised.tif"}); d != "VRT" {
 		t.Errorf("identify = %q, want VRT", d)
 	}
 }

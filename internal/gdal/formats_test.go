@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/cogcheck"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
@@ -183,7 +185,7 @@ func zipShapefileParts(t *testing.T, dst, prefix string, parts []string, skip ..
 	t.Helper()
 	var entries []zipEntry
 	for _, p := range parts {
-		if contains(skip, filepath.Ext(p)) {
+		if slices.Contains(skip, filepath.Ext(p)) {
 			continue
 		}
 		entries = append(entries, zipEntry{name: prefix + filepath.Base(p), file: p})
@@ -360,7 +362,7 @@ func TestRasterInputs(t *testing.T) {
 		if err := os.Rename(nc, h5); err != nil {
 			t.Fatal(err)
 		}
-		if d := identify(h5, identifyAllowed, []string{"two.h5"}); d != "HDF5" {
+		if d := identify(h5, preflight.IdentifyAllowed, []string{"two.h5"}); d != "HDF5" {
 			t.Fatalf("identify %q, want HDF5", d)
 		}
 		_, err := engine.Convert(context.Background(), h5, t.TempDir(), fgbRecipe())

@@ -85,6 +85,7 @@ import (
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
 	"github.com/geomigrate/geomigrate/internal/recipe"
@@ -167,7 +168,7 @@ type ogrSource struct {
 	name     string
 	rows     int64
 	repaired int64
-	meter    *vectorMeter // what the writer holds, against the budget
+	meter    *budget.VectorMeter // what the writer holds, against the budget
 }
 
 func (s *ogrSource) Next() (geoparquet.Feature, error) {
@@ -218,7 +219,7 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 	}
 	// The writer keeps every row (to sort them): text and binary
 	// attributes count with the geometry.
-	if err := s.meter.add(payload); err != nil {
+	if err := s.meter.Add(payload); err != nil {
 		return geoparquet.Feature{}, err
 	}
 	s.rows++
@@ -316,7 +317,7 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 		return recipe.Output{}, fault.Systemic("gdal.GeoParquet: create output", err)
 	}
 	src := &ogrSource{ctx: ctx, layer: layerHandle(l), fields: read, flags: flags, name: sc.name,
-		meter: newVectorMeter(sc.name, len(read), r)}
+		meter: budget.NewVectorMeter(sc.name, len(read), r)}
 	// OGR and GEOS report through CPLError (MakeValid notices, read
 	// errors); read errors are checked after each feature instead.
 	pushQuiet()

@@ -2,8 +2,10 @@ package gdal
 
 import (
 	"encoding/json"
+	"github.com/geomigrate/geomigrate/internal/preflight"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -55,7 +57,7 @@ func TestLayerManifestMatchesDriverLists(t *testing.T) {
 	// What this package opens sources with (the allow-list and the drivers
 	// a container hands its subdatasets to), by kind, and what it writes with.
 	inputKind := map[string]string{}
-	for kind, list := range map[string][]string{"raster": RasterDrivers, "vector": VectorDrivers} {
+	for kind, list := range map[string][]string{"raster": preflight.RasterDrivers, "vector": preflight.VectorDrivers} {
 		for _, d := range list {
 			for _, s := range subdatasetDrivers(d) {
 				inputKind[s] = kind
@@ -83,7 +85,7 @@ func TestLayerManifestMatchesDriverLists(t *testing.T) {
 			t.Errorf("driver %q is both built and not_built", d.Name)
 		}
 		if _, ok := inputKind[d.Name]; !ok {
-			t.Errorf("not_built %q is not in the allow-list (RasterDrivers/VectorDrivers): drop it from the manifest", d.Name)
+			t.Errorf("not_built %q is not in the allow-list (preflight.RasterDrivers/VectorDrivers): drop it from the manifest", d.Name)
 		}
 		notBuilt[d.Name] = d.Why
 	}
@@ -108,7 +110,7 @@ func TestLayerManifestMatchesDriverLists(t *testing.T) {
 		switch d.Role {
 		case "input":
 			if !isInput {
-				t.Errorf("layer driver %q has role input but is not in RasterDrivers/VectorDrivers (or their subdataset drivers)", name)
+				t.Errorf("layer driver %q has role input but is not in preflight.RasterDrivers/VectorDrivers (or their subdataset drivers)", name)
 			}
 		case "output":
 			if !isOutput || isInput {
@@ -131,7 +133,7 @@ func TestLayerManifestMatchesDriverLists(t *testing.T) {
 		if isInput && d.Kind != kind {
 			t.Errorf("layer driver %q: kind %q, the allow-list has it as %s", name, d.Kind, kind)
 		}
-		if contains(unsafeDrivers, name) && d.Cmake != "core" {
+		if slices.Contains(preflight.UnsafeDrivers, name) && d.Cmake != "core" {
 			t.Errorf("layer driver %q is one this package refuses as unsafe; build it only if GDAL cannot do without it (cmake core)", name)
 		}
 	}

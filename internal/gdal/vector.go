@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
@@ -60,7 +62,7 @@ func (sc layerScan) targetType(repair bool) string {
 	return name
 }
 
-func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source, workDir string, r recipe.Recipe, rec *recorder) ([]recipe.Output, error) {
+func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *preflight.Source, workDir string, r recipe.Recipe, rec *recorder) ([]recipe.Output, error) {
 	layers := ds.Layers()
 	// Preflight every layer before writing anything: budget, CRS, emptiness,
 	// geometry validity under the policy.
@@ -70,7 +72,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 	for _, l := range layers {
 		// The declared count first, without reading the features (a forced
 		// count may mean a full read).
-		if err := newVectorMeter(l.Name(), fieldCount(l), r).declared(declaredFeatureCount(l)); err != nil {
+		if err := budget.NewVectorMeter(l.Name(), fieldCount(l), r).Declared(declaredFeatureCount(l)); err != nil {
 			return nil, err
 		}
 		n, err := l.FeatureCount(rec.opt())
@@ -88,7 +90,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 		if err := layerCRS(l, rec); err != nil {
 			return nil, err
 		}
-		sc, err := scanLayer(ctx, l, newVectorMeter(l.Name(), fieldCount(l), r))
+		sc, err := scanLayer(ctx, l, budget.NewVectorMeter(l.Name(), fieldCount(l), r))
 		if err != nil {
 			return nil, err
 		}
@@ -121,7 +123,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 	for _, name := range skipped {
 		rec.warn(fmt.Sprintf("empty layer %q skipped", name))
 	}
-	stem := formats.Stem(filepath.Base(s.path))
+	stem := formats.Stem(filepath.Base(s.Path))
 	multi := len(scans) > 1
 	ext := recipe.Formats[r.VectorFormat].Extension
 	// One output per layer, never two layers in one name: SafeName is
@@ -162,7 +164,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *source
 			return outs, err
 		}
 		o.Stats["fidelity_ns"] = time.Since(checkStart).Nanoseconds()
-		o.Stats["source_bytes"] = s.bytes
+		o.Stats["source_bytes"] = s.Bytes
 		outs = append(outs, o)
 	}
 	return outs, layersOneToOne(ds, outs, rec)
@@ -219,7 +221,7 @@ func flatten(t godal.GeometryType) godal.GeometryType {
 // scanLayer reads every feature of a layer; meter refuses it as soon as
 // what its conversion would hold is over the memory budget (checked before
 // the geometry is validated, which may take as much again).
-func scanLayer(ctx context.Context, l godal.Layer, meter *vectorMeter) (layerScan, error) {
+func scanLayer(ctx context.Context, l godal.Layer, meter *budget.VectorMeter) (layerScan, error) {
 	sc := layerScan{name: l.Name(), types: map[godal.GeometryType]int64{}}
 	// OGR_G_IsValid reports each invalidity through CPLError (GEOS
 	// "Self-intersection at …"); the count is what matters, so silence them
@@ -238,7 +240,7 @@ func scanLayer(ctx context.Context, l godal.Layer, meter *vectorMeter) (layerSca
 		if !null {
 			size = wkbSize(g)
 		}
-		if err := meter.add(size); err != nil {
+		if err := meter.Add(size); err != nil {
 			f.Close()
 			return sc, err
 		}

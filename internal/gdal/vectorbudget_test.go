@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/hostile"
 	"github.com/geomigrate/geomigrate/internal/recipe"
@@ -91,7 +92,7 @@ func TestVectorBudgets(t *testing.T) {
 		{"text", def(gp), "converted", nil},
 	}
 	for _, c := range cases {
-		t.Run(c.name+"/"+c.recipe.VectorFormat+"/"+bytesText(c.recipe.MaxMemory), func(t *testing.T) {
+		t.Run(c.name+"/"+c.recipe.VectorFormat+"/"+budget.FormatBytes(c.recipe.MaxMemory), func(t *testing.T) {
 			work := t.TempDir()
 			outs, err := engine.Convert(context.Background(), paths[c.name], work, c.recipe)
 			if got := codeOf(err); got != c.want {
@@ -113,65 +114,5 @@ func TestVectorBudgets(t *testing.T) {
 				t.Errorf("outputs %+v", outs)
 			}
 		})
-	}
-}
-
-// The meter's arithmetic: what GeoParquet holds grows with every payload
-// byte, what FlatGeobuf holds with the largest geometry only.
-func TestVectorMeter(t *testing.T) {
-	r := recipe.DefaultRecipe()
-	r.MaxMemory = 4 << 20 // budget 3 MiB
-	cases := []struct {
-		format   string
-		fields   int
-		payloads []int64
-		refused  int // 1-based index of the add that is refused; 0 = none
-	}{
-		{recipe.FormatGeoParquet, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 3},    // 4×768 KiB = 3 MiB + rows
-		{recipe.FormatFlatGeobuf, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 0},    // largest 256 KiB
-		{recipe.FormatFlatGeobuf, 0, []int64{100, 800 << 10}, 2},                     // 3.2 MiB for one geometry
-		{recipe.FormatGeoParquet, 1000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0}, // 11 × 32 KiB
-		{recipe.FormatGeoParquet, 10000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 10},
-	}
-	for i, c := range cases {
-		r.VectorFormat = c.format
-		m := newVectorMeter("l", c.fields, r)
-		refused := 0
-		for k, p := range c.payloads {
-			if err := m.add(p); err != nil {
-				if fault.CodeOf(err) != fault.BudgetExceeded {
-					t.Errorf("case %d: %v", i, err)
-				}
-				refused = k + 1
-				break
-			}
-		}
-		if refused != c.refused {
-			t.Errorf("case %d (%s): refused at %d, want %d (estimate %d of %d)", i, c.format, refused, c.refused, m.estimate(m.features), m.budget)
-		}
-	}
-	r.VectorFormat = recipe.FormatGeoParquet
-	if err := newVectorMeter("l", 0, r).declared(-1); err != nil {
-		t.Errorf("unknown count refused: %v", err)
-	}
-	if err := newVectorMeter("l", 0, r).declared(17_000); fault.CodeOf(err) != fault.BudgetExceeded {
-		t.Errorf("17,000 x 192 bytes under a 3 MiB budget: %v", err)
-	}
-	// BenchmarkGeoParquet1M's layer (1,000,000 points, three attributes,
-	// ~25 bytes of WKB and text a row) fits the default budget.
-	d := recipe.DefaultRecipe()
-	d.VectorFormat = recipe.FormatGeoParquet
-	m := newVectorMeter("points", 3, d)
-	if err := m.declared(1_000_000); err != nil {
-		t.Errorf("1M points declared under the default budget: %v", err)
-	}
-	for i := 0; i < 1_000_000; i++ {
-		if err := m.add(25); err != nil {
-			t.Fatalf("1M points read under the default budget: %v", err)
-		}
-	}
-	r.MaxMemory = 0
-	if err := newVectorMeter("l", 0, r).declared(1 << 40); err != nil {
-		t.Errorf("no budget: %v", err)
 	}
 }

@@ -7,8 +7,6 @@ package gdal
 // only for the duration of the call.
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,8 +18,9 @@ import (
 	"sync"
 
 	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/fault"
-	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
@@ -204,7 +203,7 @@ func (e *Engine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, 
 	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	r.MaxMemory = e.effectiveMemory(r.MaxMemory)
+	r.MaxMemory = budget.Effective(r.MaxMemory, e.cfg.MemoryLimit)
 	if err := checkWorkDir(workDir); err != nil {
 		return nil, err
 	}
@@ -220,7 +219,7 @@ func (e *Engine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, 
 	// Preflight reads through the same recorder, so that a failing store
 	// is told apart from a damaged source there too.
 	rec := readerAt{ra, size, st}
-	s, err := preflightReader(recordingReader{rec}, size, name, vsiPath, r)
+	s, err := preflight.Reader(recordingReader{rec}, size, name, vsiPath, r, probe{})
 	if err == nil {
 		var outs []recipe.Output
 		outs, err = e.convertSource(ctx, s, workDir, r)
@@ -248,53 +247,4 @@ func (r recordingReader) ReadAt(p []byte, off int64) (int, error) {
 	n, err := r.e.ra.ReadAt(p, off)
 	r.e.state.record(n, err)
 	return n, err
-}
-
-// preflightReader is preflight for a source behind our VSI handler.
-func preflightReader(ra io.ReaderAt, size int64, name, vsiPath string, r recipe.Recipe) (*source, error) {
-	switch {
-	case size == 0:
-		return nil, fault.Data(fault.CorruptSource, "source file is empty (0 bytes)")
-	case size < 0:
-		return nil, fault.Systemic("gdal.ConvertReader", fmt.Errorf("negative size %d", size))
-	case r.MaxBytes > 0 && size > r.MaxBytes:
-		return nil, fault.Data(fault.BudgetExceeded, "source is %d bytes, over the budget of %d bytes", size, r.MaxBytes)
-	}
-	head := make([]byte, min(size, 4096))
-	if n, err := ra.ReadAt(head, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(head)) {
-		return nil, fault.DataWrap(fault.CorruptSource, err, "source cannot be read")
-	}
-	trimmed := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
-	for _, h := range unsafeHeaders {
-		if bytes.HasPrefix(trimmed, h) {
-			return nil, fault.Data(fault.UnsafeSource, "source is a %s document, which makes GDAL open the files or URLs it names; refused", h[1:])
-		}
-	}
-	if isZipMagic(head) || formats.IsZip(name) {
-		zr, err := zip.NewReader(ra, size)
-		if err != nil {
-			return nil, fault.DataWrap(fault.CorruptSource, err, "source is named like a zip archive but is not a readable one")
-		}
-		return preflightZipReader(zr, name, vsiPath, r)
-	}
-	s := &source{path: vsiPath, name: name, siblings: []string{name}, bytes: size}
-	s.driver = identify(s.path, identifyAllowed, s.siblings)
-	if err := s.checkDriver(); err != nil {
-		return nil, err
-	}
-	switch s.driver {
-	case "netCDF", "HDF5":
-		return nil, fault.Data(fault.UnsupportedFormat, "%s cannot be read by ranges; it must be downloaded first", s.driver)
-	case "ESRI Shapefile":
-		return nil, fault.Data(fault.UnsupportedFormat, "a bare .shp cannot be read by ranges without its .shx/.dbf/.prj; upload the shapefile zipped")
-	case "KML", "LIBKML":
-		if err := scanKML(io.NewSectionReader(ra, 0, size), name); err != nil {
-			return nil, err
-		}
-	case "GTiff", "COG":
-		if err := checkTIFFBudget(ra, size, r); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
 }

@@ -7,7 +7,7 @@ import (
 )
 
 // Fidelity is what the engine proved about one output against its source
-// before returning it (issue 9): nothing lost, nothing altered. An output
+// before returning it: nothing lost, nothing altered. An output
 // whose check failed is never returned, so a Fidelity only ever records
 // success; it travels with the output into the run report and the staged
 // object's metadata.

@@ -21,7 +21,8 @@ const (
 )
 
 // Overview resampling policies. ResamplingAuto picks nearest for
-// categorical (paletted) rasters and average for everything else.
+// categorical rasters and average for everything else
+// (OverviewResamplingFor).
 const (
 	ResamplingAuto     = "auto"
 	ResamplingNearest  = "nearest"
@@ -71,7 +72,7 @@ type Recipe struct {
 	ZSTDLevel          int    `json:"zstd_level"`          // 1..22, default 9
 	OverviewResampling string `json:"overview_resampling"` // "auto" | nearest | average | bilinear | cubic | mode
 	GeometryPolicy     string `json:"geometry_policy"`     // "repair" | "strict"
-	RowGroupRows       int    `json:"row_group_rows"`      // GeoParquet row group size (issue 3)
+	RowGroupRows       int    `json:"row_group_rows"`      // GeoParquet rows per row group, 65536
 
 	MaxBytes    int64 `json:"max_bytes"`    // source size (with sidecars)
 	MaxPixels   int64 `json:"max_pixels"`   // declared width × height × bands
@@ -90,6 +91,22 @@ type Recipe struct {
 	// (Convert sets them from the job just before converting).
 	SourceSHA256      string `json:"-"`
 	SourceFingerprint string `json:"-"`
+}
+
+// OverviewResamplingFor is the resampling a raster's overviews are built
+// with: the recipe's, or for ResamplingAuto nearest on categorical data
+// and average on continuous data. Average (like any interpolating method)
+// invents values between classes, so a land-cover grid's overviews would
+// hold classes that do not exist.
+func (r Recipe) OverviewResamplingFor(categorical bool) string {
+	res := r.WithDefaults().OverviewResampling
+	if res != ResamplingAuto {
+		return res
+	}
+	if categorical {
+		return ResamplingNearest
+	}
+	return ResamplingAverage
 }
 
 // Lineage is what an output of this recipe records about its making.

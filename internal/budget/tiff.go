@@ -1,4 +1,4 @@
-package gdal
+package budget
 
 // The sizes a TIFF declares, read from its IFDs in Go before GDAL opens it,
 // and bounded against the conversion's budgets: dimensions, bands, and the
@@ -183,9 +183,9 @@ func readTIFFIFDs(ra io.ReaderAt, size int64) []tiffIFD {
 	return out
 }
 
-// checkTIFFBudget refuses a TIFF whose declared sizes exceed the recipe's
+// CheckTIFF refuses a TIFF whose declared sizes exceed the recipe's
 // budgets (r.MaxMemory already lowered to the machine's memory).
-func checkTIFFBudget(ra io.ReaderAt, size int64, r recipe.Recipe) error {
+func CheckTIFF(ra io.ReaderAt, size int64, r recipe.Recipe) error {
 	for i, ifd := range readTIFFIFDs(ra, size) {
 		what := "the image"
 		if i > 0 {
@@ -201,7 +201,7 @@ func checkTIFFBudget(ra io.ReaderAt, size int64, r recipe.Recipe) error {
 		if r.MaxMemory <= 0 {
 			continue
 		}
-		perBlock := uint64(r.MaxMemory / blockShare)
+		perBlock := uint64(r.MaxMemory / BlockShare)
 		bytesPer := max((ifd.bps+7)/8, 1)
 		inBlock := ifd.spp // samples of one block: all bands when pixel-interleaved
 		if ifd.planar == 2 {
@@ -223,10 +223,10 @@ func checkTIFFBudget(ra io.ReaderAt, size int64, r recipe.Recipe) error {
 		if blk > perBlock {
 			return fault.Data(fault.BudgetExceeded,
 				"%s declares %s (%d bytes decoded at once), over the memory budget of %d bytes per block (1/%d of %d); not attempted: retile it (gdal_translate -co TILED=YES)",
-				what, shape, blk, perBlock, blockShare, r.MaxMemory)
+				what, shape, blk, perBlock, BlockShare, r.MaxMemory)
 		}
 		if i == 0 {
-			if err := checkOutputTile(int64(ifd.spp), int64(bytesPer), r); err != nil {
+			if err := CheckOutputTile(int64(ifd.spp), int64(bytesPer), r); err != nil {
 				return err
 			}
 		}
@@ -234,18 +234,18 @@ func checkTIFFBudget(ra io.ReaderAt, size int64, r recipe.Recipe) error {
 	return nil
 }
 
-// checkOutputTile bounds the COG writer's tile buffer: one block of the
+// CheckOutputTile bounds the COG writer's tile buffer: one block of the
 // output holds every band (pixel interleaving).
-func checkOutputTile(bands, bytesPerSample int64, r recipe.Recipe) error {
+func CheckOutputTile(bands, bytesPerSample int64, r recipe.Recipe) error {
 	if r.MaxMemory <= 0 {
 		return nil
 	}
-	perBlock := uint64(r.MaxMemory / blockShare)
+	perBlock := uint64(r.MaxMemory / BlockShare)
 	bs := uint64(r.BlockSize)
 	if tile := mulSat(bs, bs, uint64(bands), uint64(bytesPerSample)); tile > perBlock {
 		return fault.Data(fault.BudgetExceeded,
 			"the raster declares %d bands: one %d x %d output tile of all of them is %d bytes, over the memory budget of %d bytes per block (1/%d of %d); not attempted: split the bands into several files",
-			bands, bs, bs, tile, perBlock, blockShare, r.MaxMemory)
+			bands, bs, bs, tile, perBlock, BlockShare, r.MaxMemory)
 	}
 	return nil
 }

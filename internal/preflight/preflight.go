@@ -1,20 +1,42 @@
-package gdal
+// Package preflight decides, in Go and before GDAL opens anything, what a
+// source is and whether it may be converted: a regular local file or
+// archive, not pointing elsewhere (VRT, KML NetworkLink, zip traversal),
+// within the byte budget and the sizes its TIFF headers declare
+// (internal/budget), recognised by an allowed GDAL driver, with the
+// sidecars GDAL may read. The two questions only GDAL can answer (which
+// driver recognises a header, does a .prj parse as a CRS) are asked
+// through Probe, which internal/gdal implements; this package has no cgo.
+package preflight
 
 import (
+	"archive/zip"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
-	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
+
+// Probe is what preflight asks GDAL.
+type Probe interface {
+	// Identify names the driver, among allowed, that recognises path from
+	// its header, or "" when none does; siblings are the only other files
+	// GDAL is told exist beside it (path's own base name first).
+	Identify(path string, allowed, siblings []string) string
+	// ParseCRS fails when wkt is not a coordinate reference system GDAL
+	// can read.
+	ParseCRS(wkt string) error
+}
 
 // Drivers a source may be opened with. Each reads only the source file and
 // the sidecars we name; none follows references to other files or URLs.
@@ -23,20 +45,9 @@ var (
 	VectorDrivers = []string{"ESRI Shapefile", "OpenFileGDB", "GPKG", "KML", "LIBKML", "GeoJSON", "FlatGeobuf"}
 )
 
-// outputDrivers are the GDAL drivers the engine writes with: COG for
-// rasters, FlatGeobuf for vectors on request. GeoParquet is written in Go
-// (internal/geoparquet), through no GDAL driver. The Lambda layer
-// (layers/gdal/manifest.json) builds exactly these and the drivers above.
-const (
-	cogDriver        = "COG"
-	flatGeobufDriver = "FlatGeobuf"
-)
-
-var outputDrivers = []string{cogDriver, flatGeobufDriver}
-
-// unsafeDrivers open other files or URLs named inside the source. They take
+// UnsafeDrivers open other files or URLs named inside the source. They take
 // part in identification only so that such a source is refused by name.
-var unsafeDrivers = []string{
+var UnsafeDrivers = []string{
 	"VRT", "OGR_VRT", "GTI", "DERIVED", "WMS", "WMTS", "WCS", "WFS", "OAPIF", "STACIT", "STACTA",
 	"KMLSUPEROVERLAY", "PLMOSAIC", "EEDA", "EEDAI", "DAAS", "NGW", "ESRIC", "Rasterlite", "OGCAPI",
 	"GDALG", "VICAR", "PDS", "PDS4", "ISIS3",
@@ -45,8 +56,8 @@ var unsafeDrivers = []string{
 // unsupportedDrivers are recognised to give a precise message, but not converted.
 var unsupportedDrivers = []string{"MBTiles", "SQLite", "CSV", "ENVI", "EHdr", "GPX", "DXF", "MapInfo File", "GML", "XLSX", "PDF", "BMP", "GIF"}
 
-// identifyAllowed is what identification may answer.
-var identifyAllowed = concat(RasterDrivers, VectorDrivers, unsafeDrivers, unsupportedDrivers)
+// IdentifyAllowed is what identification may answer.
+var IdentifyAllowed = slices.Concat(RasterDrivers, VectorDrivers, UnsafeDrivers, unsupportedDrivers)
 
 // texts that open other files or URLs: refused before GDAL looks at them.
 var unsafeHeaders = [][]byte{
@@ -54,56 +65,39 @@ var unsafeHeaders = [][]byte{
 	[]byte("<GDAL_WMS"), []byte("<GDAL_WMTS"), []byte("<WCS_GDAL"), []byte("<WFS_GDAL"),
 }
 
-func concat(lists ...[]string) []string {
-	var out []string
-	for _, l := range lists {
-		out = append(out, l...)
-	}
-	return out
+// Source is what preflight learnt about a source before a full open.
+type Source struct {
+	Path     string // what GDAL opens: the file, or a /vsizip/ path into it
+	Name     string // the local file as given (for stems and messages)
+	Archive  string // absolute path of the zip archive Path points into, if any
+	Driver   string
+	Siblings []string // base names GDAL may open beside Path (Path's own name first)
+	Bytes    int64    // total size with sidecars
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// source is what preflight learnt about a source before a full open.
-type source struct {
-	path     string // what GDAL opens: the file, or a /vsizip/ path into it
-	name     string // the local file as given (for stems and messages)
-	archive  string // absolute path of the zip archive path points into, if any
-	driver   string
-	siblings []string // base names GDAL may open beside path (path's own name first)
-	bytes    int64    // total size with sidecars
-}
-
-// preflight checks a local source without a full open: a regular,
+// Local checks a local source without a full open: a regular,
 // non-empty, readable file (or an OpenFileGDB directory), not pointing
 // elsewhere, within the byte budget, recognised by an allowed driver.
-func preflight(src string, r recipe.Recipe) (*source, error) {
+func Local(src string, r recipe.Recipe, p Probe) (*Source, error) {
 	if strings.HasPrefix(src, "/vsi") || strings.Contains(src, "://") || strings.ContainsAny(src, "\x00\n") {
 		return nil, fault.Data(fault.UnsafeSource, "source name %q is a GDAL virtual path or URL; only local files are converted", src)
 	}
 	fi, err := os.Lstat(src)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fault.Systemic("gdal.preflight", err) // the caller lost its own download
+		return nil, fault.Systemic("preflight.Local", err) // the caller lost its own download
 	case err != nil:
 		return nil, fault.DataWrap(fault.CorruptSource, err, "source cannot be read")
 	case fi.Mode()&fs.ModeSymlink != 0:
 		return nil, fault.Data(fault.UnsafeSource, "source is a symbolic link")
 	}
-	s := &source{path: src, name: src}
+	s := &Source{Path: src, Name: src}
 	if fi.IsDir() {
 		// Only a File Geodatabase is a directory source.
 		if !formats.Lookup(src).Directory {
 			return nil, fault.Data(fault.UnsupportedFormat, "source is a directory, not a .gdb File Geodatabase")
 		}
-		s.bytes = dirSize(src)
+		s.Bytes = dirSize(src)
 	} else {
 		if !fi.Mode().IsRegular() {
 			return nil, fault.Data(fault.UnsafeSource, "source is not a regular file (%s)", fi.Mode().Type())
@@ -125,25 +119,25 @@ func preflight(src string, r recipe.Recipe) (*source, error) {
 			return nil, fault.Data(fault.BudgetExceeded, "source is %d bytes, over the budget of %d bytes", fi.Size(), r.MaxBytes)
 		}
 		if isZipMagic(head) || formats.IsZip(src) {
-			return preflightZip(src, r)
+			return zipFile(src, r, p)
 		}
-		s.siblings, s.bytes = siblings(src, fi.Size())
+		s.Siblings, s.Bytes = siblings(src, fi.Size())
 	}
-	if r.MaxBytes > 0 && s.bytes > r.MaxBytes {
-		return nil, fault.Data(fault.BudgetExceeded, "source is %d bytes, over the budget of %d bytes", s.bytes, r.MaxBytes)
+	if r.MaxBytes > 0 && s.Bytes > r.MaxBytes {
+		return nil, fault.Data(fault.BudgetExceeded, "source is %d bytes, over the budget of %d bytes", s.Bytes, r.MaxBytes)
 	}
 
-	s.driver = identify(src, identifyAllowed, s.siblings)
+	s.Driver = p.Identify(src, IdentifyAllowed, s.Siblings)
 	if err := s.checkDriver(); err != nil {
 		return nil, err
 	}
-	switch s.driver {
+	switch s.Driver {
 	case "ESRI Shapefile":
 		if formats.Lookup(src).Ext == ".shp" {
-			if err := checkLocalShapefile(src, s.siblings); err != nil {
+			if err := checkLocalShapefile(src, s.Siblings); err != nil {
 				return nil, err
 			}
-			if err := checkLocalDBF(src, s.siblings); err != nil {
+			if err := checkLocalDBF(src, s.Siblings); err != nil {
 				return nil, err
 			}
 		}
@@ -156,8 +150,8 @@ func preflight(src string, r recipe.Recipe) (*source, error) {
 			return nil, err
 		}
 	}
-	if len(s.siblings) > 1 {
-		if err := checkLocalPRJ(src, s.siblings); err != nil {
+	if len(s.Siblings) > 1 {
+		if err := checkLocalPRJ(src, s.Siblings, p); err != nil {
 			return nil, err
 		}
 	}
@@ -230,7 +224,7 @@ func dirSize(dir string) int64 {
 	return total
 }
 
-// checkLocalTIFF applies checkTIFFBudget to a local file.
+// checkLocalTIFF applies budget.CheckTIFF to a local file.
 func checkLocalTIFF(src string, r recipe.Recipe) error {
 	f, err := os.Open(src)
 	if err != nil {
@@ -241,37 +235,58 @@ func checkLocalTIFF(src string, r recipe.Recipe) error {
 	if err != nil {
 		return fault.DataWrap(fault.CorruptSource, err, "source cannot be read")
 	}
-	return checkTIFFBudget(f, fi.Size(), r)
+	return budget.CheckTIFF(f, fi.Size(), r)
 }
 
-// open fully opens a preflighted source with its identified driver only.
-func (s *source) open(rec *recorder) (*godal.Dataset, error) {
-	opts := []godal.OpenOption{godal.Drivers(s.driver), rec.opt()}
-	if len(s.siblings) > 1 {
-		opts = append(opts, godal.SiblingFiles(s.siblings[1:]...))
+// Reader is Local for a source read through ra (size bytes, named name,
+// e.g. an object key's base name) that GDAL opens as gdalPath (a path
+// under internal/gdal's VSI handler). A bare Shapefile (its sidecars cannot
+// come along) and netCDF/HDF5 (their libraries want a real file) are
+// refused with UnsupportedFormat.
+func Reader(ra io.ReaderAt, size int64, name, gdalPath string, r recipe.Recipe, p Probe) (*Source, error) {
+	switch {
+	case size == 0:
+		return nil, fault.Data(fault.CorruptSource, "source file is empty (0 bytes)")
+	case size < 0:
+		return nil, fault.Systemic("preflight.Reader", fmt.Errorf("negative size %d", size))
+	case r.MaxBytes > 0 && size > r.MaxBytes:
+		return nil, fault.Data(fault.BudgetExceeded, "source is %d bytes, over the budget of %d bytes", size, r.MaxBytes)
 	}
-	ds, err := godal.Open(s.path, opts...)
-	if err != nil {
-		return nil, classify("gdal.Open", err, "", fault.CorruptSource, "%s cannot open the source", s.driver)
+	head := make([]byte, min(size, 4096))
+	if n, err := ra.ReadAt(head, 0); err != nil && !(errors.Is(err, io.EOF) && n == len(head)) {
+		return nil, fault.DataWrap(fault.CorruptSource, err, "source cannot be read")
 	}
-	return ds, nil
-}
-
-// checkCRS requires a valid, georeferencing CRS.
-func checkCRS(wkt string, what string, rec *recorder) error {
-	if strings.TrimSpace(wkt) == "" {
-		return fault.Data(fault.MissingCRS, "%s has no coordinate reference system; assign one (e.g. gdal_edit.py -a_srs EPSG:xxxx) and upload again", what)
+	trimmed := bytes.TrimLeft(bytes.TrimPrefix(head, []byte("\xef\xbb\xbf")), " \t\r\n")
+	for _, h := range unsafeHeaders {
+		if bytes.HasPrefix(trimmed, h) {
+			return nil, fault.Data(fault.UnsafeSource, "source is a %s document, which makes GDAL open the files or URLs it names; refused", h[1:])
+		}
 	}
-	sr, err := godal.NewSpatialRefFromWKT(wkt, rec.opt())
-	if err != nil {
-		return fault.DataWrap(fault.InvalidCRS, err, "%s has a CRS that cannot be parsed", what)
+	if isZipMagic(head) || formats.IsZip(name) {
+		zr, err := zip.NewReader(ra, size)
+		if err != nil {
+			return nil, fault.DataWrap(fault.CorruptSource, err, "source is named like a zip archive but is not a readable one")
+		}
+		return zipArchive(zr, name, gdalPath, r, p)
 	}
-	defer sr.Close()
-	if !sr.Geographic() && !sr.Projected() {
-		return fault.Data(fault.InvalidCRS, "%s has a local/engineering CRS that does not locate it on Earth; reproject it to a geographic or projected CRS (EPSG) and upload again", what)
+	s := &Source{Path: gdalPath, Name: name, Siblings: []string{name}, Bytes: size}
+	s.Driver = p.Identify(s.Path, IdentifyAllowed, s.Siblings)
+	if err := s.checkDriver(); err != nil {
+		return nil, err
 	}
-	if err := sr.Validate(rec.opt()); err != nil {
-		return fault.DataWrap(fault.InvalidCRS, err, "%s has an invalid CRS", what)
+	switch s.Driver {
+	case "netCDF", "HDF5":
+		return nil, fault.Data(fault.UnsupportedFormat, "%s cannot be read by ranges; it must be downloaded first", s.Driver)
+	case "ESRI Shapefile":
+		return nil, fault.Data(fault.UnsupportedFormat, "a bare .shp cannot be read by ranges without its .shx/.dbf/.prj; upload the shapefile zipped")
+	case "KML", "LIBKML":
+		if err := scanKML(io.NewSectionReader(ra, 0, size), name); err != nil {
+			return nil, err
+		}
+	case "GTiff", "COG":
+		if err := budget.CheckTIFF(ra, size, r); err != nil {
+			return nil, err
+		}
 	}
-	return nil
+	return s, nil
 }

@@ -1,4 +1,4 @@
-package gdal
+package preflight
 
 // Inputs that need more than "hand the file to GDAL": archives (zipped
 // Shapefile, KMZ, zipped File Geodatabase), KML (which can name URLs), and
@@ -19,11 +19,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/recipe"
@@ -33,7 +33,8 @@ import (
 // recipe's byte budget; GDAL's /vsizip/ never inflates an entry past its
 // declared size, so the declared sizes are the real bound.
 const (
-	maxZipEntries = 10_000
+	// MaxZipEntries is the most entries an archive may hold.
+	MaxZipEntries = 10_000
 	// maxZipRatio refuses an entry that inflates more than this many times
 	// (deflate tops out near 1032:1, so only degenerate content, i.e. a
 	// bomb, comes close). Entries under zipRatioFloor are exempt.
@@ -59,7 +60,7 @@ func ignoredEntry(name string) bool {
 	return strings.HasPrefix(name, "__MACOSX/") || strings.HasPrefix(base, "._") || base == ".DS_Store" || base == "Thumbs.db"
 }
 
-// preflightZip checks a local zip archive entry by entry and picks what
+// zipFile checks a local zip archive entry by entry and picks what
 // GDAL is to open inside it:
 //   - a File Geodatabase directory (x.gdb/…), opened with OpenFileGDB;
 //   - else exactly one Shapefile, with its .shx, .dbf and .prj;
@@ -71,27 +72,27 @@ func ignoredEntry(name string) bool {
 // absolute or ".." names, symbolic links, nested archives, KML NetworkLinks
 // → UnsafeSource; encrypted or unusually compressed entries, several
 // datasets → UnsupportedFormat.
-func preflightZip(src string, r recipe.Recipe) (*source, error) {
+func zipFile(src string, r recipe.Recipe, p Probe) (*Source, error) {
 	abs, err := filepath.Abs(src)
 	if err != nil {
-		return nil, fault.Systemic("gdal.preflight", err)
+		return nil, fault.Systemic("preflight.Local", err)
 	}
 	zr, err := zip.OpenReader(abs)
 	if err != nil {
 		return nil, fault.DataWrap(fault.CorruptSource, err, "source is named like a zip archive but is not a readable one")
 	}
 	defer zr.Close()
-	return preflightZipReader(&zr.Reader, src, abs, r)
+	return zipArchive(&zr.Reader, src, abs, r, p)
 }
 
-// preflightZipReader is preflightZip on an open archive: name is the
+// zipArchive is zipFile on an open archive: name is the
 // source as given, gdalPath the archive's name for GDAL (a local file or
 // one of our own VSI keys).
-func preflightZipReader(zr *zip.Reader, name, gdalPath string, r recipe.Recipe) (*source, error) {
+func zipArchive(zr *zip.Reader, name, gdalPath string, r recipe.Recipe, p Probe) (*Source, error) {
 	abs := gdalPath
 	src := name
-	if len(zr.File) > maxZipEntries {
-		return nil, fault.Data(fault.BudgetExceeded, "archive holds %d entries, over the limit of %d", len(zr.File), maxZipEntries)
+	if len(zr.File) > MaxZipEntries {
+		return nil, fault.Data(fault.BudgetExceeded, "archive holds %d entries, over the limit of %d", len(zr.File), MaxZipEntries)
 	}
 	var declared uint64
 	files := map[string]*zip.File{} // cleaned name → entry (regular files only)
@@ -141,7 +142,7 @@ func preflightZipReader(zr *zip.Reader, name, gdalPath string, r recipe.Recipe) 
 		return nil, fault.Data(fault.EmptyDataset, "archive holds no files")
 	}
 
-	s := &source{path: "", name: src, archive: abs, bytes: int64(declared)}
+	s := &Source{Path: "", Name: src, Archive: abs, Bytes: int64(declared)}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
@@ -173,14 +174,14 @@ func preflightZipReader(zr *zip.Reader, name, gdalPath string, r recipe.Recipe) 
 		return nil, fault.Data(fault.UnsupportedFormat, "archive holds %d File Geodatabases; upload one per archive", len(gdbs))
 	case len(gdbs) == 1:
 		for g := range gdbs {
-			s.path = vsiZipPath(abs, g)
-			s.siblings = nil
+			s.Path = vsiZipPath(abs, g)
+			s.Siblings = nil
 		}
-		s.driver = "OpenFileGDB"
+		s.Driver = "OpenFileGDB"
 	case len(shps) > 1:
 		return nil, fault.Data(fault.UnsupportedFormat, "archive holds %d shapefiles (%s); upload one per archive", len(shps), strings.Join(shps, ", "))
 	case len(shps) == 1:
-		if err := zipShapefile(s, shps[0], files); err != nil {
+		if err := zipShapefile(s, shps[0], files, p); err != nil {
 			return nil, err
 		}
 	case len(kmls) > 0:
@@ -211,8 +212,8 @@ func preflightZipReader(zr *zip.Reader, name, gdalPath string, r recipe.Recipe) 
 		if err != nil {
 			return nil, err
 		}
-		s.path = vsiZipPath(abs, doc)
-		s.siblings = []string{path.Base(doc)}
+		s.Path = vsiZipPath(abs, doc)
+		s.Siblings = []string{path.Base(doc)}
 	default:
 		// One dataset file, plus sidecars of the same stem.
 		stem := ""
@@ -228,20 +229,20 @@ func preflightZipReader(zr *zip.Reader, name, gdalPath string, r recipe.Recipe) 
 		if stem == "" {
 			return nil, fault.Data(fault.UnsupportedFormat, "archive holds only sidecar files (%s)", strings.Join(names, ", "))
 		}
-		s.path = vsiZipPath(abs, stem)
-		s.siblings = zipSiblings(stem, names)
+		s.Path = vsiZipPath(abs, stem)
+		s.Siblings = zipSiblings(stem, names)
 	}
 
-	if s.driver == "" {
-		s.driver = identify(s.path, identifyAllowed, s.siblings)
+	if s.Driver == "" {
+		s.Driver = p.Identify(s.Path, IdentifyAllowed, s.Siblings)
 	}
 	if err := s.checkDriver(); err != nil {
 		return nil, err
 	}
-	switch s.driver {
+	switch s.Driver {
 	case "netCDF", "HDF5":
 		// Both libraries want a real file; they cannot read through /vsizip/.
-		return nil, fault.Data(fault.UnsupportedFormat, "a zipped %s file cannot be read in place; upload the file itself", s.driver)
+		return nil, fault.Data(fault.UnsupportedFormat, "a zipped %s file cannot be read in place; upload the file itself", s.Driver)
 	}
 	return s, nil
 }
@@ -279,7 +280,7 @@ func zipSiblings(main string, names []string) []string {
 }
 
 // zipShapefile requires the three files a Shapefile is made of and a CRS.
-func zipShapefile(s *source, shp string, files map[string]*zip.File) error {
+func zipShapefile(s *Source, shp string, files map[string]*zip.File, p Probe) error {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
@@ -315,7 +316,7 @@ func zipShapefile(s *source, shp string, files map[string]*zip.File) error {
 	if err != nil {
 		return fault.DataWrap(fault.CorruptSource, err, "archive entry %q cannot be read", prj)
 	}
-	if err := checkPRJText(text, path.Base(prj)); err != nil {
+	if err := checkPRJText(text, path.Base(prj), p); err != nil {
 		return err
 	}
 	if cpg := find(".cpg"); cpg != "" && files[cpg].UncompressedSize64 < 256 {
@@ -335,8 +336,8 @@ func zipShapefile(s *source, shp string, files map[string]*zip.File) error {
 			}
 		}
 	}
-	s.path = vsiZipPath(s.archive, shp)
-	s.siblings = sib
+	s.Path = vsiZipPath(s.Archive, shp)
+	s.Siblings = sib
 	return nil
 }
 
@@ -353,22 +354,13 @@ func shapefileMissing(ext, shp string) error {
 
 // checkPRJText refuses a .prj that is present but not a CRS: GDAL would
 // drop it with a warning and the data would look as if it had none.
-func checkPRJText(text []byte, name string) error {
+func checkPRJText(text []byte, name string, p Probe) error {
 	t := strings.TrimSpace(string(bytes.TrimPrefix(text, []byte("\xef\xbb\xbf"))))
 	if t == "" {
 		return fault.Data(fault.MissingCRS, "%s is empty: the coordinate reference system is unknown", name)
 	}
-	sr, err := godal.NewSpatialRefFromWKT(t, godal.ErrLogger(quietLogger))
-	if err != nil {
+	if err := p.ParseCRS(t); err != nil {
 		return fault.DataWrap(fault.InvalidCRS, err, "%s is not a WKT coordinate reference system (%q…); replace it with a valid .prj", name, clip(t, 40))
-	}
-	sr.Close()
-	return nil
-}
-
-func quietLogger(ec godal.ErrorCategory, _ int, msg string) error {
-	if ec >= godal.CE_Failure {
-		return errors.New(msg)
 	}
 	return nil
 }
@@ -381,7 +373,7 @@ func clip(s string, n int) string {
 }
 
 // checkLocalPRJ checks the .prj sidecar of a local file, when there is one.
-func checkLocalPRJ(src string, siblings []string) error {
+func checkLocalPRJ(src string, siblings []string, pr Probe) error {
 	dir := filepath.Dir(src)
 	stem := strings.ToLower(formats.Stem(filepath.Base(src)))
 	for _, b := range siblings[1:] {
@@ -400,7 +392,7 @@ func checkLocalPRJ(src string, siblings []string) error {
 		if err != nil {
 			return fault.DataWrap(fault.CorruptSource, err, "%s cannot be read", b)
 		}
-		return checkPRJText(text, b)
+		return checkPRJText(text, b, pr)
 	}
 	return nil
 }
@@ -472,27 +464,27 @@ func checkLocalKML(src string) error {
 }
 
 // checkDriver refuses a driver outside the allow-list, by kind.
-func (s *source) checkDriver() error {
+func (s *Source) checkDriver() error {
 	switch {
-	case s.driver == "":
+	case s.Driver == "":
 		return fault.Data(fault.UnsupportedFormat,
 			"GDAL recognises no supported format in this file%s (rasters: %s; vectors: %s)",
-			extHint(s.name), strings.Join(RasterDrivers, ", "), strings.Join(VectorDrivers, ", "))
-	case contains(unsafeDrivers, s.driver):
-		return fault.Data(fault.UnsafeSource, "source is a %s dataset, which can make GDAL read other files or URLs; refused", s.driver)
-	case contains(unsupportedDrivers, s.driver):
-		return fault.Data(fault.UnsupportedFormat, "source is %s, which is not a supported input format", s.driver)
+			extHint(s.Name), strings.Join(RasterDrivers, ", "), strings.Join(VectorDrivers, ", "))
+	case slices.Contains(UnsafeDrivers, s.Driver):
+		return fault.Data(fault.UnsafeSource, "source is a %s dataset, which can make GDAL read other files or URLs; refused", s.Driver)
+	case slices.Contains(unsupportedDrivers, s.Driver):
+		return fault.Data(fault.UnsupportedFormat, "source is %s, which is not a supported input format", s.Driver)
 	}
 	return nil
 }
 
-// stem names outputs after the uploaded file ("roads.shp.zip" → "roads",
+// Stem names outputs after the uploaded file ("roads.shp.zip" → "roads",
 // "city.gdb.zip" → "city", "places.kmz" → "places").
-func (s *source) stem() string {
-	return formats.Stem(filepath.Base(s.name))
+func (s *Source) Stem() string {
+	return formats.Stem(filepath.Base(s.Name))
 }
 
-func (s *source) String() string { return fmt.Sprintf("%s (%s)", s.name, s.driver) }
+func (s *Source) String() string { return fmt.Sprintf("%s (%s)", s.Name, s.Driver) }
 
 // declaresUTF8 reports a .cpg that names UTF-8.
 func declaresUTF8(cpg []byte) bool {

@@ -169,3 +169,23 @@ func TestOutputFormatsAgreeWithTheRegistry(t *testing.T) {
 		}
 	}
 }
+
+func TestOverviewResamplingFor(t *testing.T) {
+	for _, c := range []struct {
+		recipe      string
+		categorical bool
+		want        string
+	}{
+		{"", true, ResamplingNearest}, // auto by default
+		{"", false, ResamplingAverage},
+		{ResamplingAuto, true, ResamplingNearest},
+		{ResamplingAuto, false, ResamplingAverage},
+		{ResamplingCubic, true, ResamplingCubic}, // an explicit choice stands
+		{ResamplingMode, false, ResamplingMode},
+	} {
+		r := Recipe{OverviewResampling: c.recipe}
+		if got := r.OverviewResamplingFor(c.categorical); got != c.want {
+			t.Errorf("%q, categorical %v: %q, want %q", c.recipe, c.categorical, got, c.want)
+		}
+	}
+}

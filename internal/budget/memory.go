@@ -1,11 +1,14 @@
-package gdal
-
-// Memory budget: every size a source declares (bands, tile and strip
-// sizes, dimensions) is bounded against the memory a conversion may use
-// before GDAL allocates anything for it. A file of a few KiB can declare
-// 60,000 bands, and the COG writer then asks for one 512 x 512 x 60,000
-// tile buffer (15 GB): under Lambda's or a cgroup's limit the process is
-// killed and the job never reaches a final state.
+// Package budget is the memory model of a conversion, in pure Go: every
+// size a source declares (bands, tile and strip sizes, dimensions, feature
+// counts) and what reading it holds are bounded against the memory a
+// conversion may use, before GDAL allocates anything for it. A file of a
+// few KiB can declare 60,000 bands, and the COG writer then asks for one
+// 512 x 512 x 60,000 tile buffer (15 GB): under Lambda's or a cgroup's
+// limit the process is killed and the job never reaches a final state.
+//
+// internal/gdal applies it: the declared sizes it reads through GDAL, and
+// the TIFF headers internal/preflight reads in Go, are checked here.
+package budget
 
 import (
 	"bufio"
@@ -15,17 +18,17 @@ import (
 	"syscall"
 )
 
-// blockShare is the fraction of the memory budget one block may take: GDAL
+// BlockShare: one block may take 1/BlockShare of the memory budget. GDAL
 // holds a block cache (GDAL_CACHEMAX), each compression thread a tile, and
 // overview building a few more blocks at once.
-const blockShare = 8
+const BlockShare = 8
 
-// memoryLimit is the memory available to this process, the smallest of:
+// MachineMemory is the memory available to this process, the smallest of:
 // Lambda's memory setting (AWS_LAMBDA_FUNCTION_MEMORY_SIZE, MB), the
 // cgroup limit (v2 memory.max, v1 memory.limit_in_bytes), physical
 // memory (MemTotal) and the address-space limit (RLIMIT_AS). 0 when none
 // is known.
-func memoryLimit() int64 {
+func MachineMemory() int64 {
 	var limit int64
 	take := func(v int64) {
 		if v > 0 && (limit == 0 || v < limit) {
@@ -79,12 +82,12 @@ func memTotal(p string) int64 {
 	return 0
 }
 
-// effectiveMemory is the budget of one conversion: the recipe's MaxMemory,
-// lowered to what the machine has.
-func (e *Engine) effectiveMemory(recipeMax int64) int64 {
+// Effective is the budget of one conversion: the recipe's MaxMemory,
+// lowered to what the machine has (machine: 0 when unknown).
+func Effective(recipeMax, machine int64) int64 {
 	m := recipeMax
-	if e.cfg.MemoryLimit > 0 && (m <= 0 || e.cfg.MemoryLimit < m) {
-		m = e.cfg.MemoryLimit
+	if machine > 0 && (m <= 0 || machine < m) {
+		m = machine
 	}
 	return m
 }

@@ -1,0 +1,84 @@
+package gdal
+
+// Opening a source that internal/preflight has checked, and the two
+// answers preflight needs from GDAL (probe).
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/preflight"
+)
+
+// outputDrivers are the GDAL drivers the engine writes with: COG for
+// rasters, FlatGeobuf for vectors on request. GeoParquet is written in Go
+// (internal/geoparquet), through no GDAL driver. The Lambda layer
+// (layers/gdal/manifest.json) builds exactly these and the input drivers
+// of internal/preflight.
+const (
+	cogDriver        = "COG"
+	flatGeobufDriver = "FlatGeobuf"
+)
+
+var outputDrivers = []string{cogDriver, flatGeobufDriver}
+
+// probe answers preflight's questions with GDAL.
+type probe struct{}
+
+var _ preflight.Probe = probe{}
+
+func (probe) Identify(path string, allowed, siblings []string) string {
+	return identify(path, allowed, siblings)
+}
+
+func (probe) ParseCRS(wkt string) error {
+	sr, err := godal.NewSpatialRefFromWKT(wkt, godal.ErrLogger(quietLogger))
+	if err != nil {
+		return err
+	}
+	sr.Close()
+	return nil
+}
+
+// quietLogger fails a call on CE_Failure and drops warnings.
+func quietLogger(ec godal.ErrorCategory, _ int, msg string) error {
+	if ec >= godal.CE_Failure {
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// openSource fully opens a preflighted source with its identified driver
+// only, and only the sibling files preflight named.
+func openSource(s *preflight.Source, rec *recorder) (*godal.Dataset, error) {
+	opts := []godal.OpenOption{godal.Drivers(s.Driver), rec.opt()}
+	if len(s.Siblings) > 1 {
+		opts = append(opts, godal.SiblingFiles(s.Siblings[1:]...))
+	}
+	ds, err := godal.Open(s.Path, opts...)
+	if err != nil {
+		return nil, classify("gdal.Open", err, "", fault.CorruptSource, "%s cannot open the source", s.Driver)
+	}
+	return ds, nil
+}
+
+// checkCRS requires a valid, georeferencing CRS.
+func checkCRS(wkt string, what string, rec *recorder) error {
+	if strings.TrimSpace(wkt) == "" {
+		return fault.Data(fault.MissingCRS, "%s has no coordinate reference system; assign one (e.g. gdal_edit.py -a_srs EPSG:xxxx) and upload again", what)
+	}
+	sr, err := godal.NewSpatialRefFromWKT(wkt, rec.opt())
+	if err != nil {
+		return fault.DataWrap(fault.InvalidCRS, err, "%s has a CRS that cannot be parsed", what)
+	}
+	defer sr.Close()
+	if !sr.Geographic() && !sr.Projected() {
+		return fault.Data(fault.InvalidCRS, "%s has a local/engineering CRS that does not locate it on Earth; reproject it to a geographic or projected CRS (EPSG) and upload again", what)
+	}
+	if err := sr.Validate(rec.opt()); err != nil {
+		return fault.DataWrap(fault.InvalidCRS, err, "%s has an invalid CRS", what)
+	}
+	return nil
+}
