@@ -22,7 +22,8 @@ FUZZ_TARGETS ?= \
 	./internal/asl:FuzzJSONPath \
 	./internal/asl:FuzzIntrinsic \
 	./internal/geoparquet:FuzzDecodeWKB \
-	./internal/cogcheck:FuzzCheck
+	./internal/cogcheck:FuzzCheck \
+	./internal/budget:FuzzCheckTIFF
 
 .PHONY: test-race staticcheck tools-staticcheck fuzz-smoke hygiene
 
