@@ -17,13 +17,15 @@ import (
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
 )
 
+// quickLookEngine is the package's test engine (TestMain): GDAL's
+// configuration is process-wide, and a second New would move CPL_TMPDIR
+// under the other tests' feet.
 func quickLookEngine(t *testing.T) *Engine {
 	t.Helper()
-	e, err := New(WithTmpDir(t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
+	if engine == nil {
+		t.Fatal("no engine: TestMain did not run New")
 	}
-	return e
+	return engine
 }
 
 // writeQuickLookRaster writes a w×h GeoTIFF of one band of dtype whose pixel (x, y)
