@@ -59,14 +59,21 @@ func readJSON(t *testing.T, path string) any {
 }
 
 // TestRunReportsFollowTheSchema: reports of real runs over the samples
-// (completed, remediation with hints, warnings, ignored, then all skipped)
+// (completed, remediation with hints, warnings, ignored, then all skipped,
+// and a backfill)
 // are valid against docs/report-schema.json, and reports broken in the
 // ways a reader would trip over are not.
 func TestRunReportsFollowTheSchema(t *testing.T) {
 	sch := reportSchema(t)
 	first, second, _ := sampleRun(t)
+	// A backfill writes the same report.
+	backfill := filepath.Join(t.TempDir(), "backfill.json")
+	samples := filepath.Join(filepath.Dir(first), "samples")
+	if out, stderr, err := run(t, "backfill", samples, "--dest", filepath.Join(t.TempDir(), "out"), "--prefix", "dem_", "--report", backfill); err != nil {
+		t.Fatalf("backfill: %v\n%s\n%s", err, out, stderr)
+	}
 	seen := map[string]bool{}
-	for _, path := range []string{first, second} {
+	for _, path := range []string{first, second, backfill} {
 		doc := readJSON(t, path)
 		if err := sch.Validate(doc); err != nil {
 			t.Fatalf("%s is not valid against the schema:\n%v", filepath.Base(path), err)

@@ -28,11 +28,12 @@ func quickLookEngine(t *testing.T) *Engine {
 	return engine
 }
 
-// writeQuickLookRaster writes a w×h GeoTIFF of one band of dtype whose pixel (x, y)
-// is value(x, y), in EPSG:3035.
-func writeQuickLookRaster(t *testing.T, path string, dtype godal.DataType, w, h int, nodata *float64, ct *godal.ColorTable, value func(x, y int) float64) {
+// writeQuickLookRaster writes a w×h GeoTIFF of bands bands of dtype whose
+// pixel (x, y) of band b (from 1) is value(b, x, y), in EPSG:3035; nodata
+// and ct go to the first band.
+func writeQuickLookRaster(t *testing.T, path string, dtype godal.DataType, bands, w, h int, nodata *float64, ct *godal.ColorTable, value func(b, x, y int) float64) {
 	t.Helper()
-	ds, err := godal.Create(godal.GTiff, path, 1, dtype, w, h)
+	ds, err := godal.Create(godal.GTiff, path, bands, dtype, w, h)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,13 +60,15 @@ func writeQuickLookRaster(t *testing.T, path string, dtype godal.DataType, w, h 
 		}
 	}
 	buf := make([]float64, w*h)
-	for y := range h {
-		for x := range w {
-			buf[y*w+x] = value(x, y)
+	for i, b := range ds.Bands() {
+		for y := range h {
+			for x := range w {
+				buf[y*w+x] = value(i+1, x, y)
+			}
 		}
-	}
-	if err := b.Write(0, 0, buf, w, h); err != nil {
-		t.Fatal(err)
+		if err := b.Write(0, 0, buf, w, h); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := ds.Close(); err != nil {
 		t.Fatal(err)
@@ -107,18 +110,19 @@ func TestThumbnail(t *testing.T) {
 	tests := []struct {
 		name, file string
 		dtype      godal.DataType
+		bands      int
 		w, h       int
 		nodata     *float64
 		ct         *godal.ColorTable
-		value      func(x, y int) float64
+		value      func(b, x, y int) float64
 		wantW      int
 		wantH      int
 		caption    string
 		check      func(t *testing.T, img image.Image)
 	}{
 		{
-			name: "float with nodata is stretched, nodata transparent", file: "temp.tif", dtype: godal.Float32, w: 600, h: 300, nodata: &nd,
-			value: func(x, y int) float64 {
+			name: "float with nodata is stretched, nodata transparent", file: "temp.tif", dtype: godal.Float32, bands: 1, w: 600, h: 300, nodata: &nd,
+			value: func(_, x, y int) float64 {
 				if x < 300 {
 					return nd
 				}
@@ -136,8 +140,8 @@ func TestThumbnail(t *testing.T) {
 			},
 		},
 		{
-			name: "paletted keeps its classes", file: "classes.tif", dtype: godal.Byte, w: 40, h: 80, ct: palette,
-			value: func(x, y int) float64 { return float64(1 + y/40) },
+			name: "paletted keeps its classes", file: "classes.tif", dtype: godal.Byte, bands: 1, w: 40, h: 80, ct: palette,
+			value: func(_, x, y int) float64 { return float64(1 + y/40) },
 			wantW: 128, wantH: 256, caption: "colour table",
 			check: func(t *testing.T, img image.Image) {
 				if r, g, b, _ := img.At(60, 10).RGBA(); r>>8 != 255 || g != 0 || b != 0 {
@@ -148,11 +152,29 @@ func TestThumbnail(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "three bands are RGB", file: "rgb.tif", dtype: godal.Byte, bands: 3, w: 512, h: 512,
+			value: func(b, x, y int) float64 { // red left, green right
+				if (b == 1) == (x < 256) && b < 3 {
+					return 255
+				}
+				return 0
+			},
+			wantW: 256, wantH: 256, caption: "bands 1-3 as RGB",
+			check: func(t *testing.T, img image.Image) {
+				if r, g, b, _ := img.At(10, 10).RGBA(); r>>8 != 255 || g != 0 || b != 0 {
+					t.Errorf("left pixel %v, want red", img.At(10, 10))
+				}
+				if r, g, b, _ := img.At(250, 10).RGBA(); r != 0 || g>>8 != 255 || b != 0 {
+					t.Errorf("right pixel %v, want green", img.At(250, 10))
+				}
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := filepath.Join(dir, tt.file)
-			writeQuickLookRaster(t, p, tt.dtype, tt.w, tt.h, tt.nodata, tt.ct, tt.value)
+			writeQuickLookRaster(t, p, tt.dtype, tt.bands, tt.w, tt.h, tt.nodata, tt.ct, tt.value)
 			before := dirList(t, dir)
 			b, caption, err := e.Thumbnail(p, 256)
 			if err != nil {
