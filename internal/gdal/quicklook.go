@@ -75,7 +75,7 @@ func fit(w, h, px int) (int, int) {
 // Thumbnail renders a raster output as a PNG whose longer side is px: the
 // first three bands as RGB when there are three or more, else the first
 // band, with its colour table when it has one. Other than Byte data is
-// stretched to 1..255 between its 2nd and 98th percentiles (read at the
+// stretched to 0..255 between its 2nd and 98th percentiles (read at the
 // thumbnail's size, nodata and NaN left out); nodata becomes transparent.
 // The caption says what is shown.
 func (e *Engine) Thumbnail(path string, px int) ([]byte, string, error) {
@@ -105,18 +105,27 @@ func (e *Engine) Thumbnail(path string, px int) ([]byte, string, error) {
 	if len(list) == 3 {
 		caption += ", bands 1-3 as RGB"
 	}
+	crs := ""
+	if sr := ds.SpatialRef(); sr != nil {
+		crs = srsName(sr)
+		sr.Close()
+	}
+	src := ds
 	switch {
 	case len(list) == 1 && len(bands[0].ColorTable().Entries) > 0:
 		// Classes: never averaged into colours no class has.
 		switches = append(switches, "-r", "nearest")
 		caption += ", colour table"
 	case dtype != godal.Byte:
-		lo, hi, err := stretch(bands, list, st.SizeX, st.SizeY, w, h, eh)
+		// Stretched here rather than by gdal_translate -scale, which
+		// does not clip: values below the 2nd percentile would land on
+		// the nodata value and turn transparent.
+		img, lo, hi, err := stretched(bands, list, st.SizeX, st.SizeY, w, h, eh)
 		if err != nil {
 			return nil, "", fmt.Errorf("gdal.Thumbnail: %s: %w", path, err)
 		}
-		switches = append(switches, "-r", "average", "-ot", "Byte", "-a_nodata", "0",
-			"-scale", strconv.FormatFloat(lo, 'g', -1, 64), strconv.FormatFloat(hi, 'g', -1, 64), "1", "255")
+		defer img.Close(eh)
+		src, switches = img, nil
 		caption += fmt.Sprintf(", stretched %.4g to %.4g (2nd to 98th percentile)", lo, hi)
 	default:
 		switches = append(switches, "-r", "average")
@@ -124,46 +133,89 @@ func (e *Engine) Thumbnail(path string, px int) ([]byte, string, error) {
 	if nd, ok := bands[0].NoData(); ok {
 		caption += fmt.Sprintf(", nodata %g transparent", nd)
 	}
-	if sr := ds.SpatialRef(); sr != nil {
-		if name := srsName(sr); name != "" {
-			caption += ", " + name
-		}
-		sr.Close()
+	if crs != "" {
+		caption += ", " + crs
 	}
-	b, err := encodePNG(ds, switches, eh)
+	b, err := encodePNG(src, switches, eh)
 	if err != nil {
 		return nil, "", fmt.Errorf("gdal.Thumbnail: %s: %w", path, err)
 	}
 	return b, caption, nil
 }
 
-// stretch returns the 2nd and 98th percentiles of the valid values of the
-// listed bands, read at w×h (GDAL picks the overview).
-func stretch(bands []godal.Band, list []int, sizeX, sizeY, w, h int, eh godal.BandIOOption) (lo, hi float64, err error) {
-	var vals []float64
-	buf := make([]float64, w*h)
-	for _, i := range list {
+// stretched reads the listed bands at w×h (GDAL averages, from the
+// overviews when they fit) and maps each linearly from the 2nd to the 98th
+// percentile of the valid values of all of them onto 0..255, clipped, in
+// an in-memory dataset with an alpha band that hides pixels where a band
+// is nodata or not a number.
+func stretched(bands []godal.Band, list []int, sizeX, sizeY, w, h int, eh interface {
+	godal.BandIOOption
+	godal.DatasetCreateOption
+	godal.SetColorInterpOption
+}) (img *godal.Dataset, lo, hi float64, err error) {
+	data := make([][]float64, len(list))
+	valid := make([]bool, w*h)
+	for i := range valid {
+		valid[i] = true
+	}
+	for k, i := range list {
 		b := bands[i-1]
-		if err := b.Read(0, 0, buf, w, h, godal.Window(sizeX, sizeY), eh); err != nil {
-			return 0, 0, err
+		data[k] = make([]float64, w*h)
+		if err := b.Read(0, 0, data[k], w, h, godal.Window(sizeX, sizeY), godal.Resampling(godal.Average), eh); err != nil {
+			return nil, 0, 0, err
 		}
 		nd, hasND := b.NoData()
-		for _, v := range buf {
+		for p, v := range data[k] {
 			if math.IsNaN(v) || math.IsInf(v, 0) || (hasND && v == nd) {
-				continue
+				valid[p] = false
 			}
-			vals = append(vals, v)
 		}
 	}
-	if len(vals) == 0 {
-		return 0, 1, nil
+	var vals []float64
+	for _, d := range data {
+		for p, v := range d {
+			if valid[p] {
+				vals = append(vals, v)
+			}
+		}
 	}
-	slices.Sort(vals)
-	lo, hi = vals[len(vals)*2/100], vals[(len(vals)-1)*98/100]
+	lo, hi = 0, 1
+	if len(vals) > 0 {
+		slices.Sort(vals)
+		lo, hi = vals[len(vals)*2/100], vals[(len(vals)-1)*98/100]
+	}
 	if hi <= lo {
 		hi = lo + 1
 	}
-	return lo, hi, nil
+	img, err = godal.Create(godal.Memory, "", len(list)+1, godal.Byte, w, h, eh)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	out := img.Bands()
+	pix := make([]byte, w*h)
+	for k, d := range data {
+		for p, v := range d {
+			pix[p] = byte(math.Round(255 * math.Min(1, math.Max(0, (v-lo)/(hi-lo)))))
+		}
+		if err := out[k].Write(0, 0, pix, w, h, eh); err != nil {
+			img.Close()
+			return nil, 0, 0, err
+		}
+	}
+	for p, ok := range valid {
+		pix[p] = 0
+		if ok {
+			pix[p] = 255
+		}
+	}
+	if err := out[len(list)].Write(0, 0, pix, w, h, eh); err == nil {
+		err = out[len(list)].SetColorInterp(godal.CIAlpha, eh)
+	}
+	if err != nil {
+		img.Close()
+		return nil, 0, 0, err
+	}
+	return img, lo, hi, nil
 }
 
 // srsName is "EPSG:32633" or the CRS's name.

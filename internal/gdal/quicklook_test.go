@@ -133,6 +133,19 @@ func TestThumbnail(t *testing.T) {
 				if _, _, _, a := img.At(10, 64).RGBA(); a != 0 {
 					t.Errorf("nodata pixel alpha %d, want transparent", a)
 				}
+				// Exactly the nodata half is transparent: values below the
+				// stretch (the lowest 2 %) are black, not hidden.
+				clear := 0
+				for y := range 128 {
+					for x := range 256 {
+						if _, _, _, a := img.At(x, y).RGBA(); a == 0 {
+							clear++
+						}
+					}
+				}
+				if clear != 128*128 {
+					t.Errorf("%d transparent pixels, want %d (the nodata half)", clear, 128*128)
+				}
 				lo, hi := gray(img.At(140, 64)), gray(img.At(250, 64))
 				if lo == 0 || hi <= lo+100 {
 					t.Errorf("values not stretched: %d at the low end, %d at the high end", lo, hi)
