@@ -208,8 +208,9 @@ func stretched(bands []godal.Band, list []int, sizeX, sizeY, w, h int, eh interf
 			pix[p] = 255
 		}
 	}
-	if err := out[len(list)].Write(0, 0, pix, w, h, eh); err == nil {
-		err = out[len(list)].SetColorInterp(godal.CIAlpha, eh)
+	alpha := out[len(list)]
+	if err = alpha.Write(0, 0, pix, w, h, eh); err == nil {
+		err = alpha.SetColorInterp(godal.CIAlpha, eh)
 	}
 	if err != nil {
 		img.Close()
