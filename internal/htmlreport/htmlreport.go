@@ -138,8 +138,10 @@ func quickLook(r Renderer, f File, o Output) figure {
 		return fig
 	}
 	fig.Caption = caption
-	// Our own PNG bytes: a data: URI html/template may trust.
-	fig.Src = template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png))
+	// Our own PNG bytes, base64 (A-Z a-z 0-9 + / =): a src attribute
+	// html/template may take as it is (as a URL it would write each "+"
+	// as "&#43;").
+	fig.Src = template.HTMLAttr(`src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(png) + `"`)
 	return fig
 }
 
@@ -159,7 +161,7 @@ type page struct {
 type figure struct {
 	Dataset, Source, Key string
 	Kind                 string
-	Src                  template.URL // "" when not drawn
+	Src                  template.HTMLAttr // src="data:…"; "" when not drawn
 	Caption              string
 	Why                  string // why not drawn
 }

@@ -99,7 +99,7 @@ footer { margin-top: 30px; color: #8a93a5; font-size: 12px; }
 {{if .Outputs}}
 <div class="grid">
 {{range .Outputs}}<figure class="output">
-{{if .Src}}<img src="{{.Src}}" alt="{{.Kind}} of {{.Key}}">{{else}}<div class="none">no {{.Kind}}: {{.Why}}</div>{{end}}
+{{if .Src}}<img {{.Src}} alt="{{.Kind}} of {{.Key}}">{{else}}<div class="none">no {{.Kind}}: {{.Why}}</div>{{end}}
 <figcaption><b>{{.Key}}</b><br>from {{.Dataset}}/{{.Source}}<br>{{.Kind}}{{with .Caption}}: {{.}}{{end}}</figcaption>
 </figure>
 {{end}}</div>
