@@ -43,7 +43,7 @@ run: cli ## generate sample data (once: your edits under samples/ are kept) and 
 
 .PHONY: test
 test: export GEOMIGRATE_REQUIRE_JUDGES := 1
-test: deps hyparquet asl-judges ## install and start what the tests need, run them all, stop what was started
+test: deps hyparquet asl-judges chromium ## install and start what the tests need, run them all, stop what was started
 	$(GO) mod tidy -diff
 	cd infra && $(GO) mod tidy -diff
 	$(GO) vet ./...
@@ -75,3 +75,4 @@ include scripts/hyparquet/hyparquet.mk
 include infra/infra.mk
 include scripts/asl-judges/asl-judges.mk
 include functions/functions.mk
+include scripts/chromium/chromium.mk

@@ -63,6 +63,9 @@ func TestUnfinishedExecutionsCloseTheirJobs(t *testing.T) {
 			if len(msgs) != 1 || !strings.HasSuffix(msgs[0].Execution, ":"+first.Execution) || msgs[0].JobID != first.JobID || msgs[0].Replay.Key != key {
 				t.Fatalf("dead-letter messages %+v", msgs)
 			}
+			if first.Hint == "" || first.Hint != msgs[0].Hint {
+				t.Errorf("outcome hint %q, want the dead-letter message's %q", first.Hint, msgs[0].Hint)
+			}
 			if o := p.run(t, p.store, []string{key})[key]; o.Status != localrun.StatusCompleted {
 				t.Fatalf("next run: %s/%s, want completed at once", o.Status, o.Reason)
 			}

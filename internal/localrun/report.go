@@ -55,8 +55,17 @@ func (t *Totals) Add(o Outcome) {
 	}
 }
 
+// ReportSchemaVersion is the version of the report's shape that
+// docs/report-schema.json documents. It goes up when a field changes
+// meaning, type or goes away; a new optional field keeps it.
+const ReportSchemaVersion = 1
+
 // Report is the JSON run report: one entry per input, in input order.
 type Report struct {
+	// SchemaVersion is ReportSchemaVersion when the report was written (0
+	// or absent: a report from before the schema was versioned).
+	SchemaVersion int `json:"schema_version"`
+
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 	Seconds  float64   `json:"seconds"`
@@ -70,13 +79,24 @@ type Report struct {
 
 // NewReport builds the report of a finished run.
 func NewReport(started time.Time, outcomes []Outcome) *Report {
-	r := &Report{Started: started.UTC(), Finished: time.Now().UTC(), Files: outcomes}
+	if outcomes == nil {
+		outcomes = []Outcome{} // "files": [], not null
+	}
+	r := &Report{SchemaVersion: ReportSchemaVersion, Started: started.UTC(), Finished: time.Now().UTC(), Files: outcomes}
 	r.Seconds = r.Finished.Sub(r.Started).Seconds()
-	for _, o := range outcomes {
+	for i, o := range outcomes {
+		if (o.Status == StatusRemediation || o.Status == StatusDeadLetter) && o.Hint == "" {
+			// The message ClassifyFailed sends carries the raw error and no hint.
+			outcomes[i].Hint = HintUnclassified
+		}
 		r.Totals.Add(o)
 	}
 	return r
 }
+
+// HintUnclassified is the hint of a routed file whose queue message has
+// none: classification itself failed.
+const HintUnclassified = "Classification failed: the queue message holds the raw error. Inspect it and the execution history, then replay."
 
 // Write stores the report as JSON at path, atomically.
 func (r *Report) Write(path string) error {

@@ -54,6 +54,9 @@ type Outcome struct {
 	// multi", "written as text", "M values dropped" …), carried from the
 	// engine through Convert's and Promote's outputs.
 	Warnings []string `json:"warnings,omitempty"`
+	// Hint is what to do about a routed file (remediation, dlq): the hint
+	// its queue message carries.
+	Hint string `json:"hint,omitempty"`
 	// Fidelity is, for each of Outputs in order, what Convert proved
 	// equal between it and the source before staging it.
 	Fidelity []*recipe.Fidelity `json:"fidelity,omitempty"`
@@ -229,7 +232,7 @@ func closeEnded(ctx context.Context, ended func(context.Context, migration.Ended
 			o.Outputs = []string{out.DestKey}
 		}
 	case out.MessageID != "":
-		o.Status, o.JobID = StatusDeadLetter, out.JobID
+		o.Status, o.JobID, o.Hint = StatusDeadLetter, out.JobID, out.Hint
 		o.Message += " (job " + out.Outcome + "; dead-letter message " + out.MessageID + ")"
 	}
 }
@@ -301,6 +304,7 @@ func Summarize(res *asl.Result, o *Outcome) {
 		if json.Unmarshal(ev.Output, &st) == nil {
 			m := st.Classified.Message
 			o.Tier, o.JobID, o.Error, o.Code, o.Message, o.Attempts = st.Classified.Tier, m.JobID, m.Error, m.Code, m.Message, m.Attempts
+			o.Hint = m.Hint
 		}
 		break
 	}

@@ -116,6 +116,8 @@ type ExecutionFailedOutput struct {
 	JobID          string `json:"job_id,omitempty"`
 	MessageID      string `json:"message_id,omitempty"`
 	StagingDeleted int    `json:"staging_deleted,omitempty"`
+	// Hint is the dead-letter message's hint, for the local run report.
+	Hint string `json:"hint,omitempty"`
 	// JobStatus and DestKey are set when the job is still this
 	// execution's and was left alone because it had finished: an execution
 	// interrupted after Promote recorded COMPLETED converted its file, and
@@ -417,7 +419,8 @@ func (h *ExecutionFailed) send(ctx context.Context, e EndedExecution, rec states
 	if h.deadLetter == nil {
 		return out, fault.Systemic("executionfailed", errors.New("no dead-letter queue configured"))
 	}
-	body, err := json.Marshal(h.message(e, rec))
+	msg := h.message(e, rec)
+	body, err := json.Marshal(msg)
 	if err != nil {
 		return out, fmt.Errorf("executionfailed: %w", err)
 	}
@@ -425,7 +428,7 @@ func (h *ExecutionFailed) send(ctx context.Context, e EndedExecution, rec states
 	if err != nil {
 		return out, fmt.Errorf("executionfailed: send to the dead-letter queue: %w", err)
 	}
-	out.MessageID = id
+	out.MessageID, out.Hint = id, msg.Hint
 	if rec.Version > 0 && rec.LeaseOwner == e.Execution {
 		if err := h.tracker.Note(ctx, rec.ID, e.Execution, notePrefixSent+id+" sent"); err != nil {
 			// The message is out; a second delivery may send another.

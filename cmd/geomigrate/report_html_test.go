@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/asljudge"
+	"github.com/geomigrate/geomigrate/internal/localrun"
+	"golang.org/x/net/html"
+)
+
+// reportPage migrates the samples and writes the HTML page of the first
+// run's report; it returns the page's path and the report.
+func reportPage(t *testing.T) (string, localrun.Report) {
+	t.Helper()
+	first, _, _ := sampleRun(t)
+	page := filepath.Join(t.TempDir(), "run.html")
+	stdout, stderr, err := run(t, "report", first, "--html", "-o", page)
+	if err != nil {
+		t.Fatalf("report --html: %v\n%s\n%s", err, stdout, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("report --html left outputs without a quick-look:\n%s", stderr)
+	}
+	b, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r localrun.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return page, r
+}
+
+// checkPage checks a report page (as written, or as a browser's DOM): the
+// totals table, and one <img> per output of the report whose src is a
+// data: URI holding a PNG; no URL leads outside the page.
+func checkPage(t *testing.T, page string, r localrun.Report) {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs := 0
+	for _, o := range r.Files {
+		outputs += len(o.Outputs)
+	}
+	if outputs == 0 {
+		t.Fatal("the report has no outputs")
+	}
+	var imgs []string
+	totals := false
+	var visit func(*html.Node)
+	visit = func(n *html.Node) {
+		if n.Type == html.ElementNode {
+			for _, a := range n.Attr {
+				if a.Key == "id" && a.Val == "totals" && n.Data == "table" {
+					totals = true
+				}
+				if (a.Key == "src" || a.Key == "href") && !strings.HasPrefix(a.Val, "data:") && !strings.HasPrefix(a.Val, "#") {
+					t.Errorf("<%s %s=%.80q>: a URL outside the page", n.Data, a.Key, a.Val)
+				}
+				if n.Data == "img" && a.Key == "src" {
+					imgs = append(imgs, a.Val)
+				}
+			}
+			if n.Data == "script" || n.Data == "link" {
+				t.Errorf("<%s> in the page", n.Data)
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			visit(c)
+		}
+	}
+	visit(doc)
+	if !totals {
+		t.Error("no totals table")
+	}
+	if len(imgs) != outputs {
+		t.Errorf("%d <img>, want one per output (%d)", len(imgs), outputs)
+	}
+	for _, src := range imgs {
+		data, ok := strings.CutPrefix(src, "data:image/png;base64,")
+		b, err := base64.StdEncoding.DecodeString(data)
+		if !ok || err != nil || len(b) == 0 {
+			t.Errorf("img src %.60q… is not a PNG data: URI (%v)", src, err)
+			continue
+		}
+		if _, err := png.Decode(bytes.NewReader(b)); err != nil {
+			t.Errorf("img data is not a PNG: %v", err)
+		}
+	}
+}
+
+// TestReportHTML: `geomigrate report RUN.json --html` over a real run has
+// the totals, the hints, and a quick-look of every output; the text form
+// and the refusals.
+func TestReportHTML(t *testing.T) {
+	page, r := reportPage(t)
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, string(b), r)
+	for _, o := range r.Files {
+		if o.Hint != "" && !strings.Contains(string(b), html.EscapeString(o.Hint)) {
+			t.Errorf("the page lacks the hint of %s: %q", o.Key, o.Hint)
+		}
+	}
+
+	reportPath := filepath.Join(t.TempDir(), "r.json")
+	if err := os.WriteFile(reportPath, mustJSON(t, r), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, err := run(t, "report", reportPath); err != nil || !strings.Contains(out, "Needs attention:") {
+		t.Errorf("report (text): %v\n%s", err, out)
+	}
+	r.SchemaVersion = localrun.ReportSchemaVersion + 1
+	if err := os.WriteFile(reportPath, mustJSON(t, r), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "report", reportPath, "--html"); err == nil || !strings.Contains(err.Error(), "schema version") {
+		t.Errorf("a report of a newer schema: err = %v", err)
+	}
+	if _, _, err := run(t, "report"); !errors.Is(err, errUsage) {
+		t.Errorf("no report named: err = %v", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// chromiumEnv names the headless Chromium binary the page is opened with
+// (make test sets it; `make chromium` installs the Debian package).
+const chromiumEnv = "GEOMIGRATE_CHROMIUM"
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv(chromiumEnv)
+	if bin == "" {
+		if os.Getenv(asljudge.RequireEnv) != "" {
+			t.Fatalf("%s is not set and %s is: run `make chromium` and set %s=/usr/bin/chromium", chromiumEnv, asljudge.RequireEnv, chromiumEnv)
+		}
+		t.Skipf("%s is not set: the HTML report is not opened in a browser (make chromium; %s=/usr/bin/chromium)", chromiumEnv, chromiumEnv)
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		t.Fatalf("%s=%s: %v (run `make chromium`)", chromiumEnv, bin, err)
+	}
+	return bin
+}
+
+// openInChromium loads a page in headless Chromium once and returns the
+// DOM it rendered and the console messages it logged. Nothing leaves the
+// machine: the page's CSP allows no fetch, and Chromium's own background
+// traffic is switched off.
+func openInChromium(t *testing.T, bin, page string) (dom string, console []string) {
+	t.Helper()
+	// Chromium starts slowly on a loaded 2-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-extensions",
+		"--disable-default-apps", "--user-data-dir="+t.TempDir(), "--enable-logging=stderr", "--v=0",
+		"--dump-dom", "file://"+page)
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s: %v\n%s", bin, err, stderr.String())
+	}
+	sc := bufio.NewScanner(&stderr)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		// [pid:tid:time:INFO:CONSOLE:41] "message", source: file:///… (41)
+		if l := sc.Text(); strings.Contains(l, ":CONSOLE") || strings.Contains(l, "Uncaught") {
+			console = append(console, l)
+		}
+	}
+	return stdout.String(), console
+}
+
+// TestReportHTMLInChromium: the page of a real run renders in headless
+// Chromium with no console message (no blocked load, no error) and its
+// DOM has the totals and one quick-look image per output.
+func TestReportHTMLInChromium(t *testing.T) {
+	bin := chromium(t)
+	page, r := reportPage(t)
+	dom, console := openInChromium(t, bin, page)
+	if len(console) > 0 {
+		t.Errorf("console messages:\n%s", strings.Join(console, "\n"))
+	}
+	if !strings.Contains(dom, "Totals per dataset") {
+		t.Fatalf("Chromium's DOM is not the page:\n%.2000s", dom)
+	}
+	checkPage(t, dom, r)
+}
+
+// TestChromiumConsoleIsRead: a page that tries to load an outside image
+// is caught by openInChromium, so a clean run above means a clean page.
+func TestChromiumConsoleIsRead(t *testing.T) {
+	bin := chromium(t)
+	page := filepath.Join(t.TempDir(), "bad.html")
+	bad := `<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src data:; style-src 'unsafe-inline'">` +
+		`<title>bad</title></head><body><img src="http://127.0.0.1:9/x.png" alt=""></body></html>`
+	if err := os.WriteFile(page, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, console := openInChromium(t, bin, page)
+	if len(console) == 0 {
+		t.Fatal("a blocked outside image left no console message")
+	}
+}

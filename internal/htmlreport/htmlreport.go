@@ -1,0 +1,293 @@
+// Package htmlreport writes a run report as one self-contained HTML page:
+// totals per dataset and per failure tier, what needs attention with its
+// remediation hint, warnings, and a quick-look of every output (a raster
+// thumbnail, a vector extent map) embedded as a data: URI. The page loads
+// nothing: no external URL, no script, and a Content-Security-Policy that
+// says so to the browser.
+//
+// The images come from a Renderer (internal/gdal implements it); this
+// package only lays out the page.
+package htmlreport
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/formats"
+)
+
+// Run is what the page shows: a run report, in the words of
+// docs/report-schema.json.
+type Run struct {
+	Source        string // the report file, as named
+	SchemaVersion int
+	Started       time.Time
+	Finished      time.Time
+	Seconds       float64
+	Backend       string
+	Dest          string
+	Workers       int
+	Generator     string // "geomigrate 1.2.3"
+	Files         []File
+}
+
+// File is one input's outcome. Status, Tier: the schema's values
+// (completed, skipped, remediation, dlq, failed, ignored, not_started;
+// data_specific, transient, systemic, unknown).
+type File struct {
+	Dataset  string
+	Key      string
+	Status   string
+	Reason   string
+	Tier     string
+	Error    string
+	Code     string
+	Message  string
+	Hint     string
+	Warnings []string
+	BytesIn  int64
+	BytesOut int64
+	Outputs  []Output
+}
+
+// Output is one output file.
+type Output struct {
+	Key  string // destination key, shown
+	Path string // where it can be read on this machine; "" when it cannot (an S3 destination)
+}
+
+// Renderer draws the quick-looks as PNG, at most px pixels on a side, with
+// a caption saying what is shown.
+type Renderer interface {
+	Thumbnail(path string, px int) (png []byte, caption string, err error)
+	ExtentMap(path string, px int) (png []byte, caption string, err error)
+}
+
+// QuickLookPixels is the longer side of every quick-look.
+const QuickLookPixels = 256
+
+// Result says what Write could not draw.
+type Result struct {
+	Images  int      // quick-looks embedded
+	Missing []string // "key: why" for outputs shown without one
+}
+
+// Write renders run as HTML to w. An output that cannot be drawn is
+// listed in the page and in Result.Missing; it does not fail the page.
+func Write(w io.Writer, run Run, r Renderer) (Result, error) {
+	p := page{Run: run, Duration: time.Duration(run.Seconds * float64(time.Second)).Round(time.Millisecond).String()}
+	p.tally()
+	var res Result
+	for _, f := range run.Files {
+		if f.Status == "remediation" || f.Status == "dlq" || f.Status == "failed" {
+			p.Attention = append(p.Attention, f)
+		}
+		if len(f.Warnings) > 0 {
+			p.Warned = append(p.Warned, f)
+		}
+		if f.Status == "ignored" || f.Status == "not_started" || f.Status == "skipped" {
+			p.Others = append(p.Others, f)
+		}
+		for _, o := range f.Outputs {
+			q := quickLook(r, f, o)
+			if q.Src != "" {
+				res.Images++
+			} else {
+				res.Missing = append(res.Missing, o.Key+": "+q.Why)
+			}
+			p.Outputs = append(p.Outputs, q)
+		}
+	}
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, p); err != nil {
+		return res, fmt.Errorf("htmlreport.Write: %w", err)
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return res, fmt.Errorf("htmlreport.Write: %w", err)
+	}
+	return res, nil
+}
+
+// quickLook draws one output: a thumbnail for a COG, an extent map for a
+// GeoParquet or FlatGeobuf layer.
+func quickLook(r Renderer, f File, o Output) figure {
+	fig := figure{Dataset: f.Dataset, Source: f.Key, Key: o.Key}
+	draw := r.Thumbnail
+	fig.Kind = "raster thumbnail"
+	switch formats.OutputFormat(o.Key) {
+	case "COG":
+	case "GeoParquet", "FlatGeobuf":
+		draw, fig.Kind = r.ExtentMap, "vector extent map"
+	default:
+		fig.Kind, fig.Why = "output", "no quick-look for this format"
+		return fig
+	}
+	if o.Path == "" {
+		fig.Why = "not on this machine (the report's destination is not a local directory)"
+		return fig
+	}
+	png, caption, err := draw(o.Path, QuickLookPixels)
+	if err != nil {
+		fig.Why = err.Error()
+		return fig
+	}
+	fig.Caption = caption
+	// Our own PNG bytes, base64 (A-Z a-z 0-9 + / =): a src attribute
+	// html/template may take as it is (as a URL it would write each "+"
+	// as "&#43;").
+	fig.Src = template.HTMLAttr(`src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(png) + `"`)
+	return fig
+}
+
+// page is the template's data.
+type page struct {
+	Run
+	Duration  string
+	Datasets  []datasetTotals
+	All       datasetTotals
+	Tiers     []tierTotals
+	Attention []File
+	Warned    []File
+	Others    []File
+	Outputs   []figure
+}
+
+type figure struct {
+	Dataset, Source, Key string
+	Kind                 string
+	Src                  template.HTMLAttr // src="data:…"; "" when not drawn
+	Caption              string
+	Why                  string // why not drawn
+}
+
+// datasetTotals counts outcomes of one dataset; Routed is remediation and
+// dlq by tier.
+type datasetTotals struct {
+	Name                                                                  string
+	Files, Completed, Skipped, Ignored, Remediation, DLQ, Failed, Pending int
+	Warned                                                                int
+	Routed                                                                map[string]int
+	BytesIn, BytesOut                                                     int64
+}
+
+func (d *datasetTotals) add(f File) {
+	d.Files++
+	d.BytesIn += f.BytesIn
+	d.BytesOut += f.BytesOut
+	if len(f.Warnings) > 0 {
+		d.Warned++
+	}
+	switch f.Status {
+	case "completed":
+		d.Completed++
+	case "skipped":
+		d.Skipped++
+	case "ignored":
+		d.Ignored++
+	case "remediation":
+		d.Remediation++
+	case "dlq":
+		d.DLQ++
+	case "not_started":
+		d.Pending++
+	default:
+		d.Failed++
+	}
+	if f.Status == "remediation" || f.Status == "dlq" {
+		if d.Routed == nil {
+			d.Routed = map[string]int{}
+		}
+		d.Routed[tierOf(f)]++
+	}
+}
+
+func tierOf(f File) string {
+	if f.Tier == "" {
+		return "unknown"
+	}
+	return f.Tier
+}
+
+// tierTotals: routed files of one tier.
+type tierTotals struct {
+	Tier, Label, Meaning string
+	Remediation, DLQ     int
+}
+
+// tiers in the order the page lists them, with what each asks of the
+// reader.
+var tiers = []tierTotals{
+	{Tier: "data_specific", Label: "data-specific", Meaning: "The file itself is at fault: fix it as its hint says and upload it again, or run geomigrate replay --queue remediation."},
+	{Tier: "transient", Label: "transient", Meaning: "Throttling or an outage outlasted the retries: run geomigrate replay --queue dlq once the service is healthy."},
+	{Tier: "systemic", Label: "systemic", Meaning: "The worker or its environment failed (permissions, buckets, memory, disk): fix it, then replay the DLQ."},
+	{Tier: "unknown", Label: "unknown", Meaning: "Unclassified: read the message and the execution history, then replay."},
+}
+
+func (p *page) tally() {
+	p.Tiers = slices.Clone(tiers)
+	at := map[string]int{}
+	for i, t := range p.Tiers {
+		at[t.Tier] = i
+	}
+	index := map[string]int{}
+	for _, f := range p.Files {
+		i, ok := index[f.Dataset]
+		if !ok {
+			i = len(p.Datasets)
+			index[f.Dataset] = i
+			p.Datasets = append(p.Datasets, datasetTotals{Name: f.Dataset})
+		}
+		p.Datasets[i].add(f)
+		p.All.add(f)
+		if f.Status != "remediation" && f.Status != "dlq" {
+			continue
+		}
+		k := tierOf(f)
+		t, ok := at[k]
+		if !ok {
+			t = len(p.Tiers)
+			at[k] = t
+			p.Tiers = append(p.Tiers, tierTotals{Tier: k, Label: k, Meaning: "A tier this page does not know: read the message."})
+		}
+		if f.Status == "remediation" {
+			p.Tiers[t].Remediation++
+		} else {
+			p.Tiers[t].DLQ++
+		}
+	}
+	p.All.Name = "all"
+}
+
+var funcs = template.FuncMap{
+	"bytes": humanBytes,
+	"utc":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
+	"base":  path.Base,
+	"tier": func(t string) string {
+		for _, x := range tiers {
+			if x.Tier == t {
+				return x.Label
+			}
+		}
+		return t
+	},
+}
+
+// humanBytes formats a byte count with binary units.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,220 @@
+package htmlreport
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"image"
+	"image/png"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// fakeRenderer draws a 2×1 PNG and remembers what it was asked for;
+// paths in fail fail.
+type fakeRenderer struct {
+	thumbnails, extents []string
+	fail                map[string]bool
+}
+
+func tinyPNG(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 2, 1))); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+var pngBytes []byte
+
+func (f *fakeRenderer) draw(list *[]string, path, what string) ([]byte, string, error) {
+	*list = append(*list, path)
+	if f.fail[path] {
+		return nil, "", errors.New("cannot open " + path)
+	}
+	return pngBytes, what + " of " + path, nil
+}
+
+func (f *fakeRenderer) Thumbnail(path string, px int) ([]byte, string, error) {
+	return f.draw(&f.thumbnails, path, "thumb")
+}
+
+func (f *fakeRenderer) ExtentMap(path string, px int) ([]byte, string, error) {
+	return f.draw(&f.extents, path, "extent")
+}
+
+func sampleRun() Run {
+	return Run{
+		Source: "/tmp/run.json", SchemaVersion: 1, Backend: "local", Dest: "/out", Workers: 2, Generator: "geomigrate test",
+		Started: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), Finished: time.Date(2026, 11, 30, 12, 0, 2, 0, time.UTC), Seconds: 2,
+		Files: []File{
+			{Dataset: "a", Key: "dem.tif", Status: "completed", BytesIn: 2048, BytesOut: 1024, Outputs: []Output{{Key: "dem.tif", Path: "/out/dem.tif"}}},
+			{Dataset: "a", Key: "city.gpkg", Status: "completed", Warnings: []string{"promoted to multi"},
+				Outputs: []Output{{Key: "city/parks.parquet", Path: "/out/city/parks.parquet"}, {Key: "city/roads.fgb", Path: "/out/city/roads.fgb"}}},
+			{Dataset: "a", Key: "no_crs.tif", Status: "remediation", Tier: "data_specific", Error: "DataError", Code: "MissingCRS", Message: "no CRS", Hint: "Assign one with gdal_edit.py -a_srs."},
+			{Dataset: "b", Key: "<script>alert(1)</script>.tif", Status: "dlq", Tier: "transient", Error: "TransientError", Message: "SlowDown", Hint: "Replay later."},
+			{Dataset: "b", Key: "README.txt", Status: "ignored", Reason: "not geospatial"},
+			{Dataset: "b", Key: "broken.tif", Status: "completed", Outputs: []Output{{Key: "broken.tif", Path: "/out/broken.tif"}}},
+			{Dataset: "b", Key: "remote.tif", Status: "completed", Outputs: []Output{{Key: "remote.tif"}}},
+		},
+	}
+}
+
+func TestWrite(t *testing.T) {
+	pngBytes = tinyPNG(t)
+	r := &fakeRenderer{fail: map[string]bool{"/out/broken.tif": true}}
+	var buf bytes.Buffer
+	res, err := Write(&buf, sampleRun(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if strings.Join(r.thumbnails, ",") != "/out/dem.tif,/out/broken.tif" || strings.Join(r.extents, ",") != "/out/city/parks.parquet,/out/city/roads.fgb" {
+		t.Errorf("thumbnails %v, extent maps %v", r.thumbnails, r.extents)
+	}
+	if res.Images != 3 || len(res.Missing) != 2 {
+		t.Errorf("result %+v, want 3 images and 2 missing (a failed render, an output not on this machine)", res)
+	}
+
+	// Self-contained: nothing to fetch, nothing to run.
+	var imgs []string
+	walk(doc, func(n *html.Node) {
+		switch n.Data {
+		case "script", "link", "iframe", "object", "embed":
+			t.Errorf("<%s> in the page", n.Data)
+		}
+		for _, a := range n.Attr {
+			if (a.Key == "src" || a.Key == "href") && !strings.HasPrefix(a.Val, "data:") && !strings.HasPrefix(a.Val, "#") {
+				t.Errorf("<%s %s=%q>: a URL outside the page", n.Data, a.Key, a.Val)
+			}
+			if strings.HasPrefix(a.Key, "on") {
+				t.Errorf("<%s %s>: an event handler", n.Data, a.Key)
+			}
+		}
+		if n.Data == "img" {
+			imgs = append(imgs, attr(n, "src"))
+		}
+	})
+	if len(imgs) != 3 {
+		t.Fatalf("%d <img>, want 3", len(imgs))
+	}
+	for _, src := range imgs {
+		b, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(src, "data:image/png;base64,"))
+		if err != nil || !bytes.Equal(b, pngBytes) {
+			t.Errorf("img src %.60q… is not the renderer's PNG (%v)", src, err)
+		}
+	}
+
+	// Totals per dataset: a has 2 completed and 1 data-specific
+	// remediation; b 1 transient DLQ, 1 ignored, 2 completed.
+	rows := tableRows(t, doc, "totals")
+	want := map[string]string{
+		"a":   "a|3|2|0|0|1|0|0|0|1|0|0|0|1|2.0 KiB|1.0 KiB",
+		"b":   "b|4|2|0|1|0|1|0|0|0|1|0|0|0|0 B|0 B",
+		"all": "all|7|4|0|1|1|1|0|0|1|1|0|0|1|2.0 KiB|1.0 KiB",
+	}
+	for _, row := range rows[2:] { // two header rows
+		if w, ok := want[row[0]]; !ok || strings.Join(row, "|") != w {
+			t.Errorf("totals row %q, want %q", strings.Join(row, "|"), w)
+		}
+		delete(want, row[0])
+	}
+	if len(want) != 0 {
+		t.Errorf("totals rows missing: %v", want)
+	}
+	tierRows := tableRows(t, doc, "tier-totals")
+	if got := strings.Join(tierRows[1][:3], "|") + " " + strings.Join(tierRows[2][:3], "|"); got != "data-specific|1|0 transient|0|1" {
+		t.Errorf("tier rows %q", got)
+	}
+	attention := tableRows(t, doc, "attention-files")
+	if len(attention) != 3 || attention[1][5] != "Assign one with gdal_edit.py -a_srs." || attention[2][0] != "b/<script>alert(1)</script>.tif" {
+		t.Errorf("attention rows %q", attention)
+	}
+	for _, s := range []string{"promoted to multi", "not geospatial", "cannot open /out/broken.tif", "not on this machine", "extent of /out/city/parks.parquet", "vector extent map", "raster thumbnail"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
+		}
+	}
+}
+
+func TestWriteEmptyRun(t *testing.T) {
+	var buf bytes.Buffer
+	res, err := Write(&buf, Run{SchemaVersion: 1}, &fakeRenderer{})
+	if err != nil || res.Images != 0 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if !strings.Contains(buf.String(), "No output was written") {
+		t.Error("empty run page does not say so")
+	}
+}
+
+func walk(n *html.Node, fn func(*html.Node)) {
+	if n.Type == html.ElementNode {
+		fn(n)
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		walk(c, fn)
+	}
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	var rec func(*html.Node)
+	rec = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			rec(c)
+		}
+	}
+	rec(n)
+	return strings.TrimSpace(b.String())
+}
+
+// tableRows is the text of the cells of the table with the id, row by row.
+func tableRows(t *testing.T, doc *html.Node, id string) [][]string {
+	t.Helper()
+	var rows [][]string
+	found := false
+	walk(doc, func(n *html.Node) {
+		if n.Data != "table" || attr(n, "id") != id {
+			return
+		}
+		found = true
+		walk(n, func(tr *html.Node) {
+			if tr.Data != "tr" {
+				return
+			}
+			var row []string
+			for c := tr.FirstChild; c != nil; c = c.NextSibling {
+				if c.Type == html.ElementNode && (c.Data == "td" || c.Data == "th") {
+					row = append(row, text(c))
+				}
+			}
+			rows = append(rows, row)
+		})
+	})
+	if !found {
+		t.Fatalf("no table #%s", id)
+	}
+	return rows
+}
