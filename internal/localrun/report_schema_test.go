@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // jsonFields lists a struct's JSON field names and, among them, those
@@ -39,7 +39,7 @@ func jsonFields(t reflect.Type) (all, always []string) {
 // TestReportSchemaMatchesGo: docs/report-schema.json names exactly the
 // fields the Go types write, and requires exactly those always written, so
 // that neither can change without the other. Adding a field to Report,
-// Totals, Outcome or convert.Fidelity means documenting it there.
+// Totals, Outcome or recipe.Fidelity means documenting it there.
 func TestReportSchemaMatchesGo(t *testing.T) {
 	b, err := os.ReadFile("../../docs/report-schema.json")
 	if err != nil {
@@ -65,7 +65,7 @@ func TestReportSchemaMatchesGo(t *testing.T) {
 		{"report (top level)", schema.object, reflect.TypeFor[Report]()},
 		{"$defs/totals", schema.Defs["totals"], reflect.TypeFor[Totals]()},
 		{"$defs/outcome", schema.Defs["outcome"], reflect.TypeFor[Outcome]()},
-		{"$defs/fidelity", schema.Defs["fidelity"], reflect.TypeFor[convert.Fidelity]()},
+		{"$defs/fidelity", schema.Defs["fidelity"], reflect.TypeFor[recipe.Fidelity]()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
