@@ -1,0 +1,193 @@
+package gdal
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/stac"
+	"github.com/geomigrate/geomigrate/internal/stac/stactest"
+)
+
+// describeRasterSource writes a 64 x 48 Float32 GeoTIFF in EPSG:32633 whose
+// pixel (x, y) holds x + 100*y, with nodata -9999 in the first row.
+func describeRasterSource(t *testing.T, p string) {
+	t.Helper()
+	ds, err := godal.Create(godal.GTiff, p, 1, godal.Float32, 64, 48)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ds.Close()
+	if err := ds.SetGeoTransform([6]float64{500000, 30, 0, 5600000, 0, -30}); err != nil {
+		t.Fatal(err)
+	}
+	sr, err := godal.NewSpatialRefFromEPSG(32633)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	if err := ds.SetSpatialRef(sr); err != nil {
+		t.Fatal(err)
+	}
+	b := ds.Bands()[0]
+	if err := b.SetNoData(-9999); err != nil {
+		t.Fatal(err)
+	}
+	px := make([]float32, 64*48)
+	for y := 0; y < 48; y++ {
+		for x := 0; x < 64; x++ {
+			px[y*64+x] = float32(x + 100*y)
+			if y == 0 {
+				px[y*64+x] = -9999
+			}
+		}
+	}
+	if err := b.Write(0, 0, px, 64, 48); err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.SetMetadata("TIFFTAG_DATETIME", "2021:06:01 10:30:00"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const describeGeoJSON = `{"type":"FeatureCollection","features":[
+{"type":"Feature","properties":{"name":"a","lanes":2},"geometry":{"type":"LineString","coordinates":[[10.0,50.0],[10.5,50.25]]}},
+{"type":"Feature","properties":{"name":"b","lanes":4},"geometry":{"type":"LineString","coordinates":[[10.25,50.5],[11.0,51.0]]}},
+{"type":"Feature","properties":{"name":"c","lanes":1},"geometry":{"type":"LineString","coordinates":[[9.5,49.75],[10.0,50.0]]}}]}`
+
+func TestDescribeOutputs(t *testing.T) {
+	v, err := stactest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcDir := t.TempDir()
+	tif := filepath.Join(srcDir, "field.tif")
+	describeRasterSource(t, tif)
+	roads := filepath.Join(srcDir, "roads.geojson")
+	if err := os.WriteFile(roads, []byte(describeGeoJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		src    string
+		vector string
+		check  func(t *testing.T, d stac.Description)
+	}{
+		{"COG", tif, "", func(t *testing.T, d stac.Description) {
+			if d.EPSG != 32633 || len(d.Shape) != 2 || d.Shape[0] != 48 || d.Shape[1] != 64 {
+				t.Errorf("epsg %d shape %v", d.EPSG, d.Shape)
+			}
+			if want := []float64{30, 0, 500000, 0, -30, 5600000}; !sameFloats(d.Transform, want) {
+				t.Errorf("transform %v, want %v", d.Transform, want)
+			}
+			if want := []float64{500000, 5600000 - 48*30, 500000 + 64*30, 5600000}; !sameFloats(d.NativeBBox, want) {
+				t.Errorf("native bbox %v, want %v", d.NativeBBox, want)
+			}
+			// Easting 500000 of UTM 33N is its central meridian, 15°E.
+			if len(d.BBox) != 4 || math.Abs(d.BBox[0]-15) > 1e-6 || d.BBox[2] < 15.02 || d.BBox[2] > 15.03 || d.BBox[1] < 50.5 || d.BBox[3] > 50.6 || d.BBox[1] >= d.BBox[3] {
+				t.Errorf("WGS 84 bbox %v", d.BBox)
+			}
+			if len(d.Bands) != 1 || d.Bands[0].DataType != "float32" || d.Bands[0].Nodata == nil || *d.Bands[0].Nodata != -9999 {
+				t.Fatalf("bands %+v", d.Bands)
+			}
+			s := d.Bands[0].Statistics
+			// Valid pixels: rows 1..47, x + 100*y.
+			if s == nil || s.Minimum != 100 || s.Maximum != 63+4700 || s.ValidPercent == nil || math.Abs(*s.ValidPercent-100*47.0/48) > 0.01 {
+				t.Errorf("statistics %+v", s)
+			}
+			if d.Datetime == nil || !d.Datetime.Equal(time.Date(2021, 6, 1, 10, 30, 0, 0, time.UTC)) {
+				t.Errorf("datetime %v", d.Datetime)
+			}
+		}},
+		{"GeoParquet", roads, convert.FormatGeoParquet, func(t *testing.T, d stac.Description) {
+			if d.EPSG != 4326 || d.RowCount == nil || *d.RowCount != 3 || d.PrimaryGeometry != "geometry" {
+				t.Errorf("epsg %d rows %v primary %q", d.EPSG, *d.RowCount, d.PrimaryGeometry)
+			}
+			names := map[string]string{}
+			for _, c := range d.Columns {
+				names[c.Name] = c.Type
+			}
+			if names["geometry"] != "binary" || names["name"] != "string" || names["lanes"] == "" {
+				t.Errorf("columns %+v", d.Columns)
+			}
+			if want := []float64{9.5, 49.75, 11, 51}; !sameFloats(d.BBox, want) {
+				t.Errorf("bbox %v, want %v", d.BBox, want)
+			}
+		}},
+		{"FlatGeobuf", roads, convert.FormatFlatGeobuf, func(t *testing.T, d stac.Description) {
+			if d.EPSG != 4326 || len(d.Columns) != 0 || len(d.Bands) != 0 {
+				t.Errorf("%+v", d)
+			}
+			if want := []float64{9.5, 49.75, 11, 51}; !sameFloats(d.BBox, want) {
+				t.Errorf("bbox %v, want %v", d.BBox, want)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := convert.DefaultRecipe()
+			r.EngineVersion = engine.Version()
+			if tc.vector != "" {
+				r.VectorFormat = tc.vector
+			}
+			work := t.TempDir()
+			outs, err := engine.Convert(context.Background(), tc.src, work, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := outs[0]
+			before := sha(t, o.Path)
+			d, err := engine.Describe(context.Background(), o.Path, o.Format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after := sha(t, o.Path); after != before {
+				t.Fatal("Describe changed the output")
+			}
+			if entries, _ := os.ReadDir(work); len(entries) != 1 {
+				t.Fatalf("work dir holds %d files after Describe (an .aux.xml?)", len(entries))
+			}
+			if d.Software["GDAL"] != engine.Version() || d.Software["PROJ"] == "" {
+				t.Errorf("software %v", d.Software)
+			}
+			tc.check(t, d)
+			fi, _ := os.Stat(o.Path)
+			it, err := stac.NewItem(stac.ItemInput{
+				ID: filepath.Base(o.Path), Asset: stac.Asset{Href: "./" + filepath.Base(o.Path), Format: o.Format, SHA256: before, Size: fi.Size()},
+				Description: &d, Processing: stac.Processing{RecipeHash: r.ShortHash(), Recipe: r.CanonicalJSON(), Datetime: time.Now()},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := it.JSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := v.ValidateItem(b); err != nil {
+				t.Fatalf("%v\n%s", err, b)
+			}
+		})
+	}
+}
+
+func TestDescribeUnknownFormat(t *testing.T) {
+	if _, err := engine.Describe(context.Background(), "x", "GTiff"); !isSystemic(err) {
+		t.Fatalf("error %v, want systemic", err)
+	}
+}
+
+func sameFloats(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Abs(a[i]-b[i]) > 1e-9*math.Max(1, math.Abs(b[i])) {
+			return false
+		}
+	}
+	return true
+}
