@@ -158,7 +158,7 @@ func TestDescribeOutputs(t *testing.T) {
 			fi, _ := os.Stat(o.Path)
 			it, err := stac.NewItem(stac.ItemInput{
 				ID: filepath.Base(o.Path), Asset: stac.Asset{Href: "./" + filepath.Base(o.Path), Format: o.Format, SHA256: before, Size: fi.Size()},
-				Description: &d, Processing: stac.Processing{RecipeHash: r.ShortHash(), Recipe: r.CanonicalJSON(), Datetime: time.Now()},
+				Description: &d, Datetime: time.Now(), Processing: stac.Processing{RecipeHash: r.ShortHash(), Recipe: r.CanonicalJSON()},
 			})
 			if err != nil {
 				t.Fatal(err)

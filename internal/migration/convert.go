@@ -282,6 +282,9 @@ func (c *Convert) stage(ctx context.Context, job Job, o convert.Output, multi bo
 	if err != nil {
 		return Artifact{}, fmt.Errorf("convert: stage %s: %w", a.StagingKey, err)
 	}
+	if a.Item, err = c.stageItem(ctx, job, o, a); err != nil {
+		return Artifact{}, err
+	}
 	return a, nil
 }
 

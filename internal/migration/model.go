@@ -47,19 +47,22 @@ func (s Source) DecodedKey() (string, error) {
 // Job is the work order HashCheck hands to Convert and Promote: the
 // identity of the job and everything needed to do it without asking again.
 type Job struct {
-	ID            string         `json:"id"`
-	DatasetID     string         `json:"dataset_id"`
-	SourceBucket  string         `json:"source_bucket"`
-	SourceKey     string         `json:"source_key"`
-	SourceSize    int64          `json:"source_size"`
-	SourceETag    string         `json:"source_etag,omitempty"`
-	SourceSHA256  string         `json:"source_sha256"`
-	Fingerprint   string         `json:"fingerprint"` // "sha256" or "fast"
-	RecipeHash    string         `json:"recipe_hash"`
-	Recipe        convert.Recipe `json:"recipe"`
-	DestBucket    string         `json:"dest_bucket"`
-	DestKey       string         `json:"dest_key"` // predicted primary output key
-	StagingPrefix string         `json:"staging_prefix"`
+	ID           string `json:"id"`
+	DatasetID    string `json:"dataset_id"`
+	SourceBucket string `json:"source_bucket"`
+	SourceKey    string `json:"source_key"`
+	SourceSize   int64  `json:"source_size"`
+	SourceETag   string `json:"source_etag,omitempty"`
+	// SourceModified is the source object's Last-Modified (RFC 3339), the
+	// datetime of its STAC item when the file declares none.
+	SourceModified string         `json:"source_modified,omitempty"`
+	SourceSHA256   string         `json:"source_sha256"`
+	Fingerprint    string         `json:"fingerprint"` // "sha256" or "fast"
+	RecipeHash     string         `json:"recipe_hash"`
+	Recipe         convert.Recipe `json:"recipe"`
+	DestBucket     string         `json:"dest_bucket"`
+	DestKey        string         `json:"dest_key"` // predicted primary output key
+	StagingPrefix  string         `json:"staging_prefix"`
 }
 
 // JobID is the idempotency key: seed 001's dataset_id:chunk_hash, extended
@@ -84,6 +87,9 @@ type Artifact struct {
 	// Fidelity is what the engine proved equal between this output and its
 	// source before it was staged.
 	Fidelity *convert.Fidelity `json:"fidelity,omitempty"`
+	// Item is the output's STAC Item, staged beside it and promoted after
+	// it (stac.go).
+	Item *StagedItem `json:"stac_item,omitempty"`
 }
 
 // Decisions of HashCheck.

@@ -114,8 +114,12 @@ func (c *Collection) Include(bbox []float64, when time.Time) bool {
 	return changed
 }
 
-// fresh reports whether no item has been included yet.
-func (c *Collection) fresh() bool { return c.Extent.Temporal.Interval[0][0] == nil }
+// fresh reports whether no item has been included yet: the extent is
+// still NewCollection's (the whole world, no start).
+func (c *Collection) fresh() bool {
+	b := c.Extent.Spatial.BBox[0]
+	return c.Extent.Temporal.Interval[0][0] == nil && len(b) == 4 && b[0] == -180 && b[1] == -90 && b[2] == 180 && b[3] == 90
+}
 
 // JSON is the collection as indented JSON with a final newline.
 func (c *Collection) JSON() ([]byte, error) {

@@ -137,7 +137,6 @@ type Processing struct {
 	// SourceKey and SourceSHA256 name the source it was converted from.
 	SourceKey    string
 	SourceSHA256 string
-	Datetime     time.Time
 }
 
 // ItemInput is everything an item is made of.
@@ -148,7 +147,11 @@ type ItemInput struct {
 	CollectionHref string
 	Asset          Asset
 	Description    *Description
-	Processing     Processing
+	// Datetime is the item's datetime when the file declares no
+	// acquisition time (Description.Datetime): geomigrate passes the
+	// source object's Last-Modified.
+	Datetime   time.Time
+	Processing Processing
 }
 
 // Item is a STAC Item. Fields marshal in a fixed order; Properties and
@@ -207,17 +210,17 @@ func NewItem(in ItemInput) (*Item, error) {
 	exts := []string{ExtFile, ExtProcessing}
 
 	p := in.Processing
-	when := p.Datetime.UTC()
-	if when.IsZero() {
-		return nil, fmt.Errorf("stac.NewItem: no processing time")
-	}
 	// datetime is the acquisition time when the file declares one; else
-	// the time the asset was made, which is all the pipeline knows.
-	it.Properties["datetime"] = rfc3339(when)
-	if d.Datetime != nil {
-		it.Properties["datetime"] = rfc3339(d.Datetime.UTC())
+	// the caller's (the source's last modification). No clock is read:
+	// the same input always gives the same item.
+	switch {
+	case d.Datetime != nil:
+		it.Properties["datetime"] = rfc3339(*d.Datetime)
+	case !in.Datetime.IsZero():
+		it.Properties["datetime"] = rfc3339(in.Datetime)
+	default:
+		return nil, fmt.Errorf("stac.NewItem: no datetime")
 	}
-	it.Properties["created"] = rfc3339(when)
 	software := map[string]string{}
 	for k, v := range d.Software {
 		software[k] = v

@@ -20,7 +20,6 @@ func processing() stac.Processing {
 		Software:   map[string]string{"geomigrate": "v0.9.0"},
 		RecipeHash: "0123456789abcdef", Recipe: `{"block_size":512,"v":1}`,
 		SourceKey: "archive/dem.img", SourceSHA256: sha,
-		Datetime: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
 	}
 }
 
@@ -37,7 +36,7 @@ func cogInput() stac.ItemInput {
 			},
 			Software: map[string]string{"GDAL": "3.6.2", "PROJ": "9.1.1"},
 		},
-		Processing: processing(),
+		Processing: processing(), Datetime: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
 	}
 }
 
@@ -50,7 +49,7 @@ func parquetInput() stac.ItemInput {
 			Columns:  []stac.Column{{Name: "geometry", Type: "binary", Description: "WKB"}, {Name: "name", Type: "string"}},
 			RowCount: ptr(int64(42)), PrimaryGeometry: "geometry",
 		},
-		Processing: processing(),
+		Processing: processing(), Datetime: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
 	}
 }
 
@@ -61,7 +60,7 @@ func fgbInput() stac.ItemInput {
 		Description: &stac.Description{
 			WKT2: `PROJCRS["local"]`, BBox: []float64{170, -10, 179.5, 10}, NativeBBox: []float64{0, 0, 10, 10},
 		},
-		Processing: processing(),
+		Processing: processing(), Datetime: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
 	}
 }
 
@@ -179,7 +178,7 @@ func TestNewItemRefuses(t *testing.T) {
 		{"no id", func(in *stac.ItemInput) { in.ID = "" }},
 		{"unknown format", func(in *stac.ItemInput) { in.Asset.Format = "GTiff" }},
 		{"short checksum", func(in *stac.ItemInput) { in.Asset.SHA256 = "abc" }},
-		{"no processing time", func(in *stac.ItemInput) { in.Processing.Datetime = time.Time{} }},
+		{"no datetime", func(in *stac.ItemInput) { in.Datetime = time.Time{} }},
 		{"bbox not in degrees", func(in *stac.ItemInput) { in.Description.BBox = []float64{500000, 0, 600000, 10} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
