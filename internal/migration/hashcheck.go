@@ -278,20 +278,19 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 	sum = bundleDigest(path.Base(key), sum, sums)
 	recipeHash := h.cfg.Recipe.ShortHash()
 	return Job{
-		ID:             JobID(src.DatasetID, src.Bucket, key, sum, recipeHash),
-		DatasetID:      src.DatasetID,
-		SourceBucket:   src.Bucket,
-		SourceKey:      key,
-		SourceSize:     obj.Size,
-		SourceETag:     obj.ETag,
-		SourceModified: modifiedOf(obj),
-		SourceSHA256:   sum,
-		Fingerprint:    kind,
-		RecipeHash:     recipeHash,
-		Recipe:         h.cfg.Recipe,
-		DestBucket:     h.cfg.DestBucket,
-		DestKey:        predictDestKey(h.cfg.DestPrefix, key, h.cfg.Recipe),
-		StagingPrefix:  h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
+		ID:            JobID(src.DatasetID, src.Bucket, key, sum, recipeHash),
+		DatasetID:     src.DatasetID,
+		SourceBucket:  src.Bucket,
+		SourceKey:     key,
+		SourceSize:    obj.Size,
+		SourceETag:    obj.ETag,
+		SourceSHA256:  sum,
+		Fingerprint:   kind,
+		RecipeHash:    recipeHash,
+		Recipe:        h.cfg.Recipe,
+		DestBucket:    h.cfg.DestBucket,
+		DestKey:       predictDestKey(h.cfg.DestPrefix, key, h.cfg.Recipe),
+		StagingPrefix: h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
 	}, nil
 }
 

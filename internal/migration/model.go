@@ -47,22 +47,19 @@ func (s Source) DecodedKey() (string, error) {
 // Job is the work order HashCheck hands to Convert and Promote: the
 // identity of the job and everything needed to do it without asking again.
 type Job struct {
-	ID           string `json:"id"`
-	DatasetID    string `json:"dataset_id"`
-	SourceBucket string `json:"source_bucket"`
-	SourceKey    string `json:"source_key"`
-	SourceSize   int64  `json:"source_size"`
-	SourceETag   string `json:"source_etag,omitempty"`
-	// SourceModified is the source object's Last-Modified (RFC 3339), the
-	// datetime of its STAC item when the file declares none.
-	SourceModified string         `json:"source_modified,omitempty"`
-	SourceSHA256   string         `json:"source_sha256"`
-	Fingerprint    string         `json:"fingerprint"` // "sha256" or "fast"
-	RecipeHash     string         `json:"recipe_hash"`
-	Recipe         convert.Recipe `json:"recipe"`
-	DestBucket     string         `json:"dest_bucket"`
-	DestKey        string         `json:"dest_key"` // predicted primary output key
-	StagingPrefix  string         `json:"staging_prefix"`
+	ID            string         `json:"id"`
+	DatasetID     string         `json:"dataset_id"`
+	SourceBucket  string         `json:"source_bucket"`
+	SourceKey     string         `json:"source_key"`
+	SourceSize    int64          `json:"source_size"`
+	SourceETag    string         `json:"source_etag,omitempty"`
+	SourceSHA256  string         `json:"source_sha256"`
+	Fingerprint   string         `json:"fingerprint"` // "sha256" or "fast"
+	RecipeHash    string         `json:"recipe_hash"`
+	Recipe        convert.Recipe `json:"recipe"`
+	DestBucket    string         `json:"dest_bucket"`
+	DestKey       string         `json:"dest_key"` // predicted primary output key
+	StagingPrefix string         `json:"staging_prefix"`
 }
 
 // JobID is the idempotency key: seed 001's dataset_id:chunk_hash, extended

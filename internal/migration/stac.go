@@ -58,12 +58,23 @@ func collectionStaging(job Job) string {
 	return job.StagingPrefix + strings.TrimSuffix(convert.DestKey(job.SourceKey, convert.Output{Extension: "."}, false), ".") + collectionStagingSuffix
 }
 
-// modifiedOf is an object's Last-Modified as RFC 3339 ("" if unknown).
-func modifiedOf(o objectstore.Object) string {
-	if o.Modified.IsZero() {
-		return ""
+// sourceModified is the source object's Last-Modified, the datetime of
+// the items of a source whose files declare none. The items then hold no
+// clock reading: converting the same source again gives the same bytes,
+// and so does a retried or replayed job. A failed look is the store's
+// error (a transient one is retried); only a store that keeps no time
+// falls back to now.
+func (c *Convert) sourceModified(ctx context.Context, job Job) (time.Time, error) {
+	obj, err := c.store.Head(ctx, job.SourceBucket, job.SourceKey)
+	switch {
+	case errors.Is(err, objectstore.ErrNotFound):
+		return time.Time{}, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared during conversion", job.SourceBucket, job.SourceKey)
+	case err != nil:
+		return time.Time{}, fmt.Errorf("convert: head source: %w", err)
+	case obj.Modified.IsZero():
+		return time.Now().UTC(), nil
 	}
-	return o.Modified.UTC().Format(time.RFC3339Nano)
+	return obj.Modified.UTC(), nil
 }
 
 // collectionStagingSuffix names the staged copy of a collection update,
@@ -71,7 +82,7 @@ func modifiedOf(o objectstore.Object) string {
 const collectionStagingSuffix = ".stac-collection.json"
 
 // stageItem builds the item of a staged output and stages it beside it.
-func (c *Convert) stageItem(ctx context.Context, job Job, o convert.Output, a Artifact) (*StagedItem, error) {
+func (c *Convert) stageItem(ctx context.Context, job Job, o convert.Output, a Artifact, when time.Time) (*StagedItem, error) {
 	var desc *stac.Description
 	if d, ok := c.engine.(OutputDescriber); ok {
 		got, err := d.Describe(ctx, o.Path, o.Format)
@@ -81,12 +92,6 @@ func (c *Convert) stageItem(ctx context.Context, job Job, o convert.Output, a Ar
 		desc = &got
 	}
 	itemKey := a.DestKey + stac.ItemSuffix
-	// The item holds no clock reading: converting the same source again
-	// gives the same bytes, and so does a retried or replayed job.
-	when, err := time.Parse(time.RFC3339Nano, job.SourceModified)
-	if err != nil {
-		when = time.Now().UTC() // a job from before SourceModified existed
-	}
 	it, err := stac.NewItem(stac.ItemInput{
 		ID:             strings.TrimPrefix(a.DestKey, c.cfg.DestPrefix),
 		Collection:     job.DatasetID,
