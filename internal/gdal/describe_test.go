@@ -55,6 +55,12 @@ func describeRasterSource(t *testing.T, p string) {
 	}
 }
 
+// describeUTMGeoJSON is one point in EPSG:32633 (GeoJSON's old "crs"
+// member, which GDAL reads): the GeoParquet output carries PROJJSON.
+const describeUTMGeoJSON = `{"type":"FeatureCollection","crs":{"type":"name","properties":{"name":"urn:ogc:def:crs:EPSG::32633"}},"features":[
+{"type":"Feature","properties":{"id":1},"geometry":{"type":"Point","coordinates":[500000,5600000]}},
+{"type":"Feature","properties":{"id":2},"geometry":{"type":"Point","coordinates":[510000,5610000]}}]}`
+
 const describeGeoJSON = `{"type":"FeatureCollection","features":[
 {"type":"Feature","properties":{"name":"a","lanes":2},"geometry":{"type":"LineString","coordinates":[[10.0,50.0],[10.5,50.25]]}},
 {"type":"Feature","properties":{"name":"b","lanes":4},"geometry":{"type":"LineString","coordinates":[[10.25,50.5],[11.0,51.0]]}},
@@ -70,6 +76,10 @@ func TestDescribeOutputs(t *testing.T) {
 	describeRasterSource(t, tif)
 	roads := filepath.Join(srcDir, "roads.geojson")
 	if err := os.WriteFile(roads, []byte(describeGeoJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wells := filepath.Join(srcDir, "wells.geojson")
+	if err := os.WriteFile(wells, []byte(describeUTMGeoJSON), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -117,6 +127,18 @@ func TestDescribeOutputs(t *testing.T) {
 			}
 			if want := []float64{9.5, 49.75, 11, 51}; !sameFloats(d.BBox, want) {
 				t.Errorf("bbox %v, want %v", d.BBox, want)
+			}
+		}},
+		{"GeoParquet in a projected CRS", wells, convert.FormatGeoParquet, func(t *testing.T, d stac.Description) {
+			if d.EPSG != 32633 || d.RowCount == nil || *d.RowCount != 2 {
+				t.Errorf("epsg %d rows %v", d.EPSG, d.RowCount)
+			}
+			if want := []float64{500000, 5600000, 510000, 5610000}; !sameFloats(d.NativeBBox, want) {
+				t.Errorf("native bbox %v, want %v", d.NativeBBox, want)
+			}
+			// Easting 500000 is 15°E; 10 km further east is about 0.14°.
+			if len(d.BBox) != 4 || math.Abs(d.BBox[0]-15) > 1e-6 || d.BBox[2] < 15.1 || d.BBox[2] > 15.2 || d.BBox[1] < 50.5 || d.BBox[3] > 50.7 {
+				t.Errorf("WGS 84 bbox %v", d.BBox)
 			}
 		}},
 		{"FlatGeobuf", roads, convert.FormatFlatGeobuf, func(t *testing.T, d stac.Description) {

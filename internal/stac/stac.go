@@ -411,9 +411,9 @@ func checkBBox(b []float64) error {
 	return nil
 }
 
-// bboxPolygon is the footprint of a bbox; one crossing the antimeridian
-// (west > east) is left as its bbox says, the polygon going the long way
-// round only if a reader ignores the bbox.
+// bboxPolygon is the footprint of a bbox: its rectangle. Extents are
+// minimum/maximum longitudes, so one across the antimeridian is widened to
+// the longitudes between its extremes rather than split.
 func bboxPolygon(b []float64) *Geometry {
 	w, s, e, n := b[0], b[1], b[2], b[3]
 	return &Geometry{Type: "Polygon", Coordinates: [][][2]float64{{{w, s}, {e, s}, {e, n}, {w, n}, {w, s}}}}
