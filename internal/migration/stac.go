@@ -48,9 +48,13 @@ func (it *StagedItem) artifact() Artifact {
 	return Artifact{StagingKey: it.StagingKey, DestKey: it.DestKey, SHA256: it.SHA256, Size: it.Size, ContentType: stac.MediaGeoJSON}
 }
 
+// CollectionsDir holds one directory per dataset, under the destination
+// prefix, for its collection.
+const CollectionsDir = "collections/"
+
 // CollectionKey is where the collection of a dataset is written.
 func CollectionKey(destPrefix, dataset string) string {
-	return destPrefix + "collections/" + convert.SafeName(dataset) + "/" + stac.CollectionFileName
+	return destPrefix + CollectionsDir + convert.SafeName(dataset) + "/" + stac.CollectionFileName
 }
 
 // collectionStaging is where Promote stages a collection update of job.
