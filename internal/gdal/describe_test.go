@@ -196,6 +196,62 @@ func TestDescribeOutputs(t *testing.T) {
 	}
 }
 
+// A raster over statisticsPixels gets its statistics from an overview:
+// close to the exact ones. The band is the ramp x + y over 2600 x 2000
+// pixels (exact minimum 0, maximum 4598, mean 2299).
+func TestDescribeStatisticsFromOverview(t *testing.T) {
+	const w, h = 2600, 2000
+	if w*h <= statisticsPixels {
+		t.Fatal("the raster must be over the bound")
+	}
+	p := filepath.Join(t.TempDir(), "ramp.tif")
+	ds, err := godal.Create(godal.GTiff, p, 1, godal.Float32, w, h, godal.CreationOption("TILED=YES"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ds.SetGeoTransform([6]float64{500000, 10, 0, 5600000, 0, -10}); err != nil {
+		t.Fatal(err)
+	}
+	sr, _ := godal.NewSpatialRefFromEPSG(32633)
+	if err := ds.SetSpatialRef(sr); err != nil {
+		t.Fatal(err)
+	}
+	sr.Close()
+	row := make([]float32, w)
+	for y := 0; y < h; y++ {
+		for x := range row {
+			row[x] = float32(x + y)
+		}
+		if err := ds.Bands()[0].Write(0, y, row, w, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ds.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := convert.DefaultRecipe()
+	r.EngineVersion = engine.Version()
+	outs, err := engine.Convert(context.Background(), p, t.TempDir(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := engine.Describe(context.Background(), outs[0].Path, outs[0].Format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := d.Bands[0].Statistics
+	if s == nil || s.Minimum > 10 || s.Maximum < 4588 || math.Abs(s.Mean-2299) > 2 || math.Abs(s.StdDev-exactRampStdDev(w, h)) > 5 {
+		t.Fatalf("statistics %+v, want about min 0, max 4598, mean 2299, stddev %.1f", s, exactRampStdDev(w, h))
+	}
+}
+
+// exactRampStdDev is the population standard deviation of x + y over a
+// w x h grid: the sum of two independent uniform integers' variances.
+func exactRampStdDev(w, h int) float64 {
+	v := func(n int) float64 { return (float64(n)*float64(n) - 1) / 12 }
+	return math.Sqrt(v(w) + v(h))
+}
+
 func TestDescribeUnknownFormat(t *testing.T) {
 	if _, err := engine.Describe(context.Background(), "x", "GTiff"); !isSystemic(err) {
 		t.Fatalf("error %v, want systemic", err)
@@ -212,4 +268,28 @@ func sameFloats(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// BenchmarkDescribe measures what the STAC description of a COG costs next
+// to its conversion: the 5120 x 5120 Float32 raster of BenchmarkCOG (26 M
+// pixels, exact statistics) is converted once, then described b.N times.
+// describe/convert is the share Convert spends on it.
+func BenchmarkDescribe(b *testing.B) {
+	dir := b.TempDir()
+	src := benchRaster(b, dir)
+	start := time.Now()
+	outs, err := engine.Convert(context.Background(), src, b.TempDir(), recipe())
+	if err != nil {
+		b.Fatal(err)
+	}
+	convertNs := float64(time.Since(start).Nanoseconds())
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := engine.Describe(context.Background(), outs[0].Path, outs[0].Format); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perOp := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(perOp/1e6, "describe-ms/op")
+	b.ReportMetric(perOp/convertNs, "describe/convert")
 }
