@@ -106,7 +106,10 @@ func TestClassifyLeavesAnotherHoldersStaging(t *testing.T) {
 
 func TestIsOutputOf(t *testing.T) {
 	for rest, want := range map[string]bool{".tif": true, ".parquet": true, "/roads.parquet": true, "/a.b.fgb": true,
-		".y.tif": false, "/x/roads.parquet": false, "": false, ".tif.aux.xml": false} {
+		".y.tif": false, "/x/roads.parquet": false, "": false, ".tif.aux.xml": false,
+		// STAC items and Promote's staged collection update.
+		".tif.stac.json": true, "/roads.parquet.stac.json": true, ".stac-collection.json": true,
+		".stac.json": false, ".y.tif.stac.json": false, "/x/roads.parquet.stac.json": false} {
 		if got := isOutputOf(rest); got != want {
 			t.Errorf("isOutputOf(%q) = %v, want %v", rest, got, want)
 		}
