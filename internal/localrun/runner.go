@@ -60,8 +60,11 @@ type Outcome struct {
 	// Fidelity is, for each of Outputs in order, what Convert proved
 	// equal between it and the source before staging it.
 	Fidelity []*recipe.Fidelity `json:"fidelity,omitempty"`
-	Duration time.Duration      `json:"duration_ns"`
-	History  []asl.Event        `json:"-"`
+	// STACItems are, for each of Outputs in order, the key of its STAC
+	// Item (beside it: OUTPUT.stac.json).
+	STACItems []string      `json:"stac_items,omitempty"`
+	Duration  time.Duration `json:"duration_ns"`
+	History   []asl.Event   `json:"-"`
 }
 
 // Runner runs the migrate state machine over many inputs, Workers at a time.
@@ -270,6 +273,9 @@ func Summarize(res *asl.Result, o *Outcome) {
 				o.Warnings = append(o.Warnings, w)
 			}
 			o.Fidelity = append(o.Fidelity, a.Fidelity)
+			if a.Item != nil {
+				o.STACItems = append(o.STACItems, a.Item.DestKey)
+			}
 		}
 		if o.Status != StatusCompleted && o.Status != StatusSkipped && o.Status != StatusIgnored {
 			o.Status, o.Message = StatusFailed, "unexpected output: "+string(res.Output)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
@@ -95,9 +96,13 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 		}
 	}
 	multi := len(outputs) > 1
+	modified, err := c.sourceModified(ctx, job)
+	if err != nil {
+		return ConvertOutput{}, err
+	}
 	var res ConvertOutput
 	for _, o := range outputs {
-		a, err := c.stage(ctx, job, o, multi)
+		a, err := c.stage(ctx, job, o, multi, modified)
 		if err != nil {
 			return ConvertOutput{}, err
 		}
@@ -252,8 +257,9 @@ func (c *Convert) verifySource(ctx context.Context, job Job, src string) error {
 }
 
 // stage uploads one output to its staging key with the metadata Promote
-// will carry to the final key.
-func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi bool) (Artifact, error) {
+// will carry to the final key, and its STAC item beside it (dated
+// modified when the file declares no time).
+func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi bool, modified time.Time) (Artifact, error) {
 	sum, size, err := fileSHA256(o.Path)
 	if err != nil {
 		return Artifact{}, localError("convert: hash output", err)
@@ -281,6 +287,9 @@ func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi boo
 	})
 	if err != nil {
 		return Artifact{}, fmt.Errorf("convert: stage %s: %w", a.StagingKey, err)
+	}
+	if a.Item, err = c.stageItem(ctx, job, o, a, modified); err != nil {
+		return Artifact{}, err
 	}
 	return a, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/stac"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
 )
@@ -157,7 +159,8 @@ func TestMigrateThenSkip(t *testing.T) {
 	if obj.Metadata[objectstore.MetaSourceSHA256] != hc.Job.SourceSHA256 || obj.Metadata[objectstore.MetaRecipe] != hc.Job.RecipeHash {
 		t.Fatalf("final object metadata = %v", obj.Metadata)
 	}
-	if keys := f.store.Keys("dest"); len(keys) != 1 {
+	// The output, its STAC item and the dataset's collection; no staging.
+	if keys := f.store.Keys("dest"); !slices.Equal(keys, []string{"a/dem.tif", "a/dem.tif" + stac.ItemSuffix, CollectionKey("", "src")}) {
 		t.Fatalf("dest holds %v; staging must be gone", keys)
 	}
 	rec, err := f.tracker.Get(ctx, hc.Job.ID)
@@ -417,8 +420,9 @@ func TestSameBytesUnderTwoKeysAreTwoMigrations(t *testing.T) {
 			t.Fatalf("%s: %s/%s", k, hc.Decision, hc.Reason)
 		}
 	}
-	if keys := f.store.Keys("dest"); len(keys) != 2 {
-		t.Fatalf("dest holds %v", keys)
+	want := []string{"a/x.tif", "a/x.tif" + stac.ItemSuffix, "b/x.tif", "b/x.tif" + stac.ItemSuffix, CollectionKey("", "src")}
+	if keys := f.store.Keys("dest"); !slices.Equal(keys, want) {
+		t.Fatalf("dest holds %v, want %v", keys, want)
 	}
 }
 

@@ -84,6 +84,9 @@ type Artifact struct {
 	// Fidelity is what the engine proved equal between this output and its
 	// source before it was staged.
 	Fidelity *recipe.Fidelity `json:"fidelity,omitempty"`
+	// Item is the output's STAC Item, staged beside it and promoted after
+	// it (stac.go).
+	Item *StagedItem `json:"stac_item,omitempty"`
 }
 
 // Decisions of HashCheck.

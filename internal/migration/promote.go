@@ -59,11 +59,40 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, 
 			return PromoteOutput{}, err
 		}
 	}
+	// Each item after every output: an item at a final key always points
+	// at a published output.
+	var items []*StagedItem
+	for _, a := range in.Converted.Outputs {
+		if a.Item == nil {
+			continue
+		}
+		ia := a.Item.artifact()
+		if strings.HasPrefix(ia.DestKey, p.cfg.StagingPrefix) || !strings.HasPrefix(ia.StagingKey, p.cfg.StagingPrefix) {
+			return PromoteOutput{}, fault.Systemic("promote", fmt.Errorf("refusing to promote %s → %s: keys are not staging → final", ia.StagingKey, ia.DestKey))
+		}
+		if err := p.promoteOne(ctx, job, ia); err != nil {
+			return PromoteOutput{}, err
+		}
+		items = append(items, a.Item)
+	}
+	if err := p.includeInCollection(ctx, job, items); err != nil {
+		return PromoteOutput{}, err
+	}
 	// Staging is removed only once every output is final: a retry after a
 	// partial promotion still finds what it needs.
 	for _, a := range in.Converted.Outputs {
 		if err := p.store.Delete(ctx, job.DestBucket, a.StagingKey); err != nil {
 			return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", a.StagingKey, err)
+		}
+		if a.Item != nil {
+			if err := p.store.Delete(ctx, job.DestBucket, a.Item.StagingKey); err != nil {
+				return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", a.Item.StagingKey, err)
+			}
+		}
+	}
+	if len(items) > 0 {
+		if err := p.store.Delete(ctx, job.DestBucket, collectionStaging(job)); err != nil {
+			return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", collectionStaging(job), err)
 		}
 	}
 	first := in.Converted.Outputs[0]
@@ -135,7 +164,13 @@ func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
 }
 
 func (p *Promote) allPromoted(ctx context.Context, job Job, outs []Artifact) (bool, error) {
+	all := outs
 	for _, a := range outs {
+		if a.Item != nil {
+			all = append(all[:len(all):len(all)], a.Item.artifact())
+		}
+	}
+	for _, a := range all {
 		cur, err := p.store.Head(ctx, job.DestBucket, a.DestKey)
 		switch {
 		case errors.Is(err, objectstore.ErrNotFound):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/stac"
 )
 
 // removeStaged deletes what Convert staged for a job that will not be
@@ -50,8 +51,15 @@ func removeStaged(ctx context.Context, store objectstore.Store, cfg Config, job 
 }
 
 // isOutputOf reports whether rest (a staged key after dir/stem) is one of
-// the names recipe.DestKey gives: an output extension, or /<layer> plus one.
+// the names recipe.DestKey gives: an output extension, or /<layer> plus one;
+// either with stac.ItemSuffix (the output's STAC item); or Promote's staged
+// collection update.
 func isOutputOf(rest string) bool {
+	if rest == collectionStagingSuffix {
+		return true // a collection update of Promote's, not yet copied
+	}
+	// An output's STAC item is the output's name plus stac.ItemSuffix.
+	rest = strings.TrimSuffix(rest, stac.ItemSuffix)
 	if layer, ok := strings.CutPrefix(rest, "/"); ok {
 		if strings.Contains(layer, "/") {
 			return false

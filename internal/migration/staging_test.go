@@ -47,7 +47,7 @@ func TestClassifyDeletesTheRoutedJobsStaging(t *testing.T) {
 	f.put(t, "a/x.y.img", "same bytes")
 	job, conv := f.stage(t, "e1", "a/x.img")
 	_, other := f.stage(t, "e2", "a/x.y.img")
-	if len(staged(f)) != 2 {
+	if len(staged(f)) != 4 { // two outputs and their STAC items
 		t.Fatalf("staged %v", staged(f))
 	}
 	out, err := f.classify.Handle(ctx, ClassifyInput{Source: Source{Bucket: "src", Key: "a/x.img"}, Job: job,
@@ -56,8 +56,8 @@ func TestClassifyDeletesTheRoutedJobsStaging(t *testing.T) {
 		t.Fatalf("classify: %+v %v", out, err)
 	}
 	left := staged(f)
-	if slices.Contains(left, conv.Outputs[0].StagingKey) || !slices.Contains(left, other.Outputs[0].StagingKey) {
-		t.Fatalf("staging after classify: %v; want only %s", left, other.Outputs[0].StagingKey)
+	if want := []string{other.Outputs[0].StagingKey, other.Outputs[0].Item.StagingKey}; !slices.Equal(left, want) || slices.Contains(left, conv.Outputs[0].Item.StagingKey) {
+		t.Fatalf("staging after classify: %v; want only %v", left, want)
 	}
 }
 
@@ -106,7 +106,10 @@ func TestClassifyLeavesAnotherHoldersStaging(t *testing.T) {
 
 func TestIsOutputOf(t *testing.T) {
 	for rest, want := range map[string]bool{".tif": true, ".parquet": true, "/roads.parquet": true, "/a.b.fgb": true,
-		".y.tif": false, "/x/roads.parquet": false, "": false, ".tif.aux.xml": false} {
+		".y.tif": false, "/x/roads.parquet": false, "": false, ".tif.aux.xml": false,
+		// STAC items and Promote's staged collection update.
+		".tif.stac.json": true, "/roads.parquet.stac.json": true, ".stac-collection.json": true,
+		".stac.json": false, ".y.tif.stac.json": false, "/x/roads.parquet.stac.json": false} {
 		if got := isOutputOf(rest); got != want {
 			t.Errorf("isOutputOf(%q) = %v, want %v", rest, got, want)
 		}
