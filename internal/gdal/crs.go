@@ -2,7 +2,8 @@ package gdal
 
 // Canonical CRS text for outputs (FlatGeobuf header WKT, GeoParquet PROJJSON).
 //
-// Why this exists (issue 3, "nondeterministic FlatGeobuf CRS"): GDAL gives
+// Why this exists (outputs must be byte-identical run to run,
+// docs/decisions/0013; FlatGeobuf's CRS was not): GDAL gives
 // every OS thread one PROJ context, and PROJ (9.1.1 here) keeps a cache of
 // database objects per context. When a thread has once asked the database
 // for the *datum* EPSG:6326 (GDAL does so e.g. while reading GeoTIFF keys or

@@ -1,7 +1,7 @@
 package gdal
 
-// Issue 9: nothing lost, nothing altered, nothing fetched. Each test here
-// failed on the code before its fix.
+// Nothing lost, nothing altered, nothing fetched (docs/decisions/0012). Each
+// test here failed on the code before its fix.
 
 import (
 	"bytes"

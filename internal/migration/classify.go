@@ -28,9 +28,9 @@ type Rule struct {
 	Route string
 }
 
-// DefaultRules is the design's error contract. Only data faults go to
-// remediation: a person can fix the file. Everything else goes to the DLQ,
-// from where it is replayed once the system is healthy again.
+// DefaultRules is the error contract (docs/decisions/0005). Only data faults
+// go to remediation: a person can fix the file. Everything else goes to the
+// DLQ, from where it is replayed once the system is healthy again.
 var DefaultRules = []Rule{
 	{"DataError", fault.TierDataSpecific, RouteRemediation},
 	{"TransientError", fault.TierTransient, RouteDeadLetter}, // retries exhausted

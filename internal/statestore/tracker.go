@@ -7,11 +7,14 @@ import (
 	"time"
 )
 
-// allowed lists the legal status changes. Beyond seed 001's lifecycle it
+// allowed lists the legal status changes. Beyond the job lifecycle
+// (docs/decisions/0006: PENDING → PROCESSING → COMPLETED; PROCESSING →
+// RETRYING → COMPLETED | QUARANTINED; PROCESSING → REMEDIAL | QUARANTINED) it
 // admits RETRYING → REMEDIAL (a retry that meets a data fault) and the
 // re-entries a replay needs, and "" → COMPLETED to adopt an output that an
-// earlier run (or another tool) already promoted: a quarantined job (systemic fault, since fixed)
-// and a job whose worker died (lease expired) may be claimed again.
+// earlier run (or another tool) already promoted: a quarantined job (systemic
+// fault, since fixed) and a job whose worker died (lease expired) may be
+// claimed again.
 var allowed = map[Status][]Status{
 	"":          {Pending, Processing, Completed, Remedial, Quarantined},
 	Pending:     {Processing, Remedial, Quarantined},
@@ -67,7 +70,7 @@ const DefaultLease = 20 * time.Minute
 // WithLease sets how long a claim stays exclusive without renewal. It must
 // outlast the longest single task attempt (Lambda: 15 minutes). Zero or less
 // keeps DefaultLease: a zero lease would expire as it is taken, and every
-// execution of the same job would take it over (issue 9).
+// execution of the same job would take it over (docs/decisions/0014).
 func WithLease(d time.Duration) TrackerOption {
 	return func(t *Tracker) {
 		if d > 0 {
