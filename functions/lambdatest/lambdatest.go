@@ -332,9 +332,6 @@ func (f *Function) Stop() {
 	})
 }
 
-// PID is rie's process ID.
-func (f *Function) PID() int { return f.cmd.Process.Pid }
-
 // Output is what rie and the function wrote so far (logs, EMF lines).
 func (f *Function) Output() string { return f.out.String() }
 
