@@ -113,7 +113,7 @@ func TestConvertReader(t *testing.T) {
 		// a wrapped io.EOF (`Get "…": EOF`): a failure of the store, not
 		// the end of the object (found by the chaos suite;
 		// docs/decisions/0017).
-		dropped := fmt.Errorf("objectstore.ReadAt b/k@0: s3.OpenRange: request send failed: %w", &url.Error{Op: "Get", URL: "http://s3/b/k", Err: io.EOF})
+		dropped := fmt.Errorf("objectstore.ReadAt: b/k@0: s3.OpenRange: request send failed: %w", &url.Error{Op: "Get", URL: "http://s3/b/k", Err: io.EOF})
 		for _, c := range []struct {
 			name   string
 			src    string

@@ -182,7 +182,7 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		return out, nil
 	}
 	if err != nil {
-		return out, fmt.Errorf("classify: record %s: %w", to, err)
+		return out, fmt.Errorf("migration.Classify: record %s: %w", to, err)
 	}
 	// Only the job's holder gets here (the returns above): another
 	// execution that owns the job now may be staging the same keys.

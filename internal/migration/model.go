@@ -39,7 +39,7 @@ func (s Source) DecodedKey() (string, error) {
 	}
 	k, err := url.QueryUnescape(s.Key)
 	if err != nil {
-		return "", fmt.Errorf("key %q is not URL-encoded: %w", s.Key, err)
+		return "", fmt.Errorf("migration.DecodedKey: key %q is not URL-encoded: %w", s.Key, err)
 	}
 	return k, nil
 }

@@ -222,7 +222,7 @@ func TestFailedPutLeavesNothing(t *testing.T) {
 	s, root := newStore(t)
 	boom := fault.Transient("network", errors.New("connection reset"))
 	_, err := s.Put(context.Background(), objectstore.PutRequest{Bucket: "b", Key: "d/k", Body: io.MultiReader(strings.NewReader("abc"), errReader{boom}), Size: -1})
-	if fault.TierOf(err) != fault.TierTransient || !strings.Contains(err.Error(), "dirstore.Put b/d/k") {
+	if fault.TierOf(err) != fault.TierTransient || !strings.Contains(err.Error(), "dirstore.Put: b/d/k") {
 		t.Errorf("Put with a failing body = %v, want the body's TransientError, wrapped", err)
 	}
 	entries, _ := os.ReadDir(filepath.Join(root, "b", "d"))
