@@ -50,21 +50,16 @@ func skippedDir(name string) bool {
 	return strings.HasPrefix(name, ".") && name != "."
 }
 
-// TestNoCitationsOfOutsideDocuments: code, Makefiles and scripts state the
-// rule they follow, or point to docs/decisions/, instead of citing a
-// source document or an issue by number (docs/decisions/0001).
-func TestNoCitationsOfOutsideDocuments(t *testing.T) {
+// walkScanned calls visit with every scanned file under the module root
+// (module-relative, slash-separated) and its content, except the files of
+// this package that hold a rule's own pattern and examples.
+func walkScanned(t *testing.T, only func(name string) bool, visit func(rel, src string)) {
+	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The rule's own pattern and examples cite on purpose.
-	self := map[string]bool{
-		filepath.Join("internal", "architecture", "citations.go"):      true,
-		filepath.Join("internal", "architecture", "citations_test.go"): true,
-	}
 	files := 0
-	found := map[string][]string{}
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -79,7 +74,8 @@ func TestNoCitationsOfOutsideDocuments(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !scanned(d.Name()) || self[rel] {
+		rel = filepath.ToSlash(rel)
+		if !only(d.Name()) || strings.HasPrefix(rel, "internal/architecture/") {
 			return nil
 		}
 		b, err := os.ReadFile(p)
@@ -87,17 +83,27 @@ func TestNoCitationsOfOutsideDocuments(t *testing.T) {
 			return err
 		}
 		files++
-		if c := citations(string(b)); len(c) > 0 {
-			found[filepath.ToSlash(rel)] = c
-		}
+		visit(rel, string(b))
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if files < 200 {
+	if files < 100 {
 		t.Fatalf("scanned %d files under %s; the walk has lost its way", files, root)
 	}
+}
+
+// TestNoCitationsOfOutsideDocuments: code, Makefiles and scripts state the
+// rule they follow, or point to docs/decisions/, instead of citing a
+// source document or an issue by number (docs/decisions/0001).
+func TestNoCitationsOfOutsideDocuments(t *testing.T) {
+	found := map[string][]string{}
+	walkScanned(t, scanned, func(rel, src string) {
+		if c := citations(src); len(c) > 0 {
+			found[rel] = c
+		}
+	})
 	for rel, lines := range found {
 		want, pending := pendingCitations[rel]
 		switch {
@@ -112,6 +118,44 @@ func TestNoCitationsOfOutsideDocuments(t *testing.T) {
 	for rel := range pendingCitations {
 		if _, ok := found[rel]; !ok {
 			t.Errorf("%s no longer cites an outside document (or is gone): remove it from pendingCitations", rel)
+		}
+	}
+}
+
+// TestErrorWheresHaveAColon: every "pkg.Func" that starts a message is
+// followed by a colon (docs/decisions/0022). Tests are left out: they may
+// feed a classifier messages of any shape.
+func TestErrorWheresHaveAColon(t *testing.T) {
+	code := func(name string) bool { return strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") }
+	walkScanned(t, code, func(rel, src string) {
+		if lines := wheresWithoutColon(src); len(lines) > 0 {
+			t.Errorf("%s: a where without its colon (\"pkg.Func: subject: …\", CONTRIBUTING.md):\n\t%s",
+				rel, strings.Join(lines, "\n\t"))
+		}
+	})
+}
+
+func TestWheresWithoutColon(t *testing.T) {
+	tests := []struct {
+		line string
+		want bool
+	}{
+		{`return fmt.Errorf("dirstore.New %s: %w", root, err)`, true},
+		{`where := "jsonlqueue.Send " + q.path`, true},
+		{`return fault.Systemic("gdal.Translate(COG) "+p, err)`, true},
+		{`{"missing bucket", f, "memstore.Delete nob/k"},`, true},
+
+		{`return fmt.Errorf("dirstore.New: %s: %w", root, err)`, false},
+		{`where := "jsonlqueue.Send: " + q.path`, false},
+		{`return fault.Systemic("gdal.Translate(COG)", err)`, false},
+		{`// "dirstore.Put b/k" was the old style`, false},
+		{`t.Logf("retrying %s after %v", key, d)`, false},
+		{`return errors.New("boltstore: unreadable page")`, false},
+		{`log.Info("os.Getenv", "k", v)`, false},
+	}
+	for _, tt := range tests {
+		if got := len(wheresWithoutColon(tt.line)) > 0; got != tt.want {
+			t.Errorf("wheresWithoutColon(%q) found = %v, want %v", tt.line, got, tt.want)
 		}
 	}
 }
