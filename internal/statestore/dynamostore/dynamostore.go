@@ -297,7 +297,7 @@ func dropEmptyStrings(m map[string]types.AttributeValue) {
 func Decode(item map[string]types.AttributeValue) (statestore.Job, error) {
 	var j statestore.Job
 	if err := attributevalue.UnmarshalMap(item, &j); err != nil {
-		return statestore.Job{}, fmt.Errorf("dynamodb: decoding job: %w", err)
+		return statestore.Job{}, fmt.Errorf("dynamostore.Decode: %w", err)
 	}
 	return j, nil
 }
