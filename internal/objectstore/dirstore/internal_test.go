@@ -152,6 +152,9 @@ func TestPutsAndDeletesInSharedDirectoriesRace(t *testing.T) {
 		{"keys sharing staging job directories", 8, 150, func(w, i int) string { return fmt.Sprintf("_staging/job%d/sub/out-%d-%d.tif", i%3, w, i) }},
 	}
 	for _, c := range cases {
+		if testing.Short() {
+			c.rounds /= 5 // a fifth of the races; make test and make test-race run them all
+		}
 		t.Run(c.name, func(t *testing.T) {
 			s, err := New(t.TempDir())
 			if err != nil {
