@@ -143,11 +143,13 @@ func TestWheresWithoutColon(t *testing.T) {
 		{`return fmt.Errorf("dirstore.New %s: %w", root, err)`, true},
 		{`where := "jsonlqueue.Send " + q.path`, true},
 		{`return fault.Systemic("gdal.Translate(COG) "+p, err)`, true},
+		{`fmt.Errorf("statemachine.TaskTimeouts.Values %s must be positive", n)`, true},
 		{`{"missing bucket", f, "memstore.Delete nob/k"},`, true},
 
 		{`return fmt.Errorf("dirstore.New: %s: %w", root, err)`, false},
 		{`where := "jsonlqueue.Send: " + q.path`, false},
 		{`return fault.Systemic("gdal.Translate(COG)", err)`, false},
+		{`fmt.Errorf("statemachine.TaskTimeouts.Values: %s must be positive", n)`, false},
 		{`// "dirstore.Put b/k" was the old style`, false},
 		{`t.Logf("retrying %s after %v", key, d)`, false},
 		{`return errors.New("boltstore: unreadable page")`, false},
