@@ -62,6 +62,8 @@ func TestRoleOf(t *testing.T) {
 		want role
 	}{
 		{"internal/gdal", adapter},
+		{"internal/preflight", domain},
+		{"internal/budget", domain},
 		{"internal/statestore/dynamostore", adapter},
 		{"internal/statestore", domain},
 		{"internal/statestore/boltstore", adapter},
