@@ -54,8 +54,8 @@ test: deps hyparquet asl-judges chromium ## install and start what the tests nee
 	$(MAKE) --no-print-directory rehearse
 
 .PHONY: test-unit
-test-unit: ## unit tests only (no services)
-	$(GO) test -timeout 10m ./...
+test-unit: ## unit tests only (no services), -short: the slowest GDAL and race cases run in make test
+	$(GO) test -short -timeout 10m ./...
 
 .PHONY: bench
 bench: deps ## run the benchmarks (conversion speed against gdal_translate, GeoParquet rows/s and memory, cold starts)

@@ -414,7 +414,7 @@ func TestClassifyErrorPayloads(t *testing.T) {
 	}
 }
 
-// TestFolderMarkerEventIsSkipped (issue 8, point 6): a console "Create
+// TestFolderMarkerEventIsSkipped (docs/decisions/0016): a console "Create
 // folder" marker arriving as an EventBridge Object Created event runs
 // Normalize → HashCheck (the real one) and ends skipped with a reason, not
 // in remediation.

@@ -54,7 +54,7 @@ func (t TaskTimeouts) Values() (map[string]any, error) {
 	}
 	for name, s := range v {
 		if s.(int) <= 0 {
-			return nil, fmt.Errorf("statemachine: %s must be positive, got %d", name, s)
+			return nil, fmt.Errorf("statemachine.TaskTimeouts.Values: %s must be positive, got %d", name, s)
 		}
 	}
 	return v, nil

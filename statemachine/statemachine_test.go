@@ -144,8 +144,9 @@ func TestEveryTaskHasRetryAndCatch(t *testing.T) {
 	}
 }
 
-// TestRetryPolicy pins seed 000's numbers and keeps data and systemic errors
-// out of every retrier.
+// TestRetryPolicy pins the retry numbers (TransientError: 4 retries from
+// 4 s, doubling, capped at 60 s, FULL jitter; docs/decisions/0002) and keeps
+// data and systemic errors out of every retrier.
 func TestRetryPolicy(t *testing.T) {
 	parsed(t).Walk(func(path []string, name string, st *asl.State) {
 		for _, r := range st.Retry {

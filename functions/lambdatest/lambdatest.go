@@ -54,7 +54,7 @@ func RepoRoot() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", errors.New("lambdatest: no go.mod with functions/ above the working directory")
+			return "", errors.New("lambdatest.RepoRoot: no go.mod with functions/ above the working directory")
 		}
 		dir = parent
 	}
@@ -244,7 +244,7 @@ func BuildFor(root, out, name, goos, goarch, cgo string) error {
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED="+cgo, "GOOS="+goos, "GOARCH="+goarch)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s (%s/%s): %v\n%s", name, goos, goarch, err, b)
+		return fmt.Errorf("lambdatest.BuildFor: go build %s (%s/%s): %v\n%s", name, goos, goarch, err, b)
 	}
 	return nil
 }
@@ -331,9 +331,6 @@ func (f *Function) Stop() {
 		}
 	})
 }
-
-// PID is rie's process ID.
-func (f *Function) PID() int { return f.cmd.Process.Pid }
 
 // Output is what rie and the function wrote so far (logs, EMF lines).
 func (f *Function) Output() string { return f.out.String() }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,34 +29,20 @@ type pkg struct {
 	CgoFiles     []string
 }
 
-func TestImportRules(t *testing.T) {
-	cmd := exec.Command("go", "list", "-json", "-tags", "integration", "github.com/geomigrate/geomigrate/...")
-	cmd.Dir = "../.."
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(out)))
-	seen, domains := 0, 0
-	for {
-		var p pkg
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		seen++
-		rel := strings.TrimPrefix(p.ImportPath, "github.com/geomigrate/geomigrate/")
-		if roleOf(rel) == domain {
-			domains++
-		}
-		for _, bad := range domainViolations(rel, append(append(p.Imports, p.TestImports...), p.XTestImports...)) {
-			t.Errorf("%s is a domain package and imports %s; domain packages never import adapters or wiring", rel, bad)
+// importViolations returns one line per broken import rule in pkgs, as
+// `go list -json` describes them (tests' imports included).
+func importViolations(pkgs []pkg) []string {
+	var bad []string
+	for _, p := range pkgs {
+		rel := strings.TrimPrefix(p.ImportPath, modulePath+"/")
+		imports := slices.Concat(p.Imports, p.TestImports, p.XTestImports)
+		for _, imp := range domainViolations(rel, imports) {
+			bad = append(bad, rel+" is a domain package and imports "+imp+"; domain packages never import adapters or wiring")
 		}
 		if len(p.CgoFiles) > 0 && rel != "internal/gdal" {
-			t.Errorf("%s uses cgo; only internal/gdal may", rel)
+			bad = append(bad, rel+" uses cgo; only internal/gdal may")
 		}
-		for _, imp := range append(append(p.Imports, p.TestImports...), p.XTestImports...) {
+		for _, imp := range imports {
 			for dep, who := range allowed {
 				if !strings.HasPrefix(imp, dep) {
 					continue
@@ -67,20 +54,76 @@ func TestImportRules(t *testing.T) {
 					}
 				}
 				if !ok {
-					t.Errorf("%s imports %s; only %v may", rel, imp, who)
+					bad = append(bad, rel+" imports "+imp+"; only "+strings.Join(who, ", ")+" may")
 				}
 			}
-			if strings.HasSuffix(imp, "/utils") || strings.HasSuffix(imp, "/common") || strings.HasSuffix(imp, "/types") {
-				if strings.HasPrefix(imp, "github.com/geomigrate/") {
-					t.Errorf("%s imports a junk-drawer package %s", rel, imp)
-				}
+			if strings.HasPrefix(imp, "github.com/geomigrate/") &&
+				(strings.HasSuffix(imp, "/utils") || strings.HasSuffix(imp, "/common") || strings.HasSuffix(imp, "/types")) {
+				bad = append(bad, rel+" imports a junk-drawer package "+imp)
 			}
 		}
 	}
-	if seen < 20 {
-		t.Fatalf("go list saw %d packages", seen)
+	return bad
+}
+
+func TestImportRules(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json", "-tags", "integration", modulePath+"/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var pkgs []pkg
+	domains := 0
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+		if roleOf(strings.TrimPrefix(p.ImportPath, modulePath+"/")) == domain {
+			domains++
+		}
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("go list saw %d packages", len(pkgs))
 	}
 	if domains < 10 {
 		t.Fatalf("go list saw %d domain packages; the role table in layers.go has lost its way", domains)
+	}
+	for _, v := range importViolations(pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestImportViolations feeds the check packages that break each rule, so a
+// clean tree means the rules hold, not that the check is blind.
+func TestImportViolations(t *testing.T) {
+	const m = modulePath + "/"
+	pkgs := []pkg{
+		{ImportPath: m + "internal/migration", Imports: []string{m + "internal/statestore", "context"},
+			TestImports: []string{m + "internal/objectstore/memstore"}},
+		{ImportPath: m + "internal/statestore", XTestImports: []string{m + "internal/statestore/boltstore"}},
+		{ImportPath: m + "internal/queue", Imports: []string{"github.com/aws/aws-sdk-go-v2/service/sqs"}},
+		{ImportPath: m + "internal/validate", CgoFiles: []string{"x.go"}, Imports: []string{"github.com/airbusgeo/godal"}},
+		{ImportPath: m + "internal/fault", TestImports: []string{"github.com/aws/aws-lambda-go/lambda"}},
+		{ImportPath: m + "internal/formats", Imports: []string{m + "internal/utils"}},
+		{ImportPath: m + "internal/gdal", CgoFiles: []string{"gdal.go"}, Imports: []string{"github.com/airbusgeo/godal", m + "internal/convert"}},
+		{ImportPath: m + "functions/convert", Imports: []string{m + "internal/gdal", m + "internal/awsapp", "github.com/aws/aws-lambda-go/lambda"}},
+	}
+	only := func(dep string) string { return "; only " + strings.Join(allowed[dep], ", ") + " may" }
+	want := []string{
+		"internal/statestore is a domain package and imports " + m + "internal/statestore/boltstore (adapter); domain packages never import adapters or wiring",
+		"internal/queue imports github.com/aws/aws-sdk-go-v2/service/sqs" + only("github.com/aws/aws-sdk-go-v2"),
+		"internal/validate uses cgo; only internal/gdal may",
+		"internal/validate imports github.com/airbusgeo/godal" + only("github.com/airbusgeo/godal"),
+		"internal/fault imports github.com/aws/aws-lambda-go/lambda" + only("github.com/aws/aws-lambda-go"),
+		"internal/formats imports a junk-drawer package " + m + "internal/utils",
+	}
+	if got := importViolations(pkgs); !slices.Equal(got, want) {
+		t.Errorf("importViolations:\ngot  %q\nwant %q", got, want)
 	}
 }

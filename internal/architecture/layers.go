@@ -28,6 +28,13 @@ var roles = []struct {
 	{"internal/awsapp", adapter},
 	{"internal/awsconfig", adapter},
 	{"internal/gdal", adapter},
+	// The local backends implement the same ports against the file system
+	// and an embedded database; the in-memory doubles and the conformance
+	// suites beside them (memstore, faultstore, statestoretest, queuetest,
+	// objectstoretest) depend on nothing and stay domain.
+	{"internal/objectstore/dirstore", adapter},
+	{"internal/statestore/boltstore", adapter},
+	{"internal/queue/jsonlqueue", adapter},
 	{"cmd/", wiring},
 	{"functions", wiring},
 	{"functions/", wiring},

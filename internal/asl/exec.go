@@ -204,11 +204,11 @@ var errExecutionTimeout = errors.New("asl: execution timed out")
 // and the error is ctx's.
 func (e *Executor) Run(ctx context.Context, executionName string, input json.RawMessage) (*Result, error) {
 	if e == nil || e.sm == nil {
-		return nil, errors.New("asl: Run: nil state machine")
+		return nil, errors.New("asl.Run: nil state machine")
 	}
 	in, err := decodeValue(input)
 	if err != nil {
-		return nil, fmt.Errorf("asl: Run: input is not valid JSON: %w", err)
+		return nil, fmt.Errorf("asl.Run: input is not valid JSON: %w", err)
 	}
 	if len(input) == 0 {
 		in = map[string]any{} // StartExecution's default input is {}
@@ -246,7 +246,7 @@ func (e *Executor) Run(ctx context.Context, executionName string, input json.Raw
 	case f.aborted:
 		res.Status, res.Error, res.Cause = StatusAborted, f.Error, f.Cause
 		x.emit(Event{Type: EventExecutionAborted, Error: f.Error, Cause: f.Cause})
-		runErr = fmt.Errorf("asl: Run %s: %w", executionName, ctx.Err())
+		runErr = fmt.Errorf("asl.Run: %s: %w", executionName, ctx.Err())
 	default:
 		res.Status, res.Error, res.Cause = StatusFailed, f.Error, f.Cause
 		x.emit(Event{Type: EventExecutionFailed, Error: f.Error, Cause: f.Cause})

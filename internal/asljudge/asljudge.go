@@ -56,7 +56,7 @@ type Judges struct {
 }
 
 // ErrNotInstalled is wrapped by Find when node or a judge is missing.
-var ErrNotInstalled = errors.New("ASL judges not installed (run `make asl-judges`)")
+var ErrNotInstalled = errors.New("asljudge: the ASL judges are not installed (run `make asl-judges`)")
 
 // Find locates node on PATH and the judges under repoRoot/scripts/asl-judges.
 func Find(repoRoot string) (*Judges, error) {
@@ -150,7 +150,7 @@ func (j *Judges) run(ctx context.Context, script string, args ...string) (out st
 		return buf.String(), true, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("asljudge: %s: %w", filepath.Base(script), err)
+		return "", false, fmt.Errorf("asljudge.run: %s: %w", filepath.Base(script), err)
 	}
 	return buf.String(), false, nil
 }

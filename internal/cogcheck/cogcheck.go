@@ -162,7 +162,7 @@ func (c *checker) final(format string, args ...any) error {
 
 func check(r io.ReaderAt, size int64, cfg config) (Report, error) {
 	if size < 0 {
-		return Report{}, errors.New("cogcheck: negative size")
+		return Report{}, errors.New("cogcheck.Check: negative size")
 	}
 	rd := &reader{r: r, size: size}
 	h, err := parseHeader(rd)

@@ -110,13 +110,13 @@ func (l *Logger) Marshal(metrics []Metric, dims ...string) ([]byte, error) {
 		return nil, err
 	}
 	if len(dims)%2 != 0 {
-		return nil, fmt.Errorf("emf: dimensions must be name, value pairs, got %d strings", len(dims))
+		return nil, fmt.Errorf("emf.Marshal: dimensions must be name, value pairs, got %d strings", len(dims))
 	}
 	if len(dims)/2 > MaxDimensions {
-		return nil, fmt.Errorf("emf: %d dimensions, at most %d allowed", len(dims)/2, MaxDimensions)
+		return nil, fmt.Errorf("emf.Marshal: %d dimensions, at most %d allowed", len(dims)/2, MaxDimensions)
 	}
 	if len(metrics) == 0 {
-		return nil, fmt.Errorf("emf: no metrics")
+		return nil, fmt.Errorf("emf.Marshal: no metrics")
 	}
 	root := map[string]any{}
 	for k, v := range l.props {
@@ -129,7 +129,7 @@ func (l *Logger) Marshal(metrics []Metric, dims ...string) ([]byte, error) {
 			return nil, err
 		}
 		if _, dup := root[name]; dup {
-			return nil, fmt.Errorf("emf: dimension %q given twice or collides with a property", name)
+			return nil, fmt.Errorf("emf.Marshal: dimension %q given twice or collides with a property", name)
 		}
 		if value == "" {
 			value = "none" // CloudWatch rejects empty dimension values
@@ -147,20 +147,20 @@ func (l *Logger) Marshal(metrics []Metric, dims ...string) ([]byte, error) {
 			return nil, err
 		}
 		if m.Name == "_aws" || contains(names, m.Name) {
-			return nil, fmt.Errorf("emf: metric name %q collides with a dimension or reserved member", m.Name)
+			return nil, fmt.Errorf("emf.Marshal: metric name %q collides with a dimension or reserved member", m.Name)
 		}
 		if _, dup := root[m.Name]; dup {
-			return nil, fmt.Errorf("emf: metric %q collides with a property or another metric", m.Name)
+			return nil, fmt.Errorf("emf.Marshal: metric %q collides with a property or another metric", m.Name)
 		}
 		unit := m.Unit
 		if unit == "" {
 			unit = "None"
 		}
 		if !Units[unit] {
-			return nil, fmt.Errorf("emf: metric %q: unit %q is not a CloudWatch unit", m.Name, unit)
+			return nil, fmt.Errorf("emf.Marshal: metric %q: unit %q is not a CloudWatch unit", m.Name, unit)
 		}
 		if math.IsNaN(m.Value) || math.IsInf(m.Value, 0) {
-			return nil, fmt.Errorf("emf: metric %q: value %v is not a finite number", m.Name, m.Value)
+			return nil, fmt.Errorf("emf.Marshal: metric %q: value %v is not a finite number", m.Name, m.Value)
 		}
 		root[m.Name] = m.Value
 		defs = append(defs, def{Name: m.Name, Unit: unit})
@@ -175,14 +175,14 @@ func (l *Logger) Marshal(metrics []Metric, dims ...string) ([]byte, error) {
 	}
 	b, err := json.Marshal(root)
 	if err != nil {
-		return nil, fmt.Errorf("emf: %w", err)
+		return nil, fmt.Errorf("emf.Marshal: %w", err)
 	}
 	return append(b, '\n'), nil
 }
 
 func checkName(what, s string) error {
 	if s == "" || len(s) > MaxNameLength {
-		return fmt.Errorf("emf: %s name %q must be 1 to %d characters", what, s, MaxNameLength)
+		return fmt.Errorf("emf.Marshal: %s name %q must be 1 to %d characters", what, s, MaxNameLength)
 	}
 	return nil
 }

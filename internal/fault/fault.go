@@ -13,7 +13,9 @@ import (
 	"syscall"
 )
 
-// Tier is the routing class of a failure (seed 001).
+// Tier is the routing class of a failure: transient failures are retried,
+// data-specific ones go to remediation, systemic and unknown ones to the
+// dead-letter queue (docs/decisions/0005).
 type Tier string
 
 const (

@@ -4,8 +4,9 @@
 //   - SHA256: the full content hash, downloaded as ranged reads by several
 //     workers ahead of the hasher but hashed strictly in order, with memory
 //     bounded by Workers × ChunkSize whatever the object's size;
-//   - FastFingerprint: for objects over the size threshold (design: 1 GiB),
-//     SHA-256 of the size, the first 8 MiB and the last 8 MiB.
+//   - FastFingerprint: for objects over the size threshold (1 GiB by
+//     default, docs/decisions/0004), SHA-256 of the size, the first 8 MiB
+//     and the last 8 MiB.
 //
 // Both return lower-case hex.
 package fingerprint

@@ -77,7 +77,7 @@ func fidelityNs(b *testing.B, outs []recipe.Output) int64 {
 }
 
 // reportCheckShare reports the fidelity check's share of the conversion
-// time it is part of (issue 9: keep it within 10 %).
+// time it is part of, to be kept within 10 % (docs/decisions/0012).
 func reportCheckShare(b *testing.B, checkNs int64, convertNs float64) {
 	if convertNs > 0 {
 		b.ReportMetric(float64(checkNs)/convertNs, "check/convert")

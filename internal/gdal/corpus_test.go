@@ -23,9 +23,9 @@ import (
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
-// The bad-input corpus of issue 3: every case is generated here, converted
-// under a deadline, and must give its DataError code or a correct output;
-// never a crash, a hang, or a read outside the input.
+// The bad-input corpus (docs/decisions/0011): every case is generated here,
+// converted under a deadline, and must give its DataError code or a correct
+// output; never a crash, a hang, or a read outside the input.
 //
 // "Outside the input" is proven with named pipes: each case gets a FIFO
 // in a directory of its own, and cases that can name another file name

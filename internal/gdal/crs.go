@@ -2,20 +2,21 @@ package gdal
 
 // Canonical CRS text for outputs (FlatGeobuf header WKT, GeoParquet PROJJSON).
 //
-// Why this exists (issue 3, "nondeterministic FlatGeobuf CRS"): GDAL gives
-// every OS thread one PROJ context, and PROJ (9.1.1 here) keeps a cache of
-// database objects per context. When a thread has once asked the database
-// for the *datum* EPSG:6326 (GDAL does so e.g. while reading GeoTIFF keys or
-// resolving datum names), that cache holds the WGS 84 ensemble turned into a
-// plain datum, and every later creation of EPSG:4326 from the database on
-// that thread is built on it: WKT2_2019 then says DATUM["World Geodetic
-// System 1984"] instead of ENSEMBLE["World Geodetic System 1984 ensemble"].
-// GDAL's own per-thread cache of EPSG objects then keeps whichever variant
-// the thread made first. So the CRS text GDAL writes depends on the history
-// of the OS thread a conversion happens to run on. Reproduced with PROJ
-// alone: on a fresh context proj_create_from_database("EPSG","4326") exports
-// ENSEMBLE; after proj_create_from_database("EPSG","6326",DATUM) on the same
-// context it exports DATUM.
+// Why this exists (outputs must be byte-identical run to run,
+// docs/decisions/0013; FlatGeobuf's CRS was not): GDAL gives every OS thread
+// one PROJ context, and PROJ (9.1.1 here) keeps a cache of database objects
+// per context. When a thread has once asked the database for the *datum*
+// EPSG:6326 (GDAL does so e.g. while reading GeoTIFF keys or resolving datum
+// names), that cache holds the WGS 84 ensemble turned into a plain datum, and
+// every later creation of EPSG:4326 from the database on that thread is built
+// on it: WKT2_2019 then says DATUM["World Geodetic System 1984"] instead of
+// ENSEMBLE["World Geodetic System 1984 ensemble"]. GDAL's own per-thread
+// cache of EPSG objects then keeps whichever variant the thread made first.
+// So the CRS text GDAL writes depends on the history of the OS thread a
+// conversion happens to run on. Reproduced with PROJ alone: on a fresh
+// context proj_create_from_database("EPSG","4326") exports ENSEMBLE; after
+// proj_create_from_database("EPSG","6326",DATUM) on the same context it
+// exports DATUM.
 //
 // The fix here is to never take output CRS text from GDAL's shared
 // per-thread PROJ state: the layer CRS is identified (authority and code),

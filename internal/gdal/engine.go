@@ -42,9 +42,7 @@ type Config struct {
 type Option func(*Config)
 
 func WithGDALData(dir string) Option { return func(c *Config) { c.GDALData = dir } }
-func WithProjData(dir string) Option { return func(c *Config) { c.ProjData = dir } }
 func WithTmpDir(dir string) Option   { return func(c *Config) { c.TmpDir = dir } }
-func WithCacheMaxMB(mb int) Option   { return func(c *Config) { c.CacheMaxMB = mb } }
 func WithNumThreads(n int) Option    { return func(c *Config) { c.NumThreads = n } }
 
 // WithMemoryLimit sets Config.MemoryLimit (bytes).

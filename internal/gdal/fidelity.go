@@ -1,11 +1,11 @@
 package gdal
 
-// The fidelity check (issue 9): before an output leaves the engine, it is
-// opened again on its own and compared with the source. Compression is
-// lossless, so a raster must hold the very same pixel values, nodata, CRS
-// and geotransform; a vector layer the same features (null geometries
-// included), the same attribute fields with the types the conversion maps
-// them to, and its own layer name.
+// The fidelity check (docs/decisions/0012): before an output leaves the
+// engine, it is opened again on its own and compared with the source.
+// Compression is lossless, so a raster must hold the very same pixel values,
+// nodata, CRS and geotransform; a vector layer the same features (null
+// geometries included), the same attribute fields with the types the
+// conversion maps them to, and its own layer name.
 //
 // Which error a difference is:
 //   - SystemicError for pixels, nodata, geotransform, feature counts and

@@ -24,10 +24,10 @@ import (
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
-// Each input format of issue 3 item 1, generated here by GDAL, converted by
-// the engine and judged from outside: COGs by GDAL's
-// validate_cloud_optimized_geotiff.py and by internal/cogcheck (which must
-// agree), FlatGeobuf by ogrinfo's feature count.
+// Each input format the project promises (docs/decisions/0010), generated
+// here by GDAL, converted by the engine and judged from outside: COGs by
+// GDAL's validate_cloud_optimized_geotiff.py and by internal/cogcheck (which
+// must agree), FlatGeobuf by ogrinfo's feature count.
 
 // judgeCOG: both validators must call p a valid COG.
 func judgeCOG(t *testing.T, p string) {

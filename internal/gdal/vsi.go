@@ -71,8 +71,8 @@ var (
 	readers        = &readerRegistry{m: map[string]readerAt{}}
 	readersOnce    sync.Once
 	readersErr     error
-	errUnknownKey  = fmt.Errorf("geomigrate reader: %w", fs.ErrNotExist)
-	errNegativeOff = errors.New("geomigrate reader: negative offset")
+	errUnknownKey  = fmt.Errorf("gdal: source reader: %w", fs.ErrNotExist)
+	errNegativeOff = errors.New("gdal: source reader: negative offset")
 )
 
 func (r *readerRegistry) get(key string) (readerAt, error) {

@@ -96,7 +96,7 @@ func Validate(r io.ReaderAt, size int64) (rep Report, err error) {
 		}
 		rep.Problems = p.done()
 		if er.err != nil {
-			err = fmt.Errorf("geoparquet: validate: %w", er.err)
+			err = fmt.Errorf("geoparquet.Validate: %w", er.err)
 		}
 	}()
 	rdr, rerr := file.NewParquetReader(io.NewSectionReader(er, 0, size))

@@ -165,7 +165,7 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	mem := memory.DefaultAllocator
 	fw, err := pqarrow.NewFileWriter(schema, cw, parquet.NewWriterProperties(wprops...), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
 	if err != nil {
-		return Stats{}, fmt.Errorf("geoparquet: create writer: %w", err)
+		return Stats{}, fmt.Errorf("geoparquet.Write: create writer: %w", err)
 	}
 	groups := 0
 	for start := 0; start < t.rows; start += opts.RowGroupRows {
@@ -175,12 +175,12 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 		rec.Release()
 		if err != nil {
 			fw.Close()
-			return Stats{}, fmt.Errorf("geoparquet: write row group %d: %w", groups, err)
+			return Stats{}, fmt.Errorf("geoparquet.Write: write row group %d: %w", groups, err)
 		}
 		groups++
 	}
 	if err := fw.Close(); err != nil {
-		return Stats{}, fmt.Errorf("geoparquet: close: %w", err)
+		return Stats{}, fmt.Errorf("geoparquet.Write: close: %w", err)
 	}
 	st := Stats{Rows: int64(t.rows), RowGroups: groups, GeometryTypes: sortedKeys(t.types), BBox: t.extent, Bytes: cw.n}
 	return st, nil
@@ -267,7 +267,7 @@ func collect(layer Layer, src FeatureSource) (*table, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("geoparquet: reading feature %d: %w", t.rows, err)
+			return nil, fmt.Errorf("geoparquet.Write: reading feature %d: %w", t.rows, err)
 		}
 		if len(f.Values) != len(layer.Fields) {
 			return nil, fmt.Errorf("%w: feature %d has %d values for %d fields", ErrInvalidValue, t.rows, len(f.Values), len(layer.Fields))
@@ -493,7 +493,7 @@ func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, co
 	geo, err := json.Marshal(geoMetadata{Version: Version, PrimaryColumn: layer.GeometryColumn,
 		Columns: map[string]geoColumnMeta{layer.GeometryColumn: col}})
 	if err != nil {
-		return nil, fmt.Errorf("geoparquet: encode geo metadata: %w", err)
+		return nil, fmt.Errorf("geoparquet.Write: encode geo metadata: %w", err)
 	}
 	keys, values := []string{"geo"}, []string{string(geo)}
 	if lineage != "" {

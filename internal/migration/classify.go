@@ -28,9 +28,9 @@ type Rule struct {
 	Route string
 }
 
-// DefaultRules is the design's error contract. Only data faults go to
-// remediation: a person can fix the file. Everything else goes to the DLQ,
-// from where it is replayed once the system is healthy again.
+// DefaultRules is the error contract (docs/decisions/0005). Only data faults
+// go to remediation: a person can fix the file. Everything else goes to the
+// DLQ, from where it is replayed once the system is healthy again.
 var DefaultRules = []Rule{
 	{"DataError", fault.TierDataSpecific, RouteRemediation},
 	{"TransientError", fault.TierTransient, RouteDeadLetter}, // retries exhausted
@@ -182,7 +182,7 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		return out, nil
 	}
 	if err != nil {
-		return out, fmt.Errorf("classify: record %s: %w", to, err)
+		return out, fmt.Errorf("migration.Classify: record %s: %w", to, err)
 	}
 	// Only the job's holder gets here (the returns above): another
 	// execution that owns the job now may be staging the same keys.

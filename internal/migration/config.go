@@ -18,8 +18,8 @@ type Config struct {
 	StagingPrefix string // where Convert writes before Promote; never a final key
 	Recipe        recipe.Recipe
 	// FingerprintThreshold: sources larger than this are fingerprinted by
-	// size + first and last 8 MiB (seed 000); the full hash is checked after
-	// promotion.
+	// size + first and last 8 MiB (docs/decisions/0004); the full hash is
+	// checked after promotion.
 	FingerprintThreshold int64
 	Lease                time.Duration
 	WorkDir              string // local scratch space (Lambda: /tmp)

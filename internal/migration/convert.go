@@ -54,23 +54,23 @@ func (c *Convert) Handle(ctx context.Context, in ConvertInput) (ConvertOutput, e
 func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger) (ConvertOutput, error) {
 	job := in.Job
 	if job.ID == "" || job.SourceSHA256 == "" {
-		return ConvertOutput{}, fault.Systemic("convert", errors.New("input carries no job (was HashCheck skipped?)"))
+		return ConvertOutput{}, fault.Systemic("migration.Convert", errors.New("input carries no job (was HashCheck skipped?)"))
 	}
 	if want, have := job.Recipe.EngineVersion, c.engine.Version(); want != "" && want != have {
-		return ConvertOutput{}, fault.Systemic("convert", fmt.Errorf("the job's recipe names GDAL %s but this worker runs GDAL %s: set GEOMIGRATE_ENGINE_VERSION to the layer's version", want, have))
+		return ConvertOutput{}, fault.Systemic("migration.Convert", fmt.Errorf("the job's recipe names GDAL %s but this worker runs GDAL %s: set GEOMIGRATE_ENGINE_VERSION to the layer's version", want, have))
 	}
 	if _, err := c.tracker.BeginAttempt(ctx, job.ID, in.Context.Execution, in.Context.State, in.Context.Attempt); err != nil {
-		return ConvertOutput{}, leaseError("convert", err)
+		return ConvertOutput{}, leaseError("migration.Convert", err)
 	}
 	work, err := os.MkdirTemp(c.cfg.WorkDir, "geomigrate-convert-")
 	if err != nil {
-		return ConvertOutput{}, localError("convert: work dir", err)
+		return ConvertOutput{}, localError("migration.Convert: work dir", err)
 	}
 	defer os.RemoveAll(work)
 
 	outDir := filepath.Join(work, "out")
 	if err := os.Mkdir(outDir, 0o755); err != nil {
-		return ConvertOutput{}, localError("convert: work dir", err)
+		return ConvertOutput{}, localError("migration.Convert: work dir", err)
 	}
 	outputs, err := c.run(ctx, job, work, outDir)
 	if err != nil {
@@ -86,13 +86,13 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 	// inside Convert, and an output without its record was not checked.
 	for _, o := range outputs {
 		if o.Fidelity == nil {
-			return ConvertOutput{}, fault.Systemic("convert", fmt.Errorf("the engine returned %s without a fidelity record: it was not compared with its source", filepath.Base(o.Path)))
+			return ConvertOutput{}, fault.Systemic("migration.Convert", fmt.Errorf("the engine returned %s without a fidelity record: it was not compared with its source", filepath.Base(o.Path)))
 		}
 		if c.validate == nil {
-			return ConvertOutput{}, fault.Systemic("convert", errors.New("no output validator configured"))
+			return ConvertOutput{}, fault.Systemic("migration.Convert", errors.New("no output validator configured"))
 		}
 		if err := c.validate(o.Path, o.Format); err != nil {
-			return ConvertOutput{}, fault.Systemic("convert: validate output", err)
+			return ConvertOutput{}, fault.Systemic("migration.Convert: validate output", err)
 		}
 	}
 	multi := len(outputs) > 1
@@ -126,7 +126,7 @@ func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]reci
 		// that a ranged read of the source alone would miss.
 		sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
 		if err != nil {
-			return nil, fmt.Errorf("convert: %w", err)
+			return nil, fmt.Errorf("migration.Convert: %w", err)
 		}
 		if len(sidecars) == 0 {
 			return c.runByRange(ctx, job, re, outDir)
@@ -138,7 +138,7 @@ func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]reci
 	}
 	outputs, err := c.engine.Convert(ctx, src, outDir, recipeFor(job))
 	if err != nil {
-		return nil, fmt.Errorf("convert %s: %w", job.SourceKey, err)
+		return nil, fmt.Errorf("migration.Convert: %s: %w", job.SourceKey, err)
 	}
 	return outputs, c.verifySource(ctx, job, src)
 }
@@ -161,7 +161,7 @@ func (c *Convert) runByRange(ctx context.Context, job Job, re recipe.RangeEngine
 	ra := objectstore.NewReaderAt(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize)
 	outputs, err := re.ConvertReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), outDir, recipeFor(job))
 	if err != nil {
-		return nil, fmt.Errorf("convert %s: %w", job.SourceKey, err)
+		return nil, fmt.Errorf("migration.Convert: %s: %w", job.SourceKey, err)
 	}
 	return outputs, c.checkUnchanged(ctx, job)
 }
@@ -174,7 +174,7 @@ func (c *Convert) checkUnchanged(ctx context.Context, job Job) error {
 	case errors.Is(err, objectstore.ErrNotFound):
 		return fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared during conversion", job.SourceBucket, job.SourceKey)
 	case err != nil:
-		return fmt.Errorf("convert: head source: %w", err)
+		return fmt.Errorf("migration.Convert: head source: %w", err)
 	case obj.Size != job.SourceSize || (job.SourceETag != "" && obj.ETag != job.SourceETag):
 		return fault.Data(fault.SourceChanged, "s3://%s/%s changed while it was being migrated (ETag %s, expected %s); the new version is migrated by its own event",
 			job.SourceBucket, job.SourceKey, obj.ETag, job.SourceETag)
@@ -193,7 +193,7 @@ func (c *Convert) localSource(ctx context.Context, job Job, work string) (string
 	// Keep the source's base name: drivers pick sidecars and formats by it.
 	dir := filepath.Join(work, "src")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", localError("convert: download", err)
+		return "", localError("migration.Convert: download", err)
 	}
 	dst, err := c.download(ctx, job.SourceBucket, job.SourceKey, dir)
 	if err != nil {
@@ -203,7 +203,7 @@ func (c *Convert) localSource(ctx context.Context, job Job, work string) (string
 	// their main file: GDAL finds them next to it.
 	sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
 	if err != nil {
-		return "", fmt.Errorf("convert: %w", err)
+		return "", fmt.Errorf("migration.Convert: %w", err)
 	}
 	for _, o := range sidecars {
 		// One that vanished since HashCheck shows up as SourceChanged.
@@ -223,20 +223,20 @@ func (c *Convert) download(ctx context.Context, bucket, key, dir string) (string
 		if errors.Is(err, objectstore.ErrNotFound) {
 			return "", fmt.Errorf("%w: %w", errSourceGone, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared before conversion", bucket, key))
 		}
-		return "", fmt.Errorf("convert: open source: %w", err)
+		return "", fmt.Errorf("migration.Convert: open source: %w", err)
 	}
 	defer rc.Close()
 	dst := filepath.Join(dir, path.Base(key))
 	f, err := os.Create(dst)
 	if err != nil {
-		return "", localError("convert: download", err)
+		return "", localError("migration.Convert: download", err)
 	}
 	if _, err := io.Copy(f, rc); err != nil {
 		f.Close()
-		return "", readError("convert: download "+key, err)
+		return "", readError("migration.Convert: download "+key, err)
 	}
 	if err := f.Close(); err != nil {
-		return "", localError("convert: download", err)
+		return "", localError("migration.Convert: download", err)
 	}
 	return dst, nil
 }
@@ -247,7 +247,7 @@ func (c *Convert) verifySource(ctx context.Context, job Job, src string) error {
 	}
 	sum, err := localBundleDigest(src)
 	if err != nil {
-		return localError("convert: verify source", err)
+		return localError("migration.Convert: verify source", err)
 	}
 	if sum != job.SourceSHA256 {
 		return fault.Data(fault.SourceChanged, "s3://%s/%s (or a sidecar) changed while it was being migrated (sha256 %s, expected %s); the new version is migrated by its own event",
@@ -262,7 +262,7 @@ func (c *Convert) verifySource(ctx context.Context, job Job, src string) error {
 func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi bool, modified time.Time) (Artifact, error) {
 	sum, size, err := fileSHA256(o.Path)
 	if err != nil {
-		return Artifact{}, localError("convert: hash output", err)
+		return Artifact{}, localError("migration.Convert: hash output", err)
 	}
 	destKey := c.cfg.DestPrefix + recipe.DestKey(job.SourceKey, o, multi)
 	a := Artifact{
@@ -278,7 +278,7 @@ func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi boo
 	}
 	f, err := os.Open(o.Path)
 	if err != nil {
-		return Artifact{}, localError("convert: open output", err)
+		return Artifact{}, localError("migration.Convert: open output", err)
 	}
 	defer f.Close()
 	_, err = c.store.Put(ctx, objectstore.PutRequest{
@@ -286,7 +286,7 @@ func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi boo
 		Metadata: promotedMetadata(job, a),
 	})
 	if err != nil {
-		return Artifact{}, fmt.Errorf("convert: stage %s: %w", a.StagingKey, err)
+		return Artifact{}, fmt.Errorf("migration.Convert: stage %s: %w", a.StagingKey, err)
 	}
 	if a.Item, err = c.stageItem(ctx, job, o, a, modified); err != nil {
 		return Artifact{}, err

@@ -174,7 +174,7 @@ func (h *ExecutionFailed) Handle(ctx context.Context, ev ExecutionStatusChange) 
 	log := h.log.With(slog.String("execution", d.ExecutionArn), slog.String("status", d.Status))
 	ended, why := h.fromEvent(ev)
 	if why != "" {
-		log.InfoContext(ctx, "executionfailed: ignored", slog.String("reason", why))
+		log.InfoContext(ctx, "migration.ExecutionFailed: ignored", slog.String("reason", why))
 		return ExecutionFailedOutput{Outcome: EndedIgnored, Reason: why}, nil
 	}
 	return h.Close(ctx, ended)
@@ -345,7 +345,7 @@ func (h *ExecutionFailed) find(ctx context.Context, e EndedExecution) (statestor
 		case errors.Is(err, statestore.ErrNotFound):
 			return statestore.Job{}, false, nil
 		case err != nil:
-			return rec, false, fmt.Errorf("executionfailed: %w", err)
+			return rec, false, fmt.Errorf("migration.ExecutionFailed: %w", err)
 		}
 		return rec, true, nil
 	}
@@ -358,7 +358,7 @@ func (h *ExecutionFailed) find(ctx context.Context, e EndedExecution) (statestor
 	rec, found, err := h.tracker.FindLeasedBy(ctx, e.Execution, since,
 		statestore.Processing, statestore.Retrying, statestore.Quarantined, statestore.Remedial, statestore.Completed)
 	if err != nil {
-		return rec, false, fmt.Errorf("executionfailed: %w", err)
+		return rec, false, fmt.Errorf("migration.ExecutionFailed: %w", err)
 	}
 	return rec, found, nil
 }
@@ -378,11 +378,11 @@ func (h *ExecutionFailed) closeActive(ctx context.Context, e EndedExecution, rec
 		out.Outcome, out.Reason = EndedLeftAlone, "another execution took the job over"
 		return out, nil
 	case err != nil:
-		return out, fmt.Errorf("executionfailed: quarantine %s: %w", rec.ID, err)
+		return out, fmt.Errorf("migration.ExecutionFailed: quarantine %s: %w", rec.ID, err)
 	}
 	n, err := removeStaged(ctx, h.store, h.cfg, jobOf(closed, h.cfg))
 	if err != nil {
-		h.log.WarnContext(ctx, "executionfailed: staging not cleaned; the staging lifecycle rule will expire it", slog.String("job", rec.ID), slog.String("error", err.Error()))
+		h.log.WarnContext(ctx, "migration.ExecutionFailed: staging not cleaned; the staging lifecycle rule will expire it", slog.String("job", rec.ID), slog.String("error", err.Error()))
 	}
 	out.StagingDeleted = n
 	return h.send(ctx, e, closed, out)
@@ -417,22 +417,22 @@ func (h *ExecutionFailed) unclaimed(ctx context.Context, e EndedExecution) (Exec
 // send queues the dead-letter message and notes it in the job's history.
 func (h *ExecutionFailed) send(ctx context.Context, e EndedExecution, rec statestore.Job, out ExecutionFailedOutput) (ExecutionFailedOutput, error) {
 	if h.deadLetter == nil {
-		return out, fault.Systemic("executionfailed", errors.New("no dead-letter queue configured"))
+		return out, fault.Systemic("migration.ExecutionFailed", errors.New("no dead-letter queue configured"))
 	}
 	msg := h.message(e, rec)
 	body, err := json.Marshal(msg)
 	if err != nil {
-		return out, fmt.Errorf("executionfailed: %w", err)
+		return out, fmt.Errorf("migration.ExecutionFailed: %w", err)
 	}
 	id, err := h.deadLetter.Send(ctx, string(body))
 	if err != nil {
-		return out, fmt.Errorf("executionfailed: send to the dead-letter queue: %w", err)
+		return out, fmt.Errorf("migration.ExecutionFailed: send to the dead-letter queue: %w", err)
 	}
 	out.MessageID, out.Hint = id, msg.Hint
 	if rec.Version > 0 && rec.LeaseOwner == e.Execution {
 		if err := h.tracker.Note(ctx, rec.ID, e.Execution, notePrefixSent+id+" sent"); err != nil {
 			// The message is out; a second delivery may send another.
-			h.log.WarnContext(ctx, "executionfailed: message sent but not noted", slog.String("job", rec.ID), slog.String("error", err.Error()))
+			h.log.WarnContext(ctx, "migration.ExecutionFailed: message sent but not noted", slog.String("job", rec.ID), slog.String("error", err.Error()))
 		}
 	}
 	return out, nil

@@ -8,7 +8,8 @@ import (
 )
 
 // StoreFingerprinter fingerprints objects through an object store: the full
-// SHA-256 up to Threshold bytes, the fast fingerprint above it (seed 000).
+// SHA-256 up to Threshold bytes, the fast fingerprint above it
+// (docs/decisions/0004).
 type StoreFingerprinter struct {
 	Store     objectstore.Store
 	Threshold int64

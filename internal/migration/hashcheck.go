@@ -118,7 +118,7 @@ func decideClaim(outcome statestore.ClaimOutcome, destMigrated, reclaimed bool) 
 	case outcome == statestore.AwaitingRemediation:
 		return skip(ReasonAwaitingRemediation)
 	}
-	return verdict{final: true, err: fmt.Errorf("hashcheck: unexpected claim outcome %q", outcome)}
+	return verdict{final: true, err: fmt.Errorf("migration.HashCheck: unexpected claim outcome %q", outcome)}
 }
 
 func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutput, error) {
@@ -153,7 +153,7 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 	case errors.Is(err, statestore.ErrNotFound):
 		recordFound = false
 	case err != nil:
-		return out, fmt.Errorf("hashcheck: %w", err)
+		return out, fmt.Errorf("migration.HashCheck: %w", err)
 	}
 	destMigrated := false
 	if !recordFound {
@@ -166,7 +166,7 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 			ID: job.ID, Execution: in.Context.Execution, Attempt: in.Context.Attempt, To: statestore.Completed,
 			Note: "adopted: destination already carries this hash and recipe", Seed: stateRecord(job),
 		}); err != nil {
-			return out, fmt.Errorf("hashcheck: %w", err)
+			return out, fmt.Errorf("migration.HashCheck: %w", err)
 		}
 		return done(skip(ReasonAlreadyMigrated))
 	}
@@ -174,7 +174,7 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 	claim := statestore.ClaimRequest{Job: *stateRecord(job), Execution: in.Context.Execution, Attempt: in.Context.Attempt}
 	cur, outcome, err := h.tracker.Claim(ctx, claim)
 	if err != nil {
-		return out, fmt.Errorf("hashcheck: %w", err)
+		return out, fmt.Errorf("migration.HashCheck: %w", err)
 	}
 	destMigrated = false
 	if outcome == statestore.AlreadyCompleted {
@@ -190,7 +190,7 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 	if v.reclaim {
 		claim.Reclaim = true
 		if _, outcome, err = h.tracker.Claim(ctx, claim); err != nil {
-			return out, fmt.Errorf("hashcheck: %w", err)
+			return out, fmt.Errorf("migration.HashCheck: %w", err)
 		}
 		v = decideClaim(outcome, false, true)
 	}
@@ -241,7 +241,7 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 		// migrates the main file again.
 		main, err := mainOf(ctx, h.store, src.Bucket, key)
 		if err != nil {
-			return id, fmt.Errorf("hashcheck: %w", err)
+			return id, fmt.Errorf("migration.HashCheck: %w", err)
 		}
 		if main.Key == "" {
 			id.orphanSidecar = true
@@ -261,17 +261,17 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 	src, key, obj := id.src, id.key, id.obj
 	sum, kind, err := h.finger.Fingerprint(ctx, src.Bucket, key, obj.Size)
 	if err != nil {
-		return Job{}, fmt.Errorf("hashcheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
+		return Job{}, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
 	}
 	sidecars, err := listSidecars(ctx, h.store, src.Bucket, key)
 	if err != nil {
-		return Job{}, fmt.Errorf("hashcheck: %w", err)
+		return Job{}, fmt.Errorf("migration.HashCheck: %w", err)
 	}
 	sums := map[string]string{}
 	for _, sc := range sidecars {
 		s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
 		if err != nil {
-			return Job{}, fmt.Errorf("hashcheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
+			return Job{}, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
 		}
 		sums[path.Base(sc.Key)] = s
 	}
@@ -311,7 +311,7 @@ func (h *HashCheck) resolve(ctx context.Context, src Source) (objectstore.Object
 		case err == nil:
 			return obj, k, nil
 		case !errors.Is(err, objectstore.ErrNotFound):
-			return obj, k, fmt.Errorf("hashcheck: head source: %w", err)
+			return obj, k, fmt.Errorf("migration.HashCheck: head source: %w", err)
 		}
 	}
 	return objectstore.Object{}, "", fault.Data(fault.SourceNotFound, "s3://%s/%s does not exist (deleted after the event?)", src.Bucket, keys[0])
@@ -325,7 +325,7 @@ func (h *HashCheck) migrated(ctx context.Context, destKey string, job Job) (bool
 	case errors.Is(err, objectstore.ErrNotFound):
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("hashcheck: head destination: %w", err)
+		return false, fmt.Errorf("migration.HashCheck: head destination: %w", err)
 	}
 	return obj.Metadata[objectstore.MetaSourceSHA256] == job.SourceSHA256 &&
 		obj.Metadata[objectstore.MetaRecipe] == job.RecipeHash, nil

@@ -6,8 +6,8 @@ import (
 )
 
 // logFor returns a logger that puts the execution, state, attempt and key on
-// every line, and says whether this is a retry (seed 004: logs must tell
-// first attempts from retries).
+// every line, and says whether this is a retry: logs must tell first
+// attempts from retries (docs/decisions/0008).
 func logFor(base *slog.Logger, inv Invocation, key string) *slog.Logger {
 	if base == nil {
 		base = slog.Default()

@@ -39,7 +39,7 @@ func (s Source) DecodedKey() (string, error) {
 	}
 	k, err := url.QueryUnescape(s.Key)
 	if err != nil {
-		return "", fmt.Errorf("key %q is not URL-encoded: %w", s.Key, err)
+		return "", fmt.Errorf("migration.DecodedKey: key %q is not URL-encoded: %w", s.Key, err)
 	}
 	return k, nil
 }
@@ -62,10 +62,10 @@ type Job struct {
 	StagingPrefix string        `json:"staging_prefix"`
 }
 
-// JobID is the idempotency key: seed 001's dataset_id:chunk_hash, extended
-// with the recipe (a new recipe migrates again) and a short digest of the
-// source location (the same bytes under two keys are two migrations, each
-// with its own output). Never a timestamp.
+// JobID is the idempotency key: dataset_id:chunk_hash (docs/decisions/0006),
+// extended with the recipe (a new recipe migrates again) and a short digest
+// of the source location (the same bytes under two keys are two migrations,
+// each with its own output). Never a timestamp.
 func JobID(dataset, bucket, key, sha, recipeHash string) string {
 	loc := sha256.Sum256([]byte(bucket + "/" + key))
 	return dataset + ":" + sha + ":" + recipeHash + ":" + hex.EncodeToString(loc[:6])

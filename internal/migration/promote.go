@@ -39,7 +39,7 @@ func (p *Promote) Handle(ctx context.Context, in PromoteInput) (PromoteOutput, e
 func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, error) {
 	job := in.Job
 	if job.ID == "" || len(in.Converted.Outputs) == 0 {
-		return PromoteOutput{}, fault.Systemic("promote", errors.New("input carries no job or no outputs"))
+		return PromoteOutput{}, fault.Systemic("migration.Promote", errors.New("input carries no job or no outputs"))
 	}
 	// A retry whose earlier attempt finished (only the response was lost)
 	// finds the job completed: confirm the outputs and succeed again.
@@ -49,11 +49,11 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, 
 		}
 	}
 	if _, err := p.tracker.BeginAttempt(ctx, job.ID, in.Context.Execution, in.Context.State, in.Context.Attempt); err != nil {
-		return PromoteOutput{}, leaseError("promote", err)
+		return PromoteOutput{}, leaseError("migration.Promote", err)
 	}
 	for _, a := range in.Converted.Outputs {
 		if strings.HasPrefix(a.DestKey, p.cfg.StagingPrefix) || !strings.HasPrefix(a.StagingKey, p.cfg.StagingPrefix) {
-			return PromoteOutput{}, fault.Systemic("promote", fmt.Errorf("refusing to promote %s → %s: keys are not staging → final", a.StagingKey, a.DestKey))
+			return PromoteOutput{}, fault.Systemic("migration.Promote", fmt.Errorf("refusing to promote %s → %s: keys are not staging → final", a.StagingKey, a.DestKey))
 		}
 		if err := p.promoteOne(ctx, job, a); err != nil {
 			return PromoteOutput{}, err
@@ -82,7 +82,7 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, 
 	// partial promotion still finds what it needs.
 	for _, a := range in.Converted.Outputs {
 		if err := p.store.Delete(ctx, job.DestBucket, a.StagingKey); err != nil {
-			return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", a.StagingKey, err)
+			return PromoteOutput{}, fmt.Errorf("migration.Promote: delete staging %s: %w", a.StagingKey, err)
 		}
 		if a.Item != nil {
 			if err := p.store.Delete(ctx, job.DestBucket, a.Item.StagingKey); err != nil {
@@ -108,7 +108,7 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, 
 		},
 	})
 	if err != nil {
-		return PromoteOutput{}, leaseError("promote: mark completed", err)
+		return PromoteOutput{}, leaseError("migration.Promote: mark completed", err)
 	}
 	return PromoteOutput{Outputs: in.Converted.Outputs}, nil
 }
@@ -129,7 +129,7 @@ func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
 	case errors.Is(err, objectstore.ErrNotFound):
 		req.IfNoneMatch = true
 	case err != nil:
-		return fmt.Errorf("promote: head %s: %w", a.DestKey, err)
+		return fmt.Errorf("migration.Promote: head %s: %w", a.DestKey, err)
 	case isPromoted(cur, meta):
 		return nil
 	case cur.Metadata[objectstore.MetaSourceKey] != meta[objectstore.MetaSourceKey]:
@@ -148,7 +148,7 @@ func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
 		if herr == nil && isPromoted(now, meta) {
 			return nil
 		}
-		return fault.Transient("promote: "+a.DestKey, errors.New("destination changed during promotion (412)"))
+		return fault.Transient("migration.Promote: "+a.DestKey, errors.New("destination changed during promotion (412)"))
 	case errors.Is(err, objectstore.ErrNotFound):
 		// Staging is gone. If the final key already holds this output a
 		// previous attempt finished the copy; otherwise the staged output
@@ -157,9 +157,9 @@ func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
 		if herr == nil && isPromoted(now, meta) {
 			return nil
 		}
-		return fault.Systemic("promote", fmt.Errorf("staging object %s is missing", a.StagingKey))
+		return fault.Systemic("migration.Promote", fmt.Errorf("staging object %s is missing", a.StagingKey))
 	default:
-		return fmt.Errorf("promote: copy %s → %s: %w", a.StagingKey, a.DestKey, err)
+		return fmt.Errorf("migration.Promote: copy %s → %s: %w", a.StagingKey, a.DestKey, err)
 	}
 }
 
@@ -176,7 +176,7 @@ func (p *Promote) allPromoted(ctx context.Context, job Job, outs []Artifact) (bo
 		case errors.Is(err, objectstore.ErrNotFound):
 			return false, nil
 		case err != nil:
-			return false, fmt.Errorf("promote: head %s: %w", a.DestKey, err)
+			return false, fmt.Errorf("migration.Promote: head %s: %w", a.DestKey, err)
 		case !isPromoted(cur, promotedMetadata(job, a)):
 			return false, nil
 		}

@@ -30,7 +30,7 @@ func listSidecars(ctx context.Context, store objectstore.Store, bucket, key stri
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list sidecars of %s/%s: %w", bucket, key, err)
+		return nil, fmt.Errorf("migration.listSidecars: %s/%s: %w", bucket, key, err)
 	}
 	return out, nil
 }
@@ -49,7 +49,7 @@ func mainOf(ctx context.Context, store objectstore.Store, bucket, sidecar string
 		return nil
 	})
 	if err != nil {
-		return objectstore.Object{}, fmt.Errorf("find the main file of %s/%s: %w", bucket, sidecar, err)
+		return objectstore.Object{}, fmt.Errorf("migration.mainOf: %s/%s: %w", bucket, sidecar, err)
 	}
 	if len(found) != 1 {
 		return objectstore.Object{}, nil

@@ -36,7 +36,7 @@ func staged(f *fixture) []string {
 	return out
 }
 
-// TestClassifyDeletesTheRoutedJobsStaging (issue 8, point 6): a job routed
+// TestClassifyDeletesTheRoutedJobsStaging (docs/decisions/0007): a job routed
 // after Convert staged its output leaves nothing in staging on AWS either;
 // a neighbour with the same bytes (same staging directory) keeps its own.
 func TestClassifyDeletesTheRoutedJobsStaging(t *testing.T) {

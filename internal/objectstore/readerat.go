@@ -36,12 +36,12 @@ func (r *ReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	rc, err := r.store.OpenRange(r.ctx, r.bucket, r.key, off, want)
 	if err != nil {
-		return 0, fmt.Errorf("objectstore.ReadAt %s/%s@%d: %w", r.bucket, r.key, off, err)
+		return 0, fmt.Errorf("objectstore.ReadAt: %s/%s@%d: %w", r.bucket, r.key, off, err)
 	}
 	defer rc.Close()
 	n, err := io.ReadFull(rc, p[:want])
 	if err != nil {
-		return n, fmt.Errorf("objectstore.ReadAt %s/%s@%d: %w", r.bucket, r.key, off, err)
+		return n, fmt.Errorf("objectstore.ReadAt: %s/%s@%d: %w", r.bucket, r.key, off, err)
 	}
 	if want < int64(len(p)) {
 		return n, io.EOF

@@ -1,8 +1,8 @@
-// Package statestore keeps one record per migration job (seed 001): its
-// status, the lease of the worker that holds it, and a bounded history of
-// transitions for lineage. The rules live here; backends (an embedded
-// database locally, DynamoDB on AWS) only need a single-item
-// compare-and-swap, which both offer without transactions.
+// Package statestore keeps one record per migration job
+// (docs/decisions/0006): its status, the lease of the worker that holds it,
+// and a bounded history of transitions for lineage. The rules live here;
+// backends (an embedded database locally, DynamoDB on AWS) only need a
+// single-item compare-and-swap, which both offer without transactions.
 package statestore
 
 import (

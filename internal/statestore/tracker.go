@@ -7,11 +7,14 @@ import (
 	"time"
 )
 
-// allowed lists the legal status changes. Beyond seed 001's lifecycle it
+// allowed lists the legal status changes. Beyond the job lifecycle
+// (docs/decisions/0006: PENDING → PROCESSING → COMPLETED; PROCESSING →
+// RETRYING → COMPLETED | QUARANTINED; PROCESSING → REMEDIAL | QUARANTINED) it
 // admits RETRYING → REMEDIAL (a retry that meets a data fault) and the
 // re-entries a replay needs, and "" → COMPLETED to adopt an output that an
-// earlier run (or another tool) already promoted: a quarantined job (systemic fault, since fixed)
-// and a job whose worker died (lease expired) may be claimed again.
+// earlier run (or another tool) already promoted: a quarantined job (systemic
+// fault, since fixed) and a job whose worker died (lease expired) may be
+// claimed again.
 var allowed = map[Status][]Status{
 	"":          {Pending, Processing, Completed, Remedial, Quarantined},
 	Pending:     {Processing, Remedial, Quarantined},
@@ -67,7 +70,7 @@ const DefaultLease = 20 * time.Minute
 // WithLease sets how long a claim stays exclusive without renewal. It must
 // outlast the longest single task attempt (Lambda: 15 minutes). Zero or less
 // keeps DefaultLease: a zero lease would expire as it is taken, and every
-// execution of the same job would take it over (issue 9).
+// execution of the same job would take it over (docs/decisions/0014).
 func WithLease(d time.Duration) TrackerOption {
 	return func(t *Tracker) {
 		if d > 0 {
@@ -121,7 +124,7 @@ func (t *Tracker) Claim(ctx context.Context, req ClaimRequest) (Job, ClaimOutcom
 		cur, err := t.backend.Get(ctx, req.Job.ID)
 		exists := err == nil
 		if err != nil && !errors.Is(err, ErrNotFound) {
-			return Job{}, "", fmt.Errorf("statestore.Claim %s: %w", req.Job.ID, err)
+			return Job{}, "", fmt.Errorf("statestore.Claim: %s: %w", req.Job.ID, err)
 		}
 		var note string
 		switch {
@@ -157,7 +160,7 @@ func (t *Tracker) Claim(ctx context.Context, req ClaimRequest) (Job, ClaimOutcom
 			if errors.Is(err, ErrConflict) {
 				continue // someone else wrote first: decide again on fresh state
 			}
-			return Job{}, "", fmt.Errorf("statestore.Claim %s: %w", req.Job.ID, err)
+			return Job{}, "", fmt.Errorf("statestore.Claim: %s: %w", req.Job.ID, err)
 		}
 		return next, Claimed, nil
 	}
@@ -194,14 +197,14 @@ func (t *Tracker) Transition(ctx context.Context, u Update) (Job, error) {
 			cur.ID, cur.Status, cur.Version, cur.History = u.ID, "", 0, nil
 			cur.CreatedAt = now
 		case err != nil:
-			return Job{}, fmt.Errorf("statestore.Transition %s: %w", u.ID, err)
+			return Job{}, fmt.Errorf("statestore.Transition: %s: %w", u.ID, err)
 		}
 		if cur.LeaseOwner != "" && cur.LeaseOwner != u.Execution && !cur.Status.Terminal() && now.Before(cur.LeaseUntil) {
-			return cur, fmt.Errorf("statestore.Transition %s → %s: %w (%s)", u.ID, u.To, ErrLeaseLost, cur.LeaseOwner)
+			return cur, fmt.Errorf("statestore.Transition: %s → %s: %w (%s)", u.ID, u.To, ErrLeaseLost, cur.LeaseOwner)
 		}
 		same := cur.Status == u.To && cur.LeaseOwner == u.Execution
 		if !same && !CanTransition(cur.Status, u.To) {
-			return cur, fmt.Errorf("statestore.Transition %s: %s → %s is not allowed", u.ID, cur.Status, u.To)
+			return cur, fmt.Errorf("statestore.Transition: %s: %s → %s is not allowed", u.ID, cur.Status, u.To)
 		}
 		next := cur
 		if u.Mutate != nil {
@@ -224,7 +227,7 @@ func (t *Tracker) Transition(ctx context.Context, u Update) (Job, error) {
 			if errors.Is(err, ErrConflict) {
 				continue
 			}
-			return Job{}, fmt.Errorf("statestore.Transition %s: %w", u.ID, err)
+			return Job{}, fmt.Errorf("statestore.Transition: %s: %w", u.ID, err)
 		}
 		return next, nil
 	}
@@ -266,7 +269,7 @@ func (t *Tracker) Release(ctx context.Context, id, execution, note string) error
 		case errors.Is(err, ErrNotFound):
 			return nil
 		case err != nil:
-			return fmt.Errorf("statestore.Release %s: %w", id, err)
+			return fmt.Errorf("statestore.Release: %s: %w", id, err)
 		case cur.Status.Terminal() || cur.LeaseOwner != execution || !now.Before(cur.LeaseUntil):
 			return nil
 		}
@@ -280,7 +283,7 @@ func (t *Tracker) Release(ctx context.Context, id, execution, note string) error
 			if errors.Is(err, ErrConflict) {
 				continue
 			}
-			return fmt.Errorf("statestore.Release %s: %w", id, err)
+			return fmt.Errorf("statestore.Release: %s: %w", id, err)
 		}
 		return nil
 	}
@@ -315,13 +318,13 @@ func (t *Tracker) FindLeasedBy(ctx context.Context, execution string, since time
 			// The listing may lag (an index); the record itself decides.
 			cur, err := t.backend.Get(ctx, found.ID)
 			if err != nil {
-				return Job{}, false, fmt.Errorf("statestore.FindLeasedBy %s: %w", found.ID, err)
+				return Job{}, false, fmt.Errorf("statestore.FindLeasedBy: %s: %w", found.ID, err)
 			}
 			if cur.LeaseOwner == execution {
 				return cur, true, nil
 			}
 		case err != nil:
-			return Job{}, false, fmt.Errorf("statestore.FindLeasedBy %s: %w", s, err)
+			return Job{}, false, fmt.Errorf("statestore.FindLeasedBy: %s: %w", s, err)
 		}
 	}
 	return Job{}, false, nil
@@ -335,10 +338,10 @@ func (t *Tracker) Note(ctx context.Context, id, execution, note string) error {
 		now := t.now().UTC()
 		cur, err := t.backend.Get(ctx, id)
 		if err != nil {
-			return fmt.Errorf("statestore.Note %s: %w", id, err)
+			return fmt.Errorf("statestore.Note: %s: %w", id, err)
 		}
 		if cur.LeaseOwner != execution {
-			return fmt.Errorf("statestore.Note %s: %w (%s)", id, ErrLeaseLost, cur.LeaseOwner)
+			return fmt.Errorf("statestore.Note: %s: %w (%s)", id, ErrLeaseLost, cur.LeaseOwner)
 		}
 		next := cur
 		next.History = append(next.History, Transition{At: now, From: cur.Status, To: cur.Status, Execution: execution, Note: note})
@@ -350,7 +353,7 @@ func (t *Tracker) Note(ctx context.Context, id, execution, note string) error {
 			if errors.Is(err, ErrConflict) {
 				continue
 			}
-			return fmt.Errorf("statestore.Note %s: %w", id, err)
+			return fmt.Errorf("statestore.Note: %s: %w", id, err)
 		}
 		return nil
 	}

@@ -113,7 +113,7 @@ func TestTransitionRules(t *testing.T) {
 	}
 }
 
-func TestCanTransitionFollowsTheSeedLifecycle(t *testing.T) {
+func TestCanTransitionFollowsTheJobLifecycle(t *testing.T) {
 	for _, tc := range []struct {
 		from, to statestore.Status
 		ok       bool
@@ -209,8 +209,8 @@ func TestReleaseLetsTheNextRunTakeOver(t *testing.T) {
 	}
 }
 
-// TestZeroLeaseKeepsTheDefault (issue 9): a configuration that never set
-// the lease (0) must not make every claim expire as it is taken.
+// TestZeroLeaseKeepsTheDefault (docs/decisions/0014): a configuration that
+// never set the lease (0) must not make every claim expire as it is taken.
 func TestZeroLeaseKeepsTheDefault(t *testing.T) {
 	c := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	tr := statestore.NewTracker(statestoretest.NewMemory(), statestore.WithClock(c.now), statestore.WithLease(0))

@@ -54,29 +54,29 @@ func File(path, format string) (Result, error) {
 	case recipe.FormatCOG:
 		rep, err := cogcheck.CheckFile(path)
 		if err != nil {
-			return res, fmt.Errorf("validate %s: %w", path, err)
+			return res, fmt.Errorf("validate.File: %s: %w", path, err)
 		}
 		res.Errors, res.Warnings, res.Valid = rep.Errors, rep.Warnings, rep.Valid()
 	case recipe.FormatGeoParquet:
 		f, err := os.Open(path)
 		if err != nil {
-			return res, fmt.Errorf("validate %s: %w", path, err)
+			return res, fmt.Errorf("validate.File: %s: %w", path, err)
 		}
 		defer f.Close()
 		fi, err := f.Stat()
 		if err != nil {
-			return res, fmt.Errorf("validate %s: %w", path, err)
+			return res, fmt.Errorf("validate.File: %s: %w", path, err)
 		}
 		rep, err := geoparquet.Validate(f, fi.Size())
 		if err != nil {
-			return res, fmt.Errorf("validate %s: %w", path, err)
+			return res, fmt.Errorf("validate.File: %s: %w", path, err)
 		}
 		res.Errors, res.Valid = rep.Problems, rep.OK()
 	case recipe.FormatFlatGeobuf:
 		res.Errors = flatGeobufHeader(path)
 		res.Valid = len(res.Errors) == 0
 	default:
-		return res, fmt.Errorf("validate %s: no validator for format %q", path, format)
+		return res, fmt.Errorf("validate.File: %s: no validator for format %q", path, format)
 	}
 	return res, nil
 }

@@ -124,7 +124,7 @@ func New(root string, opts ...Option) (*Store, error) {
 	if root != "" {
 		abs, err := filepath.Abs(root)
 		if err != nil {
-			return nil, fmt.Errorf("dirstore.New %s: %w", root, err)
+			return nil, fmt.Errorf("dirstore.New: %s: %w", root, err)
 		}
 		s.root = abs
 	}
@@ -134,14 +134,14 @@ func New(root string, opts ...Option) (*Store, error) {
 		}
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return nil, fmt.Errorf("dirstore.New bucket %s=%s: %w", name, dir, err)
+			return nil, fmt.Errorf("dirstore.New: bucket %s=%s: %w", name, dir, err)
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
-			return nil, fmt.Errorf("dirstore.New bucket %s: %w", name, classify("dirstore.New "+name, err))
+			return nil, fmt.Errorf("dirstore.New: bucket %s: %w", name, classify("dirstore.New: "+name, err))
 		}
 		if !fi.IsDir() {
-			return nil, fmt.Errorf("dirstore.New bucket %s: %s is not a directory", name, abs)
+			return nil, fmt.Errorf("dirstore.New: bucket %s: %s is not a directory", name, abs)
 		}
 		s.mapped[name] = abs
 	}
@@ -159,14 +159,14 @@ func (s *Store) CreateBucket(name string) error {
 		return err
 	}
 	if err := checkBucketName(name); err != nil {
-		return fmt.Errorf("dirstore.CreateBucket %s: %w", name, err)
+		return fmt.Errorf("dirstore.CreateBucket: %s: %w", name, err)
 	}
 	if s.root == "" {
-		return fmt.Errorf("dirstore.CreateBucket %s: %w", name,
+		return fmt.Errorf("dirstore.CreateBucket: %s: %w", name,
 			fault.Systemic("dirstore.CreateBucket", errors.New("store has no root directory")))
 	}
 	if err := os.MkdirAll(filepath.Join(s.root, name), 0o755); err != nil {
-		return classify("dirstore.CreateBucket "+name, err)
+		return classify("dirstore.CreateBucket: "+name, err)
 	}
 	return nil
 }
@@ -218,8 +218,8 @@ func checkKey(key string) error {
 	return fault.Data(fault.InvalidInput, "invalid object key %q: %s", key, why)
 }
 
-// where names an operation for error messages: "dirstore.Put b/k".
-func where(op, bucket, key string) string { return "dirstore." + op + " " + bucket + "/" + key }
+// where names an operation for error messages: "dirstore.Put: b/k".
+func where(op, bucket, key string) string { return "dirstore." + op + ": " + bucket + "/" + key }
 
 // classify maps an operating system error onto the fault taxonomy: the
 // common cases as fault.FromOS does, plus the key problems a directory
@@ -281,7 +281,7 @@ func (s *Store) resolve(op, bucket, key string) (bdir, path string, err error) {
 // link (to a file inside the bucket): read it with Open instead. A reader
 // in place would meet a link, and the sidecars beside the link's target
 // rather than those beside its name.
-var ErrNotInPlace = errors.New("object is a symbolic link: read it with Open")
+var ErrNotInPlace = errors.New("dirstore: the object is a symbolic link: read it with Open")
 
 // checkLink refuses an object whose path leads outside its bucket's
 // directory through a symbolic link (of the file or of a directory on the

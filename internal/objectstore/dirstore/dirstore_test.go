@@ -222,7 +222,7 @@ func TestFailedPutLeavesNothing(t *testing.T) {
 	s, root := newStore(t)
 	boom := fault.Transient("network", errors.New("connection reset"))
 	_, err := s.Put(context.Background(), objectstore.PutRequest{Bucket: "b", Key: "d/k", Body: io.MultiReader(strings.NewReader("abc"), errReader{boom}), Size: -1})
-	if fault.TierOf(err) != fault.TierTransient || !strings.Contains(err.Error(), "dirstore.Put b/d/k") {
+	if fault.TierOf(err) != fault.TierTransient || !strings.Contains(err.Error(), "dirstore.Put: b/d/k") {
 		t.Errorf("Put with a failing body = %v, want the body's TransientError, wrapped", err)
 	}
 	entries, _ := os.ReadDir(filepath.Join(root, "b", "d"))
@@ -391,12 +391,12 @@ func TestSweepTemps(t *testing.T) {
 	}
 }
 
-// TestAttachSweepsOnlyWhenAlone (issue 9): temporaries a killed writer
-// left (in data, staging and sidecar directories, whatever their age) are
-// removed by the first writer to attach, never while another writer is
-// attached (they may be its writes in progress), and nothing but the
-// store's own temporary names is touched. flock(2) sees each open file
-// description as an owner, so a second Store stands for a second process.
+// TestAttachSweepsOnlyWhenAlone (docs/decisions/0014): temporaries a killed
+// writer left (in data, staging and sidecar directories, whatever their age)
+// are removed by the first writer to attach, never while another writer is
+// attached (they may be its writes in progress), and nothing but the store's
+// own temporary names is touched. flock(2) sees each open file description as
+// an owner, so a second Store stands for a second process.
 func TestAttachSweepsOnlyWhenAlone(t *testing.T) {
 	s, root := newStore(t)
 	put(t, s, "b", "_staging/x/obj", "staged", nil)

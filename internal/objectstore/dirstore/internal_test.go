@@ -36,11 +36,11 @@ func TestClassify(t *testing.T) {
 		{fault.Transient("body", errors.New("reset")), fault.TierTransient, "reset"},
 		{errors.New("strange"), fault.TierUnknown, "strange"},
 	} {
-		err := classify("dirstore.Put b/k", tc.err)
+		err := classify("dirstore.Put: b/k", tc.err)
 		if got := fault.TierOf(err); got != tc.tier {
 			t.Errorf("classify(%v) tier = %q, want %q", tc.err, got, tc.tier)
 		}
-		if !strings.Contains(err.Error(), tc.text) || !strings.HasPrefix(err.Error(), "dirstore.Put b/k: ") {
+		if !strings.Contains(err.Error(), tc.text) || !strings.HasPrefix(err.Error(), "dirstore.Put: b/k: ") {
 			t.Errorf("classify(%v) = %q, want it to start with the place and mention %q", tc.err, err, tc.text)
 		}
 		if !errors.Is(err, tc.err) {
@@ -152,6 +152,9 @@ func TestPutsAndDeletesInSharedDirectoriesRace(t *testing.T) {
 		{"keys sharing staging job directories", 8, 150, func(w, i int) string { return fmt.Sprintf("_staging/job%d/sub/out-%d-%d.tif", i%3, w, i) }},
 	}
 	for _, c := range cases {
+		if testing.Short() {
+			c.rounds /= 5 // a fifth of the races; make test and make test-race run them all
+		}
 		t.Run(c.name, func(t *testing.T) {
 			s, err := New(t.TempDir())
 			if err != nil {

@@ -83,7 +83,7 @@ func (e *APIError) Error() string {
 }
 
 // ErrorFor builds the error a real store adapter would return for kind,
-// raised at where (e.g. "s3.Put bucket/key").
+// raised at where (e.g. "s3.Put: bucket/key").
 func ErrorFor(kind Kind, where string) error {
 	switch kind {
 	case Default, SlowDown:
@@ -233,7 +233,7 @@ func (r *Rule) err(op, bucket, key string) error {
 	if kind == Default && r.AfterBytes > 0 && (op == OpOpen || op == OpOpenRange) {
 		kind = ConnReset
 	}
-	return ErrorFor(kind, "faultstore."+op+" "+bucket+"/"+key)
+	return ErrorFor(kind, "faultstore."+op+": "+bucket+"/"+key)
 }
 
 // Head implements objectstore.Store.

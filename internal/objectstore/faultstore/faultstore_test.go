@@ -54,7 +54,7 @@ func TestErrorKinds(t *testing.T) {
 			if fault.TierOf(err) != tc.tier {
 				t.Errorf("tier of %v = %q, want %q", err, fault.TierOf(err), tc.tier)
 			}
-			if !strings.Contains(err.Error(), "faultstore.Head b/other") {
+			if !strings.Contains(err.Error(), "faultstore.Head: b/other") {
 				t.Errorf("%q does not say where", err)
 			}
 			var api *faultstore.APIError

@@ -68,7 +68,7 @@ func (s *Store) Keys(bucket string) []string {
 	return slices.Sorted(maps.Keys(s.buckets[bucket]))
 }
 
-func where(op, bucket, key string) string { return "memstore." + op + " " + bucket + "/" + key }
+func where(op, bucket, key string) string { return "memstore." + op + ": " + bucket + "/" + key }
 
 // bucketLocked returns a bucket's objects; s.mu must be held.
 func (s *Store) bucketLocked(op, bucket, key string) (map[string]*object, error) {

@@ -30,13 +30,13 @@ func TestErrors(t *testing.T) {
 		wantIs    error
 		wantInMsg string
 	}{
-		{"empty key", func() error { _, err := s.Head(ctx, "b", ""); return err }, fault.TierDataSpecific, nil, "memstore.Head b/"},
+		{"empty key", func() error { _, err := s.Head(ctx, "b", ""); return err }, fault.TierDataSpecific, nil, "memstore.Head: b/"},
 		{"negative offset", func() error { _, err := s.OpenRange(ctx, "b", "k", -1, 1); return err }, fault.TierDataSpecific, nil, "negative offset"},
-		{"missing bucket", func() error { return s.Delete(ctx, "nob", "k") }, fault.TierSystemic, memstore.ErrNoSuchBucket, "memstore.Delete nob/k"},
+		{"missing bucket", func() error { return s.Delete(ctx, "nob", "k") }, fault.TierSystemic, memstore.ErrNoSuchBucket, "memstore.Delete: nob/k"},
 		{"cancelled", func() error {
 			_, err := s.Put(cancelled, objectstore.PutRequest{Bucket: "b", Key: "k", Body: strings.NewReader("x"), Size: 1})
 			return err
-		}, fault.TierUnknown, context.Canceled, "memstore.Put b/k"},
+		}, fault.TierUnknown, context.Canceled, "memstore.Put: b/k"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()

@@ -108,7 +108,7 @@ func (s *Store) mapCopyError(ctx context.Context, req objectstore.CopyRequest, s
 	if herr == nil && aws.ToString(now.ETag) == aws.ToString(src.ETag) {
 		return mapped
 	}
-	return fault.Transient(fmt.Sprintf("s3.CopyObject s3://%s/%s", req.SrcBucket, req.SrcKey),
+	return fault.Transient(fmt.Sprintf("s3.CopyObject: s3://%s/%s", req.SrcBucket, req.SrcKey),
 		fmt.Errorf("source changed or vanished while copying: %w", err))
 }
 
@@ -125,7 +125,7 @@ func (s *Store) copyThroughClient(ctx context.Context, req objectstore.CopyReque
 	out, err := s.api.GetObject(ctx, &s3.GetObjectInput{Bucket: &req.SrcBucket, Key: &req.SrcKey, IfMatch: src.ETag})
 	if err != nil {
 		if awsconfig.StatusCode(err) == 412 {
-			return objectstore.Object{}, fault.Transient(fmt.Sprintf("%s s3://%s/%s", op, req.SrcBucket, req.SrcKey),
+			return objectstore.Object{}, fault.Transient(fmt.Sprintf("%s: s3://%s/%s", op, req.SrcBucket, req.SrcKey),
 				fmt.Errorf("source changed while copying: %w", err))
 		}
 		return objectstore.Object{}, MapError(op, req.SrcBucket, req.SrcKey, err)

@@ -29,7 +29,7 @@ func MapError(op, bucket, key string, err error) error {
 	if err == nil {
 		return nil
 	}
-	where := fmt.Sprintf("%s s3://%s/%s", op, bucket, key)
+	where := fmt.Sprintf("%s: s3://%s/%s", op, bucket, key)
 	code, status := awsconfig.ErrorCode(err), awsconfig.StatusCode(err)
 	switch {
 	case code == "NoSuchBucket", code == "XAdminUserNotFound": // versitygw: unknown access key, as a 404

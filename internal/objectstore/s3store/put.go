@@ -55,7 +55,7 @@ func (s *Store) put(ctx context.Context, op string, a putArgs) (objectstore.Obje
 	}
 	n, err := io.ReadFull(a.body, first)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-		return objectstore.Object{}, fmt.Errorf("%s s3://%s/%s: reading body: %w", op, a.bucket, a.key, err)
+		return objectstore.Object{}, fmt.Errorf("%s: s3://%s/%s: reading body: %w", op, a.bucket, a.key, err)
 	}
 	first = first[:n]
 	if int64(n) < partSize {
@@ -63,12 +63,12 @@ func (s *Store) put(ctx context.Context, op string, a putArgs) (objectstore.Obje
 	}
 	if single {
 		if a.size >= 0 && int64(n) != a.size {
-			return objectstore.Object{}, fmt.Errorf("%s s3://%s/%s: body has %d bytes, Size says %d", op, a.bucket, a.key, n, a.size)
+			return objectstore.Object{}, fmt.Errorf("%s: s3://%s/%s: body has %d bytes, Size says %d", op, a.bucket, a.key, n, a.size)
 		}
 		if a.size >= 0 {
 			// Size is exact: a longer body is a caller bug, not a truncation to hide.
 			if extra, _ := io.ReadFull(a.body, make([]byte, 1)); extra > 0 {
-				return objectstore.Object{}, fmt.Errorf("%s s3://%s/%s: body is longer than Size %d", op, a.bucket, a.key, a.size)
+				return objectstore.Object{}, fmt.Errorf("%s: s3://%s/%s: body is longer than Size %d", op, a.bucket, a.key, a.size)
 			}
 		}
 		return s.putSingle(ctx, a, first)
@@ -137,9 +137,9 @@ func (s *Store) precheck(ctx context.Context, op string, a putArgs) error {
 	case err != nil && !errors.Is(err, objectstore.ErrNotFound):
 		return err
 	case a.ifNoneMatch && err == nil:
-		return fmt.Errorf("%s s3://%s/%s: exists: %w", op, a.bucket, a.key, objectstore.ErrPreconditionFailed)
+		return fmt.Errorf("%s: s3://%s/%s: exists: %w", op, a.bucket, a.key, objectstore.ErrPreconditionFailed)
 	case a.ifMatch != "" && (err != nil || trimETag(aws.ToString(dst.ETag)) != trimETag(a.ifMatch)):
-		return fmt.Errorf("%s s3://%s/%s: ETag is not %s: %w", op, a.bucket, a.key, a.ifMatch, objectstore.ErrPreconditionFailed)
+		return fmt.Errorf("%s: s3://%s/%s: ETag is not %s: %w", op, a.bucket, a.key, a.ifMatch, objectstore.ErrPreconditionFailed)
 	}
 	return nil
 }
@@ -225,7 +225,7 @@ func (s *Store) putMultipart(ctx context.Context, op string, a putArgs, first []
 		}
 		if num >= MaxParts {
 			if extra, _ := io.ReadFull(a.body, make([]byte, 1)); extra > 0 {
-				fail(fmt.Errorf("%s s3://%s/%s: body exceeds %d parts of %d bytes", op, a.bucket, a.key, MaxParts, partSize))
+				fail(fmt.Errorf("%s: s3://%s/%s: body exceeds %d parts of %d bytes", op, a.bucket, a.key, MaxParts, partSize))
 			}
 			break
 		}
@@ -238,7 +238,7 @@ func (s *Store) putMultipart(ctx context.Context, op string, a putArgs, first []
 		}
 		m, rerr := io.ReadFull(a.body, buf)
 		if rerr != nil && !errors.Is(rerr, io.EOF) && !errors.Is(rerr, io.ErrUnexpectedEOF) {
-			fail(fmt.Errorf("%s s3://%s/%s: reading body: %w", op, a.bucket, a.key, rerr))
+			fail(fmt.Errorf("%s: s3://%s/%s: reading body: %w", op, a.bucket, a.key, rerr))
 			break
 		}
 		if m == 0 {
@@ -254,7 +254,7 @@ func (s *Store) putMultipart(ctx context.Context, op string, a putArgs, first []
 		err = MapError(op, a.bucket, a.key, ctx.Err())
 	}
 	if err == nil && a.size >= 0 && total != a.size {
-		err = fmt.Errorf("%s s3://%s/%s: body has %d bytes, Size says %d", op, a.bucket, a.key, total, a.size)
+		err = fmt.Errorf("%s: s3://%s/%s: body has %d bytes, Size says %d", op, a.bucket, a.key, total, a.size)
 	}
 	if err != nil {
 		return objectstore.Object{}, err

@@ -164,7 +164,7 @@ func (s *Store) checkBucket(ctx context.Context, bucket, op string, notFound err
 		s.buckets.Store(bucket, true)
 		return notFound
 	case awsconfig.StatusCode(err) == 404:
-		return fault.Systemic(fmt.Sprintf("%s s3://%s", op, bucket), &NoSuchBucketError{Bucket: bucket, Err: err})
+		return fault.Systemic(fmt.Sprintf("%s: s3://%s", op, bucket), &NoSuchBucketError{Bucket: bucket, Err: err})
 	default:
 		return MapError(op+" (HeadBucket)", bucket, "", err)
 	}
@@ -182,7 +182,7 @@ func (s *Store) OpenRange(ctx context.Context, bucket, key string, offset, lengt
 	const op = "s3.OpenRange"
 	switch {
 	case offset < 0:
-		return nil, fmt.Errorf("%s s3://%s/%s: negative offset %d", op, bucket, key, offset)
+		return nil, fmt.Errorf("%s: s3://%s/%s: negative offset %d", op, bucket, key, offset)
 	case length == 0:
 		if _, err := s.head(ctx, bucket, key, op); err != nil {
 			return nil, err

@@ -58,11 +58,11 @@ var (
 // Open opens (creating, with its directory, when needed) the queue file.
 func Open(path string) (*Queue, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fault.FromOS("jsonlqueue.Open "+path, err)
+		return nil, fault.FromOS("jsonlqueue.Open: "+path, err)
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, fault.FromOS("jsonlqueue.Open "+path, err)
+		return nil, fault.FromOS("jsonlqueue.Open: "+path, err)
 	}
 	return &Queue{path: path, f: f, now: time.Now, hidden: map[string]time.Time{}, receives: map[string]int{}}, nil
 }
@@ -80,14 +80,14 @@ func (q *Queue) Close() error {
 	err := q.f.Close()
 	q.f = nil
 	if err != nil {
-		return fmt.Errorf("jsonlqueue.Close %s: %w", q.path, err)
+		return fmt.Errorf("jsonlqueue.Close: %s: %w", q.path, err)
 	}
 	return nil
 }
 
 // Send appends a message and returns its ID once it is on disk.
 func (q *Queue) Send(ctx context.Context, body string) (string, error) {
-	where := "jsonlqueue.Send " + q.path
+	where := "jsonlqueue.Send: " + q.path
 	msg := queue.Message{ID: newUUID(), SentAt: q.now().UTC(), Body: body}
 	if err := q.append(ctx, where, msg); err != nil {
 		return "", err
@@ -138,7 +138,7 @@ func (q *Queue) append(ctx context.Context, where string, v any) error {
 // deleted nor hidden by an earlier Receive of this Queue, and hides them for
 // visibility.
 func (q *Queue) Receive(ctx context.Context, max int, visibility time.Duration) ([]queue.Delivery, error) {
-	where := "jsonlqueue.Receive " + q.path
+	where := "jsonlqueue.Receive: " + q.path
 	if max < 1 || max > queue.MaxReceive {
 		return nil, fmt.Errorf("%s: max %d: want 1 to %d", where, max, queue.MaxReceive)
 	}
@@ -183,7 +183,7 @@ func messageID(where, r string) (string, error) {
 // Delete acknowledges a received message durably (an fsynced line); it is
 // never delivered again, by this Queue or any other on the file.
 func (q *Queue) Delete(ctx context.Context, r string) error {
-	where := "jsonlqueue.Delete " + q.path
+	where := "jsonlqueue.Delete: " + q.path
 	id, err := messageID(where, r)
 	if err != nil {
 		return err
@@ -200,7 +200,7 @@ func (q *Queue) Delete(ctx context.Context, r string) error {
 // ChangeVisibility hides a received message for d from now (zero: visible
 // at once).
 func (q *Queue) ChangeVisibility(ctx context.Context, r string, d time.Duration) error {
-	where := "jsonlqueue.ChangeVisibility " + q.path
+	where := "jsonlqueue.ChangeVisibility: " + q.path
 	id, err := messageID(where, r)
 	if err != nil {
 		return err
@@ -315,7 +315,7 @@ type line struct {
 // scanLines calls fn for every whole line, counting torn ones into the
 // Stats it returns (or into into[0] when given).
 func scanLines(ctx context.Context, path string, fn func(line) error, into ...*Stats) (Stats, error) {
-	where := "jsonlqueue.ReadAll " + path
+	where := "jsonlqueue.ReadAll: " + path
 	st := &Stats{}
 	if len(into) > 0 {
 		st = into[0]

@@ -83,7 +83,7 @@ func (s *Queue) Send(ctx context.Context, body string) (string, error) {
 	}
 	out, err := s.api.SendMessage(ctx, in)
 	if err != nil {
-		return "", MapError("sqs.Send "+s.opts.QueueURL, err)
+		return "", MapError("sqs.Send: "+s.opts.QueueURL, err)
 	}
 	return aws.ToString(out.MessageId), nil
 }
@@ -105,7 +105,7 @@ const emptyPollRetries = 2
 // polls again, at most emptyPollRetries times. The attribute is approximate
 // on SQS, which costs at most those extra polls, never a lost message.
 func (s *Queue) Receive(ctx context.Context, max int, visibility time.Duration) ([]queue.Delivery, error) {
-	where := "sqs.Receive " + s.opts.QueueURL
+	where := "sqs.Receive: " + s.opts.QueueURL
 	if max < 1 || max > queue.MaxReceive {
 		return nil, fmt.Errorf("%s: max %d: want 1 to %d", where, max, queue.MaxReceive)
 	}
@@ -157,7 +157,7 @@ func seconds(d time.Duration) int32 {
 func (s *Queue) Delete(ctx context.Context, receipt string) error {
 	_, err := s.api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(s.opts.QueueURL), ReceiptHandle: aws.String(receipt)})
 	if err != nil {
-		return MapError("sqs.Delete "+s.opts.QueueURL, err)
+		return MapError("sqs.Delete: "+s.opts.QueueURL, err)
 	}
 	return nil
 }
@@ -169,7 +169,7 @@ func (s *Queue) ChangeVisibility(ctx context.Context, receipt string, d time.Dur
 		QueueUrl: aws.String(s.opts.QueueURL), ReceiptHandle: aws.String(receipt), VisibilityTimeout: seconds(d),
 	})
 	if err != nil {
-		return MapError("sqs.ChangeVisibility "+s.opts.QueueURL, err)
+		return MapError("sqs.ChangeVisibility: "+s.opts.QueueURL, err)
 	}
 	return nil
 }
@@ -178,7 +178,7 @@ func (s *Queue) ChangeVisibility(ctx context.Context, receipt string, d time.Dur
 // ApproximateNumberOfMessagesNotVisible. It is also the check that the
 // queue exists and may be read (GetQueueAttributes).
 func (s *Queue) Depth(ctx context.Context) (queue.Depth, error) {
-	where := "sqs.Depth " + s.opts.QueueURL
+	where := "sqs.Depth: " + s.opts.QueueURL
 	out, err := s.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(s.opts.QueueURL),
 		AttributeNames: []types.QueueAttributeName{

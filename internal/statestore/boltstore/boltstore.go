@@ -47,10 +47,10 @@ const DefaultTimeout = 5 * time.Second
 var bucketName = []byte("jobs")
 
 // ErrLocked is wrapped when another process holds the database.
-var ErrLocked = errors.New("state database is in use by another process (one process owns it at a time)")
+var ErrLocked = errors.New("boltstore: the state database is in use by another process (one process owns it at a time)")
 
 // ErrCorrupt is wrapped when the file or a record in it is damaged.
-var ErrCorrupt = errors.New("state database is damaged")
+var ErrCorrupt = errors.New("boltstore: the state database is damaged")
 
 // recovery is what a person does about a damaged file at path.
 func recovery(path string) string {
@@ -69,7 +69,7 @@ func guard(path string, fn func() error) error {
 }
 
 // errPanicked marks a panic or fault that guardRaw recovered.
-var errPanicked = errors.New("unreadable page")
+var errPanicked = errors.New("boltstore: unreadable page")
 
 // guardRaw is guard without the recovery advice (for Repair itself).
 func guardRaw(path string, fn func() error) (err error) {
@@ -121,7 +121,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fault.Systemic("boltstore.Open "+path, err)
+			return nil, fault.Systemic("boltstore.Open: "+path, err)
 		}
 	}
 	if err := checkDeclaredSize(path); err != nil {
@@ -137,13 +137,13 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
-			return nil, fault.Systemic("boltstore.Open "+path,
+			return nil, fault.Systemic("boltstore.Open: "+path,
 				fmt.Errorf("%w: gave up after %s: %w", ErrLocked, o.timeout, err))
 		}
 		if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch) {
 			err = fmt.Errorf("%w: %s: %w; %s", ErrCorrupt, path, err, recovery(path))
 		}
-		return nil, fault.Systemic("boltstore.Open "+path, err)
+		return nil, fault.Systemic("boltstore.Open: "+path, err)
 	}
 	s := &Store{db: db, path: path}
 	if err := s.guard(func() error {
@@ -153,7 +153,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		})
 	}); err != nil {
 		db.Close()
-		return nil, fault.Systemic("boltstore.Open "+path, err)
+		return nil, fault.Systemic("boltstore.Open: "+path, err)
 	}
 	return s, nil
 }
@@ -221,7 +221,7 @@ func (s *Store) Path() string { return s.path }
 // Close releases the database (and its file lock).
 func (s *Store) Close() error {
 	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("boltstore.Close %s: %w", s.path, err)
+		return fmt.Errorf("boltstore.Close: %s: %w", s.path, err)
 	}
 	return nil
 }
@@ -234,7 +234,7 @@ func dbErr(where string, err error) error {
 
 // Get returns a job or statestore.ErrNotFound.
 func (s *Store) Get(ctx context.Context, id string) (statestore.Job, error) {
-	where := "boltstore.Get " + id
+	where := "boltstore.Get: " + id
 	if err := ctx.Err(); err != nil {
 		return statestore.Job{}, fmt.Errorf("%s: %w", where, err)
 	}
@@ -270,7 +270,7 @@ func (s *Store) Get(ctx context.Context, id string) (statestore.Job, error) {
 // Put stores job with Version expect+1 if the stored Version equals expect
 // (expect 0: the job must not exist); otherwise statestore.ErrConflict.
 func (s *Store) Put(ctx context.Context, job statestore.Job, expect int64) error {
-	where := "boltstore.Put " + job.ID
+	where := "boltstore.Put: " + job.ID
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
@@ -325,7 +325,7 @@ func (s *Store) Put(ctx context.Context, job statestore.Job, expect int64) error
 // job is skipped with a warning (CorruptKeys lists them): one damaged
 // record must not hide all the others.
 func (s *Store) List(ctx context.Context, status statestore.Status, fn func(statestore.Job) error) error {
-	where := "boltstore.List " + string(status)
+	where := "boltstore.List: " + string(status)
 	var after []byte
 	for {
 		if err := ctx.Err(); err != nil {

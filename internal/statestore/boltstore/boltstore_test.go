@@ -93,7 +93,7 @@ func TestClosedStoreIsSystemic(t *testing.T) {
 	}
 	s.Close()
 	_, err = s.Get(context.Background(), "x")
-	if fault.TierOf(err) != fault.TierSystemic || !strings.Contains(err.Error(), "boltstore.Get x") {
+	if fault.TierOf(err) != fault.TierSystemic || !strings.Contains(err.Error(), "boltstore.Get: x") {
 		t.Errorf("Get on a closed store = %v", err)
 	}
 }

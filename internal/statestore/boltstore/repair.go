@@ -40,7 +40,7 @@ func Repair(path string) (RepairReport, error) {
 	}
 	defer lock.Close()
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return rep, fmt.Errorf("boltstore.Repair %s: %w (%v)", path, ErrLocked, err)
+		return rep, fmt.Errorf("boltstore.Repair: %s: %w (%v)", path, ErrLocked, err)
 	}
 	rep.Backup = fmt.Sprintf("%s.damaged-%s", path, time.Now().UTC().Format("20060102T150405Z"))
 	if err := copyFile(lock, rep.Backup); err != nil {

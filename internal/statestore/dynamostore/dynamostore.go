@@ -105,10 +105,10 @@ func (b *Backend) Get(ctx context.Context, id string) (statestore.Job, error) {
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return statestore.Job{}, MapError("dynamodb.Get table "+b.table+" "+id, err)
+		return statestore.Job{}, MapError("dynamodb.Get: table "+b.table+" "+id, err)
 	}
 	if len(out.Item) == 0 {
-		return statestore.Job{}, fmt.Errorf("dynamodb.Get %s: %w", id, statestore.ErrNotFound)
+		return statestore.Job{}, fmt.Errorf("dynamodb.Get: %s: %w", id, statestore.ErrNotFound)
 	}
 	return Decode(out.Item)
 }
@@ -121,12 +121,12 @@ func (b *Backend) Put(ctx context.Context, job statestore.Job, expect int64) err
 		return fmt.Errorf("dynamodb.Put: empty job ID")
 	}
 	if expect < 0 {
-		return fmt.Errorf("dynamodb.Put %s: negative expected version %d", job.ID, expect)
+		return fmt.Errorf("dynamodb.Put: %s: negative expected version %d", job.ID, expect)
 	}
 	job.Version = expect + 1
 	item, err := Encode(job)
 	if err != nil {
-		return fmt.Errorf("dynamodb.Put %s: %w", job.ID, err)
+		return fmt.Errorf("dynamodb.Put: %s: %w", job.ID, err)
 	}
 	in := &dynamodb.PutItemInput{TableName: &b.table, Item: item}
 	if expect == 0 {
@@ -140,7 +140,7 @@ func (b *Backend) Put(ctx context.Context, job statestore.Job, expect int64) err
 		}
 	}
 	if _, err := b.api.PutItem(ctx, in); err != nil {
-		return MapError("dynamodb.Put table "+b.table+" "+job.ID, err)
+		return MapError("dynamodb.Put: table "+b.table+" "+job.ID, err)
 	}
 	return nil
 }
@@ -204,7 +204,7 @@ func (b *Backend) query(ctx context.Context, status statestore.Status, fn func(s
 			if first && isMissingIndex(err) {
 				return err // unmapped: List falls back to Scan
 			}
-			return MapError("dynamodb.List table "+b.table+" "+string(status), err)
+			return MapError("dynamodb.List: table "+b.table+" "+string(status), err)
 		}
 		first = false
 		if err := each(page.Items, fn); err != nil {
@@ -225,7 +225,7 @@ func (b *Backend) scan(ctx context.Context, status statestore.Status, fn func(st
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return MapError("dynamodb.List table "+b.table+" "+string(status), err)
+			return MapError("dynamodb.List: table "+b.table+" "+string(status), err)
 		}
 		if err := each(page.Items, fn); err != nil {
 			return err
@@ -297,7 +297,7 @@ func dropEmptyStrings(m map[string]types.AttributeValue) {
 func Decode(item map[string]types.AttributeValue) (statestore.Job, error) {
 	var j statestore.Job
 	if err := attributevalue.UnmarshalMap(item, &j); err != nil {
-		return statestore.Job{}, fmt.Errorf("dynamodb: decoding job: %w", err)
+		return statestore.Job{}, fmt.Errorf("dynamostore.Decode: %w", err)
 	}
 	return j, nil
 }

@@ -51,7 +51,7 @@ func TableInput(table string) *dynamodb.CreateTableInput {
 func CreateTable(ctx context.Context, api TableAPI, table string) error {
 	_, err := api.CreateTable(ctx, TableInput(table))
 	if err != nil && awsconfig.ErrorCode(err) != "ResourceInUseException" {
-		return MapError("dynamodb.CreateTable "+table, err)
+		return MapError("dynamodb.CreateTable: "+table, err)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -60,10 +60,10 @@ func CreateTable(ctx context.Context, api TableAPI, table string) error {
 			return nil
 		}
 		if err != nil && awsconfig.ErrorCode(err) != "ResourceNotFoundException" {
-			return MapError("dynamodb.DescribeTable "+table, err)
+			return MapError("dynamodb.DescribeTable: "+table, err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("dynamodb.CreateTable %s: not ACTIVE after 2 minutes", table)
+			return fmt.Errorf("dynamodb.CreateTable: %s: not ACTIVE after 2 minutes", table)
 		}
 		select {
 		case <-ctx.Done():

@@ -32,13 +32,13 @@ func clone(j statestore.Job) statestore.Job {
 // Get returns a job or statestore.ErrNotFound.
 func (m *Memory) Get(ctx context.Context, id string) (statestore.Job, error) {
 	if err := ctx.Err(); err != nil {
-		return statestore.Job{}, fmt.Errorf("statestoretest.Get %s: %w", id, err)
+		return statestore.Job{}, fmt.Errorf("statestoretest.Get: %s: %w", id, err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j, ok := m.jobs[id]
 	if !ok {
-		return statestore.Job{}, fmt.Errorf("statestoretest.Get %s: %w", id, statestore.ErrNotFound)
+		return statestore.Job{}, fmt.Errorf("statestoretest.Get: %s: %w", id, statestore.ErrNotFound)
 	}
 	return clone(j), nil
 }
@@ -47,13 +47,13 @@ func (m *Memory) Get(ctx context.Context, id string) (statestore.Job, error) {
 // (expect 0: the job must not exist); otherwise statestore.ErrConflict.
 func (m *Memory) Put(ctx context.Context, job statestore.Job, expect int64) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("statestoretest.Put %s: %w", job.ID, err)
+		return fmt.Errorf("statestoretest.Put: %s: %w", job.ID, err)
 	}
 	switch {
 	case job.ID == "":
 		return fmt.Errorf("statestoretest.Put: %w", fault.Data(fault.InvalidInput, "job has no ID"))
 	case expect < 0:
-		return fmt.Errorf("statestoretest.Put %s: %w", job.ID, fault.Data(fault.InvalidInput, "negative expected version %d", expect))
+		return fmt.Errorf("statestoretest.Put: %s: %w", job.ID, fault.Data(fault.InvalidInput, "negative expected version %d", expect))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -63,7 +63,7 @@ func (m *Memory) Put(ctx context.Context, job statestore.Job, expect int64) erro
 		have = cur.Version
 	}
 	if have != expect {
-		return fmt.Errorf("statestoretest.Put %s: version is %d, expected %d: %w", job.ID, have, expect, statestore.ErrConflict)
+		return fmt.Errorf("statestoretest.Put: %s: version is %d, expected %d: %w", job.ID, have, expect, statestore.ErrConflict)
 	}
 	job.Version = expect + 1
 	m.jobs[job.ID] = clone(job)
@@ -92,7 +92,7 @@ func (m *Memory) List(ctx context.Context, status statestore.Status, fn func(sta
 	})
 	for _, j := range jobs {
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("statestoretest.List %s: %w", status, err)
+			return fmt.Errorf("statestoretest.List: %s: %w", status, err)
 		}
 		if err := fn(j); err != nil {
 			return err
