@@ -79,7 +79,7 @@ func (e *Engine) Describe(ctx context.Context, path, format string) (stac.Descri
 		return d, fault.Systemic("gdal.Describe", fmt.Errorf("unknown output format %q", format))
 	}
 	if err != nil {
-		return d, fault.Systemic("gdal.Describe "+format, err)
+		return d, fault.Systemic("gdal.Describe: "+format, err)
 	}
 	d.Software = map[string]string{"GDAL": e.version, "PROJ": projVersion()}
 	return d, nil

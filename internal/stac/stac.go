@@ -268,7 +268,7 @@ func NewItem(in ItemInput) (*Item, error) {
 	}
 	if len(d.BBox) == 4 {
 		if err := checkBBox(d.BBox); err != nil {
-			return nil, fmt.Errorf("stac.NewItem %s: %w", in.ID, err)
+			return nil, fmt.Errorf("stac.NewItem: %s: %w", in.ID, err)
 		}
 		it.BBox = d.BBox
 		it.Geometry = bboxPolygon(d.BBox)
