@@ -147,11 +147,30 @@ func (l Lambda) Migration() migration.Config {
 // case. It is called once, at cold start; its errors name the variable at
 // fault.
 func LoadLambda() (Lambda, error) {
+	l, err := load(os.LookupEnv)
+	if err != nil {
+		return Lambda{}, fmt.Errorf("config.LoadLambda: %w", err)
+	}
+	return l, nil
+}
+
+// Check reports what a function given l.Environment() would refuse at
+// cold start (infra/ calls it at synth time).
+func (l Lambda) Check() error {
+	env := l.Environment()
+	if _, err := load(func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err != nil {
+		return fmt.Errorf("config.Lambda.Check: %w", err)
+	}
+	return nil
+}
+
+// load reads a Lambda through lookup (os.LookupEnv).
+func load(lookup func(string) (string, bool)) (Lambda, error) {
 	var l Lambda
 	var errs []error
 	walkFields(reflect.ValueOf(&l).Elem(), func(f reflect.StructField, v reflect.Value) {
 		name := f.Tag.Get("env")
-		text, ok := os.LookupEnv(name)
+		text, ok := lookup(name)
 		if !ok {
 			def, hasDefault := f.Tag.Lookup("default")
 			if !hasDefault {
@@ -164,14 +183,28 @@ func LoadLambda() (Lambda, error) {
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
-		return Lambda{}, fmt.Errorf("config.LoadLambda: %w", err)
+		return Lambda{}, err
 	}
 	for _, check := range []func() error{l.Handlers.Validate, l.AWS.Validate, l.Validate} {
 		if err := check(); err != nil {
-			return Lambda{}, fmt.Errorf("config.LoadLambda: %s", inEnvTerms(err.Error()))
+			return Lambda{}, errors.New(inEnvTerms(err.Error()))
 		}
 	}
 	return l, nil
+}
+
+// DefaultLambda is a Lambda with every declared default applied, the
+// starting point of what infra/ sets.
+func DefaultLambda() Lambda {
+	var l Lambda
+	walkFields(reflect.ValueOf(&l).Elem(), func(f reflect.StructField, v reflect.Value) {
+		if def, ok := f.Tag.Lookup("default"); ok {
+			if err := decode(f, v, def); err != nil {
+				panic(fmt.Sprintf("config: default of %s: %v", f.Name, err))
+			}
+		}
+	})
+	return l
 }
 
 // inEnvTerms says a validation message in a function's terms: the

@@ -128,3 +128,30 @@ func TestEnvironmentRoundTrip(t *testing.T) {
 		t.Errorf("read back\n%+v\nwant\n%+v", got, want)
 	}
 }
+
+// TestDefaultLambdaIsWhatAnEmptyEnvironmentGives: infra starts from the
+// defaults a function would apply itself.
+func TestDefaultLambdaIsWhatAnEmptyEnvironmentGives(t *testing.T) {
+	setEnv(t, map[string]string{"GEOMIGRATE_DEST_BUCKET": "dst", "GEOMIGRATE_STATE_TABLE": "jobs"})
+	l, err := LoadLambda()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultLambda()
+	d.DestBucket, d.StateTable = "dst", "jobs"
+	if !reflect.DeepEqual(d, l) {
+		t.Errorf("defaults\n%+v\nempty environment\n%+v", d, l)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	l := DefaultLambda()
+	l.DestBucket, l.StateTable = "dst", "jobs"
+	if err := l.Check(); err != nil {
+		t.Fatal(err)
+	}
+	l.VectorFormat = "Shapefile"
+	if err := l.Check(); err == nil || !strings.Contains(err.Error(), "GEOMIGRATE_VECTOR_FORMAT") {
+		t.Errorf("Check of a Shapefile recipe: %v", err)
+	}
+}
