@@ -16,10 +16,10 @@ import (
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 )
 
-// runReplay runs the jobs a queue holds again: dead-letter jobs once the
-// system is healthy, remediation jobs once their files are fixed (a fixed
-// file has new content, so it is a new job; an unchanged one is reported
-// skipped as awaiting remediation).
+// replayCmd is `geomigrate replay`: it runs the jobs a queue holds again,
+// dead-letter jobs once the system is healthy, remediation jobs once their
+// files are fixed (a fixed file has new content, so it is a new job; an
+// unchanged one is reported skipped as awaiting remediation).
 //
 // Messages are consumed as SQS consumes them, with the local JSONL queues
 // too: each is received (hidden for --visibility-timeout), its job is run,

@@ -12,6 +12,8 @@ import (
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
+// statusCmd is `geomigrate status`: what the state store and the queues
+// of earlier runs hold, locally or on AWS.
 type statusCmd struct {
 	Dest     string       `name:"dest" placeholder:"DIR" help:"Destination directory of earlier runs."`
 	StateDir string       `name:"state-dir" placeholder:"DIR" help:"State directory (default DEST/.geomigrate-state)."`
@@ -45,7 +47,6 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 	}
 	defer v.close()
 	db, where, queues := v.db, v.where, v.queues
-	only, all, asJSON := &c.Only, &c.All, &c.JSON
 	// One row per source location, its latest job: a file routed to
 	// remediation, fixed and replayed is a new job (the ID holds the content
 	// hash) and its old REMEDIAL record is history, not a current problem.
@@ -53,15 +54,15 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 	var listed []statestore.Job
 	superseded := 0
 	keep := func(j statestore.Job) {
-		if *only != "" && j.Status != statestore.Status(*only) {
+		if c.Only != "" && j.Status != statestore.Status(c.Only) {
 			return
 		}
 		counts[j.Status]++
-		if *only != "" || j.Status != statestore.Completed {
+		if c.Only != "" || j.Status != statestore.Completed {
 			listed = append(listed, j)
 		}
 	}
-	if *all {
+	if c.All {
 		if err := db.List(ctx, "", func(j statestore.Job) error { keep(j); return nil }); err != nil {
 			return err
 		}
@@ -75,7 +76,7 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 			keep(l.Job)
 		}
 	}
-	if *asJSON {
+	if c.JSON {
 		enc := json.NewEncoder(stdout)
 		for _, j := range listed {
 			if err := enc.Encode(j); err != nil {

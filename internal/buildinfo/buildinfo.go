@@ -7,10 +7,17 @@ import "runtime/debug"
 // Version is set at link time (-ldflags "-X …/buildinfo.Version=v1.2.3").
 var Version = "0.1.0-dev"
 
-// Commit is the VCS revision the binary was built from, as the Go
-// toolchain stamps it (vcs.revision, "+dirty" when the tree had local
-// changes), or "unknown" (go run, go test, a build outside the repository).
+// Revision is the commit, set at link time (`make cli`: -ldflags
+// "-X …/buildinfo.Revision=$(git rev-parse --short=12 HEAD)").
+var Revision = ""
+
+// Commit is the revision the binary was built from: Revision, else what
+// the Go toolchain stamped (vcs.revision, "+dirty" when the tree had local
+// changes; not with -buildvcs=false), else "unknown" (go run, go test).
 func Commit() string {
+	if Revision != "" {
+		return Revision
+	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "unknown"
