@@ -11,6 +11,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/config"
+	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
@@ -212,6 +213,74 @@ func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion
 		return nil, err
 	}
 	return be, nil
+}
+
+// sources are the inputs of a run on the chosen backend: local paths
+// walked at once, S3 locations listed once the backend is open.
+type sources struct {
+	args    []string
+	roots   []sourceRoot // local: the directories, served as buckets
+	buckets []string     // S3: checked before the first file
+	inputs  []migration.Source
+	pre     []localrun.Outcome
+	// listed: inputs are known; checked: and were found fit to run.
+	listed, checked bool
+}
+
+// resolveSources reads the command line's sources for the chosen backend.
+func (b *backendFlags) resolveSources(args []string, dest string) (*sources, error) {
+	if err := checkSchemes(args, dest, b.aws()); err != nil {
+		return nil, err
+	}
+	s := &sources{args: args}
+	if b.aws() {
+		for _, a := range args {
+			bucket, _, err := s3URI(a)
+			if err != nil {
+				return nil, usageError{msg: err.Error()}
+			}
+			s.buckets = append(s.buckets, bucket)
+		}
+		return s, nil
+	}
+	var err error
+	s.roots, s.inputs, s.pre, err = collectSources(args, dest)
+	s.listed = err == nil
+	return s, err
+}
+
+func (s *sources) openRequest() openRequest {
+	return openRequest{roots: s.roots, sourceBuckets: s.buckets}
+}
+
+// list expands S3 locations through be's object store (local sources are
+// listed already).
+func (s *sources) list(ctx context.Context, be *backend) error {
+	if s.listed {
+		return nil
+	}
+	inputs, err := listS3Sources(ctx, be.ports.Store, s.args)
+	if err != nil {
+		return err
+	}
+	s.inputs, s.listed = inputs, true
+	return nil
+}
+
+// check refuses, once the inputs are listed, a run with nothing to migrate
+// or two sources bound for one output key.
+func (s *sources) check(r convert.Recipe, dest string, stderr io.Writer) error {
+	if !s.listed || s.checked {
+		return nil
+	}
+	if len(s.inputs) == 0 {
+		return nothingToMigrate(s.args, s.pre, stderr)
+	}
+	if err := checkOutputCollisions(s.inputs, r, dest); err != nil {
+		return err
+	}
+	s.checked = true
+	return nil
 }
 
 // stateView is what status reads: the job records and the queues' depths.

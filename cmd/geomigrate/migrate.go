@@ -107,59 +107,29 @@ func (c *migrateCmd) Run(e *cmdEnv) error {
 	if f.Dest == "" {
 		return usagef("migrate needs --dest")
 	}
-	if err := checkSchemes(c.Sources, f.Dest, f.Where.aws()); err != nil {
-		return err
-	}
-	if f.Where.aws() {
-		return c.runAWS(e)
-	}
-	roots, inputs, pre, err := collectSources(c.Sources, f.Dest)
+	src, err := f.Where.resolveSources(c.Sources, f.Dest)
 	if err != nil {
 		return err
 	}
-	if len(inputs) == 0 {
-		return nothingToMigrate(c.Sources, pre, e.stderr)
-	}
-	if err := checkOutputCollisions(inputs, f.Handlers.Migration(destBucket, "", "").Recipe, f.Dest); err != nil {
+	// Local sources are walked already: an empty or clashing set is
+	// refused before GDAL or the state store is opened.
+	if err := src.check(f.Handlers.Migration(destBucket, "", "").Recipe, f.Dest, e.stderr); err != nil {
 		return err
 	}
-	be, err := f.open(e.ctx, e.stderr, openRequest{roots: roots})
+	be, err := f.open(e.ctx, e.stderr, src.openRequest())
 	if err != nil {
 		return err
 	}
 	defer be.Close()
-	return f.migrate(e, be, inputs, pre, "")
-}
-
-// runAWS migrates s3:// sources: the buckets, the table and the queues
-// are checked first (one line naming what is missing), then the sources
-// are listed.
-func (c *migrateCmd) runAWS(e *cmdEnv) error {
-	f := &c.Options
-	var buckets []string
-	for _, s := range c.Sources {
-		b, _, err := s3URI(s)
-		if err != nil {
-			return usageError{msg: err.Error()}
-		}
-		buckets = append(buckets, b)
-	}
-	be, err := f.open(e.ctx, e.stderr, openRequest{sourceBuckets: buckets})
-	if err != nil {
+	// S3 sources are listed once the buckets, the table and the queues
+	// were found (one line naming what is missing).
+	if err := src.list(e.ctx, be); err != nil {
 		return err
 	}
-	defer be.Close()
-	inputs, err := listS3Sources(e.ctx, be.ports.Store, c.Sources)
-	if err != nil {
+	if err := src.check(be.handlers.Recipe(), f.Dest, e.stderr); err != nil {
 		return err
 	}
-	if len(inputs) == 0 {
-		return nothingToMigrate(c.Sources, nil, e.stderr)
-	}
-	if err := checkOutputCollisions(inputs, be.handlers.Recipe(), f.Dest); err != nil {
-		return err
-	}
-	return f.migrate(e, be, inputs, nil, "")
+	return f.migrate(e, be, src.inputs, src.pre, "")
 }
 
 // checkSchemes refuses s3:// locations on the local backend and local
