@@ -31,8 +31,8 @@ deps: ## install the system packages the build needs (GDAL), when missing
 	@command -v gdal-config >/dev/null && echo "GDAL $$(gdal-config --version)"
 
 .PHONY: cli
-cli: deps ## build the geomigrate CLI into bin/
-	$(GO) build -o $(BIN)/geomigrate ./cmd/geomigrate
+cli: deps ## build the geomigrate CLI into bin/ (--version names the commit)
+	$(GO) build -ldflags "-X github.com/geomigrate/geomigrate/internal/buildinfo.Revision=$$(git rev-parse --short=12 HEAD 2>/dev/null)" -o $(BIN)/geomigrate ./cmd/geomigrate
 
 .PHONY: run
 run: cli ## generate sample data (once: your edits under samples/ are kept) and migrate it locally into ./out, printing a summary

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/airbusgeo/godal v0.0.18
+	github.com/alecthomas/kong v1.17.0
 	github.com/apache/arrow-go/v18 v18.8.0
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.48.0

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/geomigrate/geomigrate/events"
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
@@ -26,15 +27,13 @@ import (
 func expectedJob(t *testing.T) migration.Job {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := migration.ConfigFromEnv(func(k string) string {
-		if k == "GEOMIGRATE_DEST_BUCKET" {
-			return "geo-archive-cog"
-		}
-		return ""
-	})
+	t.Setenv("GEOMIGRATE_DEST_BUCKET", "geo-archive-cog")
+	t.Setenv("GEOMIGRATE_STATE_TABLE", "jobs")
+	l, err := config.LoadLambda()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := l.Migration()
 	store := memstore.New("geo-archive-src", "geo-archive-cog")
 	for _, f := range []string{"elevation.asc", "elevation.prj"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "sources", f))

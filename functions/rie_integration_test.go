@@ -326,7 +326,7 @@ func TestSystemicErrorUnderRIE(t *testing.T) {
 }
 
 // BenchmarkColdStart measures the first invoke of a fresh rie + bootstrap
-// (process start, Go runtime init, awsapp.Load building the clients,
+// (process start, Go runtime init, config.LoadLambda and awsapp.New building the clients,
 // GDAL registration for convert, the handler) and a warm invoke after it.
 // Each iteration starts a new rie. The payload is a cheap one per function:
 // classify with the Lambda service error sample, the others with input the

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -263,17 +265,21 @@ func (st *Stack) functions(assets *Assets) error {
 		})
 	}
 
-	common := map[string]string{
-		"GEOMIGRATE_DEST_BUCKET":                 *st.Dest.BucketName(),
-		"GEOMIGRATE_DEST_PREFIX":                 c.DestPrefix,
-		"GEOMIGRATE_STAGING_PREFIX":              c.StagingPrefix,
-		"GEOMIGRATE_STATE_TABLE":                 *st.Table.TableName(),
-		"GEOMIGRATE_LEASE_SECONDS":               itoa(c.LeaseSeconds),
-		"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES": strconv.FormatInt(c.FingerprintThresholdBytes, 10),
-		"GEOMIGRATE_VECTOR_FORMAT":               c.VectorFormat,
-		"GEOMIGRATE_ZSTD_LEVEL":                  itoa(c.ZstdLevel),
-		"GEOMIGRATE_ENGINE_VERSION":              c.GDALVersion,
-		"LOG_LEVEL":                              c.LogLevel,
+	// The functions' settings, declared once in internal/config: the stack
+	// renders them (every variable a function reads, nothing else).
+	settings := config.DefaultLambda()
+	settings.DestBucket, settings.DestPrefix = *st.Dest.BucketName(), c.DestPrefix
+	settings.StagingPrefix, settings.StateTable = c.StagingPrefix, *st.Table.TableName()
+	settings.Lease = config.Seconds(time.Duration(c.LeaseSeconds) * time.Second)
+	settings.FingerprintThreshold = c.FingerprintThresholdBytes
+	settings.VectorFormat, settings.ZSTDLevel = c.VectorFormat, c.ZstdLevel
+	settings.EngineVersion, settings.LogLevel = c.GDALVersion, c.LogLevel
+	// executionfailed also needs the dead-letter queue and the machine whose
+	// executions it closes.
+	closing := settings
+	closing.DeadLetterQueueURL, closing.MigrateStateMachineArn = *st.DeadLetter.QueueUrl(), *st.migrateArn()
+	if err := closing.Check(); err != nil {
+		return err
 	}
 	gdalEnv := map[string]string{
 		"GDAL_DATA":  "/opt/share/gdal",
@@ -303,7 +309,8 @@ func (st *Stack) functions(assets *Assets) error {
 	type spec struct {
 		memory, timeout, reserved int
 		ephemeral                 int
-		env                       map[string]string
+		settings                  config.Lambda
+		gdalEnv                   bool
 		layer                     bool
 		stmts                     []awsiam.PolicyStatement
 		iam5                      []string // regexes of the wildcard object ARNs it legitimately has
@@ -331,7 +338,7 @@ func (st *Stack) functions(assets *Assets) error {
 			},
 			iam5: []string{srcRe, finalRe}},
 		"convert": {memory: c.ConvertMemoryMB, timeout: c.ConvertTimeoutSeconds, reserved: c.ConvertReservedConcurrency, ephemeral: c.ConvertEphemeralMB,
-			layer: true, env: gdalEnv,
+			layer: true, gdalEnv: true,
 			desc: "preflights and converts one source with GDAL into the destination staging prefix",
 			stmts: []awsiam.PolicyStatement{
 				s3Statement("ReadSourcePrefixes", get, st.sourceObjects()...),
@@ -357,11 +364,8 @@ func (st *Stack) functions(assets *Assets) error {
 			},
 			iam5: []string{stagingRe}},
 		"executionfailed": {memory: c.SmallMemoryMB, timeout: 300, reserved: c.SmallReservedConcurrency, ephemeral: 512,
-			env: map[string]string{
-				"GEOMIGRATE_DEAD_LETTER_QUEUE_URL":     *st.DeadLetter.QueueUrl(),
-				"GEOMIGRATE_MIGRATE_STATE_MACHINE_ARN": *st.migrateArn(),
-			},
-			desc: "closes the job of a migrate execution that failed outside Catch, timed out or was aborted: quarantined, lease released, staging deleted, dead-letter message",
+			settings: closing,
+			desc:     "closes the job of a migrate execution that failed outside Catch, timed out or was aborted: quarantined, lease released, staging deleted, dead-letter message",
 			stmts: []awsiam.PolicyStatement{tableStmt,
 				awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 					Sid: s("FindJobsByStatus"), Actions: strs("dynamodb:Query"),
@@ -394,12 +398,17 @@ func (st *Stack) functions(assets *Assets) error {
 		for _, stmt := range sp.stmts {
 			role.AddToPrincipalPolicy(stmt)
 		}
+		if sp.settings.DestBucket == "" {
+			sp.settings = settings
+		}
 		env := map[string]*string{}
-		for k, v := range common {
+		for k, v := range sp.settings.Environment() {
 			env[k] = s(v)
 		}
-		for k, v := range sp.env {
-			env[k] = s(v)
+		if sp.gdalEnv {
+			for k, v := range gdalEnv {
+				env[k] = s(v)
+			}
 		}
 		props := &awslambda.FunctionProps{
 			Description:          s("geomigrate " + name + ": " + sp.desc),

@@ -11,6 +11,8 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/geomigrate/geomigrate/internal/config"
 )
 
 func TestEveryResourceIsThere(t *testing.T) {
@@ -135,6 +137,34 @@ func TestQueuesRetentionEncryptionRedrive(t *testing.T) {
 	}
 }
 
+// TestFunctionEnvironmentIsTheDeclaredSettings: every variable the stack
+// sets on a function is one internal/config declares, and every declared
+// variable is set, on every function; the only others are GDAL's and PROJ's
+// runtime configuration, on convert.
+func TestFunctionEnvironmentIsTheDeclaredSettings(t *testing.T) {
+	b := defaultStack(t)
+	declared := slices.Sorted(slices.Values(config.LambdaEnvNames()))
+	for _, name := range FunctionNames {
+		id := strings.ToUpper(name[:1]) + name[1:]
+		_, p := b.one(t, "AWS::Lambda::Function", id+"Function")
+		env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		var set []string
+		for k := range env {
+			switch {
+			case strings.HasPrefix(k, "GEOMIGRATE_"):
+				set = append(set, k)
+			case name == "convert" && (strings.HasPrefix(k, "GDAL_") || strings.HasPrefix(k, "PROJ_") || strings.HasPrefix(k, "CPL_")):
+			default:
+				t.Errorf("%s: sets %s, which is no declared setting", name, k)
+			}
+		}
+		slices.Sort(set)
+		if !slices.Equal(set, declared) {
+			t.Errorf("%s sets\n%v\nconfig declares\n%v", name, set, declared)
+		}
+	}
+}
+
 func TestFunctionsRuntimeArchLayerEnv(t *testing.T) {
 	b := defaultStack(t)
 	layerID, _ := b.one(t, "AWS::Lambda::LayerVersion", "GdalLayer")
@@ -150,7 +180,7 @@ func TestFunctionsRuntimeArchLayerEnv(t *testing.T) {
 		"GEOMIGRATE_VECTOR_FORMAT":               "GeoParquet",
 		"GEOMIGRATE_ZSTD_LEVEL":                  "9",
 		"GEOMIGRATE_ENGINE_VERSION":              layerManifestGDAL(t),
-		"LOG_LEVEL":                              "info",
+		"GEOMIGRATE_LOG_LEVEL":                   "info",
 	}
 	gdal := map[string]string{
 		"GDAL_DATA": "/opt/share/gdal", "PROJ_DATA": "/opt/share/proj", "PROJ_LIB": "/opt/share/proj", "CPL_TMPDIR": "/tmp",

@@ -57,9 +57,9 @@ func TestSameFileFourTimesIsConvertedOnce(t *testing.T) {
 }
 
 func TestLeaseFlagIsDocumentedAndValidated(t *testing.T) {
-	_, stderr, _ := run(t, "migrate", "--help")
-	if !strings.Contains(stderr, "-lease") {
-		t.Fatalf("migrate usage does not document --lease:\n%s", stderr)
+	stdout, _, _ := run(t, "migrate", "--help")
+	if !strings.Contains(stdout, "--lease") {
+		t.Fatalf("migrate usage does not document --lease:\n%s", stdout)
 	}
 	f := goodRaster(t)
 	for _, lease := range []string{"10s", "15m"} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path"
 	"path/filepath"
@@ -16,15 +15,14 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/formats"
-	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
+	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
-	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
 // destBucket is the local name of the destination bucket (the --dest dir).
@@ -129,21 +127,33 @@ func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.
 	return b, nil
 }
 
+// openLocalStateView opens the state store and the queues of a local
+// destination for status.
+func openLocalStateView(dest, stateDir string) (*stateView, error) {
+	if dest == "" && stateDir == "" {
+		return nil, usagef("status needs --dest (or --state-dir), or --backend aws")
+	}
+	paths := pathsFor(dest, stateDir)
+	if _, err := os.Stat(paths.db); err != nil {
+		return nil, fmt.Errorf("no state store at %s: has a migration run there?", paths.db)
+	}
+	bolt, err := boltstore.Open(paths.db)
+	if err != nil {
+		return nil, err
+	}
+	v := &stateView{db: bolt, where: paths.db, close: bolt.Close}
+	for _, q := range []struct{ name, path string }{{"remediation", paths.remediation}, {"dead-letter", paths.deadLetter}} {
+		v.queues = append(v.queues, queueDepth{name: q.name, where: q.path, depth: func(ctx context.Context) (queue.Depth, error) {
+			n, err := countMessages(ctx, q.path)
+			return queue.Depth{Visible: n}, err
+		}})
+	}
+	return v, nil
+}
+
 // wrapObjects lets a test put a fault-injecting store between the handlers
 // and the directories (a full disk cannot be had without root).
 var wrapObjects = func(s objectstore.Store) objectstore.Store { return s }
-
-// newHandlers wires the four steps over a store and a tracker.
-func newHandlers(cfg migration.Config, b *localBackend, engine *gdal.Engine, log *slog.Logger) localrun.Handlers {
-	store := wrapObjects(b.store)
-	finger := migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}
-	return localrun.Handlers{
-		HashCheck: migration.NewHashCheck(cfg, store, b.tracker, finger, log),
-		Convert:   migration.NewConvert(cfg, store, b.tracker, engine, validate.Output, log),
-		Promote:   migration.NewPromote(cfg, store, b.tracker, log),
-		Classify:  migration.NewClassify(b.tracker, nil, log).WithStagingCleanup(store, cfg),
-	}
-}
 
 var unsafeBucketChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
 

@@ -1,61 +1,161 @@
 // Command geomigrate migrates geospatial files to cloud-native formats
 // (Cloud Optimized GeoTIFF, GeoParquet, FlatGeobuf) through the same state
 // machine that runs on AWS Step Functions, here on one machine.
+//
+// Its commands and flags are declared as structs below and parsed by kong;
+// the settings the handlers share with the Lambda functions are declared
+// once in internal/config.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"strconv"
 	"syscall"
 
-	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/alecthomas/kong"
 )
 
-// command is one subcommand.
-type command struct {
-	name  string
-	usage string
-	run   func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+// cli is the command line: one field per command.
+type cli struct {
+	Version versionFlag `name:"version" help:"Print geomigrate, GDAL and PROJ versions and the commit, and exit."`
+
+	Migrate    migrateCmd    `cmd:"" help:"Convert every source file through the migrate state machine."`
+	Backfill   backfillCmd   `cmd:"" help:"The Distributed Map backfill: run here over a directory, or start the deployed one (--backend aws)."`
+	Replay     replayCmd     `cmd:"" help:"Run the jobs a queue holds again."`
+	Status     statusCmd     `cmd:"" help:"What the state store and the queues hold."`
+	State      stateCmd      `cmd:"" help:"Repair the local state store."`
+	Report     reportCmd     `cmd:"" help:"A run report again: the summary, or one self-contained HTML page (--html)."`
+	Validate   validateCmd   `cmd:"" help:"Check outputs: COG rules (GDAL's validator), GeoParquet 1.1, FlatGeobuf."`
+	Graph      graphCmd      `cmd:"" help:"Print a state machine as a Mermaid flowchart."`
+	SampleData sampleDataCmd `cmd:"" name:"sample-data" help:"Write demo rasters and vectors, a few of them bad."`
+	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print geomigrate, GDAL and PROJ versions and the commit."`
 }
 
-func commands() []command {
-	return []command{
-		{"migrate", "migrate SRC... --dest DIR   convert every source file through the state machine", runMigrate},
-		{"backfill", "backfill SRC_DIR --dest DIR [--prefix P]   the Distributed Map backfill, run locally", runBackfill},
-		{"replay", "replay --dest DIR [--queue dlq|remediation]   run the jobs a queue holds again", runReplay},
-		{"status", "status --dest DIR            what the state store and the queues hold", runStatus},
-		{"state", "state repair --dest DIR      rebuild a damaged state store from its readable records", runState},
-		{"report", "report RUN.json [--html [-o FILE]]   a run report again: the summary, or one self-contained HTML page", runReport},
-		{"validate", "validate FILE...              check outputs: COG rules (GDAL's validator), GeoParquet 1.1, FlatGeobuf", runValidate},
-		{"graph", "graph [--backfill]            the state machine as a Mermaid flowchart", runGraph},
-		{"sample-data", "sample-data DIR             write demo rasters and vectors, a few of them bad", runSampleData},
-		{"version", "version                       print the version", func(ctx context.Context, _ []string, stdout, _ io.Writer) error {
-			_, err := fmt.Fprintln(stdout, "geomigrate", buildinfo.Version)
-			return err
-		}},
-	}
+// cmdEnv is what every command's Run receives.
+type cmdEnv struct {
+	ctx            context.Context
+	stdout, stderr io.Writer
 }
 
 // errUsage marks an error already explained to the user.
 var errUsage = errors.New("usage")
 
+// usageError is a command line that does not parse or names something
+// that cannot be (exit status 2, as for a parse error).
+type usageError struct{ msg, cmd string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
+
 func main() {
 	ctx, stop := interruptible(context.Background())
 	err := realMain(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// exitCode prints err (one line, plus where to find the usage for a usage
+// error) and returns the exit status: 0, 1 for a failed run, 2 for a
+// command line that does not parse.
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	var pe *kong.ParseError
 	switch {
 	case err == nil:
-	case errors.Is(err, errUsage), errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "geomigrate:", err)
-		os.Exit(1)
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	case errors.As(err, &pe):
+		fmt.Fprintf(stderr, "geomigrate: %v\n", err)
+		fmt.Fprintf(stderr, "run 'geomigrate %s--help' for usage\n", commandOf(pe.Context))
+		return 2
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "geomigrate: %v\nrun 'geomigrate %s--help' for usage\n", err, ue.cmd)
+		return 2
 	}
+	fmt.Fprintln(stderr, "geomigrate:", err)
+	return 1
+}
+
+// commandOf names the command a parse error happened in ("migrate "), or
+// "" at the top level.
+func commandOf(ctx *kong.Context) string {
+	if ctx == nil {
+		return ""
+	}
+	if n := ctx.Selected(); n != nil {
+		return n.FullPath()[len("geomigrate "):] + " "
+	}
+	return ""
+}
+
+// exitRequest is how kong's exit (after --help or --version) unwinds to
+// realMain instead of ending the process inside tests.
+type exitRequest struct{ code int }
+
+// newParser returns the kong parser of the command line, writing help to
+// stdout.
+func newParser(c *cli, stdout, stderr io.Writer) (*kong.Kong, error) {
+	opts := append([]kong.Option{},
+		kong.NamedMapper("fold", foldMapper{}),
+		kong.Name("geomigrate"),
+		kong.Description("geomigrate moves geospatial data into cloud-native formats (COG, GeoParquet, FlatGeobuf), safely."),
+		kong.Writers(stdout, stderr),
+		// GNU getopt's rule: a flag's value is the next argument even when
+		// it starts with a dash (--workers -1 reaches validation).
+		kong.WithHyphenPrefixedParameters(true),
+		kong.Exit(func(code int) { panic(exitRequest{code}) }),
+		kong.Vars{"workers": strconv.Itoa(runtime.NumCPU())},
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
+		kong.Groups{"aws": "With --backend aws:"},
+	)
+	return kong.New(c, opts...)
+}
+
+func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	var c cli
+	parser, err := newParser(&c, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			x, ok := r.(exitRequest)
+			if !ok {
+				panic(r)
+			}
+			if x.code != 0 || len(args) == 0 {
+				err = errUsage
+			}
+		}
+	}()
+	switch {
+	case len(args) == 0:
+		// No command: the usage, on stderr, and a failed exit.
+		parser.Stdout = stderr
+		_, _ = parser.Parse([]string{"--help"})
+		return errUsage
+	case args[0] == "help":
+		args = append(args[1:], "--help")
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		return err
+	}
+	err = kctx.Run(&cmdEnv{ctx: ctx, stdout: stdout, stderr: stderr})
+	var ue usageError
+	if errors.As(err, &ue) {
+		ue.cmd = commandOf(kctx)
+		return ue
+	}
+	return err
 }
 
 // abortKey holds, in the command's context, the channel a second signal
@@ -97,57 +197,4 @@ func interruptible(parent context.Context) (context.Context, func()) {
 func abortOf(ctx context.Context) <-chan struct{} {
 	c, _ := ctx.Value(abortKey{}).(<-chan struct{})
 	return c
-}
-
-func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		printUsage(stderr)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
-	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, args[1:], stdout, stderr)
-		}
-	}
-	fmt.Fprintf(stderr, "geomigrate: unknown command %q\n\n", args[0])
-	printUsage(stderr)
-	return errUsage
-}
-
-func printUsage(w io.Writer) {
-	fmt.Fprintln(w, "geomigrate moves geospatial data into cloud-native formats, safely.\n\nUsage:")
-	for _, c := range commands() {
-		fmt.Fprintln(w, "  geomigrate", c.usage)
-	}
-	fmt.Fprintln(w, "\nRun 'geomigrate COMMAND -h' for the flags of a command.")
-}
-
-// newFlagSet returns a flag set that reports errors instead of exiting.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("geomigrate "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
-// parseInterspersed parses flags that may come after positional arguments
-// (geomigrate migrate SRC --dest DIR), which package flag alone does not.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
 }

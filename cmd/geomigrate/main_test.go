@@ -34,8 +34,8 @@ func TestUsage(t *testing.T) {
 			t.Errorf("geomigrate %v succeeded", args)
 		}
 	}
-	if _, stderr, err := run(t, "help"); err != nil || !strings.Contains(stderr, "migrate SRC...") {
-		t.Errorf("help: %v\n%s", err, stderr)
+	if stdout, _, err := run(t, "help"); err != nil || !strings.Contains(stdout, "migrate") {
+		t.Errorf("help: %v\n%s", err, stdout)
 	}
 }
 

@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -18,45 +15,50 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
-	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
-	"github.com/geomigrate/geomigrate/internal/recipe"
-	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
 // runFlags are the flags shared by every command that runs the state
-// machine over files (migrate, replay).
+// machine over files (migrate, replay, backfill): the handlers' settings
+// (internal/config, shared with the Lambda functions), the backend, and
+// how this process runs and reports.
 type runFlags struct {
-	dest, stateDir, report string
-	workers                int
-	vectorFormat           string
-	zstdLevel              int
-	progress               string
-	logLevel, logFormat    string
-	lease                  time.Duration
-	grace                  time.Duration
-	// closer, when set, closes the jobs of executions that end unfinished
-	// (timed out, interrupted) as the executionfailed function does on
-	// AWS; without it their leases are only released.
-	closer *migration.ExecutionFailed
-	// halt stops the run when the disk or memory is exhausted
-	// (executorOptions wires it into the executor).
-	halt *localrun.Halt
-	// pre are outcomes decided before the run (links not followed,
-	// non-geospatial files): reported with the others.
-	pre []localrun.Outcome
+	Dest      string        `name:"dest" placeholder:"DIR|s3://BUCKET[/PREFIX]" help:"Destination: a directory, or s3://BUCKET[/PREFIX] with --backend aws."`
+	Workers   int           `name:"workers" default:"${workers}" help:"Files migrated at once (default: the number of CPUs)."`
+	StateDir  string        `name:"state-dir" placeholder:"DIR" help:"State store, queues and reports (default DEST/.geomigrate-state; with --backend aws ./.geomigrate-state)."`
+	Report    string        `name:"report" placeholder:"FILE" help:"JSON run report path (default STATE-DIR/reports/run-TIME.json)."`
+	Progress  string        `name:"progress" type:"fold" enum:"auto,bar,plain" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar or plain."`
+	LogLevel  string        `name:"log-level" type:"fold" enum:"debug,info,warn,error" default:"error" help:"Level of the handler logs on stderr (routed files are in the progress lines and the summary already)."`
+	LogFormat string        `name:"log-format" type:"fold" enum:"text,json" default:"text" help:"Handler log format: text or json."`
+	Grace     time.Duration `name:"grace" default:"20s" help:"On SIGINT/SIGTERM no new file starts and running ones get this long to finish; then (or at a second signal) they are stopped and rolled back."`
+
+	Handlers config.Handlers `embed:""`
+	Where    backendFlags    `embed:""`
 }
 
-// executorOptions are the executor options every run needs: the halt's
-// history observer.
-func (f *runFlags) executorOptions() []asl.Option {
-	if f.halt == nil {
-		f.halt = localrun.NewHalt()
+// Validate checks the numbers kong's tags cannot.
+func (f *runFlags) Validate() error {
+	switch {
+	case f.Workers < 1:
+		return fmt.Errorf("--workers %d: want 1 or more", f.Workers)
+	case f.Grace < 0:
+		return fmt.Errorf("--grace %s: want 0 or more", f.Grace)
 	}
-	return []asl.Option{asl.WithHistory(f.halt.Observe)}
+	return f.checkLease()
+}
+
+// open wires the handlers over the chosen backend.
+func (f *runFlags) open(ctx context.Context, stderr io.Writer, r openRequest) (*backend, error) {
+	log, err := newLogger(stderr, f.LogLevel, f.LogFormat)
+	if err != nil {
+		return nil, err
+	}
+	r.dest, r.stateDir, r.handlers, r.log = f.Dest, f.StateDir, f.Handlers, log
+	return f.Where.open(ctx, r)
 }
 
 // nothingToMigrate is the error of a run whose sources hold no candidate
@@ -79,168 +81,91 @@ func nothingToMigrate(srcs []string, pre []localrun.Outcome, stderr io.Writer) e
 // attempt is still converting it.
 var minLease = time.Duration(statemachine.DefaultTaskTimeouts.Longest()) * time.Second
 
-func addRunFlags(fs *flag.FlagSet) *runFlags {
-	f := &runFlags{}
-	fs.StringVar(&f.dest, "dest", "", "destination directory (the local destination bucket)")
-	fs.IntVar(&f.workers, "workers", runtime.NumCPU(), "files migrated at once")
-	fs.StringVar(&f.stateDir, "state-dir", "", "state store, queues and reports (default DEST/"+stateDirName+")")
-	fs.StringVar(&f.report, "report", "", "JSON run report path (default STATE-DIR/reports/run-TIME.json)")
-	fs.StringVar(&f.vectorFormat, "vector-format", "", "GeoParquet or FlatGeobuf (default GeoParquet)")
-	fs.IntVar(&f.zstdLevel, "zstd-level", 0, "ZSTD level for outputs (default 9)")
-	fs.StringVar(&f.progress, "progress", "auto", "auto, bar or plain")
-	// Routed files are reported by the progress lines and the summary;
-	// handler warnings about them would say it twice.
-	fs.StringVar(&f.logLevel, "log-level", "error", "debug, info, warn or error (handler logs on stderr)")
-	fs.StringVar(&f.logFormat, "log-format", "text", "text or json")
-	fs.DurationVar(&f.grace, "grace", defaultGrace,
-		"on SIGINT/SIGTERM no new file starts and running ones get this long to finish; then (or at a second signal) they are stopped and rolled back")
-	fs.DurationVar(&f.lease, "lease", migration.DefaultLease,
-		"how long a file claimed by this run stays exclusive without renewal (renewed at each step); another run finding it\n"+
-			"held skips it as in progress until then; leases of a process that died on this host are taken over at once (longer than the 15m task timeout)")
-	return f
-}
-
-// defaultGrace fits with the report and the job closing inside the 30 s
-// that systemd and Kubernetes leave between SIGTERM and SIGKILL.
-const defaultGrace = 20 * time.Second
-
 // checkLease refuses a lease too short to cover one conversion.
 func (f *runFlags) checkLease() error {
-	if f.lease <= minLease {
-		return fmt.Errorf("--lease %s: must be longer than %s, the longest task timeout (a shorter lease lets a second run convert a file still being converted)", f.lease, minLease)
+	if lease := f.Handlers.Lease.Duration(); lease <= minLease {
+		return fmt.Errorf("--lease %s: must be longer than %s, the longest task timeout (a shorter lease lets a second run convert a file still being converted)", lease, minLease)
 	}
 	return nil
 }
 
-func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", stderr)
-	f := addRunFlags(fs)
-	backend := fs.String("backend", "local", "local (directories, embedded state store, JSONL queues) or aws (S3, DynamoDB, SQS)")
-	var a awsFlags
-	a.add(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, `Usage: geomigrate migrate SRC... --dest DIR [flags]
-       geomigrate migrate s3://BUCKET[/PREFIX]... --backend aws --dest s3://BUCKET[/PREFIX] --state-table T [flags]
+// migrateCmd is `geomigrate migrate`.
+type migrateCmd struct {
+	Sources []string `arg:"" name:"SRC" help:"Source files and directories (a directory is one dataset), or s3://BUCKET[/PREFIX] with --backend aws."`
+	Options runFlags `embed:""`
+}
 
-Each source file runs once through the migrate state machine.
-Flags:`)
-		fs.PrintDefaults()
+// Help is the text under the usage line.
+func (*migrateCmd) Help() string {
+	return `Each source file runs once through the migrate state machine. Examples:
+  geomigrate migrate samples/ --dest out/
+  geomigrate migrate s3://archive/rasters/ --backend aws --dest s3://cloud-native/out --state-table T`
+}
+
+func (c *migrateCmd) Run(e *cmdEnv) error {
+	f := &c.Options
+	if f.Dest == "" {
+		return usagef("migrate needs --dest")
 	}
-	srcs, err := parseInterspersed(fs, args)
+	src, err := f.Where.resolveSources(c.Sources, f.Dest)
 	if err != nil {
 		return err
 	}
-	if f.dest == "" || len(srcs) == 0 {
-		fs.Usage()
-		return errUsage
-	}
-	if err := f.checkLease(); err != nil {
+	// Local sources are walked already: an empty or clashing set is
+	// refused before GDAL or the state store is opened.
+	if err := src.check(f.Handlers.Migration(destBucket, "", "").Recipe, f.Dest, e.stderr); err != nil {
 		return err
 	}
-	switch *backend {
-	case "local":
-		roots, inputs, pre, err := collectSources(srcs, f.dest)
-		if err != nil {
-			return err
-		}
-		if len(inputs) == 0 {
-			return nothingToMigrate(srcs, pre, stderr)
-		}
-		if err := checkOutputCollisions(inputs, recipe.Recipe{VectorFormat: f.vectorFormat}, f.dest); err != nil {
-			return err
-		}
-		f.pre = pre
-		return f.run(ctx, roots, inputs, stdout, stderr)
-	case "aws":
-		h, q, tracker, inputs, closeQueues, err := f.awsRun(ctx, &a, srcs)
-		if err != nil {
-			return err
-		}
-		defer closeQueues()
-		if len(inputs) == 0 {
-			return nothingToMigrate(srcs, nil, stderr)
-		}
-		if err := checkOutputCollisions(inputs, h.Recipe(), f.dest); err != nil {
-			return err
-		}
-		exec, err := localrun.NewExecutor(h, q, f.executorOptions()...)
-		if err != nil {
-			return err
-		}
-		// No object store here: on AWS the staging lifecycle rule expires
-		// what an unfinished job staged.
-		f.closer = migration.NewExecutionFailed(migration.Config{}, nil, tracker, q.DeadLetter, slog.New(slog.DiscardHandler))
-		paths := pathsFor(".", f.stateDir)
-		return f.execute(ctx, exec, tracker, inputs, "aws", h.Recipe(), paths, stdout, stderr)
-	}
-	return fmt.Errorf("--backend %q: want local or aws", *backend)
-}
-
-// localPipeline is the migrate state machine wired to the embedded
-// backends.
-type localPipeline struct {
-	paths   localPaths
-	backend *localBackend
-	recipe  recipe.Recipe
-	exec    *asl.Executor
-	cfg     migration.Config
-}
-
-// openLocalPipeline builds the GDAL engine, the embedded backends and the
-// executor. roots are source buckets (remembered for replay); extra are
-// other local buckets the run needs.
-func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer) (*localPipeline, error) {
-	log, err := newLogger(stderr, f.logLevel, f.logFormat)
-	if err != nil {
-		return nil, err
-	}
-	engine, err := gdal.New()
-	if err != nil {
-		return nil, fmt.Errorf("GDAL: %w", err)
-	}
-	if err := f.checkLease(); err != nil {
-		return nil, err
-	}
-	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir(), Lease: f.lease}
-	cfg.Recipe.VectorFormat, cfg.Recipe.ZSTDLevel = f.vectorFormat, f.zstdLevel
-	cfg.Recipe.EngineVersion, cfg.Recipe.ToolVersion = engine.Version(), buildinfo.Version
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	paths := pathsFor(f.dest, f.stateDir)
-	backend, err := openLocal(f.dest, paths, append(append([]sourceRoot(nil), roots...), extra...), cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := saveBuckets(paths, roots); err != nil {
-		backend.Close()
-		return nil, err
-	}
-	h := newHandlers(cfg, backend, engine, log)
-	exec, err := localrun.NewExecutor(h, backend.queues, f.executorOptions()...)
-	if err != nil {
-		backend.Close()
-		return nil, err
-	}
-	return &localPipeline{paths: paths, backend: backend, recipe: h.Recipe(), exec: exec, cfg: cfg}, nil
-}
-
-// run migrates inputs from local directories through the local executor.
-func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migration.Source, stdout, stderr io.Writer) error {
-	p, err := f.openLocalPipeline(roots, nil, stderr)
+	be, err := f.open(e.ctx, e.stderr, src.openRequest())
 	if err != nil {
 		return err
 	}
-	defer p.backend.Close()
-	if n := p.backend.sweptTemps; n > 0 {
-		fmt.Fprintf(stderr, "geomigrate: removed %d temporary file(s) left in %s by an interrupted run\n", n, f.dest)
+	defer be.Close()
+	// S3 sources are listed once the buckets, the table and the queues
+	// were found (one line naming what is missing).
+	if err := src.list(e.ctx, be); err != nil {
+		return err
 	}
-	f.closer = migration.NewExecutionFailed(p.cfg, p.backend.store, p.backend.tracker, p.backend.queues.DeadLetter, slog.New(slog.DiscardHandler))
-	err = f.execute(ctx, p.exec, p.backend.tracker, inputs, "local", p.recipe, p.paths, stdout, stderr)
-	if n, serr := sweepStaging(context.WithoutCancel(ctx), p.backend); serr != nil {
-		fmt.Fprintf(stderr, "geomigrate: staging sweep: %v\n", serr)
+	if err := src.check(be.handlers.Recipe(), f.Dest, e.stderr); err != nil {
+		return err
+	}
+	return f.migrate(e, be, src.inputs, src.pre, "")
+}
+
+// checkSchemes refuses s3:// locations on the local backend and local
+// paths on the AWS backend, saying which flag is missing.
+func checkSchemes(srcs []string, dest string, aws bool) error {
+	for _, s := range append([]string{dest}, srcs...) {
+		switch isS3 := strings.HasPrefix(s, "s3://"); {
+		case isS3 && !aws:
+			return usagef("%s is an S3 location: add --backend aws (and --state-table)", s)
+		case !isS3 && aws:
+			return usagef("%s is not an s3://BUCKET[/PREFIX] location, which --backend aws reads and writes", s)
+		}
+	}
+	return nil
+}
+
+// migrate runs inputs through a new executor over be, then (locally)
+// sweeps what unfinished jobs staged. reportPath, when set, is where the
+// run report goes (replay reads it back).
+func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pre []localrun.Outcome, reportPath string) error {
+	if lb := be.local; lb != nil && lb.sweptTemps > 0 {
+		fmt.Fprintf(e.stderr, "geomigrate: removed %d temporary file(s) left in %s by an interrupted run\n", lb.sweptTemps, f.Dest)
+	}
+	halt := localrun.NewHalt()
+	exec, err := localrun.NewExecutor(be.handlers, be.queues, asl.WithHistory(halt.Observe))
+	if err != nil {
+		return err
+	}
+	err = f.execute(e, execution{exec: exec, be: be, inputs: inputs, pre: pre, halt: halt, report: reportPath})
+	if be.local == nil {
+		return err
+	}
+	if n, serr := sweepStaging(context.WithoutCancel(e.ctx), be); serr != nil {
+		fmt.Fprintf(e.stderr, "geomigrate: staging sweep: %v\n", serr)
 	} else if n > 0 {
-		fmt.Fprintf(stderr, "geomigrate: removed %d staged object(s) left by unfinished jobs\n", n)
+		fmt.Fprintf(e.stderr, "geomigrate: removed %d staged object(s) left by unfinished jobs\n", n)
 	}
 	return err
 }
@@ -249,9 +174,10 @@ func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migrati
 // interrupted) left under the staging prefix. Safe here: the embedded state
 // store admits one process at a time, and every execution of this one has
 // ended. On AWS a bucket lifecycle rule expires staging objects instead.
-func sweepStaging(ctx context.Context, b *localBackend) (int, error) {
+func sweepStaging(ctx context.Context, be *backend) (int, error) {
+	b := be.local
 	var keys []string
-	err := b.store.List(ctx, destBucket, migration.DefaultStagingPrefix, func(o objectstore.Object) error {
+	err := b.store.List(ctx, destBucket, be.ports.Config.StagingPrefix, func(o objectstore.Object) error {
 		keys = append(keys, o.Key)
 		return nil
 	})
@@ -266,10 +192,27 @@ func sweepStaging(ctx context.Context, b *localBackend) (int, error) {
 	return len(keys), nil
 }
 
+// execution is one run of inputs through an executor over a backend.
+type execution struct {
+	exec   *asl.Executor
+	be     *backend
+	inputs []migration.Source
+	// pre are outcomes decided before the run (links not followed,
+	// non-geospatial files): reported with the others.
+	pre []localrun.Outcome
+	// halt stops the run when the disk or memory is exhausted (its
+	// observer is on the executor).
+	halt *localrun.Halt
+	// report is the run report's path ("" : STATE-DIR/reports/run-TIME.json).
+	report string
+}
+
 // execute runs every input as one execution, shows progress, writes the
 // report and prints the summary. It fails when anything went to the DLQ or
 // failed outright; remediation is a data outcome, not a failed run.
-func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *statestore.Tracker, inputs []migration.Source, backend string, recipe recipe.Recipe, paths localPaths, stdout, stderr io.Writer) error {
+func (f *runFlags) execute(e *cmdEnv, x execution) error {
+	ctx, stdout, stderr := e.ctx, e.stdout, e.stderr
+	tracker := x.be.tracker()
 	release := func(ctx context.Context, jobID, execution string) error {
 		return tracker.Release(ctx, jobID, execution, "execution ended unfinished")
 	}
@@ -277,35 +220,36 @@ func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *sta
 	if file, ok := stderr.(*os.File); ok {
 		isTTY = term.IsTerminal(int(file.Fd()))
 	}
-	prog := newProgress(stderr, len(inputs)+len(f.pre), f.progress == "bar" || (f.progress == "auto" && isTTY))
-	if err := takeOverDeadLeases(ctx, tracker, f.closer, stderr); err != nil {
+	prog := newProgress(stderr, len(x.inputs)+len(x.pre), f.Progress == "bar" || (f.Progress == "auto" && isTTY))
+	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, stderr); err != nil {
 		return err
 	}
-	runner := &localrun.Runner{Executor: exec, Workers: f.workers, OnDone: prog.done, Release: release, Halt: f.halt, Grace: f.grace, Abort: abortOf(ctx)}
+	runner := &localrun.Runner{Executor: x.exec, Workers: f.Workers, OnDone: prog.done, Release: release, Halt: x.halt, Grace: f.Grace, Abort: abortOf(ctx), Ended: x.be.closer.Close}
 	stopNotice := context.AfterFunc(ctx, func() {
-		fmt.Fprintf(stderr, "\ngeomigrate: %v: no new file starts; running ones get %s to finish (interrupt again to stop them now)\n", context.Cause(ctx), f.grace)
+		fmt.Fprintf(stderr, "\ngeomigrate: %v: no new file starts; running ones get %s to finish (interrupt again to stop them now)\n", context.Cause(ctx), f.Grace)
 	})
 	defer stopNotice()
-	if f.closer != nil {
-		runner.Ended = f.closer.Close
-	}
 	listed := ""
-	if len(f.pre) > 0 {
-		listed = fmt.Sprintf(" (+%d ignored or not followed)", len(f.pre))
+	if len(x.pre) > 0 {
+		listed = fmt.Sprintf(" (+%d ignored or not followed)", len(x.pre))
 	}
-	fmt.Fprintf(stderr, "geomigrate %s: %d file(s)%s → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(inputs), listed, f.dest, backend, recipe.EngineVersion, f.workers)
+	recipe := x.be.handlers.Recipe()
+	fmt.Fprintf(stderr, "geomigrate %s: %d file(s)%s → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(x.inputs), listed, f.Dest, x.be.name, recipe.EngineVersion, f.Workers)
 	started := time.Now()
-	for _, o := range f.pre {
+	for _, o := range x.pre {
 		prog.done(o)
 	}
-	outcomes := runner.Run(ctx, inputs)
+	outcomes := runner.Run(ctx, x.inputs)
 	prog.finish()
 
-	report := localrun.NewReport(started, append(outcomes, f.pre...))
-	report.Backend, report.Dest, report.Workers, report.Recipe = backend, f.dest, f.workers, recipe.CanonicalJSON()
-	reportPath := f.report
+	report := localrun.NewReport(started, append(outcomes, x.pre...))
+	report.Backend, report.Dest, report.Workers, report.Recipe = x.be.name, f.Dest, f.Workers, recipe.CanonicalJSON()
+	reportPath := x.report
 	if reportPath == "" {
-		reportPath = filepath.Join(paths.reports, "run-"+started.UTC().Format("20060102T150405.000")+".json")
+		reportPath = f.Report
+	}
+	if reportPath == "" {
+		reportPath = filepath.Join(x.be.paths.reports, "run-"+started.UTC().Format("20060102T150405.000")+".json")
 	}
 	// On a full disk the report may not fit either: the summary is
 	// printed regardless.
@@ -316,8 +260,8 @@ func (f *runFlags) execute(ctx context.Context, exec *asl.Executor, tracker *sta
 	} else {
 		fmt.Fprintf(stdout, "\nreport: %s\n", reportPath)
 	}
-	fmt.Fprintf(stdout, "queues: %s, %s\n", paths.remediation, paths.deadLetter)
-	if reason := f.halt.Reason(); reason != "" {
+	fmt.Fprintf(stdout, "queues: %s, %s\n", x.be.paths.remediation, x.be.paths.deadLetter)
+	if reason := x.halt.Reason(); reason != "" {
 		return fmt.Errorf("run stopped, %s: %d file(s) not started; free the resource and run again (finished files are skipped)", reason, report.Totals.NotStarted)
 	}
 	if werr != nil {
@@ -363,19 +307,4 @@ func loadBuckets(paths localPaths) (map[string]string, error) {
 		return nil, fmt.Errorf("read bucket map %s: %w", paths.buckets, err)
 	}
 	return known, nil
-}
-
-func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: %w", level, err)
-	}
-	opts := &slog.HandlerOptions{Level: lv}
-	switch strings.ToLower(format) {
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: want text or json", format)
 }

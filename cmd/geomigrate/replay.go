@@ -16,10 +16,10 @@ import (
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 )
 
-// runReplay runs the jobs a queue holds again: dead-letter jobs once the
-// system is healthy, remediation jobs once their files are fixed (a fixed
-// file has new content, so it is a new job; an unchanged one is reported
-// skipped as awaiting remediation).
+// replayCmd is `geomigrate replay`: it runs the jobs a queue holds again,
+// dead-letter jobs once the system is healthy, remediation jobs once their
+// files are fixed (a fixed file has new content, so it is a new job; an
+// unchanged one is reported skipped as awaiting remediation).
 //
 // Messages are consumed as SQS consumes them, with the local JSONL queues
 // too: each is received (hidden for --visibility-timeout), its job is run,
@@ -27,45 +27,44 @@ import (
 // migrated, or routed again (the new message carries it on). A message
 // whose job did not end (in progress elsewhere, awaiting remediation
 // because the file is unchanged, failed, interrupted) is made visible again.
-func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("replay", stderr)
-	f := addRunFlags(fs)
-	which := fs.String("queue", "dlq", "dlq or remediation")
-	backend := fs.String("backend", "local", "local, or aws (S3, DynamoDB, and SQS with the queue URL flags)")
-	visibility := fs.Duration("visibility-timeout", 30*time.Minute, "how long received messages stay hidden while their jobs run")
-	var a awsFlags
-	a.add(fs)
-	if err := fs.Parse(args); err != nil {
+type replayCmd struct {
+	Queue      string        `name:"queue" type:"fold" enum:"dlq,remediation" default:"dlq" help:"Which queue: dlq or remediation."`
+	Visibility time.Duration `name:"visibility-timeout" default:"30m" help:"How long received messages stay hidden while their jobs run (1s to 12h, SQS's range)."`
+	Options    runFlags      `embed:""`
+}
+
+// Validate checks the visibility timeout against SQS's range.
+func (c *replayCmd) Validate() error {
+	if c.Visibility < time.Second || c.Visibility > 12*time.Hour {
+		return fmt.Errorf("--visibility-timeout %s: want 1s to 12h (SQS's range)", c.Visibility)
+	}
+	return nil
+}
+
+func (c *replayCmd) Run(e *cmdEnv) error {
+	f := &c.Options
+	if f.Dest == "" {
+		return usagef("replay needs --dest")
+	}
+	if err := checkSchemes(nil, f.Dest, f.Where.aws()); err != nil {
 		return err
 	}
-	if f.dest == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "Usage: geomigrate replay --dest DIR [--queue dlq|remediation] [run flags]\n       geomigrate replay --backend aws --dest s3://BUCKET[/PREFIX] --state-table T --queue dlq|remediation [--dlq-url URL | --remediation-queue-url URL] [flags]")
-		return errUsage
+	if f.Where.aws() {
+		return c.replayAWS(e)
 	}
-	if *which != "dlq" && *which != "remediation" {
-		return fmt.Errorf("--queue %q: want dlq or remediation", *which)
-	}
-	if *visibility < time.Second || *visibility > 12*time.Hour {
-		return fmt.Errorf("--visibility-timeout %s: want 1s to 12h (SQS's range)", *visibility)
-	}
-	switch *backend {
-	case "local":
-		return f.replayLocal(ctx, *which, *visibility, stdout, stderr)
-	case "aws":
-		return f.replayAWS(ctx, &a, *which, *visibility, stdout, stderr)
-	}
-	return fmt.Errorf("--backend %q: want local or aws", *backend)
+	return c.replayLocal(e)
 }
 
 // replayLocal replays from the JSONL queues of a local destination.
-func (f *runFlags) replayLocal(ctx context.Context, which string, visibility time.Duration, stdout, stderr io.Writer) error {
-	paths := pathsFor(f.dest, f.stateDir)
+func (c *replayCmd) replayLocal(e *cmdEnv) error {
+	f := &c.Options
+	paths := pathsFor(f.Dest, f.StateDir)
 	path := paths.deadLetter
-	if which == "remediation" {
+	if c.Queue == "remediation" {
 		path = paths.remediation
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(stdout, "nothing to replay in %s\n", path)
+		fmt.Fprintf(e.stdout, "nothing to replay in %s\n", path)
 		return nil
 	}
 	buckets, err := loadBuckets(paths)
@@ -88,38 +87,45 @@ func (f *runFlags) replayLocal(ctx context.Context, which string, visibility tim
 		}
 		return nil
 	}
-	rp := &replayer{queue: q, name: path, visibility: visibility, stdout: stdout, stderr: stderr, accept: known}
-	return rp.replay(ctx, func(ctx context.Context, inputs []migration.Source) error {
+	rp := &replayer{queue: q, name: path, visibility: c.Visibility, stdout: e.stdout, stderr: e.stderr, accept: known}
+	report := f.reportPath(paths)
+	return rp.replay(e.ctx, func(ctx context.Context, inputs []migration.Source) error {
 		var roots []sourceRoot
 		for _, r := range rootsBy {
 			roots = append(roots, *r)
 		}
-		return f.run(ctx, roots, inputs, stdout, stderr)
-	}, f.reportPath(paths))
+		be, err := f.open(ctx, e.stderr, openRequest{roots: roots})
+		if err != nil {
+			return err
+		}
+		defer be.Close()
+		return f.migrate(e, be, inputs, nil, report)
+	}, report)
 }
 
 // replayAWS replays from an SQS queue (or, without its URL flag, the JSONL
 // file `migrate --backend aws` wrote instead) through the AWS adapters.
-func (f *runFlags) replayAWS(ctx context.Context, a *awsFlags, which string, visibility time.Duration, stdout, stderr io.Writer) error {
-	url, flagName := a.deadLetterURL, "--dlq-url"
-	paths := pathsFor(".", f.stateDir)
+func (c *replayCmd) replayAWS(e *cmdEnv) error {
+	f := &c.Options
+	url, flagName := f.Where.AWS.DeadLetterQueueURL, "--dlq-url"
+	paths := pathsFor(".", f.StateDir)
 	file := paths.deadLetter
-	if which == "remediation" {
-		url, flagName, file = a.remediationURL, "--remediation-queue-url", paths.remediation
+	if c.Queue == "remediation" {
+		url, flagName, file = f.Where.RemediationQueueURL, "--remediation-queue-url", paths.remediation
 	}
-	p, err := f.openAWSPipeline(ctx, a, nil)
+	be, err := f.open(e.ctx, e.stderr, openRequest{})
 	if err != nil {
 		return err
 	}
-	defer p.close()
+	defer be.Close()
 	var (
 		q    queue.Consumer
 		name string
 	)
 	if url != "" {
-		q, name = p.app.Queue(url), url
+		q, name = be.app.Queue(url), url
 	} else {
-		fmt.Fprintf(stderr, "geomigrate: no %s: replaying %s\n", flagName, file)
+		fmt.Fprintf(e.stderr, "geomigrate: no %s: replaying %s\n", flagName, file)
 		jq, err := jsonlqueue.Open(file)
 		if err != nil {
 			return err
@@ -127,24 +133,20 @@ func (f *runFlags) replayAWS(ctx context.Context, a *awsFlags, which string, vis
 		defer jq.Close()
 		q, name = jq, file
 	}
-	exec, err := localrun.NewExecutor(p.handlers, p.queues, f.executorOptions()...)
-	if err != nil {
-		return err
-	}
-	rp := &replayer{queue: q, name: name, visibility: visibility, stdout: stdout, stderr: stderr}
+	rp := &replayer{queue: q, name: name, visibility: c.Visibility, stdout: e.stdout, stderr: e.stderr}
 	report := f.reportPath(paths)
-	return rp.replay(ctx, func(ctx context.Context, inputs []migration.Source) error {
-		return f.execute(ctx, exec, p.app.Tracker, inputs, "aws", p.handlers.Recipe(), paths, stdout, stderr)
+	return rp.replay(e.ctx, func(ctx context.Context, inputs []migration.Source) error {
+		return f.migrate(e, be, inputs, nil, report)
 	}, report)
 }
 
 // reportPath fixes the run report's path (replay reads it back for the
 // outcome of each job).
 func (f *runFlags) reportPath(paths localPaths) string {
-	if f.report == "" {
-		f.report = filepath.Join(paths.reports, "replay-"+time.Now().UTC().Format("20060102T150405.000")+".json")
+	if f.Report == "" {
+		return filepath.Join(paths.reports, "replay-"+time.Now().UTC().Format("20060102T150405.000")+".json")
 	}
-	return f.report
+	return f.Report
 }
 
 // replayer consumes one queue for one replay.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,21 +15,22 @@ import (
 	"github.com/geomigrate/geomigrate/internal/localrun"
 )
 
-// runReport reads a run report back: the summary a run prints, or with
+// reportCmd reads a run report back: the summary a run prints, or with
 // --html one self-contained page with a quick-look of every output.
-func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("report", stderr)
-	asHTML := fs.Bool("html", false, "write the report as one self-contained HTML page (totals, hints, a quick-look of every output)")
-	out := fs.String("o", "", "HTML file to write (default: the report's path with .html; - for stdout)")
-	dest := fs.String("dest", "", "where the outputs are (default: the report's destination)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		fmt.Fprintln(stderr, "Usage: geomigrate report RUN.json [--html [-o FILE]] [--dest DIR]")
-		return errUsage
-	}
+type reportCmd struct {
+	File string `arg:"" name:"RUN.json" help:"The JSON run report (DEST/.geomigrate-state/reports/...)."`
+	HTML bool   `name:"html" help:"Write the report as one self-contained HTML page (totals, hints, a quick-look of every output)."`
+	Out  string `short:"o" name:"output" placeholder:"FILE" help:"HTML file to write (default: the report's path with .html; - for stdout)."`
+	Dest string `name:"dest" placeholder:"DIR" help:"Where the outputs are (default: the report's destination)."`
+}
+
+func (c *reportCmd) Run(e *cmdEnv) error {
+	return runReport(e.stdout, e.stderr, c.File, c.HTML, c.Out, c.Dest)
+}
+
+func runReport(stdout, stderr io.Writer, run string, html bool, out, destDir string) error {
+	pos := []string{run}
+	asHTML, dest := &html, &destDir
 	report, err := readReport(pos[0])
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	path := *out
+	path := out
 	if path == "" {
 		path = strings.TrimSuffix(pos[0], filepath.Ext(pos[0])) + ".html"
 	}

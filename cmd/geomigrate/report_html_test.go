@@ -6,8 +6,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -134,8 +134,8 @@ func TestReportHTML(t *testing.T) {
 	if _, _, err := run(t, "report", reportPath, "--html"); err == nil || !strings.Contains(err.Error(), "schema version") {
 		t.Errorf("a report of a newer schema: err = %v", err)
 	}
-	if _, _, err := run(t, "report"); !errors.Is(err, errUsage) {
-		t.Errorf("no report named: err = %v", err)
+	if _, _, err := run(t, "report"); exitCode(err, io.Discard) != 2 {
+		t.Errorf("no report named: err = %v, want a usage error (exit 2)", err)
 	}
 }
 

@@ -1,27 +1,21 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
-func runSampleData(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sample-data", stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "Usage: geomigrate sample-data DIR")
-		return errUsage
-	}
+type sampleDataCmd struct {
+	Dir string `arg:"" name:"DIR" help:"Directory to write the samples into."`
+}
+
+func (c *sampleDataCmd) Run(e *cmdEnv) error {
 	if _, err := gdal.New(); err != nil {
 		return err
 	}
-	samples, err := sampledata.Write(fs.Arg(0))
+	samples, err := sampledata.Write(c.Dir)
 	if err != nil {
 		return err
 	}
@@ -31,8 +25,8 @@ func runSampleData(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if s.Bad {
 			mark, bad = "bad ", bad+1
 		}
-		fmt.Fprintf(stdout, "  %s  %-7s %s\n", mark, s.Kind, s.Path)
+		fmt.Fprintf(e.stdout, "  %s  %-7s %s\n", mark, s.Kind, s.Path)
 	}
-	fmt.Fprintf(stdout, "%d sample file(s) in %s, %d of them deliberately bad\n", len(samples), fs.Arg(0), bad)
+	fmt.Fprintf(e.stdout, "%d sample file(s) in %s, %d of them deliberately bad\n", len(samples), c.Dir, bad)
 	return nil
 }

@@ -1,35 +1,30 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
 )
 
-// runState is `geomigrate state repair`: the recovery of a damaged local
-// state store (a truncated or overwritten state.db), which migrate and
-// status refuse with a message naming this command.
-func runState(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	usage := func() error {
-		fmt.Fprintln(stderr, "Usage: geomigrate state repair --dest DIR | --state-dir DIR")
-		return errUsage
+// stateCmd groups the maintenance of the local state store.
+type stateCmd struct {
+	Repair stateRepairCmd `cmd:"" help:"Rebuild a damaged state store from its readable records."`
+}
+
+// stateRepairCmd is `geomigrate state repair`: the recovery of a damaged
+// local state store (a truncated or overwritten state.db), which migrate
+// and status refuse with a message naming this command.
+type stateRepairCmd struct {
+	Dest     string `name:"dest" placeholder:"DIR" help:"Destination directory of earlier runs."`
+	StateDir string `name:"state-dir" placeholder:"DIR" help:"State directory (default DEST/.geomigrate-state)."`
+}
+
+func (c *stateRepairCmd) Run(e *cmdEnv) error {
+	if c.Dest == "" && c.StateDir == "" {
+		return usagef("state repair needs --dest or --state-dir")
 	}
-	if len(args) == 0 || args[0] != "repair" {
-		return usage()
-	}
-	fs := newFlagSet("state repair", stderr)
-	dest := fs.String("dest", "", "destination directory of earlier runs")
-	stateDir := fs.String("state-dir", "", "state directory (default DEST/"+stateDirName+")")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	if *dest == "" && *stateDir == "" {
-		return usage()
-	}
-	paths := pathsFor(*dest, *stateDir)
+	paths := pathsFor(c.Dest, c.StateDir)
 	if _, err := os.Stat(paths.db); err != nil {
 		return fmt.Errorf("no state store at %s: %w", paths.db, err)
 	}
@@ -37,6 +32,7 @@ func runState(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	stdout := e.stdout
 	fmt.Fprintf(stdout, "state store %s rebuilt: %d job(s) kept, %d damaged record(s) left out\n", paths.db, rep.Kept, rep.Lost)
 	if rep.Stopped != "" {
 		fmt.Fprintf(stdout, "reading stopped early at damage (%s): jobs past it are forgotten; their outputs are recognised and skipped on the next run\n", rep.Stopped)

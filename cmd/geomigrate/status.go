@@ -3,78 +3,50 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
+	"strings"
 	"text/tabwriter"
 
-	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
-	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
-	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
-	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 )
 
-func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("status", stderr)
-	dest := fs.String("dest", "", "destination directory of earlier runs")
-	stateDir := fs.String("state-dir", "", "state directory (default DEST/"+stateDirName+")")
-	only := fs.String("status", "", "list only jobs in this status (PROCESSING, REMEDIAL, …)")
-	asJSON := fs.Bool("json", false, "print the jobs as JSON lines")
-	all := fs.Bool("all", false, "every job record, also those superseded by a newer job of the same source (a fixed file is a new job)")
-	backend := fs.String("backend", "local", "local, or aws (the DynamoDB state table)")
-	var a awsFlags
-	a.add(fs)
-	if err := fs.Parse(args); err != nil {
+// statusCmd is `geomigrate status`: what the state store and the queues
+// of earlier runs hold, locally or on AWS.
+type statusCmd struct {
+	Dest     string       `name:"dest" placeholder:"DIR" help:"Destination directory of earlier runs."`
+	StateDir string       `name:"state-dir" placeholder:"DIR" help:"State directory (default DEST/.geomigrate-state)."`
+	Only     string       `name:"status" placeholder:"STATUS" help:"List only jobs in this status: PENDING, PROCESSING, RETRYING, COMPLETED, REMEDIAL or QUARANTINED (any case)."`
+	JSON     bool         `name:"json" help:"Print the jobs as JSON lines."`
+	All      bool         `name:"all" help:"Every job record, also those superseded by a newer job of the same source (a fixed file is a new job)."`
+	Where    backendFlags `embed:""`
+}
+
+// Validate refuses a status no job can have (a typo would list nothing).
+func (c *statusCmd) Validate() error {
+	if c.Only == "" {
+		return nil
+	}
+	var names []string
+	for _, s := range statestore.Statuses {
+		if strings.EqualFold(string(s), c.Only) {
+			c.Only = string(s)
+			return nil
+		}
+		names = append(names, string(s))
+	}
+	return fmt.Errorf("--status %q: want one of %s", c.Only, strings.Join(names, ", "))
+}
+
+func (c *statusCmd) Run(e *cmdEnv) error {
+	ctx, stdout := e.ctx, e.stdout
+	v, err := c.Where.openStateView(ctx, c.Dest, c.StateDir)
+	if err != nil {
 		return err
 	}
-	var (
-		db     statestore.Backend
-		paths  localPaths
-		where  string
-		queues []queueDepth
-	)
-	switch {
-	case *backend == "aws":
-		if a.stateTable == "" {
-			return errors.New("status --backend aws needs --state-table")
-		}
-		cfg, o, err := a.awsConfig(ctx)
-		if err != nil {
-			return err
-		}
-		db, where = dynamostore.New(awsconfig.NewDynamoDB(cfg, o), dynamostore.Options{Table: a.stateTable}), "dynamodb table "+a.stateTable
-		for _, q := range []struct{ name, url string }{{"remediation", a.remediationURL}, {"dead-letter", a.deadLetterURL}} {
-			if q.url != "" {
-				queues = append(queues, queueDepth{name: q.name, where: q.url,
-					depth: sqsqueue.New(awsconfig.NewSQS(cfg, o), sqsqueue.Options{QueueURL: q.url}).Depth})
-			}
-		}
-	case *dest == "" && *stateDir == "":
-		fmt.Fprintln(stderr, "Usage: geomigrate status --dest DIR [--status S] [--json]\n       geomigrate status --backend aws --state-table T [--remediation-queue-url URL] [--dlq-url URL] [--status S] [--json]")
-		return errUsage
-	default:
-		paths = pathsFor(*dest, *stateDir)
-		if _, err := os.Stat(paths.db); err != nil {
-			return fmt.Errorf("no state store at %s: has a migration run there?", paths.db)
-		}
-		bolt, err := boltstore.Open(paths.db)
-		if err != nil {
-			return err
-		}
-		defer bolt.Close()
-		db, where = bolt, paths.db
-		for _, q := range []struct{ name, path string }{{"remediation", paths.remediation}, {"dead-letter", paths.deadLetter}} {
-			queues = append(queues, queueDepth{name: q.name, where: q.path, depth: func(ctx context.Context) (queue.Depth, error) {
-				n, err := countMessages(ctx, q.path)
-				return queue.Depth{Visible: n}, err
-			}})
-		}
-	}
-
+	defer v.close()
+	db, where, queues := v.db, v.where, v.queues
 	// One row per source location, its latest job: a file routed to
 	// remediation, fixed and replayed is a new job (the ID holds the content
 	// hash) and its old REMEDIAL record is history, not a current problem.
@@ -82,15 +54,15 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var listed []statestore.Job
 	superseded := 0
 	keep := func(j statestore.Job) {
-		if *only != "" && j.Status != statestore.Status(*only) {
+		if c.Only != "" && j.Status != statestore.Status(c.Only) {
 			return
 		}
 		counts[j.Status]++
-		if *only != "" || j.Status != statestore.Completed {
+		if c.Only != "" || j.Status != statestore.Completed {
 			listed = append(listed, j)
 		}
 	}
-	if *all {
+	if c.All {
 		if err := db.List(ctx, "", func(j statestore.Job) error { keep(j); return nil }); err != nil {
 			return err
 		}
@@ -104,7 +76,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			keep(l.Job)
 		}
 	}
-	if *asJSON {
+	if c.JSON {
 		enc := json.NewEncoder(stdout)
 		for _, j := range listed {
 			if err := enc.Encode(j); err != nil {

@@ -1,37 +1,52 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"strings"
 
 	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
-func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("validate", stderr)
-	format := fs.String("format", "", "COG, GeoParquet or FlatGeobuf (default: from the extension)")
-	asJSON := fs.Bool("json", false, "print the verdicts as JSON lines")
-	files, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+// validateFormats are the formats validate checks, as --format spells
+// them.
+var validateFormats = []string{"COG", "GeoParquet", "FlatGeobuf"}
+
+type validateCmd struct {
+	Files  []string `arg:"" name:"FILE" help:"Output files to check."`
+	Format string   `name:"format" placeholder:"FORMAT" help:"COG, GeoParquet or FlatGeobuf, any case (default: from each file's extension)."`
+	JSON   bool     `name:"json" help:"Print the verdicts as JSON lines."`
+}
+
+// Validate spells --format as the validators do.
+func (c *validateCmd) Validate() error {
+	if c.Format == "" {
+		return nil
 	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "Usage: geomigrate validate FILE... [--format F] [--json]")
-		return errUsage
+	for _, f := range validateFormats {
+		if strings.EqualFold(f, c.Format) {
+			c.Format = f
+			return nil
+		}
 	}
+	return fmt.Errorf("--format %q: want %s", c.Format, strings.Join(validateFormats, ", "))
+}
+
+// Run gives one verdict per file and goes on to the next whatever the
+// verdict: a file that cannot be read, or whose format has no validator,
+// is invalid, not the end of the check.
+func (c *validateCmd) Run(e *cmdEnv) error {
 	invalid := 0
-	for _, f := range files {
-		res, err := validate.File(f, *format)
+	for _, f := range c.Files {
+		res, err := validate.File(f, c.Format)
 		if err != nil {
-			return err
+			res.Valid, res.Errors = false, []string{strings.TrimPrefix(err.Error(), "validate "+f+": ")}
 		}
 		if !res.Valid {
 			invalid++
 		}
-		if *asJSON {
-			if err := json.NewEncoder(stdout).Encode(res); err != nil {
+		if c.JSON {
+			if err := json.NewEncoder(e.stdout).Encode(res); err != nil {
 				return err
 			}
 			continue
@@ -40,16 +55,20 @@ func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if !res.Valid {
 			verdict = "INVALID"
 		}
-		fmt.Fprintf(stdout, "%s: %s %s\n", f, verdict, res.Format)
-		for _, e := range res.Errors {
-			fmt.Fprintf(stdout, "  error: %s\n", e)
+		format := res.Format
+		if format == "" {
+			format = "(unknown format)"
+		}
+		fmt.Fprintf(e.stdout, "%s: %s %s\n", f, verdict, format)
+		for _, msg := range res.Errors {
+			fmt.Fprintf(e.stdout, "  error: %s\n", msg)
 		}
 		for _, w := range res.Warnings {
-			fmt.Fprintf(stdout, "  warning: %s\n", w)
+			fmt.Fprintf(e.stdout, "  warning: %s\n", w)
 		}
 	}
 	if invalid > 0 {
-		return fmt.Errorf("%d of %d file(s) invalid", invalid, len(files))
+		return fmt.Errorf("%d of %d file(s) invalid", invalid, len(c.Files))
 	}
 	return nil
 }

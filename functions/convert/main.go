@@ -2,7 +2,8 @@
 // GDAL conversion, validation, staging upload. It links GDAL through cgo
 // (internal/gdal): built against the system GDAL for tests and inside the
 // layer image (layers/gdal) for deployment.
-// Config and clients are built once, at cold start; see internal/awsapp.
+// Config (internal/config, from the environment) and clients are built once, at cold
+// start; the handler by internal/steps.
 package main
 
 import (
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/validate"
 )
@@ -25,7 +27,11 @@ func main() {
 }
 
 func realMain(ctx context.Context) error {
-	app, err := awsapp.Load(ctx, os.Getenv)
+	cfg, err := config.LoadLambda()
+	if err != nil {
+		return err
+	}
+	app, err := awsapp.New(ctx, cfg.Migration(), cfg.AWS, awsapp.WithLogger(awsapp.NewLambdaLogger(cfg.LogLevel)))
 	if err != nil {
 		return err
 	}
@@ -33,6 +39,6 @@ func realMain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lambda.Start(app.Convert(engine, validate.Output).Handle)
+	lambda.Start(app.Ports().Convert(engine, validate.Output).Handle)
 	return nil
 }

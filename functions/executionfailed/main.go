@@ -1,18 +1,20 @@
 // Command executionfailed is the ExecutionFailed Lambda function (provided.al2023): an
 // EventBridge "Step Functions Execution Status Change" event (FAILED, TIMED_OUT, ABORTED) of
 // the migrate state machine → its job quarantined, lease released, staging deleted, a
-// dead-letter message with the execution ARN. Config and clients are built once, at cold
-// start; see internal/awsapp.
+// dead-letter message with the execution ARN. Config (internal/config, from the
+// environment) and clients are built once, at cold start; the handler by internal/steps.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
+	"github.com/geomigrate/geomigrate/internal/config"
 )
 
 func main() {
@@ -23,14 +25,17 @@ func main() {
 }
 
 func realMain(ctx context.Context) error {
-	app, err := awsapp.Load(ctx, os.Getenv)
+	cfg, err := config.LoadLambda()
 	if err != nil {
 		return err
 	}
-	h, err := app.ExecutionFailed(os.Getenv)
+	if cfg.DeadLetterQueueURL == "" {
+		return errors.New("GEOMIGRATE_DEAD_LETTER_QUEUE_URL is required")
+	}
+	app, err := awsapp.New(ctx, cfg.Migration(), cfg.AWS, awsapp.WithLogger(awsapp.NewLambdaLogger(cfg.LogLevel)))
 	if err != nil {
 		return err
 	}
-	lambda.Start(h.Handle)
+	lambda.Start(app.Ports().ExecutionFailed(app.Queue(cfg.DeadLetterQueueURL), cfg.MigrateStateMachineArn).Handle)
 	return nil
 }

@@ -1,5 +1,6 @@
 // Command promote is the Promote Lambda function (provided.al2023): staging → final key, conditionally; mark COMPLETED.
-// Config and clients are built once, at cold start; see internal/awsapp.
+// Config (internal/config, from the environment) and clients are built once, at cold
+// start; the handler by internal/steps.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
+	"github.com/geomigrate/geomigrate/internal/config"
 )
 
 func main() {
@@ -20,10 +22,14 @@ func main() {
 }
 
 func realMain(ctx context.Context) error {
-	app, err := awsapp.Load(ctx, os.Getenv)
+	cfg, err := config.LoadLambda()
 	if err != nil {
 		return err
 	}
-	lambda.Start(app.Promote().Handle)
+	app, err := awsapp.New(ctx, cfg.Migration(), cfg.AWS, awsapp.WithLogger(awsapp.NewLambdaLogger(cfg.LogLevel)))
+	if err != nil {
+		return err
+	}
+	lambda.Start(app.Ports().Promote().Handle)
 	return nil
 }

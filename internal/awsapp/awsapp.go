@@ -1,18 +1,9 @@
-// Package awsapp wires the migration handlers to the AWS adapters (S3 object
-// store, DynamoDB state store, SQS queues): the one place that builds them.
-// The Lambda entry points in functions/* call Load once at cold start, which
-// reads the environment; `geomigrate migrate --backend aws` calls New with
-// typed Settings built from its flags.
-//
-// Environment read by Load (besides migration.ConfigFromEnv's GEOMIGRATE_*
-// variables and the SDK's own AWS_* credentials, region and endpoints,
-// AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>):
-//
-//	GEOMIGRATE_STATE_TABLE            DynamoDB table of the job records (required)
-//	GEOMIGRATE_S3_CONDITIONAL_COPY    server (default) | client | probe | auto
-//	GEOMIGRATE_S3_PATH_STYLE, GEOMIGRATE_AWS_MAX_ATTEMPTS, GEOMIGRATE_AWS_REGION
-//	                                  as in internal/awsconfig
-//	GEOMIGRATE_STATE_TTL_DAYS         keep terminal job records this long (0: forever)
+// Package awsapp builds the AWS adapters the handlers run over (S3 object
+// store, DynamoDB state store, SQS queues) from typed settings
+// (internal/config): the Lambda mains call New once at cold start with what
+// config.LoadLambda read from the environment, `geomigrate --backend aws`
+// with what it parsed from its flags. The handlers themselves are built
+// by internal/steps over App.Ports.
 package awsapp
 
 import (
@@ -20,9 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,30 +20,29 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
 	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
-	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
+	"github.com/geomigrate/geomigrate/internal/steps"
 )
 
-// Environment variables read by Load (beyond migration.ConfigFromEnv and
-// awsconfig's endpoint variables).
+// Variables the Lambda runtime (and aws-lambda-rie) sets; they are the
+// runtime's, not settings of geomigrate.
 const (
-	EnvStateTable      = "GEOMIGRATE_STATE_TABLE"
-	EnvConditionalCopy = "GEOMIGRATE_S3_CONDITIONAL_COPY"
-	EnvStateTTLDays    = "GEOMIGRATE_STATE_TTL_DAYS"
-	// EnvLambdaRuntimeAPI is set by Lambda (and aws-lambda-rie) for the
-	// bootstrap; its presence turns on EMF metrics on stdout by default.
+	// EnvLambdaRuntimeAPI is set for the bootstrap; its presence turns on
+	// EMF metrics on stdout by default.
 	EnvLambdaRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
 	EnvLambdaFunction   = "AWS_LAMBDA_FUNCTION_NAME"
 	envLambdaLogFormat  = "AWS_LAMBDA_LOG_FORMAT"
+	envLambdaLogLevel   = "AWS_LAMBDA_LOG_LEVEL"
 )
 
-// Conditional copy modes (GEOMIGRATE_S3_CONDITIONAL_COPY).
+// Conditional copy modes (config.AWS.ConditionalCopy).
 const (
 	CopyModeServer = "server" // CopyObject enforces If-None-Match / If-Match (AWS)
 	CopyModeClient = "client" // stream through the client with a conditional Put (versitygw)
@@ -88,7 +76,7 @@ type App struct {
 	ConditionalCopy s3store.ConditionalCopy
 }
 
-type settings struct {
+type options struct {
 	log       *slog.Logger
 	metrics   migration.Metrics
 	awsOpts   []func(*awsconfig.Options)
@@ -96,89 +84,49 @@ type settings struct {
 	preflight *Resources
 }
 
-// Option configures Load.
-type Option func(*settings)
+// Option configures New.
+type Option func(*options)
 
-// WithLogger sets the handlers' logger (default: JSON through aws-lambda-go's
-// lambdacontext handler, which adds the Lambda requestId to every line).
-func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.log = l } }
+// WithLogger sets the handlers' logger (default: NewLambdaLogger at info).
+func WithLogger(l *slog.Logger) Option { return func(s *options) { s.log = l } }
 
 // WithMetrics sets where the handlers' metrics go (default: EMF lines on
 // stdout inside Lambda, i.e. when AWS_LAMBDA_RUNTIME_API is set, else none).
-func WithMetrics(m migration.Metrics) Option { return func(s *settings) { s.metrics = m } }
+func WithMetrics(m migration.Metrics) Option { return func(s *options) { s.metrics = m } }
 
-// WithAWSOptions adjusts the client options read from the environment
-// (the CLI's --endpoint-url and --path-style, an HTTP client in tests).
+// WithAWSOptions adjusts the client options the settings give (the CLI's
+// --endpoint-url, an HTTP client or static credentials in tests).
 func WithAWSOptions(fn func(*awsconfig.Options)) Option {
-	return func(s *settings) { s.awsOpts = append(s.awsOpts, fn) }
+	return func(s *options) { s.awsOpts = append(s.awsOpts, fn) }
 }
 
 // WithStoreOptions adjusts the S3 store's options (part sizes, concurrency).
 func WithStoreOptions(fn func(*s3store.Options)) Option {
-	return func(s *settings) { s.storeOpts = append(s.storeOpts, fn) }
-}
-
-// Settings is what the handlers need, typed: Load reads it from the
-// environment, the CLI builds it from its flags.
-type Settings struct {
-	Config     migration.Config
-	StateTable string
-	// ConditionalCopy is a CopyMode* ("" means server).
-	ConditionalCopy string
-	// StateTTL keeps terminal job records this long (0: forever).
-	StateTTL time.Duration
-	AWS      awsconfig.Options
-}
-
-// SettingsFromEnv reads Settings through getenv.
-func SettingsFromEnv(getenv func(string) string) (Settings, error) {
-	cfg, err := migration.ConfigFromEnv(getenv)
-	if err != nil {
-		return Settings{}, fmt.Errorf("awsapp: %w", err)
-	}
-	s := Settings{Config: cfg, StateTable: getenv(EnvStateTable), ConditionalCopy: getenv(EnvConditionalCopy)}
-	if v := getenv(EnvStateTTLDays); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return Settings{}, fmt.Errorf("awsapp: %s=%q: want a non-negative integer", EnvStateTTLDays, v)
-		}
-		s.StateTTL = time.Duration(n) * 24 * time.Hour
-	}
-	if s.AWS, err = awsconfig.FromGetenv(getenv); err != nil {
-		return Settings{}, fmt.Errorf("awsapp: %w", err)
-	}
-	return s, nil
+	return func(s *options) { s.storeOpts = append(s.storeOpts, fn) }
 }
 
 // WithPreflight checks that r exists before anything else is done (the
 // CLI, before its first file); see App.Preflight.
-func WithPreflight(r Resources) Option { return func(s *settings) { s.preflight = &r } }
+func WithPreflight(r Resources) Option { return func(s *options) { s.preflight = &r } }
 
-// Load reads the configuration through getenv (os.Getenv in production)
-// and builds the clients, the object store and the state tracker. Its
-// errors are plain configuration errors: a cold start that fails has no job
-// to route, and Lambda reports it as an init error (Runtime.ExitError).
-func Load(ctx context.Context, getenv func(string) string, opts ...Option) (*App, error) {
-	s, err := SettingsFromEnv(getenv)
-	if err != nil {
-		return nil, err
+// ClientOptions are the SDK client options the settings give.
+func ClientOptions(a config.AWS) awsconfig.Options {
+	o := awsconfig.Options{Region: a.Region, MaxAttempts: a.MaxAttempts, MaxBackoff: a.MaxBackoff}
+	if a.PathStyle != nil {
+		o.PathStyle, o.VirtualHostedStyle = *a.PathStyle, !*a.PathStyle
 	}
-	return build(ctx, s, getenv, opts)
+	return o
 }
 
-// New builds the App from typed settings (the CLI). The Lambda runtime
-// variables (log format, EMF metrics) are read from the process
-// environment.
-func New(ctx context.Context, s Settings, opts ...Option) (*App, error) {
-	return build(ctx, s, os.Getenv, opts)
-}
-
-func build(ctx context.Context, s Settings, getenv func(string) string, opts []Option) (*App, error) {
-	var set settings
+// New builds the clients, the object store and the state tracker for the
+// handlers' configuration cfg and the AWS settings a. Its errors are plain
+// configuration errors: a cold start that fails has no job to route, and
+// Lambda reports it as an init error (Runtime.ExitError).
+func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option) (*App, error) {
+	var set options
 	for _, o := range opts {
 		o(&set)
 	}
-	cfg := s.Config
 	if cfg.Lease == 0 {
 		cfg.Lease = migration.DefaultLease
 	}
@@ -188,18 +136,18 @@ func build(ctx context.Context, s Settings, getenv func(string) string, opts []O
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("awsapp: %w", err)
 	}
-	if s.StateTable == "" {
-		return nil, fmt.Errorf("awsapp: %s is required", EnvStateTable)
+	if a.StateTable == "" {
+		return nil, fmt.Errorf("awsapp: no state table (--state-table, GEOMIGRATE_STATE_TABLE)")
 	}
-	mode := strings.ToLower(strings.TrimSpace(s.ConditionalCopy))
+	mode := strings.ToLower(strings.TrimSpace(a.ConditionalCopy))
 	switch mode {
 	case "":
-		mode = CopyModeServer
+		mode = CopyModeAuto
 	case CopyModeServer, CopyModeClient, CopyModeProbe, CopyModeAuto:
 	default:
-		return nil, fmt.Errorf("awsapp: %s=%q: want server, client, probe or auto", EnvConditionalCopy, mode)
+		return nil, fmt.Errorf("awsapp: conditional copy %q: want server, client, probe or auto", mode)
 	}
-	o := s.AWS
+	o := ClientOptions(a)
 	for _, fn := range set.awsOpts {
 		fn(&o)
 	}
@@ -207,7 +155,7 @@ func build(ctx context.Context, s Settings, getenv func(string) string, opts []O
 	if err != nil {
 		return nil, fmt.Errorf("awsapp: %w", err)
 	}
-	app := &App{Config: cfg, AWS: awsCfg, AWSOptions: o, StateTable: s.StateTable, Log: set.log, Metrics: set.metrics}
+	app := &App{Config: cfg, AWS: awsCfg, AWSOptions: o, StateTable: a.StateTable, Log: set.log, Metrics: set.metrics}
 	app.S3 = awsconfig.NewS3(awsCfg, o)
 	app.DynamoDB = awsconfig.NewDynamoDB(awsCfg, o)
 	app.SQS = awsconfig.NewSQS(awsCfg, o)
@@ -237,20 +185,20 @@ func build(ctx context.Context, s Settings, getenv func(string) string, opts []O
 		fn(&so)
 	}
 	app.Store = s3store.New(app.S3, so)
-	app.State = dynamostore.New(app.DynamoDB, dynamostore.Options{Table: s.StateTable})
+	app.State = dynamostore.New(app.DynamoDB, dynamostore.Options{Table: a.StateTable})
 	trackerOpts := []statestore.TrackerOption{statestore.WithLease(cfg.Lease)}
-	if s.StateTTL > 0 {
-		trackerOpts = append(trackerOpts, statestore.WithTTL(s.StateTTL))
+	if ttl := a.StateTTL(); ttl > 0 {
+		trackerOpts = append(trackerOpts, statestore.WithTTL(ttl))
 	}
 	app.Tracker = statestore.NewTracker(app.State, trackerOpts...)
 
 	if app.Log == nil {
-		app.Log = NewLambdaLogger(getenv)
+		app.Log = NewLambdaLogger("info")
 	}
 	if app.Metrics == nil {
-		if getenv(EnvLambdaRuntimeAPI) != "" {
+		if os.Getenv(EnvLambdaRuntimeAPI) != "" {
 			var props []emf.Option
-			if fn := getenv(EnvLambdaFunction); fn != "" {
+			if fn := os.Getenv(EnvLambdaFunction); fn != "" {
 				props = append(props, emf.WithProperty("function", fn))
 			}
 			app.Metrics = emf.New(os.Stdout, MetricsNamespace, props...)
@@ -259,6 +207,11 @@ func build(ctx context.Context, s Settings, getenv func(string) string, opts []O
 		}
 	}
 	return app, nil
+}
+
+// Ports are the ports the handlers are built over (internal/steps).
+func (a *App) Ports() steps.Ports {
+	return steps.Ports{Config: a.Config, Store: a.Store, Tracker: a.Tracker, Log: a.Log, Metrics: a.Metrics}
 }
 
 // Queue returns the SQS queue at url as a queue port (send, receive,
@@ -271,21 +224,20 @@ func (a *App) Queue(url string) *sqsqueue.Queue {
 // every line, AWS_LAMBDA_LOG_LEVEL honoured) in JSON. lambdacontext chooses
 // JSON only when AWS_LAMBDA_LOG_FORMAT=JSON (the function's LoggingFormat);
 // otherwise the same handler shape is built here over slog's JSON handler,
-// so the logs are JSON either way.
-func NewLambdaLogger(getenv func(string) string) *slog.Logger {
-	if strings.EqualFold(getenv(envLambdaLogFormat), "JSON") {
+// so the logs are JSON either way. level (debug, info, warn, error:
+// config.Lambda.LogLevel) applies unless Lambda sets AWS_LAMBDA_LOG_LEVEL.
+func NewLambdaLogger(level string) *slog.Logger {
+	if strings.EqualFold(os.Getenv(envLambdaLogFormat), "JSON") {
 		return lambdacontext.NewLogger()
 	}
-	level := slog.LevelInfo
-	switch strings.ToUpper(getenv("AWS_LAMBDA_LOG_LEVEL")) {
-	case "DEBUG":
-		level = slog.LevelDebug
-	case "WARN":
-		level = slog.LevelWarn
-	case "ERROR":
-		level = slog.LevelError
+	if v := os.Getenv(envLambdaLogLevel); v != "" {
+		level = v
 	}
-	return slog.New(requestIDHandler{slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level, ReplaceAttr: lambdacontext.ReplaceAttr})})
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		lv = slog.LevelInfo
+	}
+	return slog.New(requestIDHandler{slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: lv, ReplaceAttr: lambdacontext.ReplaceAttr})})
 }
 
 // requestIDHandler adds the Lambda request ID, as lambdacontext's handler does.
@@ -304,49 +256,4 @@ func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h requestIDHandler) WithGroup(name string) slog.Handler {
 	return requestIDHandler{h.Handler.WithGroup(name)}
-}
-
-// HashCheck returns the HashCheck handler.
-func (a *App) HashCheck() *migration.HashCheck {
-	f := migration.StoreFingerprinter{Store: a.Store, Threshold: a.Config.FingerprintThreshold}
-	return migration.NewHashCheck(a.Config, a.Store, a.Tracker, f, a.Log).WithMetrics(a.Metrics)
-}
-
-// Convert returns the Convert handler over engine (internal/gdal in Lambda)
-// and the output validator (internal/validate.Output), both passed in so
-// that only the convert binary links GDAL and the Parquet reader.
-func (a *App) Convert(engine recipe.Engine, validate migration.OutputValidator) *migration.Convert {
-	return migration.NewConvert(a.Config, a.Store, a.Tracker, engine, validate, a.Log).WithMetrics(a.Metrics)
-}
-
-// Promote returns the Promote handler.
-func (a *App) Promote() *migration.Promote {
-	return migration.NewPromote(a.Config, a.Store, a.Tracker, a.Log).WithMetrics(a.Metrics)
-}
-
-// Classify returns the Classify handler with the default rules; it deletes
-// the staged outputs of the jobs it routes.
-func (a *App) Classify() *migration.Classify {
-	return migration.NewClassify(a.Tracker, nil, a.Log).WithMetrics(a.Metrics).WithStagingCleanup(a.Store, a.Config)
-}
-
-// Environment of the executionfailed function (besides Load's).
-const (
-	// EnvDeadLetterQueueURL is the SQS queue executionfailed sends to.
-	EnvDeadLetterQueueURL = "GEOMIGRATE_DEAD_LETTER_QUEUE_URL"
-	// EnvMigrateStateMachineArn, when set, limits executionfailed to the
-	// executions of that state machine.
-	EnvMigrateStateMachineArn = "GEOMIGRATE_MIGRATE_STATE_MACHINE_ARN"
-)
-
-// ExecutionFailed returns the handler that closes the jobs of migrate
-// executions that ended unfinished; it sends to the queue named by
-// GEOMIGRATE_DEAD_LETTER_QUEUE_URL (required).
-func (a *App) ExecutionFailed(getenv func(string) string) (*migration.ExecutionFailed, error) {
-	url := getenv(EnvDeadLetterQueueURL)
-	if url == "" {
-		return nil, fmt.Errorf("awsapp: %s is required", EnvDeadLetterQueueURL)
-	}
-	dlq := sqsqueue.New(awsconfig.NewSQS(a.AWS, a.AWSOptions), sqsqueue.Options{QueueURL: url})
-	return migration.NewExecutionFailed(a.Config, a.Store, a.Tracker, dlq, a.Log).ForStateMachine(getenv(EnvMigrateStateMachineArn)), nil
 }

@@ -4,22 +4,20 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
 )
 
-func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+func cfg() migration.Config { return migration.Config{DestBucket: "dest", Lease: time.Minute} }
 
-func base() map[string]string {
-	return map[string]string{
-		"GEOMIGRATE_DEST_BUCKET":   "dest",
-		"GEOMIGRATE_STATE_TABLE":   "jobs",
-		"GEOMIGRATE_LEASE_SECONDS": "60",
-	}
+func settings() config.AWS {
+	return config.AWS{StateTable: "jobs", ConditionalCopy: "server", MaxAttempts: 2, MaxBackoff: time.Second}
 }
 
 // sdkEnv points the SDK's own endpoint variables at nothing listening, with
@@ -34,9 +32,9 @@ func sdkEnv(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3")
 }
 
-func TestLoadWiresEverything(t *testing.T) {
+func TestNewWiresEverything(t *testing.T) {
 	sdkEnv(t)
-	app, err := awsapp.Load(context.Background(), env(base()))
+	app, err := awsapp.New(context.Background(), cfg(), settings())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,22 +50,35 @@ func TestLoadWiresEverything(t *testing.T) {
 	if got := awsconfig.SQSEndpoint(app.SQS); got != "http://127.0.0.1:3" {
 		t.Errorf("SQS at %q", got)
 	}
-	if app.ConditionalCopy != s3store.CopyServerSide {
-		t.Errorf("default conditional copy %v, want server", app.ConditionalCopy)
-	}
 	if _, ok := app.Metrics.(migration.NopMetrics); !ok {
 		t.Errorf("outside Lambda metrics are %T, want none", app.Metrics)
 	}
-	if app.HashCheck() == nil || app.Convert(nil, nil) == nil || app.Promote() == nil || app.Classify() == nil {
+	p := app.Ports()
+	if p.HashCheck() == nil || p.Convert(nil, nil) == nil || p.Promote() == nil || p.Classify() == nil || p.ExecutionFailed(app.Queue("http://127.0.0.1:3/q"), "") == nil {
 		t.Error("a handler is nil")
 	}
 }
 
-func TestLoadInLambdaWritesEMF(t *testing.T) {
+// TestAutoCopyModeIsServerOnAWS: without a custom S3 endpoint, auto is
+// server-side conditional copy (nothing is probed).
+func TestAutoCopyModeIsServerOnAWS(t *testing.T) {
 	sdkEnv(t)
-	e := base()
-	e["AWS_LAMBDA_RUNTIME_API"] = "127.0.0.1:9001"
-	app, err := awsapp.Load(context.Background(), env(e))
+	t.Setenv("AWS_ENDPOINT_URL_S3", "")
+	s := settings()
+	s.ConditionalCopy = "auto"
+	app, err := awsapp.New(context.Background(), cfg(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.ConditionalCopy != s3store.CopyServerSide {
+		t.Errorf("auto against AWS: %v, want server", app.ConditionalCopy)
+	}
+}
+
+func TestNewInLambdaWritesEMF(t *testing.T) {
+	sdkEnv(t)
+	t.Setenv("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9001")
+	app, err := awsapp.New(context.Background(), cfg(), settings())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,32 +87,40 @@ func TestLoadInLambdaWritesEMF(t *testing.T) {
 	}
 }
 
-func TestLoadModesAndErrors(t *testing.T) {
+func TestNewModesAndErrors(t *testing.T) {
 	sdkEnv(t)
-	e := base()
-	e["GEOMIGRATE_S3_CONDITIONAL_COPY"] = "client"
-	app, err := awsapp.Load(context.Background(), env(e))
+	s := settings()
+	s.ConditionalCopy = "client"
+	app, err := awsapp.New(context.Background(), cfg(), s)
 	if err != nil || app.ConditionalCopy != s3store.CopyThroughClient {
 		t.Fatalf("client mode: %v %v", app, err)
 	}
-	for name, mutate := range map[string]func(map[string]string){
-		"no table":         func(m map[string]string) { delete(m, "GEOMIGRATE_STATE_TABLE") },
-		"no bucket":        func(m map[string]string) { delete(m, "GEOMIGRATE_DEST_BUCKET") },
-		"bad mode":         func(m map[string]string) { m["GEOMIGRATE_S3_CONDITIONAL_COPY"] = "maybe" },
-		"bad path style":   func(m map[string]string) { m["GEOMIGRATE_S3_PATH_STYLE"] = "sure" },
-		"bad max attempts": func(m map[string]string) { m["GEOMIGRATE_AWS_MAX_ATTEMPTS"] = "0" },
-		"bad ttl":          func(m map[string]string) { m["GEOMIGRATE_STATE_TTL_DAYS"] = "-1" },
-		"probe unreachable": func(m map[string]string) {
-			m["GEOMIGRATE_S3_CONDITIONAL_COPY"] = "probe"
-			m["GEOMIGRATE_AWS_MAX_ATTEMPTS"] = "1"
-		},
+	for name, mutate := range map[string]func(*migration.Config, *config.AWS){
+		"no table":  func(_ *migration.Config, a *config.AWS) { a.StateTable = "" },
+		"no bucket": func(c *migration.Config, _ *config.AWS) { c.DestBucket = "" },
+		"bad mode":  func(_ *migration.Config, a *config.AWS) { a.ConditionalCopy = "maybe" },
+		// auto with a custom endpoint probes it; nothing listens there.
+		"probe unreachable": func(_ *migration.Config, a *config.AWS) { a.ConditionalCopy, a.MaxAttempts = "auto", 1 },
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := base()
-			mutate(m)
-			if _, err := awsapp.Load(context.Background(), env(m)); err == nil || !strings.Contains(err.Error(), "awsapp") {
+			c, a := cfg(), settings()
+			mutate(&c, &a)
+			if _, err := awsapp.New(context.Background(), c, a); err == nil || !strings.Contains(err.Error(), "awsapp") {
 				t.Errorf("err %v, want an awsapp error", err)
 			}
 		})
+	}
+}
+
+func TestClientOptionsPathStyle(t *testing.T) {
+	yes, no := true, false
+	for _, tt := range []struct {
+		p                   *bool
+		path, virtualHosted bool
+	}{{nil, false, false}, {&yes, true, false}, {&no, false, true}} {
+		o := awsapp.ClientOptions(config.AWS{PathStyle: tt.p, MaxAttempts: 3})
+		if o.PathStyle != tt.path || o.VirtualHostedStyle != tt.virtualHosted || o.MaxAttempts != 3 {
+			t.Errorf("path style %v: %+v", tt.p, o)
+		}
 	}
 }

@@ -4,11 +4,12 @@ package awsapp_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/geomigrate/geomigrate/functions/lambdatest"
 	"github.com/geomigrate/geomigrate/internal/awsapp"
+	"github.com/geomigrate/geomigrate/internal/config"
+	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
 )
 
@@ -18,18 +19,16 @@ func TestProbeFindsClientCopyOnVersitygw(t *testing.T) {
 	srv := lambdatest.RequireServers(t)
 	srv.CreateBucket(t, "awsapp-probe")
 	e := srv.Env("awsapp-probe", "unused")
-	e["GEOMIGRATE_S3_CONDITIONAL_COPY"] = "probe"
 	for k, v := range e {
 		if k == "AWS_ACCESS_KEY_ID" || k == "AWS_SECRET_ACCESS_KEY" || k == "AWS_REGION" {
 			t.Setenv(k, v)
 		}
 	}
-	app, err := awsapp.Load(context.Background(), func(k string) string {
-		if v, ok := e[k]; ok {
-			return v
-		}
-		return os.Getenv(k)
-	})
+	t.Setenv("AWS_ENDPOINT_URL_S3", e["AWS_ENDPOINT_URL_S3"])
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", e["AWS_ENDPOINT_URL_DYNAMODB"])
+	pathStyle := true
+	app, err := awsapp.New(context.Background(), migration.Config{DestBucket: "awsapp-probe"},
+		config.AWS{StateTable: "unused", PathStyle: &pathStyle, ConditionalCopy: "probe"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/migration"
 )
 
@@ -47,11 +48,11 @@ func fakeAWS(w http.ResponseWriter, r *http.Request) {
 func appAt(t *testing.T, endpoint string) *awsapp.App {
 	t.Helper()
 	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	app, err := awsapp.New(context.Background(), awsapp.Settings{
-		Config:     migration.Config{DestBucket: "good"},
-		StateTable: "jobs",
-		AWS:        awsconfig.Options{EndpointURL: endpoint, AccessKeyID: "k", SecretAccessKey: "s", MaxBackoff: time.Millisecond},
-	})
+	app, err := awsapp.New(context.Background(), migration.Config{DestBucket: "good"},
+		config.AWS{StateTable: "jobs", ConditionalCopy: "server", MaxBackoff: time.Millisecond},
+		awsapp.WithAWSOptions(func(o *awsconfig.Options) {
+			o.EndpointURL, o.AccessKeyID, o.SecretAccessKey = endpoint, "k", "s"
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -91,52 +90,6 @@ type Options struct {
 	ChecksumWhenRequired bool
 	// HTTPClient replaces the SDK's HTTP client (tests).
 	HTTPClient aws.HTTPClient
-}
-
-// Environment variables read by FromEnv. Endpoints are not among them: the
-// SDK reads AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE> itself.
-const (
-	EnvPathStyle   = "GEOMIGRATE_S3_PATH_STYLE"
-	EnvMaxAttempts = "GEOMIGRATE_AWS_MAX_ATTEMPTS"
-	// EnvMaxBackoff caps the SDK's delay between its attempts (a Go
-	// duration; default DefaultMaxBackoff): the fault-injection tests set
-	// it to milliseconds, as GEOMIGRATE_RETRY_WAIT_SCALE shortens the
-	// state machine's waits.
-	EnvMaxBackoff = "GEOMIGRATE_AWS_MAX_BACKOFF"
-	EnvRegion     = "GEOMIGRATE_AWS_REGION"
-)
-
-// FromEnv reads Options from the GEOMIGRATE_* variables through os.Getenv.
-func FromEnv() (Options, error) { return FromGetenv(os.Getenv) }
-
-// FromGetenv reads Options through getenv. Credentials are left to the
-// SDK's chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, the Lambda role).
-// GEOMIGRATE_S3_PATH_STYLE=true forces path-style addressing, false forces
-// virtual-hosted style; unset, path style follows a custom S3 endpoint.
-func FromGetenv(getenv func(string) string) (Options, error) {
-	o := Options{Region: getenv(EnvRegion)}
-	if v := getenv(EnvPathStyle); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return o, fmt.Errorf("awsconfig: %s=%q: %w", EnvPathStyle, v, err)
-		}
-		o.PathStyle, o.VirtualHostedStyle = b, !b
-	}
-	if v := getenv(EnvMaxAttempts); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return o, fmt.Errorf("awsconfig: %s=%q: want a positive integer", EnvMaxAttempts, v)
-		}
-		o.MaxAttempts = n
-	}
-	if v := getenv(EnvMaxBackoff); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return o, fmt.Errorf("awsconfig: %s=%q: want a positive duration such as 20ms", EnvMaxBackoff, v)
-		}
-		o.MaxBackoff = d
-	}
-	return o, nil
 }
 
 func (o Options) maxAttempts() int {

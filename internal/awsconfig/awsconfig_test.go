@@ -18,41 +18,6 @@ import (
 	"github.com/geomigrate/geomigrate/internal/fault"
 )
 
-func TestFromEnv(t *testing.T) {
-	t.Setenv(EnvMaxAttempts, "3")
-	t.Setenv(EnvPathStyle, "")
-	o, err := FromEnv()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.PathStyle || o.VirtualHostedStyle || o.MaxAttempts != 3 {
-		t.Errorf("FromEnv = %+v", o)
-	}
-	t.Setenv(EnvPathStyle, "false")
-	if o, _ := FromEnv(); o.PathStyle || !o.VirtualHostedStyle {
-		t.Errorf("GEOMIGRATE_S3_PATH_STYLE=false: %+v", o)
-	}
-	t.Setenv(EnvPathStyle, "true")
-	if o, _ := FromEnv(); !o.PathStyle {
-		t.Errorf("GEOMIGRATE_S3_PATH_STYLE=true: %+v", o)
-	}
-	t.Setenv(EnvMaxAttempts, "zero")
-	if _, err := FromEnv(); err == nil {
-		t.Error("bad max attempts accepted")
-	}
-	t.Setenv(EnvMaxAttempts, "")
-	t.Setenv(EnvMaxBackoff, "20ms")
-	if o, err := FromEnv(); err != nil || o.MaxBackoff != 20*time.Millisecond {
-		t.Errorf("GEOMIGRATE_AWS_MAX_BACKOFF=20ms: %+v %v", o, err)
-	}
-	for _, bad := range []string{"0s", "-1s", "fast"} {
-		t.Setenv(EnvMaxBackoff, bad)
-		if _, err := FromEnv(); err == nil {
-			t.Errorf("GEOMIGRATE_AWS_MAX_BACKOFF=%s accepted", bad)
-		}
-	}
-}
-
 // TestEndpointsFromTheSDKEnvironment: the SDK's AWS_ENDPOINT_URL_<SERVICE>
 // and AWS_ENDPOINT_URL are honoured (path style follows a custom S3
 // endpoint), and an endpoint in Options (the --endpoint-url flag) wins.

@@ -91,10 +91,10 @@ func TestHandlersEmitMetrics(t *testing.T) {
 	}
 
 	// Without metrics set, handlers stay silent (no-op default).
-	migration.SetMetrics(hc, nil)
+	hc.WithMetrics(nil)
 	buf.Reset()
 	_, _ = hc.Handle(ctx, migration.HashCheckInput{Source: migration.Source{Bucket: "src", Key: "missing.tif"}, Context: migration.Invocation{Attempt: 1}})
 	if buf.Len() != 0 {
-		t.Errorf("metrics written after SetMetrics(nil): %s", buf.String())
+		t.Errorf("metrics written after WithMetrics(nil): %s", buf.String())
 	}
 }

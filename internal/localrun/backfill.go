@@ -57,23 +57,35 @@ type BackfillConfig struct {
 	Ended func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
 }
 
-// NewBackfill parses the backfill definition and binds its resources.
-func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
-	def, err := statemachine.ExpandBackfill(statemachine.Backfill, cfg.SourcePrefixes)
+// ParsedBackfill is the backfill definition as the local executor runs
+// it over sourceBucket, writing results to resultsBucket: the source-prefix
+// filter expanded, the placeholders substituted with the local stand-ins.
+// `geomigrate graph --backfill` draws it.
+func ParsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string) (*asl.StateMachine, error) {
+	def, err := statemachine.ExpandBackfill(statemachine.Backfill, sourcePrefixes)
 	if err != nil {
-		return nil, fmt.Errorf("localrun.NewBackfill: %w", err)
+		return nil, fmt.Errorf("localrun.ParsedBackfill: %w", err)
 	}
 	def, err = asl.Substitute(def, map[string]string{
 		"MigrateStateMachineArn": MigrateStateMachine,
-		"SourceBucket":           cfg.SourceBucket,
-		"ResultsBucket":          cfg.ResultsBucket,
+		"SourceBucket":           sourceBucket,
+		"ResultsBucket":          resultsBucket,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("localrun.NewBackfill: %w", err)
+		return nil, fmt.Errorf("localrun.ParsedBackfill: %w", err)
 	}
 	sm, err := asl.Parse(def)
 	if err != nil {
-		return nil, fmt.Errorf("localrun.NewBackfill: %w", err)
+		return nil, fmt.Errorf("localrun.ParsedBackfill: %w", err)
+	}
+	return sm, nil
+}
+
+// NewBackfill parses the backfill definition and binds its resources.
+func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
+	sm, err := ParsedBackfill(cfg.SourceBucket, cfg.ResultsBucket, cfg.SourcePrefixes)
+	if err != nil {
+		return nil, err
 	}
 	b := &Backfill{ended: cfg.Ended}
 	all := []asl.Option{

@@ -84,6 +84,7 @@ type Classify struct {
 	// staged (WithStagingCleanup).
 	store objectstore.Store
 	cfg   Config
+	metered
 }
 
 // WithStagingCleanup makes Classify delete the staged outputs of a job it
@@ -107,7 +108,7 @@ func NewClassify(tracker *statestore.Tracker, rules []Rule, log *slog.Logger) *C
 func (c *Classify) Handle(ctx context.Context, in ClassifyInput) (ClassifyOutput, error) {
 	log := logFor(c.log, in.Context, in.Source.Key)
 	out, err := c.classify(ctx, in)
-	meterOf(c).classify(in, out, err)
+	c.meter().classify(in, out, err)
 	logOutcome(ctx, log, "classify", err, slog.String("job", out.Message.JobID), slog.String("tier", out.Tier),
 		slog.String("route", out.Route), slog.String("caught", in.Error.Error), slog.String("code", out.Message.Code))
 	return out, boundary(err, in.Context)

@@ -2,11 +2,9 @@ package migration
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
@@ -32,46 +30,6 @@ const (
 	DefaultLease                = 20 * time.Minute
 )
 
-// ConfigFromEnv reads the GEOMIGRATE_* variables (see infra/ for where they
-// are set). getenv is os.Getenv in production.
-func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{
-		DestBucket:           getenv("GEOMIGRATE_DEST_BUCKET"),
-		DestPrefix:           getenv("GEOMIGRATE_DEST_PREFIX"),
-		StagingPrefix:        getenv("GEOMIGRATE_STAGING_PREFIX"),
-		FingerprintThreshold: DefaultFingerprintThreshold,
-		Lease:                DefaultLease,
-		WorkDir:              getenv("GEOMIGRATE_WORK_DIR"),
-	}
-	c.Recipe.VectorFormat = getenv("GEOMIGRATE_VECTOR_FORMAT")
-	// HashCheck has no GDAL, yet the recipe hash it computes must name the
-	// GDAL that Convert will run: the deployment states it (the layer's
-	// version), and Convert refuses to work under a different one.
-	c.Recipe.EngineVersion = getenv("GEOMIGRATE_ENGINE_VERSION")
-	c.Recipe.ToolVersion = buildinfo.Version
-	var err error
-	num := func(name string, set func(int64)) {
-		v := getenv(name)
-		if v == "" || err != nil {
-			return
-		}
-		n, perr := strconv.ParseInt(v, 10, 64)
-		if perr != nil || n < 0 {
-			err = fmt.Errorf("migration.ConfigFromEnv: %s=%q is not a non-negative integer", name, v)
-			return
-		}
-		set(n)
-	}
-	num("GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES", func(n int64) { c.FingerprintThreshold = n })
-	num("GEOMIGRATE_LEASE_SECONDS", func(n int64) { c.Lease = time.Duration(n) * time.Second })
-	num("GEOMIGRATE_ZSTD_LEVEL", func(n int64) { c.Recipe.ZSTDLevel = int(n) })
-	if err != nil {
-		return Config{}, err
-	}
-	c = c.withDefaults()
-	return c, c.Validate()
-}
-
 func (c Config) withDefaults() Config {
 	if c.StagingPrefix == "" {
 		c.StagingPrefix = DefaultStagingPrefix
@@ -95,7 +53,7 @@ func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case c.DestBucket == "":
-		return fmt.Errorf("migration.Config: destination bucket is required (GEOMIGRATE_DEST_BUCKET)")
+		return fmt.Errorf("migration.Config: destination bucket is required")
 	case !strings.HasSuffix(c.StagingPrefix, "/"):
 		return fmt.Errorf("migration.Config: staging prefix %q must end in /", c.StagingPrefix)
 	case c.DestPrefix != "" && strings.HasPrefix(c.DestPrefix, c.StagingPrefix):

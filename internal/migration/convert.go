@@ -29,6 +29,7 @@ type Convert struct {
 	engine   recipe.Engine
 	validate OutputValidator
 	log      *slog.Logger
+	metered
 }
 
 // OutputValidator checks one converted file of the given format and says
@@ -46,7 +47,7 @@ func NewConvert(cfg Config, store objectstore.Store, tracker *statestore.Tracker
 func (c *Convert) Handle(ctx context.Context, in ConvertInput) (ConvertOutput, error) {
 	log := logFor(c.log, in.Context, in.Job.SourceKey)
 	out, err := c.convert(ctx, in, log)
-	meterOf(c).convert(in, out, err)
+	c.meter().convert(in, out, err)
 	logOutcome(ctx, log, "convert", err, slog.String("job", in.Job.ID), slog.Int("outputs", len(out.Outputs)))
 	return out, boundary(err, in.Context)
 }

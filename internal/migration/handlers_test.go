@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -385,27 +384,6 @@ func TestClassify(t *testing.T) {
 				t.Fatalf("state = %+v, %v", rec, err)
 			}
 		})
-	}
-}
-
-func TestConfigFromEnv(t *testing.T) {
-	env := map[string]string{"GEOMIGRATE_DEST_BUCKET": "out", "GEOMIGRATE_LEASE_SECONDS": "60", "GEOMIGRATE_VECTOR_FORMAT": "FlatGeobuf"}
-	cfg, err := ConfigFromEnv(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Lease != time.Minute || cfg.StagingPrefix != DefaultStagingPrefix || cfg.Recipe.VectorFormat != "FlatGeobuf" {
-		t.Fatalf("cfg = %+v", cfg)
-	}
-	for _, bad := range []map[string]string{
-		{},
-		{"GEOMIGRATE_DEST_BUCKET": "out", "GEOMIGRATE_LEASE_SECONDS": "soon"},
-		{"GEOMIGRATE_DEST_BUCKET": "out", "GEOMIGRATE_VECTOR_FORMAT": "Shapefile"},
-		{"GEOMIGRATE_DEST_BUCKET": "out", "GEOMIGRATE_STAGING_PREFIX": "tmp"},
-	} {
-		if _, err := ConfigFromEnv(func(k string) string { return bad[k] }); err == nil {
-			t.Errorf("ConfigFromEnv(%v) accepted", bad)
-		}
 	}
 }
 

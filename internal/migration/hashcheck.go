@@ -30,6 +30,7 @@ type HashCheck struct {
 	tracker *statestore.Tracker
 	finger  Fingerprinter
 	log     *slog.Logger
+	metered
 }
 
 // NewHashCheck wires the handler.
@@ -45,7 +46,7 @@ func (h *HashCheck) Recipe() recipe.Recipe { return h.cfg.Recipe }
 func (h *HashCheck) Handle(ctx context.Context, in HashCheckInput) (HashCheckOutput, error) {
 	log := logFor(h.log, in.Context, in.Source.Key)
 	out, err := h.check(ctx, in)
-	meterOf(h).hashCheck(in, err)
+	h.meter().hashCheck(in, err)
 	logOutcome(ctx, log, "hashcheck", err, slog.String("decision", out.Decision), slog.String("reason", out.Reason), slog.String("job", out.Job.ID))
 	return out, boundary(err, in.Context)
 }

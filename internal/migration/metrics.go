@@ -1,10 +1,6 @@
 package migration
 
-import (
-	"sync"
-
-	"github.com/geomigrate/geomigrate/internal/fault"
-)
+import "github.com/geomigrate/geomigrate/internal/fault"
 
 // Metrics receives the handlers' measurements. dims are name, value pairs
 // ("State", "Convert", "Tier", "transient"); unit is a CloudWatch unit
@@ -34,40 +30,30 @@ type NopMetrics struct{}
 // Count implements Metrics.
 func (NopMetrics) Count(string, float64, string, ...string) {}
 
-// handlerMetrics maps a handler (*HashCheck, *Convert, *Promote, *Classify)
-// to its Metrics; handlers without an entry use NopMetrics.
-var handlerMetrics sync.Map
+// metered is embedded by each handler: the Metrics it reports to, a field
+// set once by WithMetrics while the handler is wired.
+type metered struct{ metrics Metrics }
 
-// SetMetrics makes handler h report to m (nil: no metrics). h is one of
-// *HashCheck, *Convert, *Promote or *Classify.
-func SetMetrics(h any, m Metrics) {
-	if m == nil {
-		handlerMetrics.Delete(h)
-		return
-	}
-	handlerMetrics.Store(h, m)
-}
+// WithMetrics makes h report to m (nil: no metrics), returning h for chaining.
+func (h *HashCheck) WithMetrics(m Metrics) *HashCheck { h.metrics = m; return h }
 
-// WithMetrics is SetMetrics for HashCheck, returning h for chaining.
-func (h *HashCheck) WithMetrics(m Metrics) *HashCheck { SetMetrics(h, m); return h }
+// WithMetrics makes c report to m (nil: no metrics), returning c for chaining.
+func (c *Convert) WithMetrics(m Metrics) *Convert { c.metrics = m; return c }
 
-// WithMetrics is SetMetrics for Convert, returning c for chaining.
-func (c *Convert) WithMetrics(m Metrics) *Convert { SetMetrics(c, m); return c }
+// WithMetrics makes p report to m (nil: no metrics), returning p for chaining.
+func (p *Promote) WithMetrics(m Metrics) *Promote { p.metrics = m; return p }
 
-// WithMetrics is SetMetrics for Promote, returning p for chaining.
-func (p *Promote) WithMetrics(m Metrics) *Promote { SetMetrics(p, m); return p }
-
-// WithMetrics is SetMetrics for Classify, returning c for chaining.
-func (c *Classify) WithMetrics(m Metrics) *Classify { SetMetrics(c, m); return c }
+// WithMetrics makes c report to m (nil: no metrics), returning c for chaining.
+func (c *Classify) WithMetrics(m Metrics) *Classify { c.metrics = m; return c }
 
 // meter is the view of a handler's Metrics used inside Handle.
 type meter struct{ m Metrics }
 
-func meterOf(h any) meter {
-	if v, ok := handlerMetrics.Load(h); ok {
-		return meter{v.(Metrics)}
+func (h metered) meter() meter {
+	if h.metrics == nil {
+		return meter{NopMetrics{}}
 	}
-	return meter{NopMetrics{}}
+	return meter{h.metrics}
 }
 
 func stateName(inv Invocation, def string) string {

@@ -20,6 +20,7 @@ type Promote struct {
 	store   objectstore.Store
 	tracker *statestore.Tracker
 	log     *slog.Logger
+	metered
 }
 
 // NewPromote wires the handler.
@@ -31,7 +32,7 @@ func NewPromote(cfg Config, store objectstore.Store, tracker *statestore.Tracker
 func (p *Promote) Handle(ctx context.Context, in PromoteInput) (PromoteOutput, error) {
 	log := logFor(p.log, in.Context, in.Job.SourceKey)
 	out, err := p.promote(ctx, in)
-	meterOf(p).promote(in, out, err)
+	p.meter().promote(in, out, err)
 	logOutcome(ctx, log, "promote", err, slog.String("job", in.Job.ID), slog.Int("outputs", len(out.Outputs)))
 	return out, boundary(err, in.Context)
 }

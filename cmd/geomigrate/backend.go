@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/geomigrate/geomigrate/internal/awsapp"
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/config"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/queue"
+	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
+	"github.com/geomigrate/geomigrate/internal/steps"
+	"github.com/geomigrate/geomigrate/internal/validate"
+)
+
+// Backends.
+const (
+	backendLocal = "local"
+	backendAWS   = "aws"
+)
+
+// backendFlags choose where the steps read and write: local directories,
+// the embedded state store and JSONL queues, or S3, DynamoDB and SQS (or
+// JSONL queues) through the AWS adapters. The state machine runs in this
+// process either way. The AWS settings are internal/config's, shared with
+// the Lambda functions.
+type backendFlags struct {
+	Backend string `name:"backend" type:"fold" enum:"local,aws" default:"local" help:"local (directories, embedded state store, JSONL queues) or aws (S3, DynamoDB, SQS)."`
+
+	AWS         config.AWS `embed:"" group:"aws"`
+	EndpointURL string     `name:"endpoint-url" group:"aws" placeholder:"URL" help:"One endpoint for S3, DynamoDB, SQS and Step Functions (on-premises or local); wins over AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>."`
+	CreateTable bool       `name:"create-table" group:"aws" help:"Create the state table if it does not exist."`
+	// RemediationQueueURL: the dead-letter queue's URL is config.AWS's,
+	// shared with the executionfailed function.
+	RemediationQueueURL string `name:"remediation-queue-url" env:"GEOMIGRATE_REMEDIATION_QUEUE_URL" group:"aws" placeholder:"URL" help:"SQS remediation queue (default: a JSONL file in the state directory)."`
+}
+
+func (b *backendFlags) aws() bool { return b.Backend == backendAWS }
+
+// clientOptions are the SDK client options: the settings, with
+// --endpoint-url over the environment's endpoints.
+func (b *backendFlags) clientOptions() awsconfig.Options {
+	o := awsapp.ClientOptions(b.AWS)
+	if b.EndpointURL != "" {
+		o.EndpointURL = b.EndpointURL
+	}
+	return o
+}
+
+// backend is the migrate state machine's steps wired to one backend.
+type backend struct {
+	name     string // backendLocal or backendAWS
+	dest     string // as given (a directory or an s3:// URI)
+	ports    steps.Ports
+	handlers localrun.Handlers
+	queues   localrun.Queues
+	paths    localPaths
+	// closer closes the jobs of executions that end unfinished (timed out,
+	// interrupted) as the executionfailed function does on AWS.
+	closer  *migration.ExecutionFailed
+	local   *localBackend // local only
+	app     *awsapp.App   // aws only
+	closers []func() error
+}
+
+func (b *backend) tracker() *statestore.Tracker { return b.ports.Tracker }
+
+func (b *backend) Close() error {
+	var errs []error
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		errs = append(errs, b.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// openRequest is what opening a backend needs from the command.
+type openRequest struct {
+	dest, stateDir string
+	handlers       config.Handlers
+	log            *slog.Logger
+	// roots are local source directories (remembered for replay), extra
+	// other local buckets the run needs (backfill results).
+	roots, extra []sourceRoot
+	// sourceBuckets are the S3 buckets checked before the first file.
+	sourceBuckets []string
+}
+
+// open wires the handlers over the chosen backend: the one place where the
+// backend is chosen for a run.
+func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error) {
+	engine, err := gdal.New()
+	if err != nil {
+		return nil, fmt.Errorf("GDAL: %w", err)
+	}
+	var be *backend
+	if b.aws() {
+		be, err = b.openAWS(ctx, r, engine.Version())
+	} else {
+		be, err = openLocalBackend(r, engine.Version())
+	}
+	if err != nil {
+		return nil, err
+	}
+	be.dest = r.dest
+	be.handlers = localrun.Handlers{
+		HashCheck: be.ports.HashCheck(),
+		Convert:   be.ports.Convert(engine, validate.Output),
+		Promote:   be.ports.Promote(),
+		Classify:  be.ports.Classify(),
+	}
+	closing := be.ports
+	closing.Log = slog.New(slog.DiscardHandler) // what it closes is in the run report
+	if be.name == backendAWS {
+		// No staging cleanup here: on AWS the staging lifecycle rule
+		// expires what an unfinished job staged.
+		closing.Store = nil
+	}
+	be.closer = closing.ExecutionFailed(be.queues.DeadLetter, "")
+	return be, nil
+}
+
+// openLocalBackend wires the embedded backends under dest.
+func openLocalBackend(r openRequest, engineVersion string) (*backend, error) {
+	cfg := r.handlers.Migration(destBucket, "", engineVersion)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	paths := pathsFor(r.dest, r.stateDir)
+	lb, err := openLocal(r.dest, paths, append(append([]sourceRoot(nil), r.roots...), r.extra...), cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := saveBuckets(paths, r.roots); err != nil {
+		lb.Close()
+		return nil, err
+	}
+	return &backend{
+		name:    backendLocal,
+		ports:   steps.Ports{Config: cfg, Store: wrapObjects(lb.store), Tracker: lb.tracker, Log: r.log},
+		queues:  lb.queues,
+		paths:   paths,
+		local:   lb,
+		closers: []func() error{lb.Close},
+	}, nil
+}
+
+// openAWS checks the resources the run needs (the source buckets given,
+// the destination bucket, the table unless --create-table, the queue URLs),
+// creates the table when asked, and wires the AWS adapters.
+func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion string) (*backend, error) {
+	bucket, prefix, err := s3URI(r.dest)
+	if err != nil {
+		return nil, usagef("--dest: %v", err)
+	}
+	if b.AWS.StateTable == "" {
+		return nil, usagef("--backend aws needs --state-table")
+	}
+	if prefix != "" && !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	// The recipe names the GDAL and geomigrate versions, as on Lambda.
+	cfg := r.handlers.Migration(bucket, prefix, engineVersion)
+	checks := awsapp.Resources{
+		Buckets:     append(append([]string(nil), r.sourceBuckets...), bucket),
+		Table:       b.AWS.StateTable,
+		CreateTable: b.CreateTable,
+		Queues:      []awsapp.QueueRef{{Flag: "--remediation-queue-url", URL: b.RemediationQueueURL}, {Flag: "--dlq-url", URL: b.AWS.DeadLetterQueueURL}},
+	}
+	endpoint := func(o *awsconfig.Options) {
+		if b.EndpointURL != "" {
+			o.EndpointURL = b.EndpointURL
+		}
+	}
+	app, err := awsapp.New(ctx, cfg, b.AWS, awsapp.WithLogger(r.log), awsapp.WithPreflight(checks), awsapp.WithAWSOptions(endpoint))
+	if err != nil {
+		return nil, err
+	}
+	if b.CreateTable {
+		if err := dynamostore.CreateTable(ctx, app.DynamoDB, b.AWS.StateTable); err != nil {
+			return nil, err
+		}
+	}
+	be := &backend{name: backendAWS, ports: app.Ports(), paths: pathsFor(".", r.stateDir), app: app}
+	// Queued messages go to SQS when its URLs are given, else to JSONL
+	// files in the state directory.
+	open := func(sqsURL, file string) (queue.Sender, error) {
+		if sqsURL != "" {
+			return app.Queue(sqsURL), nil
+		}
+		q, err := jsonlqueue.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		be.closers = append(be.closers, q.Close)
+		return q, nil
+	}
+	if be.queues.Remediation, err = open(b.RemediationQueueURL, be.paths.remediation); err != nil {
+		be.Close()
+		return nil, err
+	}
+	if be.queues.DeadLetter, err = open(b.AWS.DeadLetterQueueURL, be.paths.deadLetter); err != nil {
+		be.Close()
+		return nil, err
+	}
+	return be, nil
+}
+
+// sources are the inputs of a run on the chosen backend: local paths
+// walked at once, S3 locations listed once the backend is open.
+type sources struct {
+	args    []string
+	roots   []sourceRoot // local: the directories, served as buckets
+	buckets []string     // S3: checked before the first file
+	inputs  []migration.Source
+	pre     []localrun.Outcome
+	// listed: inputs are known; checked: and were found fit to run.
+	listed, checked bool
+}
+
+// resolveSources reads the command line's sources for the chosen backend.
+func (b *backendFlags) resolveSources(args []string, dest string) (*sources, error) {
+	if err := checkSchemes(args, dest, b.aws()); err != nil {
+		return nil, err
+	}
+	s := &sources{args: args}
+	if b.aws() {
+		for _, a := range args {
+			bucket, _, err := s3URI(a)
+			if err != nil {
+				return nil, usageError{msg: err.Error()}
+			}
+			s.buckets = append(s.buckets, bucket)
+		}
+		return s, nil
+	}
+	var err error
+	s.roots, s.inputs, s.pre, err = collectSources(args, dest)
+	s.listed = err == nil
+	return s, err
+}
+
+func (s *sources) openRequest() openRequest {
+	return openRequest{roots: s.roots, sourceBuckets: s.buckets}
+}
+
+// list expands S3 locations through be's object store (local sources are
+// listed already).
+func (s *sources) list(ctx context.Context, be *backend) error {
+	if s.listed {
+		return nil
+	}
+	inputs, err := listS3Sources(ctx, be.ports.Store, s.args)
+	if err != nil {
+		return err
+	}
+	s.inputs, s.listed = inputs, true
+	return nil
+}
+
+// check refuses, once the inputs are listed, a run with nothing to migrate
+// or two sources bound for one output key.
+func (s *sources) check(r recipe.Recipe, dest string, stderr io.Writer) error {
+	if !s.listed || s.checked {
+		return nil
+	}
+	if len(s.inputs) == 0 {
+		return nothingToMigrate(s.args, s.pre, stderr)
+	}
+	if err := checkOutputCollisions(s.inputs, r, dest); err != nil {
+		return err
+	}
+	s.checked = true
+	return nil
+}
+
+// stateView is what status reads: the job records and the queues' depths.
+type stateView struct {
+	db     statestore.Backend
+	where  string
+	queues []queueDepth
+	close  func() error
+}
+
+// openStateView opens the state store and the queues of earlier runs,
+// read-only in spirit: nothing is attached or swept.
+func (b *backendFlags) openStateView(ctx context.Context, dest, stateDir string) (*stateView, error) {
+	if !b.aws() {
+		return openLocalStateView(dest, stateDir)
+	}
+	if b.AWS.StateTable == "" {
+		return nil, usagef("status --backend aws needs --state-table")
+	}
+	o := b.clientOptions()
+	cfg, err := awsconfig.Load(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	v := &stateView{
+		db:    dynamostore.New(awsconfig.NewDynamoDB(cfg, o), dynamostore.Options{Table: b.AWS.StateTable}),
+		where: "dynamodb table " + b.AWS.StateTable,
+		close: func() error { return nil },
+	}
+	for _, q := range []struct{ name, url string }{{"remediation", b.RemediationQueueURL}, {"dead-letter", b.AWS.DeadLetterQueueURL}} {
+		if q.url != "" {
+			v.queues = append(v.queues, queueDepth{name: q.name, where: q.url, depth: sqsQueue(cfg, o, q.url).Depth})
+		}
+	}
+	return v, nil
+}
+
+// newLogger is the handlers' logger on w.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, usagef("--log-format %q: want text or json", format)
+}

@@ -1,0 +1,93 @@
+package steps_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
+	"github.com/geomigrate/geomigrate/internal/queue"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
+	"github.com/geomigrate/geomigrate/internal/steps"
+)
+
+// recorder is a Metrics that keeps the metric names it is given.
+type recorder struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (r *recorder) Count(name string, _ float64, _ string, _ ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.names = append(r.names, name)
+}
+
+func (r *recorder) got() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.names, " ")
+}
+
+func ports(t *testing.T, m migration.Metrics) steps.Ports {
+	t.Helper()
+	store := memstore.New("src", "dest")
+	if _, err := store.Put(context.Background(), objectstore.PutRequest{Bucket: "src", Key: "a.tif", Body: strings.NewReader("data"), Size: 4}); err != nil {
+		t.Fatal(err)
+	}
+	return steps.Ports{
+		Config:  migration.Config{DestBucket: "dest", StagingPrefix: migration.DefaultStagingPrefix},
+		Store:   store,
+		Tracker: statestore.NewTracker(statestoretest.NewMemory()),
+		Metrics: m,
+	}
+}
+
+// TestEachBuildReportsToItsOwnMetrics: the metrics are a field of the
+// handlers a Ports builds, so two wirings in one process (two backends, or
+// tests side by side) never report to each other's.
+func TestEachBuildReportsToItsOwnMetrics(t *testing.T) {
+	ctx := context.Background()
+	var a, b recorder
+	pa, pb := ports(t, &a), ports(t, &b)
+	missing := migration.HashCheckInput{Source: migration.Source{Bucket: "src", Key: "missing.tif"}, Context: migration.Invocation{State: "HashCheck", Attempt: 1}}
+	if _, err := pa.HashCheck().Handle(ctx, missing); err == nil {
+		t.Fatal("want SourceNotFound")
+	}
+	if a.got() != "Retries Errors" || b.got() != "" {
+		t.Errorf("after a's HashCheck: a %q, b %q", a.got(), b.got())
+	}
+	caught := migration.ClassifyInput{
+		Source:  migration.Source{Bucket: "src", Key: "bad.tif"},
+		Error:   migration.CaughtError{Error: "DataError", Cause: `{"errorMessage":"MissingCRS: no CRS","errorType":"DataError"}`},
+		Context: migration.Invocation{State: "Classify"},
+	}
+	if _, err := pb.Classify().Handle(ctx, caught); err != nil {
+		t.Fatal(err)
+	}
+	if a.got() != "Retries Errors" || b.got() != "Classified" {
+		t.Errorf("after b's Classify: a %q, b %q", a.got(), b.got())
+	}
+	// Without Metrics the handlers are silent, and nothing is nil.
+	p := ports(t, nil)
+	if _, err := p.HashCheck().Handle(ctx, missing); err == nil {
+		t.Fatal("want SourceNotFound")
+	}
+	if p.Convert(nil, nil) == nil || p.Promote() == nil || p.ExecutionFailed(queue.Sender(nil), "") == nil {
+		t.Error("a handler is nil")
+	}
+}
+
+// TestHandlersShareTheConfiguration: every handler of one Ports converts
+// with the same recipe.
+func TestHandlersShareTheConfiguration(t *testing.T) {
+	p := ports(t, nil)
+	p.Config.Recipe.VectorFormat = "FlatGeobuf"
+	if got := p.HashCheck().Recipe().VectorFormat; got != "FlatGeobuf" {
+		t.Errorf("HashCheck recipe vector format %q", got)
+	}
+}
