@@ -26,6 +26,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"migrate", "migrate SRC... --dest DIR   convert every source file through the state machine", runMigrate},
+		{"plan", "plan SRC... [--dest DIR] [--json]   what migrate would do, writing nothing, and its cost on AWS", runPlan},
 		{"backfill", "backfill SRC_DIR --dest DIR [--prefix P]   the Distributed Map backfill, run locally", runBackfill},
 		{"replay", "replay --dest DIR [--queue dlq|remediation]   run the jobs a queue holds again", runReplay},
 		{"status", "status --dest DIR            what the state store and the queues hold", runStatus},

@@ -1,0 +1,723 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/cost"
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
+	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
+	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
+)
+
+// planFlags are the flags of `geomigrate plan`, kept in this file so the
+// command can move to another flag library on its own.
+type planFlags struct {
+	dest, stateDir, backend string
+	vectorFormat            string
+	zstdLevel               int
+	asJSON                  bool
+	pricesFile              string
+	settings                cost.Settings
+	endpointURL, stateTable string
+	region                  string
+	pathStyle               bool
+}
+
+func (p *planFlags) register(fs *flag.FlagSet) {
+	d := cost.DefaultSettings()
+	p.settings = d
+	fs.StringVar(&p.dest, "dest", "", "destination of earlier runs, consulted read-only (a directory, or s3://BUCKET[/PREFIX] with --backend aws); none: every file is new")
+	fs.StringVar(&p.stateDir, "state-dir", "", "state directory (default DEST/"+stateDirName+")")
+	fs.StringVar(&p.backend, "backend", "local", "local (directories) or aws (S3 sources, DynamoDB state table)")
+	fs.StringVar(&p.vectorFormat, "vector-format", "", "GeoParquet or FlatGeobuf (default GeoParquet), as for migrate")
+	fs.IntVar(&p.zstdLevel, "zstd-level", 0, "ZSTD level for outputs (default 9), as for migrate")
+	fs.BoolVar(&p.asJSON, "json", false, "print the plan as one JSON document")
+	fs.StringVar(&p.pricesFile, "prices", "", "JSON file overriding fields of the price table (internal/cost/prices.json)")
+	fs.StringVar(&p.settings.Architecture, "architecture", d.Architecture, "Lambda architecture: arm64 or x86_64")
+	fs.IntVar(&p.settings.ConvertMemoryMB, "convert-memory", d.ConvertMemoryMB, "convert function memory in MB (infra convertMemoryMB)")
+	fs.IntVar(&p.settings.SmallMemoryMB, "small-memory", d.SmallMemoryMB, "hashcheck, promote and classify memory in MB (infra smallFunctionMemoryMB)")
+	fs.IntVar(&p.settings.Concurrency, "concurrency", d.Concurrency, "Lambda concurrency available to the run (the account quota)")
+	fs.Float64Var(&p.settings.HashReadMBPerSecond, "hash-read-mbps", d.HashReadMBPerSecond, "assumed MB/s of HashCheck's read of a source from S3")
+	fs.Float64Var(&p.settings.StepMS, "step-ms", d.StepMS, "assumed duration in ms of a HashCheck, Promote or Classify invocation besides reading")
+	fs.Float64Var(&p.settings.CPUFactor, "cpu-factor", d.CPUFactor, "Lambda vCPU speed relative to a core of the machine that measured the throughput")
+	fs.StringVar(&p.endpointURL, "endpoint-url", "", "with --backend aws: one endpoint for S3 and DynamoDB")
+	fs.BoolVar(&p.pathStyle, "path-style", false, "with --backend aws: path-style S3 addressing")
+	fs.StringVar(&p.stateTable, "state-table", "", "with --backend aws: the DynamoDB state table (read only)")
+	fs.StringVar(&p.region, "region", "", "with --backend aws: AWS region (default from the environment)")
+}
+
+// Plan actions: what a migrate would do with a file.
+const (
+	actionConvert = "convert"
+	actionSkip    = "skip"
+	actionRefuse  = "refuse"
+	actionIgnore  = "ignore"
+)
+
+// planFile is one file of the plan.
+type planFile struct {
+	Dataset string `json:"dataset"`
+	Bucket  string `json:"bucket"`
+	Key     string `json:"key"`
+	Format  string `json:"format"`
+	Bytes   int64  `json:"bytes"`
+	Action  string `json:"action"`
+	// Reason: the skip reason (already_migrated, in_progress,
+	// awaiting_remediation …), the refusal, or why the file is ignored.
+	Reason string `json:"reason,omitempty"`
+	// Error and Code: the error type and code a refusal ends in
+	// (DataError UnsafeSource …); Stage is where (hashcheck, preflight).
+	Error  string `json:"error,omitempty"`
+	Code   string `json:"code,omitempty"`
+	Stage  string `json:"stage,omitempty"`
+	Driver string `json:"driver,omitempty"`
+	// Preflight is "passed", or why it was not run.
+	Preflight string `json:"preflight,omitempty"`
+}
+
+// planCounts are files and bytes by action.
+type planCounts struct {
+	Files        int   `json:"files"`
+	Bytes        int64 `json:"bytes"`
+	Convert      int   `json:"convert"`
+	ConvertBytes int64 `json:"convert_bytes"`
+	Skip         int   `json:"skip"`
+	SkipBytes    int64 `json:"skip_bytes"`
+	Refuse       int   `json:"refuse"`
+	RefuseBytes  int64 `json:"refuse_bytes"`
+	Ignore       int   `json:"ignore"`
+}
+
+func (c *planCounts) add(f planFile) {
+	c.Files++
+	c.Bytes += f.Bytes
+	switch f.Action {
+	case actionConvert:
+		c.Convert++
+		c.ConvertBytes += f.Bytes
+	case actionSkip:
+		c.Skip++
+		c.SkipBytes += f.Bytes
+	case actionRefuse:
+		c.Refuse++
+		c.RefuseBytes += f.Bytes
+	case actionIgnore:
+		c.Ignore++
+	}
+}
+
+// planReport is the plan (the --json document).
+type planReport struct {
+	Geomigrate string                 `json:"geomigrate"`
+	Backend    string                 `json:"backend"`
+	Sources    []string               `json:"sources"`
+	Dest       string                 `json:"dest,omitempty"`
+	GDAL       string                 `json:"gdal"`
+	RecipeHash string                 `json:"recipe_hash"`
+	Written    string                 `json:"written"`
+	RunRefused string                 `json:"run_refused,omitempty"`
+	Totals     planCounts             `json:"totals"`
+	ByFormat   map[string]*planCounts `json:"by_format"`
+	ByDataset  map[string]*planCounts `json:"by_dataset"`
+	Files      []planFile             `json:"files"`
+	Estimate   cost.Estimate          `json:"estimate"`
+	Model      planModel              `json:"model"`
+}
+
+// planModel is what the estimate assumed.
+type planModel struct {
+	Prices     cost.Prices                 `json:"prices"`
+	Settings   cost.Settings               `json:"settings"`
+	Walks      map[cost.Path]cost.Walk     `json:"walks"`
+	PerFile    map[cost.Path]cost.Requests `json:"requests_per_file"`
+	Throughput cost.Throughput             `json:"throughput"`
+}
+
+func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("plan", stderr)
+	var p planFlags
+	p.register(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, `Usage: geomigrate plan SRC... [--dest DIR] [--json] [flags]
+       geomigrate plan s3://BUCKET[/PREFIX]... --backend aws --state-table T [--dest s3://BUCKET[/PREFIX]] [flags]
+
+What migrate would do, without writing anything: the files it would convert,
+skip (already migrated with this recipe, in progress, awaiting remediation),
+refuse (HashCheck or GDAL preflight, with the reason) and ignore, by format
+and dataset, and what running it on AWS would cost. Sources are read (hashed,
+as HashCheck does); the state store and the destination are only read.
+Flags:`)
+		fs.PrintDefaults()
+	}
+	srcs, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(srcs) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	model, err := p.model(ctx)
+	if err != nil {
+		return err
+	}
+	engine, err := gdal.New()
+	if err != nil {
+		return fmt.Errorf("GDAL: %w", err)
+	}
+	recipe := convert.Recipe{VectorFormat: p.vectorFormat, ZSTDLevel: p.zstdLevel, EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}
+	var src planSource
+	switch p.backend {
+	case "local":
+		src, err = p.localSource(srcs)
+	case "aws":
+		src, err = p.awsSource(ctx, srcs)
+	default:
+		return fmt.Errorf("--backend %q: want local or aws", p.backend)
+	}
+	if err != nil {
+		return err
+	}
+	defer src.close()
+	report, err := plan(ctx, src, engine, recipe, model)
+	if err != nil {
+		return err
+	}
+	report.Backend, report.Sources, report.Dest = p.backend, srcs, p.dest
+	if p.asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(report)
+	}
+	report.print(stdout)
+	return nil
+}
+
+// model is the cost model with the flags and the --prices file applied.
+func (p *planFlags) model(ctx context.Context) (cost.Model, error) {
+	m, err := cost.DefaultModel(ctx)
+	if err != nil {
+		return cost.Model{}, err
+	}
+	if p.pricesFile != "" {
+		f, err := os.Open(p.pricesFile)
+		if err != nil {
+			return cost.Model{}, fmt.Errorf("--prices: %w", err)
+		}
+		defer f.Close()
+		if m.Prices, err = cost.OverridePrices(f, m.Prices); err != nil {
+			return cost.Model{}, fmt.Errorf("--prices %s: %w", p.pricesFile, err)
+		}
+	}
+	m.Settings = p.settings
+	if err := m.Settings.Validate(); err != nil {
+		return cost.Model{}, err
+	}
+	return m, nil
+}
+
+// planSource is what a plan reads: the inputs, what the listing already
+// decided, and a HashCheck over stores that refuse every write.
+type planSource struct {
+	inputs []migration.Source
+	pre    []planFile
+	store  objectstore.Store
+	hash   func(migration.Config) *migration.HashCheck
+	cfg    migration.Config
+	local  bool
+	close  func()
+}
+
+// readOnlyStore refuses every write: the plan's proof, on top of only
+// calling HashCheck.Preview, that nothing is written.
+type readOnlyStore struct{ objectstore.Store }
+
+var errPlanWrite = errors.New("geomigrate plan writes nothing")
+
+func (readOnlyStore) Put(context.Context, objectstore.PutRequest) (objectstore.Object, error) {
+	return objectstore.Object{}, errPlanWrite
+}
+func (readOnlyStore) Copy(context.Context, objectstore.CopyRequest) (objectstore.Object, error) {
+	return objectstore.Object{}, errPlanWrite
+}
+func (readOnlyStore) Delete(context.Context, string, string) error { return errPlanWrite }
+
+// LocalPath passes the directory store's in-place paths through (preflight
+// reads the file where it is).
+func (s readOnlyStore) LocalPath(bucket, key string) (string, error) {
+	if lp, ok := s.Store.(objectstore.LocalPather); ok {
+		return lp.LocalPath(bucket, key)
+	}
+	return "", errors.New("not a local store")
+}
+
+// emptyState is the state store of a destination no run has written to:
+// no records.
+type emptyState struct{}
+
+func (emptyState) Get(_ context.Context, id string) (statestore.Job, error) {
+	return statestore.Job{}, fmt.Errorf("%s: %w", id, statestore.ErrNotFound)
+}
+func (emptyState) Put(context.Context, statestore.Job, int64) error { return errPlanWrite }
+func (emptyState) List(context.Context, statestore.Status, func(statestore.Job) error) error {
+	return nil
+}
+
+// localSource lists directories as migrate does (collectSources) and opens
+// the destination's state store read-only, if it has one.
+func (p *planFlags) localSource(srcs []string) (planSource, error) {
+	dest := p.dest
+	if dest == "" {
+		dest = filepath.Join(os.TempDir(), "geomigrate-plan-no-dest") // never created: only compared with the sources
+	}
+	roots, inputs, pre, err := collectSources(srcs, dest)
+	if err != nil {
+		return planSource{}, err
+	}
+	opts := []dirstore.Option{}
+	for _, r := range roots {
+		opts = append(opts, dirstore.WithBucketDir(r.bucket, r.dir))
+	}
+	destExists := false
+	if p.dest != "" {
+		if fi, err := os.Stat(p.dest); err == nil && fi.IsDir() {
+			destExists = true
+			opts = append(opts, dirstore.WithBucketDir(destBucket, p.dest))
+		}
+	}
+	ds, err := dirstore.New("", opts...)
+	if err != nil {
+		return planSource{}, err
+	}
+	var store objectstore.Store = readOnlyStore{ds}
+	if !destExists {
+		store = noDestStore{readOnlyStore{ds}}
+	}
+	var state statestore.Backend = emptyState{}
+	closeState := func() {}
+	if p.dest != "" || p.stateDir != "" {
+		db := pathsFor(p.dest, p.stateDir).db
+		switch bs, err := boltstore.OpenReadOnly(db); {
+		case err == nil:
+			state, closeState = bs, func() { bs.Close() }
+		case !errors.Is(err, os.ErrNotExist):
+			return planSource{}, fmt.Errorf("state store %s: %w", db, err)
+		}
+	}
+	src := planSource{inputs: inputs, store: store, local: true, close: closeState}
+	for _, o := range pre {
+		src.pre = append(src.pre, planFile{Dataset: o.Bucket, Bucket: o.Bucket, Key: o.Key, Format: formatOf(o.Key), Action: actionIgnore, Reason: o.Reason,
+			Bytes: fileSizeIn(roots, o.Bucket, o.Key)})
+	}
+	src.cfg = migration.Config{DestBucket: destBucket, WorkDir: os.TempDir()}
+	src.hash = func(cfg migration.Config) *migration.HashCheck {
+		return migration.NewHashCheck(cfg, store, statestore.NewTracker(state), migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}, slog.New(slog.DiscardHandler))
+	}
+	return src, nil
+}
+
+// noDestStore answers "not found" for the destination bucket: there is no
+// destination yet.
+type noDestStore struct{ readOnlyStore }
+
+func (s noDestStore) Head(ctx context.Context, bucket, key string) (objectstore.Object, error) {
+	if bucket == destBucket {
+		return objectstore.Object{}, fmt.Errorf("%s: %w", key, objectstore.ErrNotFound)
+	}
+	return s.readOnlyStore.Head(ctx, bucket, key)
+}
+
+func (s noDestStore) List(ctx context.Context, bucket, prefix string, fn func(objectstore.Object) error) error {
+	if bucket == destBucket {
+		return nil
+	}
+	return s.readOnlyStore.List(ctx, bucket, prefix, fn)
+}
+
+func fileSizeIn(roots []sourceRoot, bucket, key string) int64 {
+	for _, r := range roots {
+		if r.bucket == bucket {
+			if fi, err := os.Stat(filepath.Join(r.dir, filepath.FromSlash(key))); err == nil && fi.Mode().IsRegular() {
+				return fi.Size()
+			}
+		}
+	}
+	return 0
+}
+
+// awsSource lists the buckets as migrate --backend aws does
+// (listS3Sources) and reads the state table; nothing is probed or created.
+func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, error) {
+	if p.stateTable == "" {
+		return planSource{}, errors.New("plan --backend aws needs --state-table (read only: what is already migrated)")
+	}
+	a := awsFlags{endpointURL: p.endpointURL, region: p.region, pathStyle: p.pathStyle, stateTable: p.stateTable}
+	cfg, o, err := a.awsConfig(ctx)
+	if err != nil {
+		return planSource{}, err
+	}
+	var store objectstore.Store = readOnlyStore{s3store.New(awsconfig.NewS3(cfg, o), s3store.Options{})}
+	inputs, err := listS3Sources(ctx, store, srcs)
+	if err != nil {
+		return planSource{}, err
+	}
+	mcfg := migration.Config{WorkDir: os.TempDir()}
+	if p.dest != "" {
+		bucket, prefix, err := s3URI(p.dest)
+		if err != nil {
+			return planSource{}, fmt.Errorf("--dest: %w", err)
+		}
+		if prefix != "" && !strings.HasSuffix(prefix, "/") {
+			prefix += "/"
+		}
+		mcfg.DestBucket, mcfg.DestPrefix = bucket, prefix
+	} else {
+		mcfg.DestBucket = destBucket
+		store = noDestStore{store.(readOnlyStore)}
+	}
+	state := dynamostore.New(awsconfig.NewDynamoDB(cfg, o), dynamostore.Options{Table: p.stateTable})
+	src := planSource{store: store, cfg: mcfg, close: func() {}}
+	for _, in := range inputs {
+		if why := migration.NotGeospatial(in.Key); why != "" {
+			src.pre = append(src.pre, planFile{Dataset: in.Bucket, Bucket: in.Bucket, Key: in.Key, Format: formatOf(in.Key), Action: actionIgnore, Reason: why})
+			continue
+		}
+		src.inputs = append(src.inputs, in)
+	}
+	src.hash = func(cfg migration.Config) *migration.HashCheck {
+		return migration.NewHashCheck(cfg, store, statestore.NewTracker(state), migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}, slog.New(slog.DiscardHandler))
+	}
+	return src, nil
+}
+
+func formatOf(key string) string {
+	if ext := formats.Lookup(key).Ext; ext != "" {
+		return ext
+	}
+	if ext := strings.ToLower(path.Ext(key)); ext != "" {
+		return ext
+	}
+	return "(none)"
+}
+
+// plan decides every input with HashCheck.Preview and GDAL's preflight, and
+// estimates the cost.
+func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe convert.Recipe, model cost.Model) (*planReport, error) {
+	cfg := src.cfg
+	cfg.Recipe = recipe
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hc := src.hash(cfg)
+	r := &planReport{Geomigrate: buildinfo.Version, GDAL: engine.Version(), RecipeHash: hc.Recipe().ShortHash(),
+		Written:  "nothing: no state record, output, staging object or queue message",
+		ByFormat: map[string]*planCounts{}, ByDataset: map[string]*planCounts{}}
+	if err := checkOutputCollisions(src.inputs, recipe, "DEST"); err != nil {
+		r.RunRefused = "migrate would refuse to start: " + err.Error()
+	}
+	sizes := sidecarSizes{store: src.store, dirs: map[string][]objectstore.Object{}}
+	for _, in := range src.inputs {
+		f, err := planOne(ctx, hc, engine, src, cfg.Recipe, in, &sizes)
+		if err != nil {
+			return nil, err
+		}
+		r.Files = append(r.Files, f)
+	}
+	r.Files = append(r.Files, src.pre...)
+	var groups []cost.Group
+	type gk struct {
+		format string
+		path   cost.Path
+		name   bool
+		rng    bool
+	}
+	byGroup := map[gk]*cost.Group{}
+	for _, f := range r.Files {
+		r.Totals.add(f)
+		for _, m := range []struct {
+			into map[string]*planCounts
+			key  string
+		}{{r.ByFormat, f.Format}, {r.ByDataset, f.Dataset}} {
+			if m.into[m.key] == nil {
+				m.into[m.key] = &planCounts{}
+			}
+			m.into[m.key].add(f)
+		}
+		k := gk{format: f.Format}
+		switch {
+		case f.Action == actionConvert:
+			k.path, k.rng = cost.Converted, !src.local && formats.ReadableByRange(f.Key)
+		case f.Action == actionSkip:
+			k.path = cost.Skipped
+			k.name = f.Reason == migration.ReasonNotGeospatial || f.Reason == migration.ReasonFolderMarker
+		case f.Action == actionRefuse && f.Stage == "preflight":
+			k.path = cost.Remediation
+		case f.Action == actionIgnore && migration.NotGeospatial(f.Key) != "":
+			// On AWS an event or a backfill item starts an execution that
+			// HashCheck skips on the name.
+			k.path, k.name = cost.Skipped, true
+		default:
+			continue // refused by HashCheck, or not an object on S3
+		}
+		g := byGroup[k]
+		if g == nil {
+			g = &cost.Group{Format: k.format, Path: k.path, NameOnly: k.name, RangeRead: k.rng}
+			byGroup[k] = g
+		}
+		g.Files++
+		g.Bytes += f.Bytes
+	}
+	for _, g := range byGroup {
+		groups = append(groups, *g)
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		if groups[i].Format != groups[j].Format {
+			return groups[i].Format < groups[j].Format
+		}
+		return groups[i].Path < groups[j].Path
+	})
+	est, err := cost.Calculate(model, groups)
+	if err != nil {
+		return nil, err
+	}
+	r.Estimate = est
+	r.Model = planModel{Prices: model.Prices, Settings: model.Settings, Walks: model.Walks, PerFile: model.PerFile, Throughput: model.Throughput}
+	return r, nil
+}
+
+// planOne decides one input.
+func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, src planSource, recipe convert.Recipe, in migration.Source, sizes *sidecarSizes) (planFile, error) {
+	f := planFile{Dataset: in.DatasetID, Bucket: in.Bucket, Key: in.Key, Format: formatOf(in.Key)}
+	if f.Dataset == "" {
+		f.Dataset = in.Bucket
+	}
+	out, err := hc.Preview(ctx, in)
+	if err != nil {
+		if fault.TierOf(err) != fault.TierDataSpecific {
+			return f, fmt.Errorf("plan %s/%s: %w", in.Bucket, in.Key, err)
+		}
+		f.Action, f.Stage = actionRefuse, "hashcheck"
+		f.fillError(err)
+		return f, nil
+	}
+	f.Key = out.Source.Key
+	if out.Decision == migration.DecisionSkip {
+		f.Action, f.Reason = actionSkip, out.Reason
+		if out.Job.ID != "" {
+			f.Bytes = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
+		}
+		return f, nil
+	}
+	f.Action = actionConvert
+	f.Bytes = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
+	f.Driver, f.Preflight, err = preflightOne(ctx, engine, src, recipe, out.Job)
+	if err != nil {
+		if fault.TierOf(err) != fault.TierDataSpecific {
+			return f, fmt.Errorf("plan %s/%s: preflight: %w", in.Bucket, in.Key, err)
+		}
+		f.Action, f.Stage, f.Preflight = actionRefuse, "preflight", ""
+		f.fillError(err)
+	}
+	return f, nil
+}
+
+func (f *planFile) fillError(err error) {
+	f.Reason = err.Error()
+	f.Code = string(fault.CodeOf(err))
+	f.Error = errorTypeName(err)
+}
+
+// errorTypeName is the taxonomy type an error would reach Step Functions
+// as (the errorType Catch and Classify see).
+func errorTypeName(err error) string {
+	var (
+		d *fault.DataError
+		s *fault.SystemicError
+		t *fault.TransientError
+	)
+	switch {
+	case errors.As(err, &d):
+		return "DataError"
+	case errors.As(err, &s):
+		return "SystemicError"
+	case errors.As(err, &t):
+		return "TransientError"
+	}
+	return "error"
+}
+
+// preflightOne runs GDAL's preflight on the job's source: in place on a
+// local store, by ranged reads of an S3 object that is read that way by
+// Convert too; other S3 sources (several files, or formats whose library
+// opens the file itself) would have to be downloaded, and are not.
+func preflightOne(ctx context.Context, engine *gdal.Engine, src planSource, recipe convert.Recipe, job migration.Job) (driver, note string, err error) {
+	if lp, ok := src.store.(objectstore.LocalPather); ok && src.local {
+		p, perr := lp.LocalPath(job.SourceBucket, job.SourceKey)
+		if perr == nil {
+			driver, err = engine.Preflight(ctx, p, recipe)
+			return driver, "passed", err
+		}
+	}
+	if !formats.ReadableByRange(job.SourceKey) {
+		return "", "not run: the source would have to be downloaded (several files, or a library that opens the file itself)", nil
+	}
+	ra := objectstore.NewReaderAt(ctx, src.store, job.SourceBucket, job.SourceKey, job.SourceSize)
+	driver, err = engine.PreflightReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), recipe)
+	return driver, "passed", err
+}
+
+// sidecarSizes adds the sizes of a main file's sidecars (listed once per
+// directory).
+type sidecarSizes struct {
+	store objectstore.Store
+	dirs  map[string][]objectstore.Object
+}
+
+func (s *sidecarSizes) total(ctx context.Context, bucket, key string, size int64) int64 {
+	dir := path.Dir(key)
+	prefix := ""
+	if dir != "." {
+		prefix = dir + "/"
+	}
+	id := bucket + "\x00" + prefix
+	objs, ok := s.dirs[id]
+	if !ok {
+		_ = s.store.List(ctx, bucket, prefix, func(o objectstore.Object) error {
+			if !strings.Contains(strings.TrimPrefix(o.Key, prefix), "/") {
+				objs = append(objs, o)
+			}
+			return nil
+		})
+		s.dirs[id] = objs
+	}
+	for _, o := range objs {
+		if o.Key != key && formats.SidecarOf(path.Base(key), path.Base(o.Key)) {
+			size += o.Size
+		}
+	}
+	return size
+}
+
+func (r *planReport) print(w io.Writer) {
+	t := r.Totals
+	fmt.Fprintf(w, "geomigrate plan: %d file(s), %s in %s (%s backend, GDAL %s, recipe %s); written: %s\n",
+		t.Files, humanBytes(t.Bytes), strings.Join(r.Sources, ", "), r.Backend, r.GDAL, r.RecipeHash, r.Written)
+	if r.RunRefused != "" {
+		fmt.Fprintf(w, "\n%s\n", r.RunRefused)
+	}
+	fmt.Fprintf(w, "\nWould convert %d (%s), skip %d (%s), refuse %d (%s); %d ignored\n",
+		t.Convert, humanBytes(t.ConvertBytes), t.Skip, humanBytes(t.SkipBytes), t.Refuse, humanBytes(t.RefuseBytes), t.Ignore)
+	printCounts(w, "format", r.ByFormat)
+	printCounts(w, "dataset", r.ByDataset)
+	sections := []struct{ title, action string }{
+		{"Would skip", actionSkip}, {"Would refuse", actionRefuse}, {"Ignored", actionIgnore},
+	}
+	for _, s := range sections {
+		var lines []string
+		for _, f := range r.Files {
+			if f.Action != s.action {
+				continue
+			}
+			why := f.Reason
+			if f.Code != "" {
+				why = fmt.Sprintf("%s at %s: %s", f.Error, f.Stage, f.Reason) // Reason starts with the code
+			}
+			lines = append(lines, fmt.Sprintf("  %s/%s  %s", f.Bucket, localrun.QuoteKey(f.Key), why))
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s:\n%s\n", s.title, strings.Join(lines, "\n"))
+		}
+	}
+	e, m := r.Estimate, r.Model
+	fmt.Fprintf(w, "\nEstimated cost on AWS (%s list prices of %s; %s, convert %d MB, others %d MB, concurrency %d):\n",
+		m.Prices.Region, m.Prices.AsOf, m.Settings.Architecture, m.Settings.ConvertMemoryMB, m.Settings.SmallMemoryMB, m.Settings.Concurrency)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  Step Functions Standard\t%d transitions (%d per converted file, %d per skipped, %d per refused)\t$%.4f\n",
+		e.Transitions, m.Walks[cost.Converted].Transitions, m.Walks[cost.Skipped].Transitions, m.Walks[cost.Remediation].Transitions, e.Cost.StepFunctionsStandard)
+	fmt.Fprintf(tw, "  Step Functions Express\t%d requests, %.1f GB-s\t$%.4f\n", e.Executions, e.ExpressGBSeconds, e.Cost.StepFunctionsExpress)
+	fmt.Fprintf(tw, "  Lambda\t%d requests, %.1f GB-s (%.1f s converting)\t$%.4f\n", e.LambdaInvocations, e.LambdaGBSeconds, e.ConvertSeconds, e.Cost.Lambda)
+	fmt.Fprintf(tw, "  S3\t%d GET/HEAD, %d PUT/COPY/LIST\t$%.4f\n", e.S3GetHead, e.S3PutCopyList, e.Cost.S3)
+	fmt.Fprintf(tw, "  DynamoDB\t%d read units, %d write units\t$%.4f\n", e.DynamoDBReadUnits, e.DynamoDBWriteUnits, e.Cost.DynamoDB)
+	fmt.Fprintf(tw, "  SQS\t%d messages\t$%.4f\n", e.SQSRequests, e.Cost.SQS)
+	fmt.Fprintf(tw, "  Total, Standard workflow\t\t$%.4f\n", e.Cost.TotalStandard)
+	fmt.Fprintf(tw, "  Total, Express workflow\t\t$%.4f\n", e.Cost.TotalExpress)
+	tw.Flush()
+	fmt.Fprintf(w, "Cost per 1,000 files: $%.4f (Standard), $%.4f (Express)\n", e.PerThousandStandard, e.PerThousandExpress)
+	fmt.Fprintf(w, "Duration at concurrency %d: %s (longest execution %s)\n", m.Settings.Concurrency, humanSeconds(e.WallClockSeconds), humanSeconds(e.LongestExecution))
+	if e.OverExpressLimit > 0 {
+		fmt.Fprintf(w, "%d execution(s) would exceed Express's %d s limit: use Standard\n", e.OverExpressLimit, cost.ExpressLimitSeconds)
+	}
+	if s := e.StandInList(); len(s) > 0 {
+		fmt.Fprintf(w, "Not measured, estimated with another format's rate: %s\n", strings.Join(s, ", "))
+	}
+	tp := m.Throughput
+	var rates []string
+	for _, ext := range tp.Measured() {
+		rates = append(rates, fmt.Sprintf("%s %.1f MB/s", ext, tp.Formats[ext].MBPerSecond))
+	}
+	fmt.Fprintf(w, "Conversion throughput measured %s on %s (1 thread; %s): %s\n", tp.MeasuredAt, tp.Machine, tp.Command, strings.Join(rates, ", "))
+}
+
+func printCounts(w io.Writer, what string, m map[string]*planCounts) {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(w, "\nBy %s:\n", what)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  %s\tfiles\tbytes\tconvert\tskip\trefuse\tignore\t\n", what)
+	for _, k := range keys {
+		c := m[k]
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%d\t%d\t\n", k, c.Files, humanBytes(c.Bytes), c.Convert, c.Skip, c.Refuse, c.Ignore)
+	}
+	tw.Flush()
+}
+
+func humanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n), 0
+	for v >= unit && i < 5 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", v, "kMGTP"[i-1])
+}
+
+func humanSeconds(s float64) string {
+	switch {
+	case s < 120:
+		return fmt.Sprintf("%.1f s", s)
+	case s < 2*3600:
+		return fmt.Sprintf("%.1f min", s/60)
+	case s < 2*86400:
+		return fmt.Sprintf("%.1f h", s/3600)
+	}
+	return fmt.Sprintf("%.1f days", s/86400)
+}

@@ -1,0 +1,280 @@
+package gdal
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/airbusgeo/godal"
+	"github.com/geomigrate/geomigrate/internal/convert"
+)
+
+// MeasureThroughputEnv names the file TestMeasureThroughput writes the
+// measured conversion throughput table to (internal/cost/throughput.json,
+// which `geomigrate plan` embeds). Unset, the test is skipped: it takes
+// minutes and its numbers depend on the machine and its load.
+// scripts/measure-throughput.sh sets it.
+const MeasureThroughputEnv = "GEOMIGRATE_MEASURE_THROUGHPUT"
+
+// throughputFormat is one measured source format: a small and a large
+// source of the same shape, so the per-file overhead and the per-byte rate
+// can be told apart (rate = Δbytes / Δtime between the two).
+type throughputFormat struct {
+	ext, note    string
+	small, large func(dir string) (string, error)
+}
+
+// measuredFormat is one row of the table (the JSON internal/cost reads).
+type measuredFormat struct {
+	MBPerSecond float64 `json:"mb_per_s"`
+	OverheadMS  float64 `json:"overhead_ms"`
+	Output      string  `json:"output"`
+	Note        string  `json:"note"`
+	SmallBytes  int64   `json:"small_bytes"`
+	SmallMS     float64 `json:"small_ms"`
+	LargeBytes  int64   `json:"large_bytes"`
+	LargeMS     float64 `json:"large_ms"`
+	// OutputRatio is the large source's output bytes over its source bytes.
+	OutputRatio float64 `json:"output_ratio"`
+}
+
+type measuredTable struct {
+	MeasuredAt string                    `json:"measured_at"`
+	Machine    string                    `json:"machine"`
+	GDAL       string                    `json:"gdal"`
+	GoVersion  string                    `json:"go"`
+	Threads    int                       `json:"threads"`
+	Method     string                    `json:"method"`
+	Command    string                    `json:"command"`
+	Formats    map[string]measuredFormat `json:"formats"`
+}
+
+// TestMeasureThroughput measures Engine.Convert's throughput per source
+// format on this machine with one GDAL thread (one vCPU's worth: Lambda
+// gives 1 vCPU at 1,769 MB), and writes the table to $MeasureThroughputEnv.
+// Each conversion is timed five times and the fastest kept: the machine is
+// shared, and the fastest run is the one least disturbed.
+func TestMeasureThroughput(t *testing.T) {
+	out := os.Getenv(MeasureThroughputEnv)
+	if out == "" {
+		t.Skip("set " + MeasureThroughputEnv + "=PATH to measure (scripts/measure-throughput.sh)")
+	}
+	e, err := New(WithNumThreads(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	table := measuredTable{
+		MeasuredAt: time.Now().UTC().Format(time.RFC3339),
+		Machine:    machine(),
+		GDAL:       e.Version(),
+		GoVersion:  runtime.Version(),
+		Threads:    1,
+		Method: "Engine.Convert (preflight, open, budgets, conversion, fidelity check, output read-back) of a generated small and large " +
+			"source per format, GDAL_NUM_THREADS=1, default recipe (COG ZSTD 9 / GeoParquet ZSTD); fastest of 5 runs each; " +
+			"mb_per_s = (large_bytes - small_bytes) / (large_ms - small_ms), overhead_ms = small_ms - small_bytes / rate",
+		Command: "scripts/measure-throughput.sh",
+		Formats: map[string]measuredFormat{},
+	}
+	for _, f := range throughputFormats() {
+		m, err := measureFormat(e, dir, f)
+		if err != nil {
+			t.Fatalf("%s: %v", f.ext, err)
+		}
+		t.Logf("%s: %.2f MB/s, overhead %.0f ms (small %d B in %.0f ms, large %d B in %.0f ms)", f.ext, m.MBPerSecond, m.OverheadMS, m.SmallBytes, m.SmallMS, m.LargeBytes, m.LargeMS)
+		table.Formats[f.ext] = m
+	}
+	b, err := json.MarshalIndent(table, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s/%s, %d CPU(s) %s, shared with other work", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model)
+}
+
+func measureFormat(e *Engine, dir string, f throughputFormat) (measuredFormat, error) {
+	m := measuredFormat{Note: f.note}
+	var err error
+	for i, gen := range []func(string) (string, error){f.small, f.large} {
+		sub := filepath.Join(dir, strings.TrimPrefix(f.ext, ".")+[]string{"-small", "-large"}[i])
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return m, err
+		}
+		src, err := gen(sub)
+		if err != nil {
+			return m, fmt.Errorf("generate: %w", err)
+		}
+		_, bytes := siblings(src, fileSize(src)) // with the sidecars GDAL reads
+		best, output, outBytes, err := fastestConvert(e, src, sub)
+		if err != nil {
+			return m, err
+		}
+		ms := float64(best) / float64(time.Millisecond)
+		if i == 0 {
+			m.SmallBytes, m.SmallMS = bytes, ms
+		} else {
+			m.LargeBytes, m.LargeMS, m.Output = bytes, ms, output
+			m.OutputRatio = round(float64(outBytes)/float64(bytes), 3)
+		}
+	}
+	if m.LargeMS <= m.SmallMS || m.LargeBytes <= m.SmallBytes {
+		return m, fmt.Errorf("large source (%d B, %.0f ms) not slower than small (%d B, %.0f ms): cannot separate rate from overhead", m.LargeBytes, m.LargeMS, m.SmallBytes, m.SmallMS)
+	}
+	rate := float64(m.LargeBytes-m.SmallBytes) / 1e6 / ((m.LargeMS - m.SmallMS) / 1000)
+	m.MBPerSecond = round(rate, 3)
+	m.OverheadMS = round(math.Max(0, m.SmallMS-float64(m.SmallBytes)/1e6/rate*1000), 1)
+	m.SmallMS, m.LargeMS = round(m.SmallMS, 1), round(m.LargeMS, 1)
+	return m, err
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// fastestConvert converts src five times and returns the fastest time,
+// the output format and the output bytes.
+func fastestConvert(e *Engine, src, dir string) (time.Duration, string, int64, error) {
+	r := convert.DefaultRecipe()
+	r.EngineVersion = e.Version()
+	best := time.Duration(math.MaxInt64)
+	format, size := "", int64(0)
+	for i := 0; i < 5; i++ {
+		work := filepath.Join(dir, fmt.Sprintf("out-%d", i))
+		if err := os.MkdirAll(work, 0o755); err != nil {
+			return 0, "", 0, err
+		}
+		start := time.Now()
+		outs, err := e.Convert(context.Background(), src, work, r)
+		d := time.Since(start)
+		if err != nil {
+			return 0, "", 0, fmt.Errorf("convert %s: %w", filepath.Base(src), err)
+		}
+		size = 0
+		for _, o := range outs {
+			format = o.Format
+			size += fileSize(o.Path)
+		}
+		best = min(best, d)
+		os.RemoveAll(work)
+	}
+	return best, format, size, nil
+}
+
+func throughputFormats() []throughputFormat {
+	raster := func(side int) func(string) (string, error) {
+		return func(dir string) (string, error) { return writeFloatField(filepath.Join(dir, "field.tif"), side) }
+	}
+	vector := func(n int, ext string, switches ...string) func(string) (string, error) {
+		return func(dir string) (string, error) {
+			p := filepath.Join(dir, "parcels"+ext)
+			text := parcelsGeoJSON(n)
+			if ext == ".geojson" {
+				return p, os.WriteFile(p, []byte(text), 0o644)
+			}
+			return p, fromGeoJSON(text, p, switches)
+		}
+	}
+	const smallFeatures, largeFeatures = 200, 100_000
+	vnote := func(what string) string {
+		return fmt.Sprintf("%s of %d (small) and %d (large) 9-vertex polygons with an integer, a real and a string field, EPSG:4326", what, smallFeatures, largeFeatures)
+	}
+	return []throughputFormat{
+		{".tif", "GeoTIFF → COG: Float32, tiled 256, uncompressed, 256² (small) and 3072² (large), smooth field plus noise, EPSG:32633", raster(256), raster(3072)},
+		{".gpkg", vnote("GeoPackage → GeoParquet"), vector(smallFeatures, ".gpkg", "-f", "GPKG", "-nln", "parcels"), vector(largeFeatures, ".gpkg", "-f", "GPKG", "-nln", "parcels")},
+		{".shp", vnote("Shapefile (.shp .shx .dbf .prj) → GeoParquet"), vector(smallFeatures, ".shp", "-f", "ESRI Shapefile"), vector(largeFeatures, ".shp", "-f", "ESRI Shapefile")},
+		{".geojson", vnote("GeoJSON → GeoParquet"), vector(smallFeatures, ".geojson"), vector(largeFeatures, ".geojson")},
+	}
+}
+
+// writeFloatField writes a side × side Float32 GeoTIFF like benchRaster's.
+func writeFloatField(p string, side int) (string, error) {
+	ds, err := godal.Create(godal.GTiff, p, 1, godal.Float32, side, side,
+		godal.CreationOption("TILED=YES", "COMPRESS=NONE", "BLOCKXSIZE=256", "BLOCKYSIZE=256"))
+	if err != nil {
+		return "", err
+	}
+	wkt, err := srsWKT(32633)
+	if err != nil {
+		ds.Close()
+		return "", err
+	}
+	if err := ds.SetProjection(wkt); err != nil {
+		ds.Close()
+		return "", err
+	}
+	if err := ds.SetGeoTransform([6]float64{500000, 10, 0, 5200000, 0, -10}); err != nil {
+		ds.Close()
+		return "", err
+	}
+	band := ds.Bands()[0]
+	if err := band.SetNoData(-9999); err != nil {
+		ds.Close()
+		return "", err
+	}
+	buf := make([]float32, side)
+	seed := uint32(1)
+	for y := 0; y < side; y++ {
+		for x := 0; x < side; x++ {
+			seed = seed*1664525 + 1013904223
+			buf[x] = float32(800 + 300*math.Sin(float64(x)/410)*math.Cos(float64(y)/370) + 0.05*float64(y) + float64(seed>>24)/64)
+		}
+		if err := band.Write(0, y, buf, side, 1); err != nil {
+			ds.Close()
+			return "", err
+		}
+	}
+	return p, ds.Close()
+}
+
+// parcelsGeoJSON is n small 9-vertex polygons (8 distinct corners) with
+// three attributes, deterministic.
+func parcelsGeoJSON(n int) string {
+	var sb strings.Builder
+	sb.WriteString(`{"type":"FeatureCollection","features":[`)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		x := -10 + 40*math.Mod(float64(i)*0.6180339887, 1)
+		y := 35 + 30*math.Mod(float64(i)*0.7548776662, 1)
+		var ring []string
+		for k := 0; k <= 8; k++ {
+			a := 2 * math.Pi * float64(k%8) / 8
+			ring = append(ring, fmt.Sprintf("[%.6f,%.6f]", x+0.001*math.Cos(a), y+0.001*math.Sin(a)))
+		}
+		fmt.Fprintf(&sb, `{"type":"Feature","properties":{"parcel":%d,"area":%.3f,"owner":"owner %d"},"geometry":{"type":"Polygon","coordinates":[[%s]]}}`,
+			i, float64(i%977)/7, i%1000, strings.Join(ring, ","))
+	}
+	sb.WriteString("]}")
+	return sb.String()
+}
