@@ -37,14 +37,16 @@ func (r Rate) Seconds(n int64) float64 {
 // Throughput is the measured table (throughput.json), written by
 // internal/gdal TestMeasureThroughput (scripts/measure-throughput.sh).
 type Throughput struct {
-	MeasuredAt string          `json:"measured_at"`
-	Machine    string          `json:"machine"`
-	GDAL       string          `json:"gdal"`
-	GoVersion  string          `json:"go"`
-	Threads    int             `json:"threads"`
-	Method     string          `json:"method"`
-	Command    string          `json:"command"`
-	Formats    map[string]Rate `json:"formats"`
+	MeasuredAt string `json:"measured_at"`
+	Machine    string `json:"machine"`
+	GDAL       string `json:"gdal"`
+	GoVersion  string `json:"go"`
+	Threads    int    `json:"threads"`
+	// LoadAverage is the machine's load while measuring (/proc/loadavg).
+	LoadAverage string          `json:"load_average"`
+	Method      string          `json:"method"`
+	Command     string          `json:"command"`
+	Formats     map[string]Rate `json:"formats"`
 }
 
 // DefaultThroughput is the embedded table.

@@ -46,14 +46,17 @@ type measuredFormat struct {
 }
 
 type measuredTable struct {
-	MeasuredAt string                    `json:"measured_at"`
-	Machine    string                    `json:"machine"`
-	GDAL       string                    `json:"gdal"`
-	GoVersion  string                    `json:"go"`
-	Threads    int                       `json:"threads"`
-	Method     string                    `json:"method"`
-	Command    string                    `json:"command"`
-	Formats    map[string]measuredFormat `json:"formats"`
+	MeasuredAt string `json:"measured_at"`
+	Machine    string `json:"machine"`
+	GDAL       string `json:"gdal"`
+	GoVersion  string `json:"go"`
+	Threads    int    `json:"threads"`
+	// LoadAverage is /proc/loadavg before and after: how busy the machine
+	// was while measuring.
+	LoadAverage string                    `json:"load_average"`
+	Method      string                    `json:"method"`
+	Command     string                    `json:"command"`
+	Formats     map[string]measuredFormat `json:"formats"`
 }
 
 // TestMeasureThroughput measures Engine.Convert's throughput per source
@@ -83,6 +86,7 @@ func TestMeasureThroughput(t *testing.T) {
 		Command: "scripts/measure-throughput.sh",
 		Formats: map[string]measuredFormat{},
 	}
+	before := loadAverage()
 	for _, f := range throughputFormats() {
 		m, err := measureFormat(e, dir, f)
 		if err != nil {
@@ -91,6 +95,7 @@ func TestMeasureThroughput(t *testing.T) {
 		t.Logf("%s: %.2f MB/s, overhead %.0f ms (small %d B in %.0f ms, large %d B in %.0f ms)", f.ext, m.MBPerSecond, m.OverheadMS, m.SmallBytes, m.SmallMS, m.LargeBytes, m.LargeMS)
 		table.Formats[f.ext] = m
 	}
+	table.LoadAverage = "before: " + before + "; after: " + loadAverage()
 	b, err := json.MarshalIndent(table, "", "  ")
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +103,14 @@ func TestMeasureThroughput(t *testing.T) {
 	if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
 }
 
 func machine() string {
