@@ -630,15 +630,39 @@ func (r *planReport) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nWould convert %d (%s), skip %d (%s), refuse %d (%s); %d ignored\n",
 		t.Convert, humanBytes(t.ConvertBytes), t.Skip, humanBytes(t.SkipBytes), t.Refuse, humanBytes(t.RefuseBytes), t.Ignore)
+	reasons := map[string]int{}
+	for _, f := range r.Files {
+		if f.Action == actionSkip {
+			reasons[f.Reason]++
+		}
+	}
+	if len(reasons) > 0 {
+		var parts []string
+		for reason, n := range reasons {
+			parts = append(parts, fmt.Sprintf("%s %d", reason, n))
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(w, "Skipped because: %s\n", strings.Join(parts, ", "))
+	}
 	printCounts(w, "format", r.ByFormat)
 	printCounts(w, "dataset", r.ByDataset)
-	sections := []struct{ title, action string }{
-		{"Would skip", actionSkip}, {"Would refuse", actionRefuse}, {"Ignored", actionIgnore},
+	// Refusals are what a user acts on; long lists of skipped and ignored
+	// files are cut (--json lists every file).
+	sections := []struct {
+		title, action string
+		limit         int
+	}{
+		{"Would skip", actionSkip, 20}, {"Would refuse", actionRefuse, 200}, {"Ignored", actionIgnore, 20},
 	}
 	for _, s := range sections {
 		var lines []string
+		more := 0
 		for _, f := range r.Files {
 			if f.Action != s.action {
+				continue
+			}
+			if len(lines) == s.limit {
+				more++
 				continue
 			}
 			why := f.Reason
@@ -646,6 +670,9 @@ func (r *planReport) print(w io.Writer) {
 				why = fmt.Sprintf("%s at %s: %s", f.Error, f.Stage, f.Reason) // Reason starts with the code
 			}
 			lines = append(lines, fmt.Sprintf("  %s/%s  %s", f.Bucket, localrun.QuoteKey(f.Key), why))
+		}
+		if more > 0 {
+			lines = append(lines, fmt.Sprintf("  … and %d more (--json lists every file)", more))
 		}
 		if len(lines) > 0 {
 			fmt.Fprintf(w, "\n%s:\n%s\n", s.title, strings.Join(lines, "\n"))
@@ -655,17 +682,17 @@ func (r *planReport) print(w io.Writer) {
 	fmt.Fprintf(w, "\nEstimated cost on AWS (%s list prices of %s; %s, convert %d MB, others %d MB, concurrency %d):\n",
 		m.Prices.Region, m.Prices.AsOf, m.Settings.Architecture, m.Settings.ConvertMemoryMB, m.Settings.SmallMemoryMB, m.Settings.Concurrency)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  Step Functions Standard\t%d transitions (%d per converted file, %d per skipped, %d per refused)\t$%.4f\n",
-		e.Transitions, m.Walks[cost.Converted].Transitions, m.Walks[cost.Skipped].Transitions, m.Walks[cost.Remediation].Transitions, e.Cost.StepFunctionsStandard)
-	fmt.Fprintf(tw, "  Step Functions Express\t%d requests, %.1f GB-s\t$%.4f\n", e.Executions, e.ExpressGBSeconds, e.Cost.StepFunctionsExpress)
-	fmt.Fprintf(tw, "  Lambda\t%d requests, %.1f GB-s (%.1f s converting)\t$%.4f\n", e.LambdaInvocations, e.LambdaGBSeconds, e.ConvertSeconds, e.Cost.Lambda)
-	fmt.Fprintf(tw, "  S3\t%d GET/HEAD, %d PUT/COPY/LIST\t$%.4f\n", e.S3GetHead, e.S3PutCopyList, e.Cost.S3)
-	fmt.Fprintf(tw, "  DynamoDB\t%d read units, %d write units\t$%.4f\n", e.DynamoDBReadUnits, e.DynamoDBWriteUnits, e.Cost.DynamoDB)
-	fmt.Fprintf(tw, "  SQS\t%d messages\t$%.4f\n", e.SQSRequests, e.Cost.SQS)
-	fmt.Fprintf(tw, "  Total, Standard workflow\t\t$%.4f\n", e.Cost.TotalStandard)
-	fmt.Fprintf(tw, "  Total, Express workflow\t\t$%.4f\n", e.Cost.TotalExpress)
+	fmt.Fprintf(tw, "  Step Functions Standard\t%d transitions (%d per converted file, %d per skipped, %d per refused)\t%s\n",
+		e.Transitions, m.Walks[cost.Converted].Transitions, m.Walks[cost.Skipped].Transitions, m.Walks[cost.Remediation].Transitions, dollars(e.Cost.StepFunctionsStandard))
+	fmt.Fprintf(tw, "  Step Functions Express\t%d requests, %.1f GB-s\t%s\n", e.Executions, e.ExpressGBSeconds, dollars(e.Cost.StepFunctionsExpress))
+	fmt.Fprintf(tw, "  Lambda\t%d requests, %.1f GB-s (%.2f s converting)\t%s\n", e.LambdaInvocations, e.LambdaGBSeconds, e.ConvertSeconds, dollars(e.Cost.Lambda))
+	fmt.Fprintf(tw, "  S3\t%d GET/HEAD, %d PUT/COPY/LIST\t%s\n", e.S3GetHead, e.S3PutCopyList, dollars(e.Cost.S3))
+	fmt.Fprintf(tw, "  DynamoDB\t%d read units, %d write units\t%s\n", e.DynamoDBReadUnits, e.DynamoDBWriteUnits, dollars(e.Cost.DynamoDB))
+	fmt.Fprintf(tw, "  SQS\t%d messages\t%s\n", e.SQSRequests, dollars(e.Cost.SQS))
+	fmt.Fprintf(tw, "  Total, Standard workflow\t\t%s\n", dollars(e.Cost.TotalStandard))
+	fmt.Fprintf(tw, "  Total, Express workflow\t\t%s\n", dollars(e.Cost.TotalExpress))
 	tw.Flush()
-	fmt.Fprintf(w, "Cost per 1,000 files: $%.4f (Standard), $%.4f (Express)\n", e.PerThousandStandard, e.PerThousandExpress)
+	fmt.Fprintf(w, "Cost per 1,000 files: %s (Standard), %s (Express)\n", dollars(e.PerThousandStandard), dollars(e.PerThousandExpress))
 	fmt.Fprintf(w, "Duration at concurrency %d: %s (longest execution %s)\n", m.Settings.Concurrency, humanSeconds(e.WallClockSeconds), humanSeconds(e.LongestExecution))
 	if e.OverExpressLimit > 0 {
 		fmt.Fprintf(w, "%d execution(s) would exceed Express's %d s limit: use Standard\n", e.OverExpressLimit, cost.ExpressLimitSeconds)
@@ -695,6 +722,19 @@ func printCounts(w io.Writer, what string, m map[string]*planCounts) {
 		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%d\t%d\t\n", k, c.Files, humanBytes(c.Bytes), c.Convert, c.Skip, c.Refuse, c.Ignore)
 	}
 	tw.Flush()
+}
+
+// dollars shows an amount with the precision its size needs.
+func dollars(v float64) string {
+	switch {
+	case v == 0:
+		return "$0"
+	case v >= 1:
+		return fmt.Sprintf("$%.2f", v)
+	case v >= 0.01:
+		return fmt.Sprintf("$%.4f", v)
+	}
+	return fmt.Sprintf("$%.6f", v)
 }
 
 func humanBytes(n int64) string {
