@@ -11,8 +11,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
@@ -38,6 +40,7 @@ type planFlags struct {
 	dest, stateDir, backend string
 	vectorFormat            string
 	zstdLevel               int
+	workers                 int
 	asJSON                  bool
 	pricesFile              string
 	settings                cost.Settings
@@ -55,6 +58,7 @@ func (p *planFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.vectorFormat, "vector-format", "", "GeoParquet or FlatGeobuf (default GeoParquet), as for migrate")
 	fs.IntVar(&p.zstdLevel, "zstd-level", 0, "ZSTD level for outputs (default 9), as for migrate")
 	fs.BoolVar(&p.asJSON, "json", false, "print the plan as one JSON document")
+	fs.IntVar(&p.workers, "workers", runtime.NumCPU(), "files hashed and preflighted at once")
 	fs.StringVar(&p.pricesFile, "prices", "", "JSON file overriding fields of the price table (internal/cost/prices.json)")
 	fs.StringVar(&p.settings.Architecture, "architecture", d.Architecture, "Lambda architecture: arm64 or x86_64")
 	fs.IntVar(&p.settings.ConvertMemoryMB, "convert-memory", d.ConvertMemoryMB, "convert function memory in MB (infra convertMemoryMB)")
@@ -180,6 +184,9 @@ Flags:`)
 		fs.Usage()
 		return errUsage
 	}
+	if p.workers < 1 {
+		return fmt.Errorf("--workers %d: want at least 1", p.workers)
+	}
 	model, err := p.model(ctx)
 	if err != nil {
 		return err
@@ -202,7 +209,7 @@ Flags:`)
 		return err
 	}
 	defer src.close()
-	report, err := plan(ctx, src, engine, recipe, model)
+	report, err := plan(ctx, src, engine, recipe, model, p.workers)
 	if err != nil {
 		return err
 	}
@@ -425,7 +432,7 @@ func formatOf(key string) string {
 
 // plan decides every input with HashCheck.Preview and GDAL's preflight, and
 // estimates the cost.
-func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe convert.Recipe, model cost.Model) (*planReport, error) {
+func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe convert.Recipe, model cost.Model, workers int) (*planReport, error) {
 	cfg := src.cfg
 	cfg.Recipe = recipe
 	if err := cfg.Validate(); err != nil {
@@ -439,14 +446,30 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe conve
 		r.RunRefused = "migrate would refuse to start: " + err.Error()
 	}
 	sizes := sidecarSizes{store: src.store, dirs: map[string][]objectstore.Object{}}
-	for _, in := range src.inputs {
-		f, err := planOne(ctx, hc, engine, src, cfg.Recipe, in, &sizes)
-		if err != nil {
-			return nil, err
-		}
-		r.Files = append(r.Files, f)
+	// Hashing dominates: inputs are decided workers at a time, reported in
+	// input order.
+	files := make([]planFile, len(src.inputs))
+	errs := make([]error, len(src.inputs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				files[i], errs[i] = planOne(ctx, hc, engine, src, cfg.Recipe, src.inputs[i], &sizes)
+			}
+		}()
 	}
-	r.Files = append(r.Files, src.pre...)
+	for i := range src.inputs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	r.Files = append(files, src.pre...)
 	var groups []cost.Group
 	type gk struct {
 		format string
@@ -593,10 +616,13 @@ func preflightOne(ctx context.Context, engine *gdal.Engine, src planSource, reci
 // directory).
 type sidecarSizes struct {
 	store objectstore.Store
+	mu    sync.Mutex
 	dirs  map[string][]objectstore.Object
 }
 
 func (s *sidecarSizes) total(ctx context.Context, bucket, key string, size int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	dir := path.Dir(key)
 	prefix := ""
 	if dir != "." {

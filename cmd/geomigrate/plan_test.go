@@ -196,6 +196,7 @@ func TestPlanFlags(t *testing.T) {
 		{"plan", samples, "--backend", "gcs"},
 		{"plan", samples, "--convert-memory", "64"},
 		{"plan", samples, "--architecture", "sparc"},
+		{"plan", samples, "--workers", "0"},
 		{"plan", samples, "--prices", filepath.Join(dir, "missing.json")},
 		{"plan", "s3://bucket/prefix", "--backend", "aws"}, // no --state-table
 	} {
