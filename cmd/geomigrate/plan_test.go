@@ -211,19 +211,34 @@ func TestPlanFlags(t *testing.T) {
 // store that is not a local directory (as on AWS), and compares them with
 // cost.PerFile, which the estimate charges.
 func TestRequestsPerFile(t *testing.T) {
-	got := countRequestsPerFile(t)
+	got, ranged := countRequestsPerFile(t)
 	for _, p := range cost.Paths {
 		if got[p] != cost.PerFile[p] {
 			t.Errorf("%s: the handlers made %+v, cost.PerFile says %+v", p, got[p], cost.PerFile[p])
 		}
 	}
+	// Read by range, the download's GET and the source check's HEAD become
+	// the ranged GETs and two HEADs (cost.Calculate adds the ranged GETs);
+	// the rest is the same.
+	want := cost.PerFile[cost.Converted]
+	want.S3GetHead += ranged.ranges
+	if ranged.req != want || ranged.ranges == 0 {
+		t.Errorf("converted by range: the handlers made %+v (%d ranged GETs), cost.Calculate charges %+v", ranged.req, ranged.ranges, want)
+	}
+}
+
+// rangedCount is one converted file's requests when Convert reads by range.
+type rangedCount struct {
+	req    cost.Requests
+	ranges int
 }
 
 // countingStore counts object store calls by S3 request class.
 type countingStore struct {
 	objectstore.Store
-	mu  sync.Mutex
-	req cost.Requests
+	mu     sync.Mutex
+	req    cost.Requests
+	ranges int // the OpenRange calls among S3GetHead
 }
 
 func (s *countingStore) count(fn func(r *cost.Requests)) {
@@ -243,7 +258,7 @@ func (s *countingStore) Open(ctx context.Context, b, k string) (io.ReadCloser, e
 }
 
 func (s *countingStore) OpenRange(ctx context.Context, b, k string, off, n int64) (io.ReadCloser, error) {
-	s.count(func(r *cost.Requests) { r.S3GetHead++ })
+	s.count(func(r *cost.Requests) { r.S3GetHead++; s.ranges++ })
 	return s.Store.OpenRange(ctx, b, k, off, n)
 }
 
@@ -345,7 +360,7 @@ type downloadEngine struct{ convert.Engine }
 
 // countRequestsPerFile runs one file along each path through the local
 // executor with the real handlers and GDAL, and counts.
-func countRequestsPerFile(t *testing.T) map[cost.Path]cost.Requests {
+func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCount) {
 	t.Helper()
 	ctx := context.Background()
 	engine, err := gdal.New()
@@ -357,7 +372,7 @@ func countRequestsPerFile(t *testing.T) map[cost.Path]cost.Requests {
 		t.Fatal(err)
 	}
 	mem := memstore.New("src", "dest")
-	for _, name := range []string{"landcover_4326.tif", "not_a_raster.tif"} {
+	for _, name := range []string{"landcover_4326.tif", "not_a_raster.tif", "dem_utm33.tif"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
@@ -377,7 +392,13 @@ func countRequestsPerFile(t *testing.T) map[cost.Path]cost.Requests {
 		Classify:  migration.NewClassify(tracker, nil, quiet).WithStagingCleanup(store, cfg),
 	}
 	sink := func(context.Context, string) (string, error) { return "m", nil }
-	exec, err := localrun.NewExecutor(h, localrun.Queues{Remediation: queueFunc(sink), DeadLetter: queueFunc(sink)})
+	queues := localrun.Queues{Remediation: queueFunc(sink), DeadLetter: queueFunc(sink)}
+	exec, err := localrun.NewExecutor(h, queues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Convert = migration.NewConvert(cfg, store, tracker, engine, validate.Output, quiet)
+	execRanged, err := localrun.NewExecutor(h, queues)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +420,15 @@ func countRequestsPerFile(t *testing.T) map[cost.Path]cost.Requests {
 		store.count(func(r *cost.Requests) { got[step.path] = *r })
 		t.Logf("%s: %+v", step.path, got[step.path])
 	}
-	return got
+	store.count(func(r *cost.Requests) { *r, store.ranges = cost.Requests{}, 0 })
+	res, err := execRanged.Run(ctx, "count-ranged", json.RawMessage(`{"bucket":"src","key":"dem_utm33.tif"}`))
+	if err != nil || res.Status != "SUCCEEDED" {
+		t.Fatalf("ranged: %v %s %s %s", err, res.Status, res.Error, res.Cause)
+	}
+	var ranged rangedCount
+	store.count(func(r *cost.Requests) { ranged = rangedCount{req: *r, ranges: store.ranges} })
+	t.Logf("converted by range: %+v, %d ranged GETs", ranged.req, ranged.ranges)
+	return got, ranged
 }
 
 // queueFunc is a queue sender from a function.

@@ -40,8 +40,9 @@ type Settings struct {
 	// StepMS is the fixed duration of a HashCheck, Promote or Classify
 	// invocation (a few S3 and DynamoDB round trips; an assumption).
 	StepMS float64 `json:"step_ms"`
-	// RangeReadBytes is the size of one ranged GET when Convert reads a
-	// source by range (the VSI handler's buffer in internal/gdal/vsi.go).
+	// RangeReadBytes is the size of one ranged GET assumed for a format
+	// whose ranged reads were not measured (the VSI handler's buffer in
+	// internal/gdal/vsi.go); measured formats use their fit.
 	RangeReadBytes int64 `json:"range_read_bytes"`
 	// PartBytes is the multipart threshold and part size of output uploads
 	// (s3store.DefaultPartSize): an output above it costs one PUT per part
@@ -161,8 +162,9 @@ type Model struct {
 //     measured rate (overhead + bytes / rate) divided by the speed its
 //     memory buys (min(memory / MemoryPerVCPUMB, UsefulVCPUs) × CPUFactor),
 //     Promote and Classify StepMS; GB-seconds at each function's memory;
-//   - S3, DynamoDB: PerFile[path], plus one GET per RangeReadBytes for a
-//     range-read source and the multipart requests of outputs over
+//   - S3, DynamoDB: PerFile[path], plus for a range-read source its
+//     measured ranged GETs (Rate.RangeGets) instead of the download,
+//     and the multipart requests of outputs over
 //     PartBytes (output bytes = source bytes × the measured output ratio);
 //   - SQS: one request per SendMessage of the walk (messages < 64 KB);
 //   - Express: one request per execution and its duration (the tasks' sum,
@@ -247,8 +249,10 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 		getHead, putList := int64(r.S3GetHead), int64(r.S3PutCopyList)
 		if g.Path == Converted {
 			if g.RangeRead {
-				// The download GET becomes one GET per range.
-				getHead += ceilDiv(int64(avg), s.RangeReadBytes) - 1
+				// The download's GET and the source check's HEAD become the
+				// ranged GETs and two HEADs around them (checkUnchanged):
+				// net, the ranged GETs (TestRequestsPerFile counts both ways).
+				getHead += rate.RangeGets(int64(avg), s.RangeReadBytes)
 			}
 			if out := int64(avg * rate.OutputRatio); out > s.PartBytes {
 				// One PutObject becomes create + parts + complete.

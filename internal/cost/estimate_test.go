@@ -13,7 +13,7 @@ func testModel(t *testing.T) Model {
 	return Model{
 		Prices: DefaultPrices(),
 		Throughput: Throughput{Formats: map[string]Rate{
-			".tif":  {MBPerSecond: 10, OverheadMS: 100, OutputRatio: 0.5},
+			".tif":  {MBPerSecond: 10, OverheadMS: 100, OutputRatio: 0.5, RangeGetsPerFile: 10, RangeGetsPerMB: 4},
 			".gpkg": {MBPerSecond: 5, OverheadMS: 200, OutputRatio: 0.25},
 		}},
 		Walks: map[Path]Walk{
@@ -59,14 +59,26 @@ func TestCalculate(t *testing.T) {
 				standard: 0.3691840775, express: 0.17174689, lambda: 0.1494340775, perThousandStandard: 0.3691840775, perThousandExpress: 0.17174689},
 		},
 		{
-			// 100 MiB read by range: 400 GETs of 256 KiB instead of one
-			// download (+399); output 50 MiB > 16 MiB parts: 4 parts + create
-			// + complete instead of one PUT (+5).
+			// 100 MiB read by range: 10 + 4 × 104.8576 → 430 ranged GETs (the
+			// download's GET and the source check's HEAD become the ranged
+			// GETs and the two HEADs around them: +430 per file); output
+			// 50 MiB > 16 MiB parts: 4 parts + create + complete instead of
+			// one PUT (+5).
 			name:   "range reads and multipart output",
 			groups: []Group{{Format: ".tif", Path: Converted, Files: 10, Bytes: 10 * 104857600, RangeRead: true}},
-			want: want{transitions: 80, invocations: 30, getHead: 4040, putList: 80, readUnits: 20, writeUnits: 40,
+			want: want{transitions: 80, invocations: 30, getHead: 4350, putList: 80, readUnits: 20, writeUnits: 40,
 				gbSeconds: 1066.1296, expressGBs: 7.5625, wall: 12.09648,
-				standard: 0.01826463240864, express: 0.01640069928364, lambda: 0.01422113240864, perThousandStandard: 1.826463240864, perThousandExpress: 1.640069928364},
+				standard: 0.01838863240864, express: 0.01652469928364, lambda: 0.01422113240864, perThousandStandard: 1.838863240864, perThousandExpress: 1.652469928364},
+		},
+		{
+			// .kml read by range, estimated as .gpkg, which has no measured
+			// ranged reads: one GET per 256 KiB (4 for 1 MiB).
+			name:   "range reads of a format not measured",
+			groups: []Group{{Format: ".kml", Path: Converted, Files: 1, Bytes: 1 << 20, RangeRead: true}},
+			want: want{transitions: 8, invocations: 3, getHead: 9, putList: 3, readUnits: 2, writeUnits: 4,
+				gbSeconds: 4.2037056, expressGBs: 0.04375, wall: 0.6228224,
+				standard: 0.00027799968824704, express: 0.00007972900074704, lambda: 0.000056649688247040006, perThousandStandard: 0.27799968824704, perThousandExpress: 0.07972900074704,
+				standIns: ".kml as .gpkg"},
 		},
 		{
 			// Skipped GeoPackages are hashed (2 MB at 80 MB/s); .txt files

@@ -123,7 +123,8 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("- **Lambda**: HashCheck %g ms plus reading the object at %g MB/s to hash it (an assumption: no S3 here); Convert the\n", s.StepMS, s.HashReadMBPerSecond)
 	pf("  measured per-file overhead plus bytes / measured MB/s, divided by the vCPUs its memory buys (min(memory / %s MB, %g) × %g);\n", num(int64(s.MemoryPerVCPUMB)), s.UsefulVCPUs, s.CPUFactor)
 	pf("  a refused file pays only the overhead; Promote and Classify %g ms. GB-seconds at each function's memory; one request per task.\n", s.StepMS)
-	pf("- **S3 and DynamoDB**: the requests counted per path (below); a range-read source adds one GET per %s KiB; an output over\n", num(s.RangeReadBytes>>10))
+	pf("- **S3 and DynamoDB**: the requests counted per path (below); a source read by range makes the ranged GETs measured for its\n")
+	pf("  format (per file + per MB, below) instead of one download GET; an output over\n")
 	pf("  %s MiB (source bytes × the measured output ratio) is a multipart upload: one PUT per part plus create and complete.\n", num(s.PartBytes>>20))
 	pf("- **SQS**: one request per SendMessage of the walk. **Express**: one request per execution and its duration (the tasks' sum,\n")
 	pf("  rounded up to %g ms) at %g MB. **Duration**: Lambda-seconds / concurrency, never less than the longest execution.\n\n", p.StepFunctionsExpressIncrementMS, p.StepFunctionsExpressMemoryMB)
@@ -136,10 +137,14 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("\nMeasured throughput (`internal/cost/throughput.json`): %s, on %s (load average %s), GDAL %s, %s, %d thread.\n",
 		tp.MeasuredAt, tp.Machine, tp.LoadAverage, tp.GDAL, tp.GoVersion, tp.Threads)
 	pf("Method: %s.\n\n", tp.Method)
-	pf("| source | MB/s | overhead per file | output / source | sample |\n|---|---:|---:|---:|---|\n")
+	pf("| source | MB/s | overhead per file | output / source | ranged GETs per file + per MB | sample |\n|---|---:|---:|---:|---:|---|\n")
 	for _, ext := range tp.Measured() {
 		r := tp.Formats[ext]
-		pf("| %s | %.1f | %.1f ms | %.2f | %s |\n", ext, r.MBPerSecond, r.OverheadMS, r.OutputRatio, r.Note)
+		gets := "download"
+		if r.RangeGetsPerFile > 0 || r.RangeGetsPerMB > 0 {
+			gets = fmt.Sprintf("%.1f + %.2f", r.RangeGetsPerFile, r.RangeGetsPerMB)
+		}
+		pf("| %s | %.1f | %.1f ms | %.2f | %s | %s |\n", ext, r.MBPerSecond, r.OverheadMS, r.OutputRatio, gets, r.Note)
 	}
 	if len(e.StandIns) > 0 {
 		pf("\nNot measured, estimated with another format's rate: %s.\n", strings.Join(e.StandInList(), ", "))

@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/convert"
+	"github.com/geomigrate/geomigrate/internal/formats"
 )
 
 // MeasureThroughputEnv names the file TestMeasureThroughput writes the
@@ -41,8 +45,19 @@ type measuredFormat struct {
 	SmallMS     float64 `json:"small_ms"`
 	LargeBytes  int64   `json:"large_bytes"`
 	LargeMS     float64 `json:"large_ms"`
+	// SmallWallMS and LargeWallMS are the least wall times, for comparison
+	// (SmallMS and LargeMS are CPU times).
+	SmallWallMS float64 `json:"small_wall_ms"`
+	LargeWallMS float64 `json:"large_wall_ms"`
 	// OutputRatio is the large source's output bytes over its source bytes.
 	OutputRatio float64 `json:"output_ratio"`
+	// RangeGetsPerFile and RangeGetsPerMB: the ranged reads (one GET each
+	// on S3) ConvertReader makes, fitted on the two sources like the time;
+	// only for formats Convert reads by range (formats.ReadableByRange).
+	RangeGetsPerFile float64 `json:"range_gets_per_file,omitempty"`
+	RangeGetsPerMB   float64 `json:"range_gets_per_mb,omitempty"`
+	SmallRangeGets   int64   `json:"small_range_gets,omitempty"`
+	LargeRangeGets   int64   `json:"large_range_gets,omitempty"`
 }
 
 type measuredTable struct {
@@ -81,8 +96,10 @@ func TestMeasureThroughput(t *testing.T) {
 		GoVersion:  runtime.Version(),
 		Threads:    1,
 		Method: "Engine.Convert (preflight, open, budgets, conversion, fidelity check, output read-back) of a generated small and large " +
-			"source per format, GDAL_NUM_THREADS=1, default recipe (COG ZSTD 9 / GeoParquet ZSTD); fastest of 5 runs each; " +
-			"mb_per_s = (large_bytes - small_bytes) / (large_ms - small_ms), overhead_ms = small_ms - small_bytes / rate",
+			"source per format, GDAL_NUM_THREADS=1, default recipe (COG ZSTD 9 / GeoParquet ZSTD); least process CPU time " +
+			"(user + system, getrusage) of 5 runs each, as a dedicated vCPU would spend it (the least wall time is kept beside it); " +
+			"mb_per_s = (large_bytes - small_bytes) / (large_ms - small_ms), overhead_ms = small_ms - small_bytes / rate; " +
+			"range GETs: the ReadAt calls of ConvertReader (one ranged GET each on S3), fitted the same way",
 		Command: "scripts/measure-throughput.sh",
 		Formats: map[string]measuredFormat{},
 	}
@@ -92,7 +109,7 @@ func TestMeasureThroughput(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", f.ext, err)
 		}
-		t.Logf("%s: %.2f MB/s, overhead %.0f ms (small %d B in %.0f ms, large %d B in %.0f ms)", f.ext, m.MBPerSecond, m.OverheadMS, m.SmallBytes, m.SmallMS, m.LargeBytes, m.LargeMS)
+		t.Logf("%s: %.2f MB/s, overhead %.0f ms (small %d B in %.0f ms CPU, large %d B in %.0f ms CPU, %.0f ms wall), range GETs %d/%d", f.ext, m.MBPerSecond, m.OverheadMS, m.SmallBytes, m.SmallMS, m.LargeBytes, m.LargeMS, m.LargeWallMS, m.SmallRangeGets, m.LargeRangeGets)
 		table.Formats[f.ext] = m
 	}
 	table.LoadAverage = "before: " + before + "; after: " + loadAverage()
@@ -139,14 +156,21 @@ func measureFormat(e *Engine, dir string, f throughputFormat) (measuredFormat, e
 			return m, fmt.Errorf("generate: %w", err)
 		}
 		_, bytes := siblings(src, fileSize(src)) // with the sidecars GDAL reads
-		best, output, outBytes, err := fastestConvert(e, src, sub)
+		cpu, wall, output, outBytes, err := fastestConvert(e, src, sub)
 		if err != nil {
 			return m, err
 		}
-		ms := float64(best) / float64(time.Millisecond)
+		ms, wallMS := float64(cpu)/float64(time.Millisecond), round(float64(wall)/float64(time.Millisecond), 1)
+		var gets int64
+		if formats.ReadableByRange(src) {
+			if gets, err = countRangeReads(e, src, sub); err != nil {
+				return m, err
+			}
+		}
 		if i == 0 {
-			m.SmallBytes, m.SmallMS = bytes, ms
+			m.SmallBytes, m.SmallMS, m.SmallWallMS, m.SmallRangeGets = bytes, ms, wallMS, gets
 		} else {
+			m.LargeRangeGets, m.LargeWallMS = gets, wallMS
 			m.LargeBytes, m.LargeMS, m.Output = bytes, ms, output
 			m.OutputRatio = round(float64(outBytes)/float64(bytes), 3)
 		}
@@ -158,7 +182,46 @@ func measureFormat(e *Engine, dir string, f throughputFormat) (measuredFormat, e
 	m.MBPerSecond = round(rate, 3)
 	m.OverheadMS = round(math.Max(0, m.SmallMS-float64(m.SmallBytes)/1e6/rate*1000), 1)
 	m.SmallMS, m.LargeMS = round(m.SmallMS, 1), round(m.LargeMS, 1)
+	if m.LargeRangeGets > 0 {
+		perMB := float64(m.LargeRangeGets-m.SmallRangeGets) / (float64(m.LargeBytes-m.SmallBytes) / 1e6)
+		m.RangeGetsPerMB = round(perMB, 3)
+		m.RangeGetsPerFile = round(math.Max(0, float64(m.SmallRangeGets)-perMB*float64(m.SmallBytes)/1e6), 1)
+	}
 	return m, err
+}
+
+// readCounter counts ReadAt calls: objectstore.ReaderAt turns each
+// into one ranged GET.
+type readCounter struct {
+	ra io.ReaderAt
+	n  atomic.Int64
+}
+
+func (c *readCounter) ReadAt(p []byte, off int64) (int, error) {
+	c.n.Add(1)
+	return c.ra.ReadAt(p, off)
+}
+
+// countRangeReads converts src through ConvertReader, as Convert does for
+// an S3 object, and counts the reads.
+func countRangeReads(e *Engine, src, dir string) (int64, error) {
+	f, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	work := filepath.Join(dir, "ranged")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(work)
+	r := convert.DefaultRecipe()
+	r.EngineVersion = e.Version()
+	c := &readCounter{ra: f}
+	if _, err := e.ConvertReader(context.Background(), c, fileSize(src), filepath.Base(src), work, r); err != nil {
+		return 0, fmt.Errorf("convert %s by range: %w", filepath.Base(src), err)
+	}
+	return c.n.Load(), nil
 }
 
 func round(v float64, digits int) float64 {
@@ -174,33 +237,44 @@ func fileSize(p string) int64 {
 	return fi.Size()
 }
 
-// fastestConvert converts src five times and returns the fastest time,
-// the output format and the output bytes.
-func fastestConvert(e *Engine, src, dir string) (time.Duration, string, int64, error) {
+// fastestConvert converts src five times and returns the least CPU time
+// (user + system of the whole process: GDAL, the Go side, the GC) and the
+// least wall time of a run, the output format and the output bytes. CPU
+// time is what a dedicated vCPU spends; on a shared machine it moves far
+// less with the load than the wall time does.
+func fastestConvert(e *Engine, src, dir string) (cpu, wall time.Duration, format string, size int64, err error) {
 	r := convert.DefaultRecipe()
 	r.EngineVersion = e.Version()
-	best := time.Duration(math.MaxInt64)
-	format, size := "", int64(0)
+	cpu, wall = time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	for i := 0; i < 5; i++ {
 		work := filepath.Join(dir, fmt.Sprintf("out-%d", i))
 		if err := os.MkdirAll(work, 0o755); err != nil {
-			return 0, "", 0, err
+			return 0, 0, "", 0, err
 		}
-		start := time.Now()
+		cpu0, start := processCPU(), time.Now()
 		outs, err := e.Convert(context.Background(), src, work, r)
-		d := time.Since(start)
+		w, c := time.Since(start), processCPU()-cpu0
 		if err != nil {
-			return 0, "", 0, fmt.Errorf("convert %s: %w", filepath.Base(src), err)
+			return 0, 0, "", 0, fmt.Errorf("convert %s: %w", filepath.Base(src), err)
 		}
 		size = 0
 		for _, o := range outs {
 			format = o.Format
 			size += fileSize(o.Path)
 		}
-		best = min(best, d)
+		cpu, wall = min(cpu, c), min(wall, w)
 		os.RemoveAll(work)
 	}
-	return best, format, size, nil
+	return cpu, wall, format, size, nil
+}
+
+// processCPU is the user + system time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func throughputFormats() []throughputFormat {
