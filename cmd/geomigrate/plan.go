@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -249,6 +250,7 @@ func (p *planFlags) model(ctx context.Context) (cost.Model, error) {
 // planSource is what a plan reads: the inputs, what the listing already
 // decided, and a HashCheck over stores that refuse every write.
 type planSource struct {
+	dest   string // the destination as the user named it, for messages
 	inputs []migration.Source
 	pre    []planFile
 	store  objectstore.Store
@@ -334,7 +336,7 @@ func (p *planFlags) localSource(srcs []string) (planSource, error) {
 			return planSource{}, fmt.Errorf("state store %s: %w", db, err)
 		}
 	}
-	src := planSource{inputs: inputs, store: store, local: true, close: closeState}
+	src := planSource{dest: cmp.Or(p.dest, "DEST"), inputs: inputs, store: store, local: true, close: closeState}
 	for _, o := range pre {
 		src.pre = append(src.pre, planFile{Dataset: o.Bucket, Bucket: o.Bucket, Key: o.Key, Format: formatOf(o.Key), Action: actionIgnore, Reason: o.Reason,
 			Bytes: fileSizeIn(roots, o.Bucket, o.Key)})
@@ -406,7 +408,7 @@ func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, e
 		store = noDestStore{store.(readOnlyStore)}
 	}
 	state := dynamostore.New(awsconfig.NewDynamoDB(cfg, o), dynamostore.Options{Table: p.stateTable})
-	src := planSource{store: store, cfg: mcfg, close: func() {}}
+	src := planSource{dest: cmp.Or(p.dest, "DEST"), store: store, cfg: mcfg, close: func() {}}
 	for _, in := range inputs {
 		if why := migration.NotGeospatial(in.Key); why != "" {
 			src.pre = append(src.pre, planFile{Dataset: in.Bucket, Bucket: in.Bucket, Key: in.Key, Format: formatOf(in.Key), Action: actionIgnore, Reason: why})
@@ -442,7 +444,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe conve
 	r := &planReport{Geomigrate: buildinfo.Version, GDAL: engine.Version(), RecipeHash: hc.Recipe().ShortHash(),
 		Written:  "nothing: no state record, output, staging object or queue message",
 		ByFormat: map[string]*planCounts{}, ByDataset: map[string]*planCounts{}}
-	if err := checkOutputCollisions(src.inputs, recipe, "DEST"); err != nil {
+	if err := checkOutputCollisions(src.inputs, recipe, src.dest); err != nil {
 		r.RunRefused = "migrate would refuse to start: " + err.Error()
 	}
 	sizes := sidecarSizes{store: src.store, dirs: map[string][]objectstore.Object{}}

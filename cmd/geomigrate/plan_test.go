@@ -172,6 +172,27 @@ func TestPlanAfterMigrate(t *testing.T) {
 	}
 }
 
+// TestPlanReportsACollision: two sources that would be written to one
+// output key make migrate refuse to start; plan says so and still plans.
+func TestPlanReportsACollision(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{a, b} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(d, "dem.tif"))
+	}
+	out, stderr, err := run(t, "plan", a, b, "--dest", filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "migrate would refuse to start: a/dem.tif and b/dem.tif would both be written to "+filepath.Join(dir, "out", "dem.tif")) ||
+		!strings.Contains(out, "Would convert 2") {
+		t.Errorf("plan output:\n%s", out)
+	}
+}
+
 func TestPlanFlags(t *testing.T) {
 	dir := t.TempDir()
 	samples := filepath.Join(dir, "samples")
