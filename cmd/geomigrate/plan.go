@@ -18,7 +18,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
-	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/convert"
 	"github.com/geomigrate/geomigrate/internal/cost"
@@ -29,10 +29,8 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
-	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
-	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 )
 
 // planFlags are the flags of `geomigrate plan`, kept in this file so the
@@ -378,22 +376,23 @@ func fileSizeIn(roots []sourceRoot, bucket, key string) int64 {
 }
 
 // awsSource lists the buckets as migrate --backend aws does
-// (listS3Sources) and reads the state table; nothing is probed or created.
+// (listS3Sources) and reads the state table. awsapp checks first, read
+// only, that the buckets and the table exist (HeadBucket, DescribeTable:
+// one line naming what is missing); the conditional-copy probe, which
+// writes, is not run.
 func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, error) {
 	if p.stateTable == "" {
 		return planSource{}, errors.New("plan --backend aws needs --state-table (read only: what is already migrated)")
 	}
-	a := awsFlags{endpointURL: p.endpointURL, region: p.region, pathStyle: p.pathStyle, stateTable: p.stateTable}
-	cfg, o, err := a.awsConfig(ctx)
-	if err != nil {
-		return planSource{}, err
+	var buckets []string
+	for _, s := range srcs {
+		b, _, err := s3URI(s)
+		if err != nil {
+			return planSource{}, err
+		}
+		buckets = append(buckets, b)
 	}
-	var store objectstore.Store = readOnlyStore{s3store.New(awsconfig.NewS3(cfg, o), s3store.Options{})}
-	inputs, err := listS3Sources(ctx, store, srcs)
-	if err != nil {
-		return planSource{}, err
-	}
-	mcfg := migration.Config{WorkDir: os.TempDir()}
+	mcfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir()}
 	if p.dest != "" {
 		bucket, prefix, err := s3URI(p.dest)
 		if err != nil {
@@ -403,11 +402,26 @@ func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, e
 			prefix += "/"
 		}
 		mcfg.DestBucket, mcfg.DestPrefix = bucket, prefix
-	} else {
-		mcfg.DestBucket = destBucket
-		store = noDestStore{store.(readOnlyStore)}
+		buckets = append(buckets, bucket)
 	}
-	state := dynamostore.New(awsconfig.NewDynamoDB(cfg, o), dynamostore.Options{Table: p.stateTable})
+	a := awsFlags{endpointURL: p.endpointURL, region: p.region, pathStyle: p.pathStyle, stateTable: p.stateTable, conditionalCopy: awsapp.CopyModeClient}
+	settings, err := a.settings(mcfg)
+	if err != nil {
+		return planSource{}, err
+	}
+	app, err := awsapp.New(ctx, settings, awsapp.WithLogger(slog.New(slog.DiscardHandler)),
+		awsapp.WithPreflight(awsapp.Resources{Buckets: buckets, Table: p.stateTable}))
+	if err != nil {
+		return planSource{}, err
+	}
+	var store objectstore.Store = readOnlyStore{app.Store}
+	if p.dest == "" {
+		store = noDestStore{readOnlyStore{app.Store}}
+	}
+	inputs, err := listS3Sources(ctx, store, srcs)
+	if err != nil {
+		return planSource{}, err
+	}
 	src := planSource{dest: cmp.Or(p.dest, "DEST"), store: store, cfg: mcfg, close: func() {}}
 	for _, in := range inputs {
 		if why := migration.NotGeospatial(in.Key); why != "" {
@@ -417,7 +431,7 @@ func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, e
 		src.inputs = append(src.inputs, in)
 	}
 	src.hash = func(cfg migration.Config) *migration.HashCheck {
-		return migration.NewHashCheck(cfg, store, statestore.NewTracker(state), migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}, slog.New(slog.DiscardHandler))
+		return migration.NewHashCheck(cfg, store, app.Tracker, migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}, slog.New(slog.DiscardHandler))
 	}
 	return src, nil
 }

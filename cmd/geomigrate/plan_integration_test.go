@@ -87,8 +87,8 @@ func TestPlanAWSBackend(t *testing.T) {
 
 	// Before any run: the table must exist (migrate --create-table makes
 	// it); plan says so rather than guess.
-	if _, _, err := run(t, append([]string{"plan"}, planArgs...)...); err == nil {
-		t.Fatal("plan against a missing state table succeeded")
+	if _, _, err := run(t, append([]string{"plan"}, planArgs...)...); err == nil || !strings.Contains(err.Error(), "DynamoDB table \""+table+"\" does not exist") {
+		t.Fatalf("plan against a missing state table: %v", err)
 	}
 	out, stderr, err := run(t, migrateArgs...)
 	if err != nil {
