@@ -198,6 +198,11 @@ Flags:`)
 	var src planSource
 	switch p.backend {
 	case "local":
+		for _, s := range srcs {
+			if strings.HasPrefix(s, "s3://") {
+				return fmt.Errorf("%s: s3:// sources need --backend aws (and --state-table)", s)
+			}
+		}
 		src, err = p.localSource(srcs)
 	case "aws":
 		src, err = p.awsSource(ctx, srcs)

@@ -225,6 +225,9 @@ func TestPlanFlags(t *testing.T) {
 			t.Errorf("geomigrate %v succeeded", bad)
 		}
 	}
+	if _, _, err := run(t, "plan", "s3://bucket/prefix/"); err == nil || !strings.Contains(err.Error(), "need --backend aws") {
+		t.Errorf("an s3:// source without --backend aws: %v", err)
+	}
 }
 
 // TestRequestsPerFile counts the S3 and DynamoDB requests of one file's
