@@ -519,12 +519,14 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe conve
 			k.name = f.Reason == migration.ReasonNotGeospatial || f.Reason == migration.ReasonFolderMarker
 		case f.Action == actionRefuse && f.Stage == "preflight":
 			k.path = cost.Remediation
+		case f.Action == actionRefuse:
+			k.path = cost.Rejected
 		case f.Action == actionIgnore && migration.NotGeospatial(f.Key) != "":
 			// On AWS an event or a backfill item starts an execution that
 			// HashCheck skips on the name.
 			k.path, k.name = cost.Skipped, true
 		default:
-			continue // refused by HashCheck, or not an object on S3
+			continue // not an object on S3 (a link not followed, a sidecar alone)
 		}
 		g := byGroup[k]
 		if g == nil {
@@ -731,6 +733,9 @@ func (r *planReport) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  Step Functions Standard\t%d transitions (%d per converted file, %d per skipped, %d per refused)\t%s\n",
 		e.Transitions, m.Walks[cost.Converted].Transitions, m.Walks[cost.Skipped].Transitions, m.Walks[cost.Remediation].Transitions, dollars(e.Cost.StepFunctionsStandard))
+	if n := r.countStage("hashcheck"); n > 0 {
+		fmt.Fprintf(tw, "  \t(%d refused by HashCheck: %d transitions each)\t\n", n, m.Walks[cost.Rejected].Transitions)
+	}
 	fmt.Fprintf(tw, "  Step Functions Express\t%d requests, %.1f GB-s\t%s\n", e.Executions, e.ExpressGBSeconds, dollars(e.Cost.StepFunctionsExpress))
 	fmt.Fprintf(tw, "  Lambda\t%d requests, %.1f GB-s (%.2f s converting)\t%s\n", e.LambdaInvocations, e.LambdaGBSeconds, e.ConvertSeconds, dollars(e.Cost.Lambda))
 	fmt.Fprintf(tw, "  S3\t%d GET/HEAD, %d PUT/COPY/LIST\t%s\n", e.S3GetHead, e.S3PutCopyList, dollars(e.Cost.S3))
@@ -753,6 +758,17 @@ func (r *planReport) print(w io.Writer) {
 		rates = append(rates, fmt.Sprintf("%s %.1f MB/s", ext, tp.Formats[ext].MBPerSecond))
 	}
 	fmt.Fprintf(w, "Conversion throughput measured %s on %s (1 thread; %s): %s\n", tp.MeasuredAt, tp.Machine, tp.Command, strings.Join(rates, ", "))
+}
+
+// countStage counts the files refused at stage.
+func (r *planReport) countStage(stage string) int {
+	n := 0
+	for _, f := range r.Files {
+		if f.Action == actionRefuse && f.Stage == stage {
+			n++
+		}
+	}
+	return n
 }
 
 func printCounts(w io.Writer, what string, m map[string]*planCounts) {

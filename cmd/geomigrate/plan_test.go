@@ -193,6 +193,23 @@ func TestPlanReportsACollision(t *testing.T) {
 	}
 }
 
+// TestPlanRejectedByHashCheck: a key HashCheck refuses (a newline in the
+// name) is listed as refused at hashcheck and charged the rejected walk.
+func TestPlanRejectedByHashCheck(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "src")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(dir, "bad\nname.tif"))
+	r := planJSON(t, dir)
+	if len(r.Files) != 1 || r.Files[0].Action != actionRefuse || r.Files[0].Stage != "hashcheck" || r.Files[0].Code != "InvalidInput" {
+		t.Fatalf("files %+v", r.Files)
+	}
+	if w := r.Model.Walks[cost.Rejected]; r.Estimate.Transitions != int64(w.Transitions) || r.Estimate.SQSRequests != 1 {
+		t.Errorf("estimate %+v, rejected walk %+v", r.Estimate, w)
+	}
+}
+
 func TestPlanFlags(t *testing.T) {
 	dir := t.TempDir()
 	samples := filepath.Join(dir, "samples")
@@ -435,6 +452,7 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 		{cost.Converted, "landcover_4326.tif", "SUCCEEDED"},
 		{cost.Skipped, "landcover_4326.tif", "SUCCEEDED"},
 		{cost.Remediation, "not_a_raster.tif", "FAILED"},
+		{cost.Rejected, "gone.tif", "FAILED"}, // listed, then deleted: HashCheck's HEAD finds nothing
 	} {
 		store.count(func(r *cost.Requests) { *r = cost.Requests{} })
 		res, err := exec.Run(ctx, "count-"+string(step.path), json.RawMessage(fmt.Sprintf(`{"bucket":"src","key":%q}`, step.key)))

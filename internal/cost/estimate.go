@@ -217,8 +217,8 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 			switch task {
 			case "HashCheck":
 				d, gb = s.StepMS/1000, smallGB
-				if !g.NameOnly {
-					d += avg / 1e6 / s.HashReadMBPerSecond
+				if !g.NameOnly && g.Path != Rejected {
+					d += avg / 1e6 / s.HashReadMBPerSecond // rejected before reading
 				}
 			case "Convert":
 				gb = convertGB

@@ -20,11 +20,13 @@ func testModel(t *testing.T) Model {
 			Converted:   {Transitions: 8, Lambdas: []string{"HashCheck", "Convert", "Promote"}},
 			Skipped:     {Transitions: 6, Lambdas: []string{"HashCheck"}},
 			Remediation: {Transitions: 9, Lambdas: []string{"HashCheck", "Convert", "Classify"}, SQSSends: 1},
+			Rejected:    {Transitions: 7, Lambdas: []string{"HashCheck", "Classify"}, SQSSends: 1},
 		},
 		PerFile: map[Path]Requests{
 			Converted:   {S3GetHead: 5, S3PutCopyList: 3, S3Delete: 1, DynamoDBRead: 2, DynamoDBWrite: 4},
 			Skipped:     {S3GetHead: 3, S3PutCopyList: 1, DynamoDBRead: 1},
 			Remediation: {S3GetHead: 3, S3PutCopyList: 2, DynamoDBRead: 2, DynamoDBWrite: 3},
+			Rejected:    {S3GetHead: 1, DynamoDBRead: 1, DynamoDBWrite: 1},
 		},
 		Settings: DefaultSettings(),
 	}
@@ -96,6 +98,15 @@ func TestCalculate(t *testing.T) {
 				gbSeconds: 154.4375, expressGBs: 3.375, wall: 0.6125,
 				standard: 0.0366186769625, express: 0.0038749382125, lambda: 0.0021191769625, perThousandStandard: 0.1830933848125, perThousandExpress: 0.0193746910625,
 				standIns: ".jp2 as .tif, .kml as .gpkg"},
+		},
+		{
+			// Rejected by HashCheck before reading: HashCheck and Classify
+			// 0.1 s each at 0.5 GB = 0.1 GB-s; 7 transitions, one message.
+			name:   "rejected by HashCheck",
+			groups: []Group{{Format: ".tif", Path: Rejected, Files: 5, Bytes: 5 * 1_000_000}},
+			want: want{transitions: 35, invocations: 10, getHead: 5, readUnits: 5, writeUnits: 5, sqs: 5,
+				gbSeconds: 0.5, expressGBs: 0.0625, wall: 0.2,
+				standard: 0.0008914167, express: 0.000022458575, lambda: 0.0000086667, perThousandStandard: 0.17828334, perThousandExpress: 0.004491715},
 		},
 		{
 			// 500 MB with 1,000 MB per vCPU: half speed, Convert (0.1 + 4) / 0.5

@@ -26,9 +26,12 @@ type Requests struct {
 // multipart uploads of large outputs. DynamoDB units are counted at the
 // item's encoded size (records grow with their history: a converted job's
 // record passes 1 KB, hence more units than calls). A file skipped by its
-// name alone (not geospatial) makes no request at all.
+// name alone (not geospatial) makes no request at all; the rejected path is
+// counted for a source that disappeared after it was listed (HashCheck's
+// HEAD finds nothing: SourceNotFound).
 var PerFile = map[Path]Requests{
 	Converted:   {S3GetHead: 5, S3PutCopyList: 4, S3Delete: 1, DynamoDBRead: 6, DynamoDBWrite: 4},
 	Skipped:     {S3GetHead: 3, S3PutCopyList: 1, DynamoDBRead: 2},
 	Remediation: {S3GetHead: 4, S3PutCopyList: 3, DynamoDBRead: 4, DynamoDBWrite: 4},
+	Rejected:    {S3GetHead: 1, DynamoDBRead: 1, DynamoDBWrite: 1},
 }

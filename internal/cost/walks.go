@@ -24,10 +24,14 @@ const (
 	// Remediation: Convert refuses the data (preflight, a DataError),
 	// Classify routes it, the message goes to the remediation queue.
 	Remediation Path = "remediation"
+	// Rejected: HashCheck itself refuses the source (a DataError: the
+	// object is gone, its key is unusable, it is an output of the
+	// pipeline), Classify routes it to the remediation queue.
+	Rejected Path = "rejected"
 )
 
 // Paths are the paths the estimate charges, in a fixed order.
-var Paths = []Path{Converted, Skipped, Remediation}
+var Paths = []Path{Converted, Skipped, Remediation, Rejected}
 
 // Walk is what one execution along a path does in Step Functions terms.
 type Walk struct {
@@ -97,12 +101,18 @@ func walk(ctx context.Context, sm *asl.StateMachine, fns map[string]string, p Pa
 			return nil, fault.Data(fault.CorruptSource, "refused by preflight")
 		}
 	}
+	hashcheck := reply(map[string]any{
+		"decision": decision, "reason": "already_migrated",
+		"source": map[string]any{"bucket": "b", "key": "k.tif"}, "job": map[string]any{"id": "j"},
+	})
+	if p == Rejected {
+		hashcheck = func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return nil, fault.Data(fault.SourceNotFound, "gone")
+		}
+	}
 	var w Walk
 	exec := asl.NewExecutor(sm,
-		asl.WithLambda(fns[statemachine.HashCheckFunctionArn], reply(map[string]any{
-			"decision": decision, "reason": "already_migrated",
-			"source": map[string]any{"bucket": "b", "key": "k.tif"}, "job": map[string]any{"id": "j"},
-		})),
+		asl.WithLambda(fns[statemachine.HashCheckFunctionArn], hashcheck),
 		asl.WithLambda(fns[statemachine.ConvertFunctionArn], convert),
 		asl.WithLambda(fns[statemachine.PromoteFunctionArn], reply(map[string]any{"outputs": []any{map[string]any{"key": "out.tif"}}})),
 		asl.WithLambda(fns[statemachine.ClassifyFunctionArn], reply(map[string]any{"tier": "data_specific", "route": "remediation", "message": map[string]any{"m": 1}})),
@@ -117,7 +127,7 @@ func walk(ctx context.Context, sm *asl.StateMachine, fns map[string]string, p Pa
 	if err != nil {
 		return Walk{}, err
 	}
-	want := map[Path]string{Converted: asl.StatusSucceeded, Skipped: asl.StatusSucceeded, Remediation: asl.StatusFailed}[p]
+	want := map[Path]string{Converted: asl.StatusSucceeded, Skipped: asl.StatusSucceeded, Remediation: asl.StatusFailed, Rejected: asl.StatusFailed}[p]
 	if res.Status != want {
 		return Walk{}, fmt.Errorf("execution ended %s (%s: %s), want %s", res.Status, res.Error, res.Cause, want)
 	}

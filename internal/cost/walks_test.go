@@ -22,6 +22,7 @@ func TestWalksFollowTheASL(t *testing.T) {
 		{Converted, "Normalize FromManual HashCheck ShouldConvert Convert Promote SummarizeCompleted Completed", "HashCheck Convert Promote", 0},
 		{Skipped, "Normalize FromManual HashCheck ShouldConvert SummarizeSkipped Skipped", "HashCheck", 0},
 		{Remediation, "Normalize FromManual HashCheck ShouldConvert Convert Classify Route SendToRemediation RoutedToRemediation", "HashCheck Convert Classify", 1},
+		{Rejected, "Normalize FromManual HashCheck Classify Route SendToRemediation RoutedToRemediation", "HashCheck Classify", 1},
 	}
 	for _, tt := range tests {
 		w := walks[tt.path]
