@@ -99,6 +99,10 @@ type planFile struct {
 	Driver string `json:"driver,omitempty"`
 	// Preflight is "passed", or why it was not run.
 	Preflight string `json:"preflight,omitempty"`
+	// rangeRead: on AWS, Convert would read it by ranged GETs (a format
+	// that allows it, and no sidecar: migration.Convert.run), whatever the
+	// backend of the plan.
+	rangeRead bool
 }
 
 // planCounts are files and bytes by action.
@@ -513,7 +517,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe conve
 		k := gk{format: f.Format}
 		switch {
 		case f.Action == actionConvert:
-			k.path, k.rng = cost.Converted, !src.local && formats.ReadableByRange(f.Key)
+			k.path, k.rng = cost.Converted, f.rangeRead
 		case f.Action == actionSkip:
 			k.path = cost.Skipped
 			k.name = f.Reason == migration.ReasonNotGeospatial || f.Reason == migration.ReasonFolderMarker
@@ -573,12 +577,14 @@ func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, 
 	if out.Decision == migration.DecisionSkip {
 		f.Action, f.Reason = actionSkip, out.Reason
 		if out.Job.ID != "" {
-			f.Bytes = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
+			f.Bytes, _ = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
 		}
 		return f, nil
 	}
 	f.Action = actionConvert
-	f.Bytes = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
+	var sidecars int
+	f.Bytes, sidecars = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
+	f.rangeRead = formats.ReadableByRange(out.Job.SourceKey) && sidecars == 0
 	f.Driver, f.Preflight, err = preflightOne(ctx, engine, src, recipe, out.Job)
 	if err != nil {
 		if fault.TierOf(err) != fault.TierDataSpecific {
@@ -643,7 +649,8 @@ type sidecarSizes struct {
 	dirs  map[string][]objectstore.Object
 }
 
-func (s *sidecarSizes) total(ctx context.Context, bucket, key string, size int64) int64 {
+// total is size plus the sizes of key's sidecars, and their number.
+func (s *sidecarSizes) total(ctx context.Context, bucket, key string, size int64) (int64, int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	dir := path.Dir(key)
@@ -662,12 +669,14 @@ func (s *sidecarSizes) total(ctx context.Context, bucket, key string, size int64
 		})
 		s.dirs[id] = objs
 	}
+	n := 0
 	for _, o := range objs {
 		if o.Key != key && formats.SidecarOf(path.Base(key), path.Base(o.Key)) {
 			size += o.Size
+			n++
 		}
 	}
-	return size
+	return size, n
 }
 
 func (r *planReport) print(w io.Writer) {
