@@ -20,12 +20,15 @@ type Settings struct {
 	ConvertMemoryMB int `json:"convert_memory_mb"`
 	SmallMemoryMB   int `json:"small_memory_mb"`
 	// Concurrency is the account's Lambda concurrency available to the run
-	// (1,000 is the default quota per Region).
+	// (1,000 is the default quota per Region: "Lambda gives your account a
+	// total concurrency limit of 1,000 concurrent executions across all
+	// functions in an AWS Region",
+	// https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html).
 	Concurrency int `json:"concurrency"`
 
-	// MemoryPerVCPUMB: Lambda allocates CPU in proportion to memory, one
-	// vCPU at 1,769 MB (AWS Lambda developer guide, "Configuring Lambda
-	// function memory").
+	// MemoryPerVCPUMB: Lambda allocates CPU in proportion to memory; "at
+	// 1,769 MB, a function has the equivalent of one vCPU"
+	// (https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html).
 	MemoryPerVCPUMB float64 `json:"memory_per_vcpu_mb"`
 	// UsefulVCPUs caps the speed-up from more memory: the throughput was
 	// measured with one GDAL thread, and only part of a conversion (COG

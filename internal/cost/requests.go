@@ -10,8 +10,9 @@ type Requests struct {
 	// S3Delete: DELETE (not charged; counted to show it).
 	S3Delete int `json:"s3_delete"`
 	// DynamoDBRead and DynamoDBWrite are request units: a strongly
-	// consistent GetItem is one read unit per 4 KB of item, a PutItem one
-	// write unit per 1 KB.
+	// consistent GetItem is one read unit per 4 KB of item (one also when
+	// the item does not exist), a PutItem one write unit per 1 KB
+	// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html).
 	DynamoDBRead  int `json:"dynamodb_read_units"`
 	DynamoDBWrite int `json:"dynamodb_write_units"`
 }

@@ -71,7 +71,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 		pf("| %s | %s | %s | %s |\n", num(g.Files), g.Format, mbytes(g.Bytes/g.Files), what)
 	}
 	pf("\nDeployment: infra's defaults — %s Lambdas, convert %s MB, HashCheck/Promote/Classify %s MB — and an account\n", s.Architecture, num(int64(s.ConvertMemoryMB)), num(int64(s.SmallMemoryMB)))
-	pf("Lambda concurrency of **%s** (the default Regional quota) available to the run.\n\n", num(int64(s.Concurrency)))
+	pf("Lambda concurrency of **%s** ([the default Regional quota](https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html)) available to the run.\n\n", num(int64(s.Concurrency)))
 
 	pf("## Result\n\n")
 	pf("| | Standard workflow | Express workflow |\n|---|---:|---:|\n")
@@ -98,7 +98,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("%s per 1,000 files, and takes %s: HashCheck reads every byte to hash it.\n\n", usd(again.PerThousandStandard), hours(again.WallClockSeconds))
 
 	pf("### Convert memory\n\n")
-	pf("The throughput was measured on one core; Lambda gives one vCPU per %s MB. With `useful_vcpus` = %g (conversion\n", num(int64(s.MemoryPerVCPUMB)), s.UsefulVCPUs)
+	pf("The throughput was measured on one core; Lambda gives one vCPU per %s MB ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)). With `useful_vcpus` = %g (conversion\n", num(int64(s.MemoryPerVCPUMB)), s.UsefulVCPUs)
 	pf("is not assumed to use more than one vCPU), memory above %s MB makes Convert no faster and only dearer:\n\n", num(int64(s.MemoryPerVCPUMB)))
 	pf("| convert memory | total (Standard) | per 1,000 files | duration at %s |\n|---:|---:|---:|---:|\n", num(int64(s.Concurrency)))
 	for _, mem := range []int{1024, 1769, 3008, 10240} {
