@@ -281,6 +281,28 @@ func throughputFormats() []throughputFormat {
 	raster := func(side int) func(string) (string, error) {
 		return func(dir string) (string, error) { return writeFloatField(filepath.Join(dir, "field.tif"), side) }
 	}
+	// translated writes the same field and translates it into another
+	// raster format (-of driver), removing the GeoTIFF.
+	translated := func(side int, ext, driver string) func(string) (string, error) {
+		return func(dir string) (string, error) {
+			tif, err := writeFloatField(filepath.Join(dir, "field-src.tif"), side)
+			if err != nil {
+				return "", err
+			}
+			defer os.Remove(tif)
+			src, err := godal.Open(tif)
+			if err != nil {
+				return "", err
+			}
+			defer src.Close()
+			p := filepath.Join(dir, "field"+ext)
+			out, err := src.Translate(p, []string{"-of", driver})
+			if err != nil {
+				return "", err
+			}
+			return p, out.Close()
+		}
+	}
 	vector := func(n int, ext string, switches ...string) func(string) (string, error) {
 		return func(dir string) (string, error) {
 			p := filepath.Join(dir, "parcels"+ext)
@@ -300,6 +322,10 @@ func throughputFormats() []throughputFormat {
 		{".gpkg", vnote("GeoPackage → GeoParquet"), vector(smallFeatures, ".gpkg", "-f", "GPKG", "-nln", "parcels"), vector(largeFeatures, ".gpkg", "-f", "GPKG", "-nln", "parcels")},
 		{".shp", vnote("Shapefile (.shp .shx .dbf .prj) → GeoParquet"), vector(smallFeatures, ".shp", "-f", "ESRI Shapefile"), vector(largeFeatures, ".shp", "-f", "ESRI Shapefile")},
 		{".geojson", vnote("GeoJSON → GeoParquet"), vector(smallFeatures, ".geojson"), vector(largeFeatures, ".geojson")},
+		{".kml", vnote("KML → GeoParquet"), vector(smallFeatures, ".kml", "-f", "KML", "-nln", "parcels"), vector(largeFeatures, ".kml", "-f", "KML", "-nln", "parcels")},
+		{".fgb", vnote("FlatGeobuf → GeoParquet"), vector(smallFeatures, ".fgb", "-f", "FlatGeobuf", "-nln", "parcels"), vector(largeFeatures, ".fgb", "-f", "FlatGeobuf", "-nln", "parcels")},
+		{".img", "Erdas Imagine → COG: the GeoTIFF field translated (-of HFA), 256² and 3072²", translated(256, ".img", "HFA"), translated(3072, ".img", "HFA")},
+		{".asc", "Arc/Info ASCII grid (.asc + .prj) → COG: the GeoTIFF field translated (-of AAIGrid), 256² and 2048²", translated(256, ".asc", "AAIGrid"), translated(2048, ".asc", "AAIGrid")},
 	}
 }
 
