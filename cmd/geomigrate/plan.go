@@ -198,7 +198,7 @@ Flags:`)
 	if err != nil {
 		return fmt.Errorf("GDAL: %w", err)
 	}
-	recipe := convert.Recipe{VectorFormat: p.vectorFormat, ZSTDLevel: p.zstdLevel, EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}
+	runRecipe := convert.Recipe{VectorFormat: p.vectorFormat, ZSTDLevel: p.zstdLevel, EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}
 	var src planSource
 	switch p.backend {
 	case "local":
@@ -217,7 +217,7 @@ Flags:`)
 		return err
 	}
 	defer src.close()
-	report, err := plan(ctx, src, engine, recipe, model, p.workers)
+	report, err := plan(ctx, src, engine, runRecipe, model, p.workers)
 	if err != nil {
 		return err
 	}
@@ -457,9 +457,9 @@ func formatOf(key string) string {
 
 // plan decides every input with HashCheck.Preview and GDAL's preflight, and
 // estimates the cost.
-func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe convert.Recipe, model cost.Model, workers int) (*planReport, error) {
+func plan(ctx context.Context, src planSource, engine *gdal.Engine, runRecipe convert.Recipe, model cost.Model, workers int) (*planReport, error) {
 	cfg := src.cfg
-	cfg.Recipe = recipe
+	cfg.Recipe = runRecipe
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -467,7 +467,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe conve
 	r := &planReport{Geomigrate: buildinfo.Version, GDAL: engine.Version(), RecipeHash: hc.Recipe().ShortHash(),
 		Written:  "nothing: no state record, output, staging object or queue message",
 		ByFormat: map[string]*planCounts{}, ByDataset: map[string]*planCounts{}}
-	if err := checkOutputCollisions(src.inputs, recipe, src.dest); err != nil {
+	if err := checkOutputCollisions(src.inputs, runRecipe, src.dest); err != nil {
 		r.RunRefused = "migrate would refuse to start: " + err.Error()
 	}
 	sizes := sidecarSizes{store: src.store, dirs: map[string][]objectstore.Object{}}
@@ -559,7 +559,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, recipe conve
 }
 
 // planOne decides one input.
-func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, src planSource, recipe convert.Recipe, in migration.Source, sizes *sidecarSizes) (planFile, error) {
+func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, src planSource, runRecipe convert.Recipe, in migration.Source, sizes *sidecarSizes) (planFile, error) {
 	f := planFile{Dataset: in.DatasetID, Bucket: in.Bucket, Key: in.Key, Format: formatOf(in.Key)}
 	if f.Dataset == "" {
 		f.Dataset = in.Bucket
@@ -585,7 +585,7 @@ func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, 
 	var sidecars int
 	f.Bytes, sidecars = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
 	f.rangeRead = formats.ReadableByRange(out.Job.SourceKey) && sidecars == 0
-	f.Driver, f.Preflight, err = preflightOne(ctx, engine, src, recipe, out.Job)
+	f.Driver, f.Preflight, err = preflightOne(ctx, engine, src, runRecipe, out.Job)
 	if err != nil {
 		if fault.TierOf(err) != fault.TierDataSpecific {
 			return f, fmt.Errorf("plan %s/%s: preflight: %w", in.Bucket, in.Key, err)
@@ -625,11 +625,11 @@ func errorTypeName(err error) string {
 // local store, by ranged reads of an S3 object that is read that way by
 // Convert too; other S3 sources (several files, or formats whose library
 // opens the file itself) would have to be downloaded, and are not.
-func preflightOne(ctx context.Context, engine *gdal.Engine, src planSource, recipe convert.Recipe, job migration.Job) (driver, note string, err error) {
+func preflightOne(ctx context.Context, engine *gdal.Engine, src planSource, runRecipe convert.Recipe, job migration.Job) (driver, note string, err error) {
 	if lp, ok := src.store.(objectstore.LocalPather); ok && src.local {
 		p, perr := lp.LocalPath(job.SourceBucket, job.SourceKey)
 		if perr == nil {
-			driver, err = engine.Preflight(ctx, p, recipe)
+			driver, err = engine.Preflight(ctx, p, runRecipe)
 			return driver, "passed", err
 		}
 	}
@@ -637,7 +637,7 @@ func preflightOne(ctx context.Context, engine *gdal.Engine, src planSource, reci
 		return "", "not run: the source would have to be downloaded (several files, or a library that opens the file itself)", nil
 	}
 	ra := objectstore.NewReaderAt(ctx, src.store, job.SourceBucket, job.SourceKey, job.SourceSize)
-	driver, err = engine.PreflightReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), recipe)
+	driver, err = engine.PreflightReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), runRecipe)
 	return driver, "passed", err
 }
 
