@@ -161,6 +161,8 @@ type planModel struct {
 	Walks      map[cost.Path]cost.Walk     `json:"walks"`
 	PerFile    map[cost.Path]cost.Requests `json:"requests_per_file"`
 	Throughput cost.Throughput             `json:"throughput"`
+	// Backfill is what running it as a backfill adds per run and per item.
+	Backfill cost.BackfillWalk `json:"backfill"`
 }
 
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -554,7 +556,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, runRecipe co
 		return nil, err
 	}
 	r.Estimate = est
-	r.Model = planModel{Prices: model.Prices, Settings: model.Settings, Walks: model.Walks, PerFile: model.PerFile, Throughput: model.Throughput}
+	r.Model = planModel{Prices: model.Prices, Settings: model.Settings, Walks: model.Walks, PerFile: model.PerFile, Throughput: model.Throughput, Backfill: model.Backfill}
 	return r, nil
 }
 

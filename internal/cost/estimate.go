@@ -153,6 +153,9 @@ type Model struct {
 	Walks      map[Path]Walk
 	PerFile    map[Path]Requests
 	Settings   Settings
+	// Backfill is what a backfill adds around the migrate executions
+	// (BackfillCost; Calculate prices migrate executions only).
+	Backfill BackfillWalk
 }
 
 // Calculate estimates the cost of running the workload's files through the
@@ -306,11 +309,16 @@ func (e Estimate) StandInList() []string {
 }
 
 // DefaultModel is the embedded prices, the measured throughput, the
-// request table, the walks of statemachine.Migrate and DefaultSettings.
+// request table, the walks of statemachine.Migrate and Backfill, and
+// DefaultSettings.
 func DefaultModel(ctx context.Context) (Model, error) {
 	walks, err := Walks(ctx, statemachine.Migrate)
 	if err != nil {
 		return Model{}, err
 	}
-	return Model{Prices: DefaultPrices(), Throughput: DefaultThroughput(), Walks: walks, PerFile: PerFile, Settings: DefaultSettings()}, nil
+	backfill, err := WalkBackfill(ctx, statemachine.Backfill)
+	if err != nil {
+		return Model{}, err
+	}
+	return Model{Prices: DefaultPrices(), Throughput: DefaultThroughput(), Walks: walks, PerFile: PerFile, Settings: DefaultSettings(), Backfill: backfill}, nil
 }

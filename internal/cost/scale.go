@@ -94,6 +94,11 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	} else {
 		pf("- No execution of this archive runs longer than Express's %d s limit (the longest takes %s).\n", ExpressLimitSeconds, secs(e.LongestExecution))
 	}
+	bf := BackfillCost(m, e.Files)
+	pf("\nStarted as one backfill over the prefix (`statemachine/backfill.asl.json`, walked the same way: %d transitions per run,\n", m.Backfill.PerRun)
+	pf("%d per object in its Distributed Map's STANDARD child workflow — the folder-marker check and the task that starts the object's\n", m.Backfill.PerItem)
+	pf("migrate execution), the run adds %s transitions and %s ListObjectsV2 pages: **%s**, %s per 1,000 files, for\n", num(bf.Transitions), num(bf.ListRequests), usd(bf.Cost), usd(bf.Cost/float64(e.Files)*1000))
+	pf("**%s per 1,000 files** in all with the Standard workflow.\n", usd((e.Cost.TotalStandard+bf.Cost)/float64(e.Files)*1000))
 	pf("\nRunning it again once migrated (every object hashed and skipped, nothing converted) costs %s (Standard) or %s (Express),\n", usd(again.Cost.TotalStandard), usd(again.Cost.TotalExpress))
 	pf("%s per 1,000 files, and takes %s: HashCheck reads every byte to hash it.\n\n", usd(again.PerThousandStandard), hours(again.WallClockSeconds))
 
@@ -172,8 +177,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("\n%s\n\n", p.Notes)
 	pf("## What it leaves out\n\n")
 	pf("- Free tiers, Savings Plans and volume tiers (all lower the bill); S3 storage of the outputs, data transfer (none within a\n")
-	pf("  Region), CloudWatch logs and metrics, KMS, the backfill's own Distributed Map transitions and its S3 listing\n")
-	pf("  (one LIST per 1,000 keys: %s for this archive).\n", usd(float64((e.Files+999)/1000)*p.S3PutCopyPostListPer1000/1000))
+	pf("  Region), CloudWatch logs and metrics, KMS, the backfill's result files.\n")
 	pf("- Retries: each retry is another transition and another invocation; a run with many transient faults costs more.\n")
 	pf("- Throttling: Step Functions StartExecution and state-transition quotas, and S3 request rates per prefix, can stretch the\n")
 	pf("  duration beyond the Lambda-bound figure above; Distributed Map's MaxConcurrency sets how many run at once.\n")

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 
@@ -59,5 +60,25 @@ func TestWalksCountAnAddedState(t *testing.T) {
 	}
 	if got := walks[Converted].Transitions; got != 9 {
 		t.Errorf("converted walk with an extra state: %d transitions, want 9", got)
+	}
+}
+
+func TestWalkBackfill(t *testing.T) {
+	w, err := WalkBackfill(context.Background(), statemachine.Backfill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CheckMaxConcurrency, DefaultMaxConcurrency, CheckToleratedFailure,
+	// DefaultToleratedFailure, CheckDatasetId, DefaultDatasetId,
+	// ChooseItemSource, BackfillFromPrefix, BackfillDone; per item
+	// IsFolderMarker, MigrateObject.
+	if w.PerRun != 9 || w.PerItem != 2 {
+		t.Errorf("backfill walk %+v, want 9 per run and 2 per item", w)
+	}
+	m := Model{Prices: DefaultPrices(), Backfill: w}
+	// 9 + 2 × 2,500 = 5,009 transitions × $0.025/1,000 = $0.125225; 3
+	// ListObjectsV2 pages × $0.005/1,000 = $0.000015.
+	if x := BackfillCost(m, 2500); x.Transitions != 5009 || x.ListRequests != 3 || math.Abs(x.Cost-0.12524) > 1e-12 {
+		t.Errorf("BackfillCost = %+v", x)
 	}
 }
