@@ -66,6 +66,7 @@ func (p *planFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&p.settings.HashReadMBPerSecond, "hash-read-mbps", d.HashReadMBPerSecond, "assumed MB/s of HashCheck's read of a source from S3")
 	fs.Float64Var(&p.settings.StepMS, "step-ms", d.StepMS, "assumed duration in ms of a HashCheck, Promote or Classify invocation besides reading")
 	fs.Float64Var(&p.settings.CPUFactor, "cpu-factor", d.CPUFactor, "Lambda vCPU speed relative to a core of the machine that measured the throughput")
+	fs.Float64Var(&p.settings.UsefulVCPUs, "useful-vcpus", d.UsefulVCPUs, "most vCPUs a conversion is assumed to use (the throughput was measured on one)")
 	fs.StringVar(&p.endpointURL, "endpoint-url", "", "with --backend aws: one endpoint for S3 and DynamoDB")
 	fs.BoolVar(&p.pathStyle, "path-style", false, "with --backend aws: path-style S3 addressing")
 	fs.StringVar(&p.stateTable, "state-table", "", "with --backend aws: the DynamoDB state table (read only)")
