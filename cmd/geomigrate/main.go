@@ -26,6 +26,7 @@ type cli struct {
 	Version versionFlag `name:"version" help:"Print geomigrate, GDAL and PROJ versions and the commit, and exit."`
 
 	Migrate    migrateCmd    `cmd:"" help:"Convert every source file through the migrate state machine."`
+	Plan       planCmd       `cmd:"" help:"What migrate would do, writing nothing, and what it would cost on AWS."`
 	Backfill   backfillCmd   `cmd:"" help:"The Distributed Map backfill: run here over a directory, or start the deployed one (--backend aws)."`
 	Replay     replayCmd     `cmd:"" help:"Run the jobs a queue holds again."`
 	Status     statusCmd     `cmd:"" help:"What the state store and the queues hold."`
@@ -113,6 +114,7 @@ func newParser(c *cli, stdout, stderr io.Writer) (*kong.Kong, error) {
 		kong.WithHyphenPrefixedParameters(true),
 		kong.Exit(func(code int) { panic(exitRequest{code}) }),
 		kong.Vars{"workers": strconv.Itoa(runtime.NumCPU())},
+		kong.Vars(planVars()),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
 		kong.Groups{"aws": "With --backend aws:"},
 	)

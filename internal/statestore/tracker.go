@@ -126,23 +126,17 @@ func (t *Tracker) Claim(ctx context.Context, req ClaimRequest) (Job, ClaimOutcom
 		if err != nil && !errors.Is(err, ErrNotFound) {
 			return Job{}, "", fmt.Errorf("statestore.Claim: %s: %w", req.Job.ID, err)
 		}
+		outcome, write := standing(cur, exists, req.Execution, req.Reclaim, now)
+		if !write {
+			return cur, outcome, nil
+		}
 		var note string
 		switch {
 		case !exists:
 			cur = req.Job
 			cur.Status, cur.Version, cur.History, cur.Attempts = "", 0, nil, 0
 			cur.CreatedAt = now
-		case cur.Status == Completed && !req.Reclaim:
-			return cur, AlreadyCompleted, nil
-		case cur.Status == Remedial && !req.Reclaim:
-			return cur, AwaitingRemediation, nil
 		case cur.Status == Processing || cur.Status == Retrying:
-			switch {
-			case cur.LeaseOwner == req.Execution:
-				return cur, Claimed, nil
-			case now.Before(cur.LeaseUntil):
-				return cur, InProgress, nil
-			}
 			note = "lease of " + cur.LeaseOwner + " expired; taken over"
 		case cur.Status == Quarantined:
 			note = "replay after quarantine"
@@ -164,6 +158,43 @@ func (t *Tracker) Claim(ctx context.Context, req ClaimRequest) (Job, ClaimOutcom
 		}
 		return next, Claimed, nil
 	}
+}
+
+// standing is what a claim by execution finds in the record cur (exists:
+// there is one) at now: the outcome, and whether the claim must write the
+// record (take the lease) to get it. Claim acts on it; Peek only reports it.
+func standing(cur Job, exists bool, execution string, reclaim bool, now time.Time) (ClaimOutcome, bool) {
+	switch {
+	case !exists:
+		return Claimed, true
+	case cur.Status == Completed && !reclaim:
+		return AlreadyCompleted, false
+	case cur.Status == Remedial && !reclaim:
+		return AwaitingRemediation, false
+	case cur.Status == Processing || cur.Status == Retrying:
+		switch {
+		case cur.LeaseOwner == execution:
+			return Claimed, false
+		case now.Before(cur.LeaseUntil):
+			return InProgress, false
+		}
+	}
+	return Claimed, true
+}
+
+// Peek is what a Claim of job id by a new execution would find now, without
+// writing anything (a dry run): Claimed when it would take the lease. found
+// reports whether a record exists.
+func (t *Tracker) Peek(ctx context.Context, id string) (job Job, outcome ClaimOutcome, found bool, err error) {
+	cur, err := t.backend.Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return Job{}, Claimed, false, nil
+	case err != nil:
+		return Job{}, "", false, fmt.Errorf("statestore.Peek %s: %w", id, err)
+	}
+	outcome, _ = standing(cur, true, "", false, t.now().UTC())
+	return cur, outcome, true, nil
 }
 
 // Update is a status change requested by the lease holder.

@@ -1,0 +1,498 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/geomigrate/geomigrate/internal/cost"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/sampledata"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
+	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
+	"github.com/geomigrate/geomigrate/internal/validate"
+)
+
+// treeState is every file under dir with its size, mode, modification time
+// and SHA-256: what "nothing was written" is checked against.
+func treeState(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%s %s %d %d", p, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		if fi.Mode().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			h := sha256.New()
+			_, err = io.Copy(h, f)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			line += " " + hex.EncodeToString(h.Sum(nil))
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func planJSON(t *testing.T, args ...string) planReport {
+	t.Helper()
+	out, stderr, err := run(t, append([]string{"plan", "--json"}, args...)...)
+	if err != nil {
+		t.Fatalf("plan %v: %v\n%s", args, err, stderr)
+	}
+	var r planReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("plan --json is not JSON: %v\n%s", err, out)
+	}
+	return r
+}
+
+// TestPlanSamples: `geomigrate plan samples-dir` prints the counts and a
+// cost per 1,000 files, writes nothing, and --json says the same.
+func TestPlanSamples(t *testing.T) {
+	dir := t.TempDir()
+	samples, dest := filepath.Join(dir, "samples"), filepath.Join(dir, "out")
+	if _, _, err := run(t, "sample-data", samples); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(samples, "README.txt"), []byte("notes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := treeState(t, dir)
+	out, stderr, err := run(t, "plan", samples, "--dest", dest)
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr)
+	}
+	if after := treeState(t, dir); after != before {
+		t.Fatalf("plan wrote:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`Would convert 9 \(.*\), skip 0 \(0 B\), refuse 4 \(.*\); 1 ignored`),
+		regexp.MustCompile(`(?m)^\s+\.tif\s+9\s+\S+ kB\s+5\s+0\s+4\s+0$`),
+		regexp.MustCompile(`(?m)^\s+samples\s+14\s`),
+		regexp.MustCompile(`samples/vrt_passwd.tif\s+DataError at preflight: UnsafeSource`),
+		regexp.MustCompile(`samples/empty.tif\s+DataError at preflight: CorruptSource`),
+		regexp.MustCompile(`samples/README.txt\s+not a geospatial format \(.txt\)`),
+		regexp.MustCompile(`Cost per 1,000 files: \$\d+\.\d{4} \(Standard\), \$\d+\.\d{4} \(Express\)`),
+		regexp.MustCompile(`Step Functions Standard\s+114 transitions \(8 per converted file, 6 per skipped, 9 per refused\)`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("plan output lacks %s:\n%s", want, out)
+		}
+	}
+
+	r := planJSON(t, samples, "--dest", dest)
+	if r.Totals.Files != 14 || r.Totals.Convert != 9 || r.Totals.Refuse != 4 || r.Totals.Ignore != 1 || r.ByFormat[".tif"].Refuse != 4 {
+		t.Errorf("--json totals %+v, .tif %+v", r.Totals, r.ByFormat[".tif"])
+	}
+	// 9 converted, 4 refused by preflight and the README (skipped on its
+	// name on AWS): 9×8 + 4×9 + 1×6 transitions.
+	if e := r.Estimate; e.Files != 14 || e.Transitions != 9*8+4*9+6 || e.PerThousandStandard <= 0 || e.PerThousandExpress <= 0 {
+		t.Errorf("--json estimate %+v", e)
+	}
+	// On AWS the GeoTIFFs and the GeoJSON are read by ranged GETs (on top
+	// of the requests of a downloaded file), though the plan was local.
+	if base := int64(9*cost.PerFile[cost.Converted].S3GetHead + 4*cost.PerFile[cost.Remediation].S3GetHead); r.Estimate.S3GetHead <= base {
+		t.Errorf("S3 GET/HEAD %d: no ranged GET charged (%d without)", r.Estimate.S3GetHead, base)
+	}
+	if _, err := os.Stat(dest); !os.IsNotExist(err) {
+		t.Errorf("plan created the destination %s (%v)", dest, err)
+	}
+}
+
+// TestPlanAfterMigrate: after a migrate, plan predicts every converted file
+// as skipped (already migrated with this recipe) and writes nothing to the
+// destination, its state store or its queues; with another recipe, the
+// same files would be converted again.
+func TestPlanAfterMigrate(t *testing.T) {
+	dir := t.TempDir()
+	samples, dest := filepath.Join(dir, "samples"), filepath.Join(dir, "out")
+	if _, _, err := run(t, "sample-data", samples); err != nil {
+		t.Fatal(err)
+	}
+	mout, _, _ := run(t, "migrate", samples, "--dest", dest, "--progress", "plain", "--workers", "2")
+	report := lastReport(t, mout)
+	completed := 0
+	for _, f := range report.Files {
+		if f.Status == "completed" {
+			completed++
+		}
+	}
+	if completed == 0 {
+		t.Fatalf("migrate completed nothing:\n%s", mout)
+	}
+	before := treeState(t, dir)
+	r := planJSON(t, samples, "--dest", dest)
+	if after := treeState(t, dir); after != before {
+		t.Fatalf("plan wrote:\nbefore\n%s\nafter\n%s", before, after)
+	}
+	skipped := 0
+	for _, f := range r.Files {
+		if f.Action == actionSkip && f.Reason == migration.ReasonAlreadyMigrated {
+			skipped++
+		}
+	}
+	if skipped != completed {
+		t.Errorf("plan skips %d file(s) as already migrated, migrate completed %d:\n%+v", skipped, completed, r.Files)
+	}
+	other := planJSON(t, samples, "--dest", dest, "--zstd-level", "3")
+	if other.Totals.Skip != 0 || other.Totals.Convert < completed || other.RecipeHash == r.RecipeHash {
+		t.Errorf("with another recipe: %+v (recipe %s, was %s)", other.Totals, other.RecipeHash, r.RecipeHash)
+	}
+}
+
+// TestPlanReportsACollision: two sources that would be written to one
+// output key make migrate refuse to start; plan says so and still plans.
+func TestPlanReportsACollision(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{a, b} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(d, "dem.tif"))
+	}
+	out, stderr, err := run(t, "plan", a, b, "--dest", filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "migrate would refuse to start: a/dem.tif and b/dem.tif would both be written to "+filepath.Join(dir, "out", "dem.tif")) ||
+		!strings.Contains(out, "Would convert 2") {
+		t.Errorf("plan output:\n%s", out)
+	}
+}
+
+// TestPlanRejectedByHashCheck: a key HashCheck refuses (a newline in the
+// name) is listed as refused at hashcheck and charged the rejected walk.
+func TestPlanRejectedByHashCheck(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "src")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(dir, "bad\nname.tif"))
+	r := planJSON(t, dir)
+	if len(r.Files) != 1 || r.Files[0].Action != actionRefuse || r.Files[0].Stage != "hashcheck" || r.Files[0].Code != "InvalidInput" {
+		t.Fatalf("files %+v", r.Files)
+	}
+	if w := r.Model.Walks[cost.Rejected]; r.Estimate.Transitions != int64(w.Transitions) || r.Estimate.SQSRequests != 1 {
+		t.Errorf("estimate %+v, rejected walk %+v", r.Estimate, w)
+	}
+}
+
+func TestPlanFlags(t *testing.T) {
+	dir := t.TempDir()
+	samples := filepath.Join(dir, "samples")
+	if _, _, err := run(t, "sample-data", samples); err != nil {
+		t.Fatal(err)
+	}
+	prices := filepath.Join(dir, "prices.json")
+	if err := os.WriteFile(prices, []byte(`{"stepfunctions_standard_per_1000_transitions": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := planJSON(t, samples)
+	dear := planJSON(t, samples, "--prices", prices)
+	if want := float64(base.Estimate.Transitions) / 1000; dear.Estimate.Cost.StepFunctionsStandard != want || dear.Model.Prices.StepFunctionsStandardPer1000Transitions != 1 {
+		t.Errorf("--prices: Standard $%g, want $%g", dear.Estimate.Cost.StepFunctionsStandard, want)
+	}
+	small := planJSON(t, samples, "--convert-memory", "885")
+	if small.Estimate.ConvertSeconds <= base.Estimate.ConvertSeconds {
+		t.Errorf("half a vCPU converts in %g s, a full one in %g s", small.Estimate.ConvertSeconds, base.Estimate.ConvertSeconds)
+	}
+	for _, bad := range [][]string{
+		{"plan"},
+		{"plan", samples, "--backend", "gcs"},
+		{"plan", samples, "--convert-memory", "64"},
+		{"plan", samples, "--architecture", "sparc"},
+		{"plan", samples, "--workers", "0"},
+		{"plan", samples, "--prices", filepath.Join(dir, "missing.json")},
+		{"plan", "s3://bucket/prefix", "--backend", "aws"}, // no --state-table
+	} {
+		if _, _, err := run(t, bad...); err == nil {
+			t.Errorf("geomigrate %v succeeded", bad)
+		}
+	}
+	if _, _, err := run(t, "plan", "s3://bucket/prefix/"); err == nil || !strings.Contains(err.Error(), "need --backend aws") {
+		t.Errorf("an s3:// source without --backend aws: %v", err)
+	}
+}
+
+// TestRequestsPerFile counts the S3 and DynamoDB requests of one file's
+// execution along each path through the real handlers, over an object
+// store that is not a local directory (as on AWS), and compares them with
+// cost.PerFile, which the estimate charges.
+func TestRequestsPerFile(t *testing.T) {
+	got, ranged := countRequestsPerFile(t)
+	for _, p := range cost.Paths {
+		if got[p] != cost.PerFile[p] {
+			t.Errorf("%s: the handlers made %+v, cost.PerFile says %+v", p, got[p], cost.PerFile[p])
+		}
+	}
+	// Read by range, the download's GET and the source check's HEAD become
+	// the ranged GETs and two HEADs (cost.Calculate adds the ranged GETs);
+	// the rest is the same.
+	want := cost.PerFile[cost.Converted]
+	want.S3GetHead += ranged.ranges
+	if ranged.req != want || ranged.ranges == 0 {
+		t.Errorf("converted by range: the handlers made %+v (%d ranged GETs), cost.Calculate charges %+v", ranged.req, ranged.ranges, want)
+	}
+}
+
+// rangedCount is one converted file's requests when Convert reads by range.
+type rangedCount struct {
+	req    cost.Requests
+	ranges int
+}
+
+// countingStore counts object store calls by S3 request class.
+type countingStore struct {
+	objectstore.Store
+	mu     sync.Mutex
+	req    cost.Requests
+	ranges int // the OpenRange calls among S3GetHead
+}
+
+func (s *countingStore) count(fn func(r *cost.Requests)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(&s.req)
+}
+
+func (s *countingStore) Head(ctx context.Context, b, k string) (objectstore.Object, error) {
+	s.count(func(r *cost.Requests) { r.S3GetHead++ })
+	return s.Store.Head(ctx, b, k)
+}
+
+func (s *countingStore) Open(ctx context.Context, b, k string) (io.ReadCloser, error) {
+	s.count(func(r *cost.Requests) { r.S3GetHead++ })
+	return s.Store.Open(ctx, b, k)
+}
+
+func (s *countingStore) OpenRange(ctx context.Context, b, k string, off, n int64) (io.ReadCloser, error) {
+	s.count(func(r *cost.Requests) { r.S3GetHead++; s.ranges++ })
+	return s.Store.OpenRange(ctx, b, k, off, n)
+}
+
+func (s *countingStore) Put(ctx context.Context, req objectstore.PutRequest) (objectstore.Object, error) {
+	s.count(func(r *cost.Requests) { r.S3PutCopyList++ }) // one PutObject: outputs here are below the multipart threshold
+	return s.Store.Put(ctx, req)
+}
+
+func (s *countingStore) Copy(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
+	s.count(func(r *cost.Requests) { r.S3PutCopyList++ })
+	return s.Store.Copy(ctx, req)
+}
+
+func (s *countingStore) Delete(ctx context.Context, b, k string) error {
+	s.count(func(r *cost.Requests) { r.S3Delete++ })
+	return s.Store.Delete(ctx, b, k)
+}
+
+func (s *countingStore) List(ctx context.Context, b, prefix string, fn func(objectstore.Object) error) error {
+	s.count(func(r *cost.Requests) { r.S3PutCopyList++ }) // one ListObjectsV2 page: a few keys
+	return s.Store.List(ctx, b, prefix, fn)
+}
+
+// countingState counts DynamoDB request units of the state store calls, at
+// the item's size as dynamostore encodes it: a strongly consistent GetItem
+// is one read unit per 4 KB (at least one, found or not), a PutItem one
+// write unit per 1 KB.
+type countingState struct {
+	statestore.Backend
+	store *countingStore
+}
+
+func (c countingState) Get(ctx context.Context, id string) (statestore.Job, error) {
+	j, err := c.Backend.Get(ctx, id)
+	units := 1
+	if err == nil {
+		units = max(1, (itemBytes(j)+4095)/4096)
+	}
+	c.store.count(func(r *cost.Requests) { r.DynamoDBRead += units })
+	return j, err
+}
+
+func (c countingState) Put(ctx context.Context, j statestore.Job, expect int64) error {
+	j.Version = expect + 1
+	units := max(1, (itemBytes(j)+1023)/1024)
+	c.store.count(func(r *cost.Requests) { r.DynamoDBWrite += units })
+	return c.Backend.Put(ctx, j, expect)
+}
+
+// itemBytes is DynamoDB's size of the item dynamostore writes for j: the
+// lengths of attribute names and values.
+func itemBytes(j statestore.Job) int {
+	item, err := dynamostore.Encode(j)
+	if err != nil {
+		panic(err)
+	}
+	n := 0
+	for name, v := range item {
+		n += len(name) + attrBytes(v)
+	}
+	return n
+}
+
+func attrBytes(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return (len(strings.TrimLeft(v.Value, "-0"))+1)/2 + 1
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + attrBytes(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + attrBytes(e)
+		}
+		return n
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, e := range v.Value {
+			n += len(e)
+		}
+		return n
+	}
+	panic(fmt.Sprintf("attribute type %T not sized", v))
+}
+
+// downloadEngine hides the engine's ranged reads: Convert downloads the
+// source, the path PerFile counts (ranged GETs are added by size).
+type downloadEngine struct{ recipe.Engine }
+
+// countRequestsPerFile runs one file along each path through the local
+// executor with the real handlers and GDAL, and counts.
+func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCount) {
+	t.Helper()
+	ctx := context.Background()
+	engine, err := gdal.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := sampledata.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	mem := memstore.New("src", "dest")
+	// The copies of landcover are files of the same dataset within the
+	// extent its STAC collection already has (in space and, their items
+	// being dated by Last-Modified, in time: written in this order, after
+	// landcover_old.tif and before landcover_4326.tif, both converted
+	// first): the steady state cost.PerFile charges. The first file of a
+	// dataset, or one widening its extent, also rewrites the collection.
+	for _, f := range []struct{ key, name string }{
+		{"landcover_old.tif", "landcover_4326.tif"}, {"landcover_copy.tif", "landcover_4326.tif"},
+		{"landcover_ranged.tif", "landcover_4326.tif"}, {"landcover_4326.tif", "landcover_4326.tif"},
+		{"not_a_raster.tif", "not_a_raster.tif"},
+	} {
+		key, name := f.key, f.name
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := mem.Put(ctx, objectstore.PutRequest{Bucket: "src", Key: key, Body: bytes.NewReader(b), Size: int64(len(b))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := &countingStore{Store: mem}
+	tracker := statestore.NewTracker(countingState{Backend: statestoretest.NewMemory(), store: store})
+	cfg := migration.Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: recipe.Recipe{EngineVersion: engine.Version(), ToolVersion: "test"}}
+	quiet := slog.New(slog.DiscardHandler)
+	h := localrun.Handlers{
+		HashCheck: migration.NewHashCheck(cfg, store, tracker, migration.StoreFingerprinter{Store: store}, quiet),
+		Convert:   migration.NewConvert(cfg, store, tracker, downloadEngine{engine}, validate.Output, quiet),
+		Promote:   migration.NewPromote(cfg, store, tracker, quiet),
+		Classify:  migration.NewClassify(tracker, nil, quiet).WithStagingCleanup(store, cfg),
+	}
+	sink := func(context.Context, string) (string, error) { return "m", nil }
+	queues := localrun.Queues{Remediation: queueFunc(sink), DeadLetter: queueFunc(sink)}
+	exec, err := localrun.NewExecutor(h, queues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Convert = migration.NewConvert(cfg, store, tracker, engine, validate.Output, quiet)
+	execRanged, err := localrun.NewExecutor(h, queues)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[cost.Path]cost.Requests{}
+	for _, step := range []struct {
+		path   cost.Path
+		key    string
+		status string
+	}{
+		{"first of its dataset", "landcover_4326.tif", "SUCCEEDED"},
+		{"widening its extent", "landcover_old.tif", "SUCCEEDED"},
+		{cost.Converted, "landcover_copy.tif", "SUCCEEDED"},
+		{cost.Skipped, "landcover_4326.tif", "SUCCEEDED"},
+		{cost.Remediation, "not_a_raster.tif", "FAILED"},
+		{cost.Rejected, "gone.tif", "FAILED"}, // listed, then deleted: HashCheck's HEAD finds nothing
+	} {
+		store.count(func(r *cost.Requests) { *r = cost.Requests{} })
+		res, err := exec.Run(ctx, "count-"+string(step.path), json.RawMessage(fmt.Sprintf(`{"bucket":"src","key":%q}`, step.key)))
+		if err != nil || res.Status != step.status {
+			t.Fatalf("%s: %v %s %s %s", step.path, err, res.Status, res.Error, res.Cause)
+		}
+		store.count(func(r *cost.Requests) { got[step.path] = *r })
+		t.Logf("%s: %+v", step.path, got[step.path])
+	}
+	store.count(func(r *cost.Requests) { *r, store.ranges = cost.Requests{}, 0 })
+	res, err := execRanged.Run(ctx, "count-ranged", json.RawMessage(`{"bucket":"src","key":"landcover_ranged.tif"}`))
+	if err != nil || res.Status != "SUCCEEDED" {
+		t.Fatalf("ranged: %v %s %s %s", err, res.Status, res.Error, res.Cause)
+	}
+	var ranged rangedCount
+	store.count(func(r *cost.Requests) { ranged = rangedCount{req: *r, ranges: store.ranges} })
+	t.Logf("converted by range: %+v, %d ranged GETs", ranged.req, ranged.ranges)
+	return got, ranged
+}
+
+// queueFunc is a queue sender from a function.
+type queueFunc func(ctx context.Context, body string) (string, error)
+
+func (f queueFunc) Send(ctx context.Context, body string) (string, error) { return f(ctx, body) }

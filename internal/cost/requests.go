@@ -1,0 +1,43 @@
+package cost
+
+// Requests are the billable service requests of one file's execution that do
+// not depend on its size.
+type Requests struct {
+	// S3GetHead: GET and HEAD (S3's "GET, SELECT and all other" class).
+	S3GetHead int `json:"s3_get_head"`
+	// S3PutCopyList: PUT, COPY, POST and LIST.
+	S3PutCopyList int `json:"s3_put_copy_list"`
+	// S3Delete: DELETE (not charged; counted to show it).
+	S3Delete int `json:"s3_delete"`
+	// DynamoDBRead and DynamoDBWrite are request units: a strongly
+	// consistent GetItem is one read unit per 4 KB of item (one also when
+	// the item does not exist), a PutItem one write unit per 1 KB
+	// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html).
+	DynamoDBRead  int `json:"dynamodb_read_units"`
+	DynamoDBWrite int `json:"dynamodb_write_units"`
+}
+
+// PerFile are the size-independent requests of one execution along each
+// path, counted from the real handlers (HashCheck, Convert, Promote,
+// Classify over an object store that is not a local directory, as on AWS)
+// by cmd/geomigrate TestRequestsPerFile, which fails when the handlers and
+// this table disagree. The source is a one-file GeoTIFF read by download
+// (one GET); sources converted through ranged reads make more GETs, which
+// Calculate adds by size (Settings.RangeReadBytes), and so it does for
+// multipart uploads of large outputs. DynamoDB units are counted at the
+// item's encoded size (records grow with their history: a converted job's
+// record passes 1 KB, hence more units than calls). A file skipped by its
+// name alone (not geospatial) makes no request at all; the rejected path is
+// counted for a source that disappeared after it was listed (HashCheck's
+// HEAD finds nothing: SourceNotFound). A converted file's count includes
+// its STAC Item (staged, copied, the staged copy deleted) and reading its
+// dataset's Collection; the first file of a dataset, or one widening the
+// Collection's extent, also rewrites the Collection (one more GET or
+// less, two PUT/COPY and one DELETE: rare over a dataset of many files,
+// not charged).
+var PerFile = map[Path]Requests{
+	Converted:   {S3GetHead: 9, S3PutCopyList: 6, S3Delete: 3, DynamoDBRead: 6, DynamoDBWrite: 4},
+	Skipped:     {S3GetHead: 3, S3PutCopyList: 1, DynamoDBRead: 2},
+	Remediation: {S3GetHead: 4, S3PutCopyList: 3, DynamoDBRead: 4, DynamoDBWrite: 4},
+	Rejected:    {S3GetHead: 1, DynamoDBRead: 1, DynamoDBWrite: 1},
+}

@@ -1,0 +1,84 @@
+package cost
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/geomigrate/geomigrate/statemachine"
+)
+
+func TestWalksFollowTheASL(t *testing.T) {
+	walks, err := Walks(context.Background(), statemachine.Migrate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path    Path
+		states  string
+		lambdas string
+		sqs     int
+	}{
+		{Converted, "Normalize FromManual HashCheck ShouldConvert Convert Promote SummarizeCompleted Completed", "HashCheck Convert Promote", 0},
+		{Skipped, "Normalize FromManual HashCheck ShouldConvert SummarizeSkipped Skipped", "HashCheck", 0},
+		{Remediation, "Normalize FromManual HashCheck ShouldConvert Convert Classify Route SendToRemediation RoutedToRemediation", "HashCheck Convert Classify", 1},
+		{Rejected, "Normalize FromManual HashCheck Classify Route SendToRemediation RoutedToRemediation", "HashCheck Classify", 1},
+	}
+	for _, tt := range tests {
+		w := walks[tt.path]
+		if got := strings.Join(w.States, " "); got != tt.states {
+			t.Errorf("%s: states %q, want %q", tt.path, got, tt.states)
+		}
+		if w.Transitions != len(strings.Fields(tt.states)) {
+			t.Errorf("%s: %d transitions for %d states", tt.path, w.Transitions, len(w.States))
+		}
+		if got := strings.Join(w.Lambdas, " "); got != tt.lambdas || w.SQSSends != tt.sqs {
+			t.Errorf("%s: lambdas %q sqs %d, want %q %d", tt.path, got, w.SQSSends, tt.lambdas, tt.sqs)
+		}
+	}
+}
+
+// A state added to the definition is charged: the walk is read from the
+// file, not from a constant. FromManual is split in two Pass states (the
+// second keeps its Parameters and Next).
+func TestWalksCountAnAddedState(t *testing.T) {
+	def := strings.Replace(string(statemachine.Migrate),
+		`"FromManual": {
+      "Type": "Pass",`, `"FromManual": {
+      "Type": "Pass",
+      "Next": "Extra"
+    },
+    "Extra": {
+      "Type": "Pass",`, 1)
+	if def == string(statemachine.Migrate) {
+		t.Fatal("the test's edit of the definition did not apply")
+	}
+	walks, err := Walks(context.Background(), []byte(def))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := walks[Converted].Transitions; got != 9 {
+		t.Errorf("converted walk with an extra state: %d transitions, want 9", got)
+	}
+}
+
+func TestWalkBackfill(t *testing.T) {
+	w, err := WalkBackfill(context.Background(), statemachine.Backfill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// CheckMaxConcurrency, DefaultMaxConcurrency, CheckToleratedFailure,
+	// DefaultToleratedFailure, CheckDatasetId, DefaultDatasetId,
+	// ChooseItemSource, BackfillFromPrefix, BackfillDone; per item
+	// IsFolderMarker, MigrateObject.
+	if w.PerRun != 9 || w.PerItem != 2 {
+		t.Errorf("backfill walk %+v, want 9 per run and 2 per item", w)
+	}
+	m := Model{Prices: DefaultPrices(), Backfill: w}
+	// 9 + 2 × 2,500 = 5,009 transitions × $0.025/1,000 = $0.125225; 3
+	// ListObjectsV2 pages × $0.005/1,000 = $0.000015.
+	if x := BackfillCost(m, 2500); x.Transitions != 5009 || x.ListRequests != 3 || math.Abs(x.Cost-0.12524) > 1e-12 {
+		t.Errorf("BackfillCost = %+v", x)
+	}
+}
