@@ -15,12 +15,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
@@ -34,6 +36,15 @@ const destBucket = "dest"
 // the destination directory. The reserved ".geomigrate-" prefix keeps it out
 // of object listings.
 const stateDirName = ".geomigrate-state"
+
+// quarantineBucket is the local bucket of the quarantine bundles: the
+// directory DEST/.geomigrate-quarantine (quarantineDirName), beside the
+// outputs but never among them (the destination bucket refuses keys with a
+// ".geomigrate-" element, so no output can land there).
+const (
+	quarantineBucket  = "quarantine"
+	quarantineDirName = ".geomigrate-quarantine"
+)
 
 // localPaths are the files of the embedded backends.
 type localPaths struct{ dir, db, remediation, deadLetter, reports, buckets string }
@@ -86,7 +97,11 @@ func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.
 	if err := os.MkdirAll(paths.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	opts := []dirstore.Option{dirstore.WithBucketDir(destBucket, dest)}
+	qdir := filepath.Join(dest, quarantineDirName)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return nil, fmt.Errorf("create quarantine dir: %w", err)
+	}
+	opts := []dirstore.Option{dirstore.WithBucketDir(destBucket, dest), dirstore.WithBucketDir(quarantineBucket, qdir)}
 	for _, r := range roots {
 		opts = append(opts, dirstore.WithBucketDir(r.bucket, r.dir))
 	}
@@ -133,15 +148,29 @@ func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.
 // and the directories (a full disk cannot be had without root).
 var wrapObjects = func(s objectstore.Store) objectstore.Store { return s }
 
-// newHandlers wires the four steps over a store and a tracker.
-func newHandlers(cfg migration.Config, b *localBackend, engine *gdal.Engine, log *slog.Logger) localrun.Handlers {
+// newQuarantine is the writer of the local quarantine bundles; book holds
+// the records of every handler (all run in this process).
+func newQuarantine(b *localBackend, engine *gdal.Engine, book *quarantine.LogBook) (*quarantine.Writer, error) {
+	v := quarantine.Versions{Geomigrate: buildinfo.Version, GDAL: engine.Version()}
+	// VersionDetail is "GDAL x; PROJ y".
+	if _, proj, ok := strings.Cut(engine.VersionDetail(), "PROJ "); ok {
+		v.PROJ = proj
+	}
+	return quarantine.NewWriter(quarantine.Config{Store: b.store, Bucket: quarantineBucket, StagingPrefix: "_staging/",
+		Versions: v, Logs: book,
+		LogScope: "every handler's records of the execution at info level and above (the local executor runs them all in this process)"})
+}
+
+// newHandlers wires the four steps over a store and a tracker; bundles
+// (may be nil) writes the quarantine bundles of routed jobs.
+func newHandlers(cfg migration.Config, b *localBackend, engine *gdal.Engine, log *slog.Logger, bundles *quarantine.Writer) localrun.Handlers {
 	store := wrapObjects(b.store)
 	finger := migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}
 	return localrun.Handlers{
 		HashCheck: migration.NewHashCheck(cfg, store, b.tracker, finger, log),
 		Convert:   migration.NewConvert(cfg, store, b.tracker, engine, validate.Output, log),
 		Promote:   migration.NewPromote(cfg, store, b.tracker, log),
-		Classify:  migration.NewClassify(b.tracker, nil, log).WithStagingCleanup(store, cfg),
+		Classify:  migration.NewClassify(b.tracker, nil, log).WithStagingCleanup(store, cfg).WithQuarantine(bundles),
 	}
 }
 

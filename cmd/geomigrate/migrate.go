@@ -22,6 +22,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/statemachine"
@@ -184,6 +185,8 @@ type localPipeline struct {
 	recipe  recipe.Recipe
 	exec    *asl.Executor
 	cfg     migration.Config
+	// bundles writes the quarantine bundles of routed jobs.
+	bundles *quarantine.Writer
 }
 
 // openLocalPipeline builds the GDAL engine, the embedded backends and the
@@ -216,13 +219,20 @@ func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer
 		backend.Close()
 		return nil, err
 	}
-	h := newHandlers(cfg, backend, engine, log)
+	book := quarantine.NewLogBook(slog.LevelInfo)
+	log = slog.New(book.Handler(log.Handler()))
+	bundles, err := newQuarantine(backend, engine, book)
+	if err != nil {
+		backend.Close()
+		return nil, err
+	}
+	h := newHandlers(cfg, backend, engine, log, bundles)
 	exec, err := localrun.NewExecutor(h, backend.queues, f.executorOptions()...)
 	if err != nil {
 		backend.Close()
 		return nil, err
 	}
-	return &localPipeline{paths: paths, backend: backend, recipe: h.Recipe(), exec: exec, cfg: cfg}, nil
+	return &localPipeline{paths: paths, backend: backend, recipe: h.Recipe(), exec: exec, cfg: cfg, bundles: bundles}, nil
 }
 
 // run migrates inputs from local directories through the local executor.
@@ -235,7 +245,7 @@ func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migrati
 	if n := p.backend.sweptTemps; n > 0 {
 		fmt.Fprintf(stderr, "geomigrate: removed %d temporary file(s) left in %s by an interrupted run\n", n, f.dest)
 	}
-	f.closer = migration.NewExecutionFailed(p.cfg, p.backend.store, p.backend.tracker, p.backend.queues.DeadLetter, slog.New(slog.DiscardHandler))
+	f.closer = migration.NewExecutionFailed(p.cfg, p.backend.store, p.backend.tracker, p.backend.queues.DeadLetter, slog.New(slog.DiscardHandler)).WithQuarantine(p.bundles)
 	err = f.execute(ctx, p.exec, p.backend.tracker, inputs, "local", p.recipe, p.paths, stdout, stderr)
 	if n, serr := sweepStaging(context.WithoutCancel(ctx), p.backend); serr != nil {
 		fmt.Fprintf(stderr, "geomigrate: staging sweep: %v\n", serr)

@@ -13,6 +13,10 @@
 //	GEOMIGRATE_S3_PATH_STYLE, GEOMIGRATE_AWS_MAX_ATTEMPTS, GEOMIGRATE_AWS_REGION
 //	                                  as in internal/awsconfig
 //	GEOMIGRATE_STATE_TTL_DAYS         keep terminal job records this long (0: forever)
+//	GEOMIGRATE_QUARANTINE_PREFIX      where routed jobs' bundles go in the destination bucket
+//	                                  (default .geomigrate-quarantine/; "off": no bundles)
+//	GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES  inputs up to this size are copied into the bundle
+//	                                  (default 64 MiB; larger ones are referenced)
 package awsapp
 
 import (
@@ -31,10 +35,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
@@ -47,6 +53,10 @@ const (
 	EnvStateTable      = "GEOMIGRATE_STATE_TABLE"
 	EnvConditionalCopy = "GEOMIGRATE_S3_CONDITIONAL_COPY"
 	EnvStateTTLDays    = "GEOMIGRATE_STATE_TTL_DAYS"
+	// EnvQuarantinePrefix and EnvQuarantineCopyLimit configure the
+	// quarantine bundles (internal/quarantine).
+	EnvQuarantinePrefix    = "GEOMIGRATE_QUARANTINE_PREFIX"
+	EnvQuarantineCopyLimit = "GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES"
 	// EnvLambdaRuntimeAPI is set by Lambda (and aws-lambda-rie) for the
 	// bootstrap; its presence turns on EMF metrics on stdout by default.
 	EnvLambdaRuntimeAPI = "AWS_LAMBDA_RUNTIME_API"
@@ -75,6 +85,10 @@ type App struct {
 	Tracker *statestore.Tracker
 	Log     *slog.Logger
 	Metrics migration.Metrics
+	// Quarantine writes the bundles of routed jobs (nil: turned off);
+	// Logs keeps this process's handler records per execution for them.
+	Quarantine *quarantine.Writer
+	Logs       *quarantine.LogBook
 
 	// The underlying clients and settings, for callers that need more
 	// (the CLI's status listing, tests).
@@ -127,7 +141,12 @@ type Settings struct {
 	ConditionalCopy string
 	// StateTTL keeps terminal job records this long (0: forever).
 	StateTTL time.Duration
-	AWS      awsconfig.Options
+	// QuarantinePrefix is where bundles go in the destination bucket
+	// ("": quarantine.DefaultPrefix; "off": no bundles); QuarantineCopyLimit
+	// bounds the input bytes copied into one (0: the default).
+	QuarantinePrefix    string
+	QuarantineCopyLimit int64
+	AWS                 awsconfig.Options
 }
 
 // SettingsFromEnv reads Settings through getenv.
@@ -143,6 +162,14 @@ func SettingsFromEnv(getenv func(string) string) (Settings, error) {
 			return Settings{}, fmt.Errorf("awsapp: %s=%q: want a non-negative integer", EnvStateTTLDays, v)
 		}
 		s.StateTTL = time.Duration(n) * 24 * time.Hour
+	}
+	s.QuarantinePrefix = getenv(EnvQuarantinePrefix)
+	if v := getenv(EnvQuarantineCopyLimit); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return Settings{}, fmt.Errorf("awsapp: %s=%q: want a non-negative integer", EnvQuarantineCopyLimit, v)
+		}
+		s.QuarantineCopyLimit = n
 	}
 	if s.AWS, err = awsconfig.FromGetenv(getenv); err != nil {
 		return Settings{}, fmt.Errorf("awsapp: %w", err)
@@ -247,6 +274,9 @@ func build(ctx context.Context, s Settings, getenv func(string) string, opts []O
 	if app.Log == nil {
 		app.Log = NewLambdaLogger(getenv)
 	}
+	if err := app.quarantine(s, getenv); err != nil {
+		return nil, err
+	}
 	if app.Metrics == nil {
 		if getenv(EnvLambdaRuntimeAPI) != "" {
 			var props []emf.Option
@@ -327,7 +357,49 @@ func (a *App) Promote() *migration.Promote {
 // Classify returns the Classify handler with the default rules; it deletes
 // the staged outputs of the jobs it routes.
 func (a *App) Classify() *migration.Classify {
-	return migration.NewClassify(a.Tracker, nil, a.Log).WithMetrics(a.Metrics).WithStagingCleanup(a.Store, a.Config)
+	return migration.NewClassify(a.Tracker, nil, a.Log).WithMetrics(a.Metrics).WithStagingCleanup(a.Store, a.Config).WithQuarantine(a.Quarantine)
+}
+
+// quarantineQuery finds every handler's records of one execution in
+// CloudWatch Logs Insights (run it over the log groups of the hashcheck,
+// convert, promote and classify functions): the handlers log JSON with the
+// execution ARN in "execution" (migration.logFor), and Insights discovers
+// the fields of JSON log events.
+const quarantineQuery = `fields @timestamp, @log, level, state, attempt, message, error | filter execution = "%s" | sort @timestamp asc`
+
+// quarantine builds the bundle writer: bundles under the prefix in the
+// destination bucket, staged under the staging prefix (whose lifecycle
+// rule expires what an interrupted write leaves). The log book wraps the
+// handlers' logger, so a bundle carries this function's own records of the
+// execution.
+func (a *App) quarantine(s Settings, getenv func(string) string) error {
+	prefix := s.QuarantinePrefix
+	switch {
+	case strings.EqualFold(prefix, "off"):
+		return nil
+	case prefix == "":
+		prefix = quarantine.DefaultPrefix
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	a.Logs = quarantine.NewLogBook(slog.LevelInfo)
+	a.Log = slog.New(a.Logs.Handler(a.Log.Handler()))
+	fn := getenv(EnvLambdaFunction)
+	if fn == "" {
+		fn = "this process"
+	}
+	w, err := quarantine.NewWriter(quarantine.Config{
+		Store: a.Store, Bucket: a.Config.DestBucket, Prefix: prefix, StagingPrefix: a.Config.StagingPrefix + "quarantine/",
+		CopyLimit: s.QuarantineCopyLimit, Versions: quarantine.Versions{Geomigrate: buildinfo.Version}, Logs: a.Logs,
+		LogScope: "records of " + fn + " for this execution only; each Lambda function logs to its own log group: logs.query fetches every handler's",
+		LogQuery: quarantineQuery,
+	})
+	if err != nil {
+		return fmt.Errorf("awsapp: %s: %w", EnvQuarantinePrefix, err)
+	}
+	a.Quarantine = w
+	return nil
 }
 
 // Environment of the executionfailed function (besides Load's).
@@ -348,5 +420,5 @@ func (a *App) ExecutionFailed(getenv func(string) string) (*migration.ExecutionF
 		return nil, fmt.Errorf("awsapp: %s is required", EnvDeadLetterQueueURL)
 	}
 	dlq := sqsqueue.New(awsconfig.NewSQS(a.AWS, a.AWSOptions), sqsqueue.Options{QueueURL: url})
-	return migration.NewExecutionFailed(a.Config, a.Store, a.Tracker, dlq, a.Log).ForStateMachine(getenv(EnvMigrateStateMachineArn)), nil
+	return migration.NewExecutionFailed(a.Config, a.Store, a.Tracker, dlq, a.Log).ForStateMachine(getenv(EnvMigrateStateMachineArn)).WithQuarantine(a.Quarantine), nil
 }
