@@ -401,7 +401,7 @@ func localOutputs(t *testing.T, dest string) (outputs map[string]string, leftove
 		name := d.Name()
 		inMeta := filepath.Base(filepath.Dir(p)) == ".geomigrate-meta"
 		switch {
-		case d.IsDir() && (name == stateDirName || name == ".geomigrate-locks"):
+		case d.IsDir() && (name == stateDirName || name == quarantineDirName || name == ".geomigrate-locks"):
 			return filepath.SkipDir
 		case d.IsDir():
 			return nil

@@ -119,7 +119,7 @@ func TestMakeRunFlow(t *testing.T) {
 	}
 	var tifs []string
 	filepath.Walk(dest, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && strings.HasSuffix(p, ".tif") && !strings.Contains(p, stateDirName) {
+		if err == nil && strings.HasSuffix(p, ".tif") && !strings.Contains(p, stateDirName) && !strings.Contains(p, quarantineDirName) {
 			tifs = append(tifs, p)
 		}
 		return nil
