@@ -383,6 +383,10 @@ func (a *App) quarantine(s Settings, getenv func(string) string) error {
 	if !strings.HasSuffix(prefix, "/") {
 		prefix += "/"
 	}
+	if strings.HasPrefix(prefix, a.Config.StagingPrefix) {
+		// The staging lifecycle rule would expire the bundles.
+		return fmt.Errorf("awsapp: %s=%q lies inside the staging prefix %q", EnvQuarantinePrefix, prefix, a.Config.StagingPrefix)
+	}
 	a.Logs = quarantine.NewLogBook(slog.LevelInfo)
 	a.Log = slog.New(a.Logs.Handler(a.Log.Handler()))
 	fn := getenv(EnvLambdaFunction)

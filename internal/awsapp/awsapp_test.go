@@ -63,6 +63,28 @@ func TestLoadWiresEverything(t *testing.T) {
 	}
 }
 
+// TestLoadQuarantine: bundles go under the configured prefix of the
+// destination bucket (the default without one), and "off" turns them off.
+func TestLoadQuarantine(t *testing.T) {
+	sdkEnv(t)
+	tests := []struct {
+		prefix string
+		on     bool
+	}{{"", true}, {"ops/quarantine", true}, {"off", false}, {"OFF", false}}
+	for _, tt := range tests {
+		e := base()
+		e["GEOMIGRATE_QUARANTINE_PREFIX"] = tt.prefix
+		e["GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES"] = "1024"
+		app, err := awsapp.Load(context.Background(), env(e))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (app.Quarantine != nil) != tt.on || (app.Logs != nil) != tt.on || app.Classify() == nil {
+			t.Errorf("prefix %q: writer %v, log book %v, want on %v", tt.prefix, app.Quarantine, app.Logs, tt.on)
+		}
+	}
+}
+
 func TestLoadInLambdaWritesEMF(t *testing.T) {
 	sdkEnv(t)
 	e := base()
@@ -91,6 +113,10 @@ func TestLoadModesAndErrors(t *testing.T) {
 		"bad path style":   func(m map[string]string) { m["GEOMIGRATE_S3_PATH_STYLE"] = "sure" },
 		"bad max attempts": func(m map[string]string) { m["GEOMIGRATE_AWS_MAX_ATTEMPTS"] = "0" },
 		"bad ttl":          func(m map[string]string) { m["GEOMIGRATE_STATE_TTL_DAYS"] = "-1" },
+		"bad copy limit":   func(m map[string]string) { m["GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES"] = "64MiB" },
+		"quarantine in staging": func(m map[string]string) {
+			m["GEOMIGRATE_QUARANTINE_PREFIX"] = "_staging/q/"
+		},
 		"probe unreachable": func(m map[string]string) {
 			m["GEOMIGRATE_S3_CONDITIONAL_COPY"] = "probe"
 			m["GEOMIGRATE_AWS_MAX_ATTEMPTS"] = "1"

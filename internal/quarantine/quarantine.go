@@ -443,20 +443,27 @@ func (w *Writer) copyIn(ctx context.Context, o Object, key string, meta map[stri
 }
 
 // promote copies a staged file to its final key: only when the key is
-// free or already holds this bundle's object (a retried Classify).
+// free or already holds this bundle's object (a retried Classify). The
+// conditional copy comes first: a Head of a missing key needs
+// s3:ListBucket on the whole bucket to answer 404 rather than 403, a grant
+// the routing functions do not have.
 func (w *Writer) promote(ctx context.Context, staged, final string, meta map[string]string) error {
-	req := objectstore.CopyRequest{SrcBucket: w.cfg.Bucket, SrcKey: staged, DstBucket: w.cfg.Bucket, DstKey: final, Metadata: meta}
+	req := objectstore.CopyRequest{SrcBucket: w.cfg.Bucket, SrcKey: staged, DstBucket: w.cfg.Bucket, DstKey: final, Metadata: meta, IfNoneMatch: true}
+	_, err := w.cfg.Store.Copy(ctx, req)
+	if !errors.Is(err, objectstore.ErrPreconditionFailed) {
+		if err != nil {
+			return fmt.Errorf("quarantine: promote %s: %w", final, err)
+		}
+		return nil
+	}
 	cur, err := w.cfg.Store.Head(ctx, w.cfg.Bucket, final)
 	switch {
-	case errors.Is(err, objectstore.ErrNotFound):
-		req.IfNoneMatch = true
 	case err != nil:
 		return fmt.Errorf("quarantine: head %s: %w", final, err)
 	case cur.Metadata[MetaBundle] != meta[MetaBundle]:
 		return fmt.Errorf("quarantine: %s holds an object that is not this bundle's; not overwritten", final)
-	default:
-		req.IfMatch = cur.ETag
 	}
+	req.IfNoneMatch, req.IfMatch = false, cur.ETag
 	if _, err := w.cfg.Store.Copy(ctx, req); err != nil {
 		return fmt.Errorf("quarantine: promote %s: %w", final, err)
 	}
