@@ -18,6 +18,11 @@ const ExecutionAttr = "execution"
 const (
 	DefaultLinesPerExecution = 500
 	DefaultExecutions        = 1000
+	// DefaultMaxBytes bounds the lines kept over all executions: the
+	// oldest executions are forgotten first (a Lambda function keeps its
+	// book across warm invocations, and only routed executions take
+	// theirs).
+	DefaultMaxBytes = 8 << 20
 )
 
 // LogBook keeps, per execution, the recent structured log records of the
@@ -32,10 +37,12 @@ type LogBook struct {
 	level    slog.Leveler
 	maxLines int
 	maxExecs int
+	maxBytes int
 
 	mu    sync.Mutex
 	rings map[string]*ring
 	order []string // executions, oldest first, for eviction
+	bytes int      // over all rings
 }
 
 type ring struct {
@@ -43,6 +50,7 @@ type ring struct {
 	next    int
 	full    bool
 	dropped int
+	bytes   int
 }
 
 // NewLogBook returns a book keeping records at level and above (nil:
@@ -51,7 +59,7 @@ func NewLogBook(level slog.Leveler) *LogBook {
 	if level == nil {
 		level = slog.LevelInfo
 	}
-	return &LogBook{level: level, maxLines: DefaultLinesPerExecution, maxExecs: DefaultExecutions, rings: map[string]*ring{}}
+	return &LogBook{level: level, maxLines: DefaultLinesPerExecution, maxExecs: DefaultExecutions, maxBytes: DefaultMaxBytes, rings: map[string]*ring{}}
 }
 
 // Handler wraps next: records go to next as before and are kept in the
@@ -69,13 +77,7 @@ func (b *LogBook) Take(execution string) (lines [][]byte, dropped int) {
 	if !ok {
 		return nil, 0
 	}
-	delete(b.rings, execution)
-	for i, e := range b.order {
-		if e == execution {
-			b.order = append(b.order[:i], b.order[i+1:]...)
-			break
-		}
-	}
+	b.forget(execution)
 	if r.full {
 		lines = append(append(lines, r.lines[r.next:]...), r.lines[:r.next]...)
 	} else {
@@ -84,29 +86,52 @@ func (b *LogBook) Take(execution string) (lines [][]byte, dropped int) {
 	return lines, r.dropped
 }
 
+// forget drops an execution's ring (b.mu held).
+func (b *LogBook) forget(execution string) {
+	r, ok := b.rings[execution]
+	if !ok {
+		return
+	}
+	b.bytes -= r.bytes
+	delete(b.rings, execution)
+	for i, e := range b.order {
+		if e == execution {
+			b.order = append(b.order[:i], b.order[i+1:]...)
+			break
+		}
+	}
+}
+
 func (b *LogBook) add(execution string, line []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r, ok := b.rings[execution]
 	if !ok {
 		if len(b.order) >= b.maxExecs {
-			delete(b.rings, b.order[0])
-			b.order = b.order[1:]
+			b.forget(b.order[0])
 		}
 		r = &ring{}
 		b.rings[execution] = r
 		b.order = append(b.order, execution)
 	}
+	b.bytes += len(line)
+	r.bytes += len(line)
 	if !r.full {
 		r.lines = append(r.lines, line)
 		if len(r.lines) == b.maxLines {
 			r.full, r.next = true, 0
 		}
-		return
+	} else {
+		b.bytes -= len(r.lines[r.next])
+		r.bytes -= len(r.lines[r.next])
+		r.lines[r.next] = line
+		r.next = (r.next + 1) % b.maxLines
+		r.dropped++
 	}
-	r.lines[r.next] = line
-	r.next = (r.next + 1) % b.maxLines
-	r.dropped++
+	// Over the byte bound: the oldest other executions go first.
+	for b.bytes > b.maxBytes && len(b.order) > 1 && b.order[0] != execution {
+		b.forget(b.order[0])
+	}
 }
 
 type bookHandler struct {

@@ -87,3 +87,21 @@ func TestLogBookIsBounded(t *testing.T) {
 		t.Errorf("the newest execution was lost")
 	}
 }
+
+// TestLogBookBoundsBytes: past DefaultMaxBytes over all executions, the
+// oldest executions are forgotten, never the one being written.
+func TestLogBookBoundsBytes(t *testing.T) {
+	book := quarantine.NewLogBook(nil)
+	log := slog.New(book.Handler(slog.DiscardHandler))
+	big := strings.Repeat("x", 100<<10)
+	n := quarantine.DefaultMaxBytes/len(big) + 10
+	for i := range n {
+		log.Info("line", slog.String("execution", fmt.Sprint("e", i)), slog.String("payload", big))
+	}
+	if l, _ := book.Take("e0"); l != nil {
+		t.Error("the oldest execution outlived the byte bound")
+	}
+	if l, _ := book.Take(fmt.Sprint("e", n-1)); len(l) != 1 {
+		t.Error("the newest execution was forgotten")
+	}
+}

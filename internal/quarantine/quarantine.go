@@ -326,11 +326,7 @@ func (w *Writer) Write(ctx context.Context, f Failure) (Ref, error) {
 			return ref, err
 		}
 	}
-	inputs, err := w.stageInputs(ctx, f, &m, staging, meta)
-	staged = append(staged, inputs...)
-	if err != nil {
-		return ref, err
-	}
+	staged = append(staged, w.stageInputs(ctx, f, &m, staging, meta)...)
 	m.Reproduce = w.reproduce(f, m, ref)
 	manifest, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -368,14 +364,15 @@ func (w *Writer) localDir(staged, prefix string) (string, bool) {
 }
 
 // stageInputs lists the source and its sidecars, and copies them to
-// staging when together they fit CopyLimit.
-func (w *Writer) stageInputs(ctx context.Context, f Failure, m *Manifest, staging string, meta map[string]string) ([]file, error) {
+// staging when together they fit CopyLimit. What it cannot do is said in
+// m.NotCopied: the rest of the bundle is worth writing regardless.
+func (w *Writer) stageInputs(ctx context.Context, f Failure, m *Manifest, staging string, meta map[string]string) []file {
 	s := w.cfg.Store
 	m.Input = Object{Bucket: f.SourceBucket, Key: f.SourceKey}
 	main, err := s.Head(ctx, f.SourceBucket, f.SourceKey)
 	if err != nil {
 		m.NotCopied = "the source cannot be read: " + err.Error()
-		return nil, nil
+		return nil
 	}
 	m.Input.Size = main.Size
 	dir, base := path.Split(f.SourceKey)
@@ -389,7 +386,7 @@ func (w *Writer) stageInputs(ctx context.Context, f Failure, m *Manifest, stagin
 	})
 	if err != nil {
 		m.NotCopied = "the sidecars cannot be listed: " + err.Error()
-		return nil, nil
+		return nil
 	}
 	all := append([]*Object{&m.Input}, ptrs(m.Sidecars)...)
 	total := int64(0)
@@ -403,20 +400,29 @@ func (w *Writer) stageInputs(ctx context.Context, f Failure, m *Manifest, stagin
 	}
 	if w.cfg.CopyLimit < 0 || total > w.cfg.CopyLimit {
 		m.NotCopied = fmt.Sprintf("%d bytes with sidecars, over the copy limit of %d: referenced, not copied", total, max(w.cfg.CopyLimit, 0))
-		return nil, nil
+		return nil
 	}
 	var staged []file
 	for _, o := range all {
 		name := InputDir + path.Base(o.Key)
 		sum, err := w.copyIn(ctx, *o, staging+name, meta)
 		if err != nil {
-			return staged, err
+			// A bundle without the copy is still worth having: the
+			// references stay, the partial copy goes.
+			for _, s := range staged {
+				_ = w.cfg.Store.Delete(context.WithoutCancel(ctx), w.cfg.Bucket, s.staged)
+			}
+			for _, o := range all {
+				o.SHA256, o.Copy = "", ""
+			}
+			m.NotCopied = "copy failed: " + err.Error()
+			return nil
 		}
 		staged = append(staged, file{name, staging + name})
 		o.SHA256, o.Copy = sum, name
 	}
 	m.Copied = true
-	return staged, nil
+	return staged
 }
 
 func ptrs(os []Object) []*Object {
@@ -478,6 +484,9 @@ func (w *Writer) reproduce(f Failure, m Manifest, ref Ref) Reproduce {
 		Expect: Expect{Error: f.Error.Error, Code: f.Error.Code, Route: f.Error.Route},
 	}
 	rep.Caveats = recipeCaveats(r)
+	if f.Error.Error != "DataError" {
+		rep.Caveats = append(rep.Caveats, f.Error.Error+" is not a data error: the input alone may not reproduce it (see the cause and the logs)")
+	}
 	if m.Versions.GDAL != "" {
 		rep.Caveats = append(rep.Caveats, "the failure happened under GDAL "+m.Versions.GDAL+"; another release may read the file differently")
 	}

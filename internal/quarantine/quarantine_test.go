@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -46,6 +47,19 @@ func hexSum(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
+// failingOpen cannot read one key.
+type failingOpen struct {
+	objectstore.Store
+	key string
+}
+
+func (s failingOpen) Open(ctx context.Context, bucket, key string) (io.ReadCloser, error) {
+	if key == s.key {
+		return nil, errors.New("AccessDenied")
+	}
+	return s.Store.Open(ctx, bucket, key)
+}
+
 func failure() quarantine.Failure {
 	return quarantine.Failure{JobID: "ds:abc:123:loc", DatasetID: "ds", Execution: execution,
 		SourceBucket: "src", SourceKey: "roads/roads.shp", SourceSHA256: "abc", RecipeHash: "123",
@@ -64,15 +78,17 @@ func TestWriteBundle(t *testing.T) {
 		name       string
 		limit      int64
 		removeSrc  bool
+		failReads  bool
 		wantCopied bool
 		wantWhy    string
 		wantInput  string
 	}{
-		{"under the limit: copied", 1000, false, true, "", "input/roads.shp"},
-		{"exactly the limit: copied", 900, false, true, "", "input/roads.shp"},
-		{"above the limit with sidecars: referenced", 899, false, false, "over the copy limit", "s3://src/roads/roads.shp"},
-		{"copying off: referenced", -1, false, false, "over the copy limit", "s3://src/roads/roads.shp"},
-		{"source gone: referenced", 1000, true, false, "cannot be read", "s3://src/roads/roads.shp"},
+		{"under the limit: copied", 1000, false, false, true, "", "input/roads.shp"},
+		{"exactly the limit: copied", 900, false, false, true, "", "input/roads.shp"},
+		{"above the limit with sidecars: referenced", 899, false, false, false, "over the copy limit", "s3://src/roads/roads.shp"},
+		{"copying off: referenced", -1, false, false, false, "over the copy limit", "s3://src/roads/roads.shp"},
+		{"source gone: referenced", 1000, true, false, false, "cannot be read", "s3://src/roads/roads.shp"},
+		{"sidecar unreadable: referenced", 1000, false, true, false, "copy failed", "s3://src/roads/roads.shp"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,11 +99,15 @@ func TestWriteBundle(t *testing.T) {
 				put(t, s, "src", "roads/roads.dbf", dbf, nil)
 			}
 			put(t, s, "src", "roads/roads_other.dbf", []byte("not a sidecar of roads.shp"), nil)
+			var store objectstore.Store = s
+			if tt.failReads {
+				store = failingOpen{s, "roads/roads.dbf"}
+			}
 			book := quarantine.NewLogBook(slog.LevelInfo)
 			log := slog.New(book.Handler(slog.DiscardHandler)).With(slog.String(quarantine.ExecutionAttr, execution))
 			log.Info("convert failed", slog.String("state", "Convert"))
 			slog.New(book.Handler(slog.DiscardHandler)).Info("another execution", slog.String("execution", "other"))
-			w, err := quarantine.NewWriter(quarantine.Config{Store: s, Bucket: "dest", Prefix: quarantine.DefaultPrefix,
+			w, err := quarantine.NewWriter(quarantine.Config{Store: store, Bucket: "dest", Prefix: quarantine.DefaultPrefix,
 				StagingPrefix: "_staging/quarantine/", CopyLimit: tt.limit, Logs: book, LogQuery: `filter execution = "%s"`,
 				Versions: quarantine.Versions{Geomigrate: "test"}})
 			if err != nil {
