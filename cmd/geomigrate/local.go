@@ -156,7 +156,7 @@ func newQuarantine(b *localBackend, engine *gdal.Engine, book *quarantine.LogBoo
 	if _, proj, ok := strings.Cut(engine.VersionDetail(), "PROJ "); ok {
 		v.PROJ = proj
 	}
-	return quarantine.NewWriter(quarantine.Config{Store: b.store, Bucket: quarantineBucket, StagingPrefix: "_staging/",
+	return quarantine.NewWriter(quarantine.Config{Store: b.store, Bucket: quarantineBucket, StagingPrefix: migration.DefaultStagingPrefix,
 		Versions: v, Logs: book,
 		LogScope: "every handler's records of the execution at info level and above (the local executor runs them all in this process)"})
 }

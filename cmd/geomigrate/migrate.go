@@ -260,20 +260,25 @@ func (f *runFlags) run(ctx context.Context, roots []sourceRoot, inputs []migrati
 // store admits one process at a time, and every execution of this one has
 // ended. On AWS a bucket lifecycle rule expires staging objects instead.
 func sweepStaging(ctx context.Context, b *localBackend) (int, error) {
-	var keys []string
-	err := b.store.List(ctx, destBucket, migration.DefaultStagingPrefix, func(o objectstore.Object) error {
-		keys = append(keys, o.Key)
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	for _, k := range keys {
-		if err := b.store.Delete(ctx, destBucket, k); err != nil {
-			return 0, err
+	n := 0
+	// The quarantine bucket stages its bundles under the same prefix.
+	for _, bucket := range []string{destBucket, quarantineBucket} {
+		var keys []string
+		err := b.store.List(ctx, bucket, migration.DefaultStagingPrefix, func(o objectstore.Object) error {
+			keys = append(keys, o.Key)
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+		for _, k := range keys {
+			if err := b.store.Delete(ctx, bucket, k); err != nil {
+				return n, err
+			}
+			n++
 		}
 	}
-	return len(keys), nil
+	return n, nil
 }
 
 // execute runs every input as one execution, shows progress, writes the
