@@ -285,9 +285,11 @@ func (w *Writer) Write(ctx context.Context, f Failure) (Ref, error) {
 		m.Versions.Note = "GDAL is the release the recipe pins (Convert refuses another); PROJ is that of the GDAL layer"
 	}
 	var staged []file
+	var failed []string // staged keys whose Put failed: the object may exist all the same
 	put := func(name string, body []byte) error {
 		if _, err := w.cfg.Store.Put(ctx, objectstore.PutRequest{Bucket: w.cfg.Bucket, Key: staging + name,
 			Body: bytes.NewReader(body), Size: int64(len(body)), Metadata: meta}); err != nil {
+			failed = append(failed, staging+name)
 			return fmt.Errorf("quarantine: stage %s: %w", name, err)
 		}
 		staged = append(staged, file{name, staging + name})
@@ -296,8 +298,9 @@ func (w *Writer) Write(ctx context.Context, f Failure) (Ref, error) {
 	defer func() {
 		// Staging is removed whether or not the bundle was finished.
 		for _, s := range staged {
-			_ = w.cfg.Store.Delete(context.WithoutCancel(ctx), w.cfg.Bucket, s.staged)
+			failed = append(failed, s.staged)
 		}
+		w.removeStaged(context.WithoutCancel(ctx), failed)
 	}()
 
 	var err error
@@ -408,10 +411,13 @@ func (w *Writer) stageInputs(ctx context.Context, f Failure, m *Manifest, stagin
 		sum, err := w.copyIn(ctx, *o, staging+name, meta)
 		if err != nil {
 			// A bundle without the copy is still worth having: the
-			// references stay, the partial copy goes.
+			// references stay, the partial copy goes (with the key whose
+			// Put failed: a response lost after success leaves it).
+			keys := []string{staging + name}
 			for _, s := range staged {
-				_ = w.cfg.Store.Delete(context.WithoutCancel(ctx), w.cfg.Bucket, s.staged)
+				keys = append(keys, s.staged)
 			}
+			w.removeStaged(context.WithoutCancel(ctx), keys)
 			for _, o := range all {
 				o.SHA256, o.Copy = "", ""
 			}
@@ -431,6 +437,20 @@ func ptrs(os []Object) []*Object {
 		out[i] = &os[i]
 	}
 	return out
+}
+
+// removeStaged deletes staged keys, retrying each a few times: a key left
+// behind is only expired by the staging lifecycle rule (AWS) or the next
+// local run's sweep.
+func (w *Writer) removeStaged(ctx context.Context, keys []string) {
+	for _, k := range keys {
+		for attempt := range 5 {
+			if w.cfg.Store.Delete(ctx, w.cfg.Bucket, k) == nil {
+				break
+			}
+			time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
+		}
+	}
 }
 
 // copyIn streams one source object to a staging key, hashing it on the way.

@@ -253,3 +253,40 @@ func TestDir(t *testing.T) {
 		t.Errorf("long job IDs: %q", d)
 	}
 }
+
+// lostPut stores the object, then reports a failure (a response lost
+// after success), for keys ending in suffix.
+type lostPut struct {
+	objectstore.Store
+	suffix string
+}
+
+func (s lostPut) Put(ctx context.Context, req objectstore.PutRequest) (objectstore.Object, error) {
+	o, err := s.Store.Put(ctx, req)
+	if err == nil && strings.HasSuffix(req.Key, s.suffix) {
+		return o, errors.New("connection reset")
+	}
+	return o, err
+}
+
+// TestStagingIsCleanedAfterLostResponses: a staged object whose Put looked
+// failed may exist all the same; the writer deletes it too.
+func TestStagingIsCleanedAfterLostResponses(t *testing.T) {
+	for _, suffix := range []string{quarantine.RecipeFile, quarantine.ManifestFile, "input/roads.dbf"} {
+		t.Run(suffix, func(t *testing.T) {
+			s := memstore.New("src", "dest")
+			put(t, s, "src", "roads/roads.shp", []byte("shp"), nil)
+			put(t, s, "src", "roads/roads.dbf", []byte("dbf"), nil)
+			w, err := quarantine.NewWriter(quarantine.Config{Store: lostPut{s, suffix}, Bucket: "dest", Prefix: "q/", StagingPrefix: "_staging/q/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, werr := w.Write(context.Background(), failure())
+			for _, k := range s.Keys("dest") {
+				if strings.HasPrefix(k, "_staging/") {
+					t.Errorf("staging left behind (write: %v): %s", werr, k)
+				}
+			}
+		})
+	}
+}
