@@ -25,6 +25,7 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
 	"github.com/geomigrate/geomigrate/internal/config"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -323,6 +324,23 @@ func (st *Stack) functions(assets *Assets) error {
 			Conditions: &map[string]interface{}{"StringLike": map[string]interface{}{"s3:prefix": c.StagingPrefix + "*"}},
 		})
 	}
+	// Quarantine bundles (internal/quarantine): classify and executionfailed
+	// read the routed source and its sidecars, stage the bundle under
+	// staging and copy it under the quarantine prefix. Nothing else of the
+	// destination is readable or writable to them, and they delete only
+	// under staging.
+	bundleStaging := dst.ArnForObjects(s(c.StagingPrefix + "quarantine/*"))
+	bundles := dst.ArnForObjects(s(quarantine.DefaultPrefix + "*"))
+	quarantineStmts := func() []awsiam.PolicyStatement {
+		return []awsiam.PolicyStatement{
+			s3Statement("ReadRoutedSource", get, st.sourceObjects()...),
+			s3Statement("ListRoutedSourceSidecars", list, src.BucketArn()),
+			s3Statement("StageQuarantineBundle", []string{"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"}, bundleStaging),
+			s3Statement("WriteQuarantineBundle", []string{"s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"}, bundles),
+		}
+	}
+	bundleStagingRe := `^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/` + regexpQuote(c.StagingPrefix+"quarantine/") + `\*$`
+	bundlesRe := `^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/` + regexpQuote(quarantine.DefaultPrefix) + `\*$`
 	srcRe := `^Resource::<SourceBucket[A-Z0-9]+\.Arn>/.*\*$`
 	stagingRe := `^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/` + regexpQuote(c.StagingPrefix) + `\*$`
 	finalRe := `^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/` + regexpQuote(c.DestPrefix) + `\*$`
@@ -357,16 +375,16 @@ func (st *Stack) functions(assets *Assets) error {
 			},
 			iam5: []string{stagingRe, finalRe}},
 		"classify": {memory: c.SmallMemoryMB, timeout: c.ClassifyTimeoutSeconds, reserved: c.SmallReservedConcurrency, ephemeral: 512,
-			desc: "classifies a caught error into a tier and route, records it and deletes the routed job's staged outputs",
-			stmts: []awsiam.PolicyStatement{tableStmt,
+			desc: "classifies a caught error into a tier and route, records it, writes the job's quarantine bundle and deletes its staged outputs",
+			stmts: append([]awsiam.PolicyStatement{tableStmt,
 				s3Statement("DeleteRoutedStaging", []string{"s3:DeleteObject"}, staging),
 				listStaging("ListRoutedStaging"),
-			},
-			iam5: []string{stagingRe}},
+			}, quarantineStmts()...),
+			iam5: []string{stagingRe, srcRe, bundleStagingRe, bundlesRe}},
 		"executionfailed": {memory: c.SmallMemoryMB, timeout: 300, reserved: c.SmallReservedConcurrency, ephemeral: 512,
 			settings: closing,
-			desc:     "closes the job of a migrate execution that failed outside Catch, timed out or was aborted: quarantined, lease released, staging deleted, dead-letter message",
-			stmts: []awsiam.PolicyStatement{tableStmt,
+			desc:     "closes the job of a migrate execution that failed outside Catch, timed out or was aborted: quarantined, lease released, staging deleted, quarantine bundle, dead-letter message",
+			stmts: append([]awsiam.PolicyStatement{tableStmt,
 				awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 					Sid: s("FindJobsByStatus"), Actions: strs("dynamodb:Query"),
 					Resources: arns(s(*st.Table.TableArn() + "/index/status-index")),
@@ -376,8 +394,8 @@ func (st *Stack) functions(assets *Assets) error {
 				awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 					Sid: s("SendToDeadLetterQueue"), Actions: strs("sqs:SendMessage"), Resources: arns(st.DeadLetter.QueueArn()),
 				}),
-			},
-			iam5: []string{stagingRe}},
+			}, quarantineStmts()...),
+			iam5: []string{stagingRe, srcRe, bundleStagingRe, bundlesRe}},
 	}
 	st.FunctionTimeouts = map[string]int{}
 	for _, name := range FunctionNames {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
@@ -120,6 +121,29 @@ func TestAWSBackendMatchesTheEmbeddedBackends(t *testing.T) {
 	}
 	if head.Metadata["src-sha256"] == "" || head.Metadata["recipe"] == "" {
 		t.Errorf("promoted object metadata %v", head.Metadata)
+	}
+	// Every routed file has its quarantine bundle under the destination
+	// bucket's quarantine prefix, written by Classify through the AWS
+	// adapters: the manifest and the copy of the input.
+	routed := 0
+	for _, o := range remoteReport.Files {
+		if o.Status != localrun.StatusRemediation && o.Status != localrun.StatusDeadLetter {
+			continue
+		}
+		routed++
+		prefix, ok := strings.CutPrefix(o.Bundle, "s3://"+dst+"/"+quarantine.DefaultPrefix)
+		if !ok {
+			t.Errorf("%s: bundle %q is not under s3://%s/%s", o.Key, o.Bundle, dst, quarantine.DefaultPrefix)
+			continue
+		}
+		for _, k := range []string{quarantine.ManifestFile, quarantine.InputDir + filepath.Base(o.Key)} {
+			if _, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(dst), Key: aws.String(quarantine.DefaultPrefix + prefix + k)}); err != nil {
+				t.Errorf("%s: bundle object %s: %v", o.Key, k, err)
+			}
+		}
+	}
+	if routed == 0 {
+		t.Error("the aws run routed no file")
 	}
 	// The state table lists the jobs by status.
 	status, _, err := run(t, "status", "--backend", "aws", "--state-table", table)

@@ -14,6 +14,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
@@ -106,7 +107,7 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 	if b.aws() {
 		be, err = b.openAWS(ctx, r, engine.Version())
 	} else {
-		be, err = openLocalBackend(r, engine.Version())
+		be, err = openLocalBackend(r, engine)
 	}
 	if err != nil {
 		return nil, err
@@ -130,8 +131,8 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 }
 
 // openLocalBackend wires the embedded backends under dest.
-func openLocalBackend(r openRequest, engineVersion string) (*backend, error) {
-	cfg := r.handlers.Migration(destBucket, "", engineVersion)
+func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
+	cfg := r.handlers.Migration(destBucket, "", engine.Version())
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -144,9 +145,22 @@ func openLocalBackend(r openRequest, engineVersion string) (*backend, error) {
 		lb.Close()
 		return nil, err
 	}
+	// Every handler runs in this process: the bundles carry all their
+	// records of an execution.
+	book := quarantine.NewLogBook(slog.LevelInfo)
+	log := r.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = slog.New(book.Handler(log.Handler()))
+	bundles, err := newQuarantine(lb, engine, book, cfg.StagingPrefix, r.handlers.QuarantineCopyLimit)
+	if err != nil {
+		lb.Close()
+		return nil, err
+	}
 	return &backend{
 		name:    backendLocal,
-		ports:   steps.Ports{Config: cfg, Store: wrapObjects(lb.store), Tracker: lb.tracker, Log: r.log},
+		ports:   steps.Ports{Config: cfg, Store: wrapObjects(lb.store), Tracker: lb.tracker, Log: log, Quarantine: bundles},
 		queues:  lb.queues,
 		paths:   paths,
 		local:   lb,
@@ -181,7 +195,7 @@ func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion
 			o.EndpointURL = b.EndpointURL
 		}
 	}
-	app, err := awsapp.New(ctx, cfg, b.AWS, awsapp.WithLogger(r.log), awsapp.WithPreflight(checks), awsapp.WithAWSOptions(endpoint))
+	app, err := awsapp.New(ctx, cfg, b.AWS, awsapp.WithQuarantineCopyLimit(r.handlers.QuarantineCopyLimit), awsapp.WithLogger(r.log), awsapp.WithPreflight(checks), awsapp.WithAWSOptions(endpoint))
 	if err != nil {
 		return nil, err
 	}

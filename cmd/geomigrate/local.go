@@ -14,11 +14,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
@@ -35,6 +38,28 @@ const stateDirName = ".geomigrate-state"
 
 // localPaths are the files of the embedded backends.
 type localPaths struct{ dir, db, remediation, deadLetter, reports, buckets string }
+
+// quarantineBucket is the local bucket of the quarantine bundles: the
+// directory DEST/.geomigrate-quarantine (quarantineDirName), beside the
+// outputs but never among them (the destination bucket refuses keys with a
+// ".geomigrate-" element, so no output can land there).
+const (
+	quarantineBucket  = "quarantine"
+	quarantineDirName = ".geomigrate-quarantine"
+)
+
+// newQuarantine is the writer of the local quarantine bundles; book holds
+// the records of every handler (all run in this process).
+func newQuarantine(b *localBackend, engine *gdal.Engine, book *quarantine.LogBook, stagingPrefix string, copyLimit int64) (*quarantine.Writer, error) {
+	v := quarantine.Versions{Geomigrate: buildinfo.Version, GDAL: engine.Version()}
+	// VersionDetail is "GDAL x; PROJ y".
+	if _, proj, ok := strings.Cut(engine.VersionDetail(), "PROJ "); ok {
+		v.PROJ = proj
+	}
+	return quarantine.NewWriter(quarantine.Config{Store: b.store, Bucket: quarantineBucket, StagingPrefix: stagingPrefix,
+		CopyLimit: copyLimit, Versions: v, Logs: book,
+		LogScope: "every handler's records of the execution at info level and above (the local executor runs them all in this process)"})
+}
 
 func pathsFor(dest, stateDir string) localPaths {
 	if stateDir == "" {
@@ -84,7 +109,11 @@ func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.
 	if err := os.MkdirAll(paths.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	opts := []dirstore.Option{dirstore.WithBucketDir(destBucket, dest)}
+	qdir := filepath.Join(dest, quarantineDirName)
+	if err := os.MkdirAll(qdir, 0o755); err != nil {
+		return nil, fmt.Errorf("create quarantine dir: %w", err)
+	}
+	opts := []dirstore.Option{dirstore.WithBucketDir(destBucket, dest), dirstore.WithBucketDir(quarantineBucket, qdir)}
 	for _, r := range roots {
 		opts = append(opts, dirstore.WithBucketDir(r.bucket, r.dir))
 	}

@@ -119,7 +119,7 @@ func TestMakeRunFlow(t *testing.T) {
 	}
 	var tifs []string
 	filepath.Walk(dest, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && strings.HasSuffix(p, ".tif") && !strings.Contains(p, stateDirName) {
+		if err == nil && strings.HasSuffix(p, ".tif") && !strings.Contains(p, stateDirName) && !strings.Contains(p, quarantineDirName) {
 			tifs = append(tifs, p)
 		}
 		return nil
@@ -172,18 +172,24 @@ func TestLeftoverStagingIsSwept(t *testing.T) {
 	}
 	// An empty source is refused before the run: give it one file.
 	copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(samples, "dem.tif"))
-	leftover := filepath.Join(dest, "_staging", "abc-123", "dem.tif")
-	if err := os.MkdirAll(filepath.Dir(leftover), 0o755); err != nil {
-		t.Fatal(err)
+	// An output staged by a killed run, and a quarantine bundle file.
+	leftovers := []string{filepath.Join(dest, "_staging", "abc-123", "dem.tif"),
+		filepath.Join(dest, quarantineDirName, "_staging", "job", "exec", "manifest.json")}
+	for _, leftover := range leftovers {
+		if err := os.MkdirAll(filepath.Dir(leftover), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(leftover, []byte("half a file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(leftover, []byte("half a COG"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, stderr, err := run(t, "migrate", samples, "--dest", dest); err != nil || !strings.Contains(stderr, "removed 1 staged object") {
+	if _, stderr, err := run(t, "migrate", samples, "--dest", dest); err != nil || !strings.Contains(stderr, "removed 2 staged object") {
 		t.Fatalf("migrate: %v\n%s", err, stderr)
 	}
-	if _, err := os.Stat(leftover); !os.IsNotExist(err) {
-		t.Fatalf("leftover staging object still there: %v", err)
+	for _, leftover := range leftovers {
+		if _, err := os.Stat(leftover); !os.IsNotExist(err) {
+			t.Fatalf("leftover staging object %s still there: %v", leftover, err)
+		}
 	}
 }
 

@@ -176,20 +176,25 @@ func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pr
 // ended. On AWS a bucket lifecycle rule expires staging objects instead.
 func sweepStaging(ctx context.Context, be *backend) (int, error) {
 	b := be.local
-	var keys []string
-	err := b.store.List(ctx, destBucket, be.ports.Config.StagingPrefix, func(o objectstore.Object) error {
-		keys = append(keys, o.Key)
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	for _, k := range keys {
-		if err := b.store.Delete(ctx, destBucket, k); err != nil {
-			return 0, err
+	n := 0
+	// The quarantine bucket stages its bundles under the same prefix.
+	for _, bucket := range []string{destBucket, quarantineBucket} {
+		var keys []string
+		err := b.store.List(ctx, bucket, be.ports.Config.StagingPrefix, func(o objectstore.Object) error {
+			keys = append(keys, o.Key)
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+		for _, k := range keys {
+			if err := b.store.Delete(ctx, bucket, k); err != nil {
+				return n, err
+			}
+			n++
 		}
 	}
-	return len(keys), nil
+	return n, nil
 }
 
 // execution is one run of inputs through an executor over a backend.

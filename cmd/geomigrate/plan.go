@@ -428,6 +428,7 @@ func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, e
 	// Read only: the conditional-copy probe, which writes, is not run.
 	a := p.aws
 	a.ConditionalCopy = awsapp.CopyModeClient
+	a.QuarantinePrefix = "off" // nothing is routed by a plan
 	endpoint := func(o *awsconfig.Options) {
 		if p.endpointURL != "" {
 			o.EndpointURL = p.endpointURL

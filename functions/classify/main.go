@@ -26,7 +26,8 @@ func realMain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	app, err := awsapp.New(ctx, cfg.Migration(), cfg.AWS, awsapp.WithLogger(awsapp.NewLambdaLogger(cfg.LogLevel)))
+	app, err := awsapp.New(ctx, cfg.Migration(), cfg.AWS, awsapp.WithLogger(awsapp.NewLambdaLogger(cfg.LogLevel)),
+		awsapp.WithQuarantineCopyLimit(cfg.QuarantineCopyLimit))
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,8 @@ func realMain(ctx context.Context) error {
 	if cfg.DeadLetterQueueURL == "" {
 		return errors.New("GEOMIGRATE_DEAD_LETTER_QUEUE_URL is required")
 	}
-	app, err := awsapp.New(ctx, cfg.Migration(), cfg.AWS, awsapp.WithLogger(awsapp.NewLambdaLogger(cfg.LogLevel)))
+	app, err := awsapp.New(ctx, cfg.Migration(), cfg.AWS, awsapp.WithLogger(awsapp.NewLambdaLogger(cfg.LogLevel)),
+		awsapp.WithQuarantineCopyLimit(cfg.QuarantineCopyLimit))
 	if err != nil {
 		return err
 	}

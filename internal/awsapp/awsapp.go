@@ -20,11 +20,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
@@ -74,6 +76,11 @@ type App struct {
 	StateTable      string
 	State           *dynamostore.Backend
 	ConditionalCopy s3store.ConditionalCopy
+
+	// Quarantine writes routed jobs' bundles (nil with the prefix "off");
+	// Logs keeps this process's handler records per execution for them.
+	Quarantine *quarantine.Writer
+	Logs       *quarantine.LogBook
 }
 
 type options struct {
@@ -82,7 +89,12 @@ type options struct {
 	awsOpts   []func(*awsconfig.Options)
 	storeOpts []func(*s3store.Options)
 	preflight *Resources
+	copyLimit int64
 }
+
+// WithQuarantineCopyLimit bounds the input bytes copied into a quarantine
+// bundle (config.Handlers.QuarantineCopyLimit; 0: quarantine's default).
+func WithQuarantineCopyLimit(n int64) Option { return func(s *options) { s.copyLimit = n } }
 
 // Option configures New.
 type Option func(*options)
@@ -195,6 +207,9 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 	if app.Log == nil {
 		app.Log = NewLambdaLogger("info")
 	}
+	if err := app.quarantine(a, set.copyLimit); err != nil {
+		return nil, err
+	}
 	if app.Metrics == nil {
 		if os.Getenv(EnvLambdaRuntimeAPI) != "" {
 			var props []emf.Option
@@ -211,7 +226,52 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 
 // Ports are the ports the handlers are built over (internal/steps).
 func (a *App) Ports() steps.Ports {
-	return steps.Ports{Config: a.Config, Store: a.Store, Tracker: a.Tracker, Log: a.Log, Metrics: a.Metrics}
+	return steps.Ports{Config: a.Config, Store: a.Store, Tracker: a.Tracker, Log: a.Log, Metrics: a.Metrics, Quarantine: a.Quarantine}
+}
+
+// quarantineQuery finds every handler's records of one execution in
+// CloudWatch Logs Insights (run it over the log groups of the hashcheck,
+// convert, promote and classify functions): the handlers log JSON with the
+// execution ARN in "execution" (migration.logFor), and Insights discovers
+// the fields of JSON log events.
+const quarantineQuery = `fields @timestamp, @log, level, state, attempt, message, error | filter execution = "%s" | sort @timestamp asc`
+
+// quarantine builds the bundle writer: bundles under the prefix in the
+// destination bucket, staged under the staging prefix first; it wraps the
+// handlers' logger, so a bundle carries this process's own records of the
+// execution.
+func (a *App) quarantine(s config.AWS, copyLimit int64) error {
+	prefix := s.QuarantinePrefix
+	switch {
+	case strings.EqualFold(prefix, "off"):
+		return nil
+	case prefix == "":
+		prefix = quarantine.DefaultPrefix
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	if strings.HasPrefix(prefix, a.Config.StagingPrefix) {
+		// The staging lifecycle rule would expire the bundles.
+		return fmt.Errorf("awsapp: quarantine prefix %q lies inside the staging prefix %q", prefix, a.Config.StagingPrefix)
+	}
+	a.Logs = quarantine.NewLogBook(slog.LevelInfo)
+	a.Log = slog.New(a.Logs.Handler(a.Log.Handler()))
+	fn := os.Getenv(EnvLambdaFunction)
+	if fn == "" {
+		fn = "this process"
+	}
+	w, err := quarantine.NewWriter(quarantine.Config{
+		Store: a.Store, Bucket: a.Config.DestBucket, Prefix: prefix, StagingPrefix: a.Config.StagingPrefix + "quarantine/",
+		CopyLimit: copyLimit, Versions: quarantine.Versions{Geomigrate: buildinfo.Version}, Logs: a.Logs,
+		LogScope: "records of " + fn + " for this execution only; each Lambda function logs to its own log group: logs.query fetches every handler's",
+		LogQuery: quarantineQuery,
+	})
+	if err != nil {
+		return fmt.Errorf("awsapp: quarantine prefix %q: %w", prefix, err)
+	}
+	a.Quarantine = w
+	return nil
 }
 
 // Queue returns the SQS queue at url as a queue port (send, receive,

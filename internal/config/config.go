@@ -35,6 +35,9 @@ type Handlers struct {
 	// their first and last 8 MiB; the full hash is checked after promotion.
 	FingerprintThreshold int64  `name:"fingerprint-threshold" env:"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES" default:"1073741824" help:"Sources larger than this are fingerprinted by size and their first and last 8 MiB."`
 	WorkDir              string `name:"work-dir" env:"GEOMIGRATE_WORK_DIR" placeholder:"DIR" help:"Scratch space for conversions (default: the system temporary directory)."`
+	// QuarantineCopyLimit bounds the input bytes copied into a quarantine
+	// bundle (internal/quarantine); larger inputs are referenced.
+	QuarantineCopyLimit int64 `name:"quarantine-copy-limit" env:"GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES" default:"67108864" help:"A routed file's quarantine bundle holds a copy of the input and its sidecars up to this many bytes together; larger ones are referenced."`
 }
 
 // Validate checks what the tags cannot (kong calls it after parsing).
@@ -48,6 +51,8 @@ func (h *Handlers) Validate() error {
 		return fmt.Errorf("--staging-prefix %q: must end in /", h.StagingPrefix)
 	case h.Lease.Duration() <= 0:
 		return fmt.Errorf("--lease %s: want a positive duration", h.Lease)
+	case h.QuarantineCopyLimit < 0:
+		return fmt.Errorf("--quarantine-copy-limit %d: want a non-negative number of bytes", h.QuarantineCopyLimit)
 	}
 	return nil
 }
@@ -88,6 +93,9 @@ type AWS struct {
 	ConditionalCopy    string `name:"conditional-copy" env:"GEOMIGRATE_S3_CONDITIONAL_COPY" type:"fold" enum:"auto,server,client,probe" default:"auto" help:"How Promote copies without overwriting: server (CopyObject preconditions), client (stream with a conditional Put), probe (find out at start-up) or auto (server on AWS, probe with a custom S3 endpoint)."`
 	StateTTLDays       int    `name:"state-ttl-days" env:"GEOMIGRATE_STATE_TTL_DAYS" default:"0" help:"Keep terminal job records this many days (0: forever)."`
 	DeadLetterQueueURL string `name:"dlq-url" env:"GEOMIGRATE_DEAD_LETTER_QUEUE_URL" placeholder:"URL" help:"SQS dead-letter queue (default for the CLI: a JSONL file in the state directory)."`
+	// QuarantinePrefix is where routed jobs' bundles go in the destination
+	// bucket; infra grants writes under the default only.
+	QuarantinePrefix string `name:"quarantine-prefix" env:"GEOMIGRATE_QUARANTINE_PREFIX" default:".geomigrate-quarantine/" help:"Destination-bucket prefix of the quarantine bundles of routed files (off: no bundles)."`
 }
 
 // Validate checks what the tags cannot.

@@ -79,7 +79,7 @@ func Walks(ctx context.Context, def []byte) (map[Path]Walk, error) {
 	for _, p := range Paths {
 		w, err := walk(ctx, sm, fns, p)
 		if err != nil {
-			return nil, fmt.Errorf("cost.Walks %s: %w", p, err)
+			return nil, fmt.Errorf("cost.Walks: %s: %w", p, err)
 		}
 		out[p] = w
 	}

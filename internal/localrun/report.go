@@ -132,6 +132,9 @@ func (r *Report) PrintSummary(w io.Writer) {
 			what = o.Code
 		}
 		fmt.Fprintf(w, "  %-11s %s/%s  %s: %s\n", o.Status, o.Bucket, QuoteKey(o.Key), what, OneLine(o.Message, 160))
+		if o.Bundle != "" {
+			fmt.Fprintf(w, "  %-11s bundle: %s\n", "", o.Bundle)
+		}
 	}
 	r.printList(w, "With conversion warnings (outputs written; see files[].warnings in the report):", func(o Outcome) string {
 		if len(o.Warnings) == 0 {

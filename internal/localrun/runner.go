@@ -57,6 +57,10 @@ type Outcome struct {
 	// Hint is what to do about a routed file (remediation, dlq): the hint
 	// its queue message carries.
 	Hint string `json:"hint,omitempty"`
+	// Bundle is where the quarantine bundle of a routed file is (its
+	// queue message's bundle): the input, error chain, logs, versions,
+	// recipe and reproduction command.
+	Bundle string `json:"bundle,omitempty"`
 	// Fidelity is, for each of Outputs in order, what Convert proved
 	// equal between it and the source before staging it.
 	Fidelity []*recipe.Fidelity `json:"fidelity,omitempty"`
@@ -235,7 +239,7 @@ func closeEnded(ctx context.Context, ended func(context.Context, migration.Ended
 			o.Outputs = []string{out.DestKey}
 		}
 	case out.MessageID != "":
-		o.Status, o.JobID, o.Hint = StatusDeadLetter, out.JobID, out.Hint
+		o.Status, o.JobID, o.Hint, o.Bundle = StatusDeadLetter, out.JobID, out.Hint, out.Bundle
 		o.Message += " (job " + out.Outcome + "; dead-letter message " + out.MessageID + ")"
 	}
 }
@@ -310,7 +314,7 @@ func Summarize(res *asl.Result, o *Outcome) {
 		if json.Unmarshal(ev.Output, &st) == nil {
 			m := st.Classified.Message
 			o.Tier, o.JobID, o.Error, o.Code, o.Message, o.Attempts = st.Classified.Tier, m.JobID, m.Error, m.Code, m.Message, m.Attempts
-			o.Hint = m.Hint
+			o.Hint, o.Bundle = m.Hint, m.Bundle
 		}
 		break
 	}

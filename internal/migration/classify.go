@@ -11,6 +11,8 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -71,6 +73,11 @@ type RouteMessage struct {
 	Hint         string    `json:"hint"`
 	// Replay is the input that starts the job again once fixed.
 	Replay Source `json:"replay"`
+	// Bundle is the job's quarantine bundle (internal/quarantine): an
+	// s3:// URI, or a directory locally. BundleError says why there is
+	// none when writing it failed (the job is routed regardless).
+	Bundle      string `json:"bundle,omitempty"`
+	BundleError string `json:"bundle_error,omitempty"`
 }
 
 // Classify turns a caught error into a tier, a route and a message, and
@@ -85,6 +92,19 @@ type Classify struct {
 	store objectstore.Store
 	cfg   Config
 	metered
+	// bundles, when set, writes a quarantine bundle for every routed job
+	// (WithQuarantine).
+	bundles *quarantine.Writer
+}
+
+// WithQuarantine makes Classify write a quarantine bundle for every job it
+// routes, and point the queue message at it. A bundle that cannot be
+// written is logged and named in the message (bundle_error); the job is
+// routed regardless. A job that failed before HashCheck resolved its
+// recipe gets the recipe of WithStagingCleanup's Config.
+func (c *Classify) WithQuarantine(w *quarantine.Writer) *Classify {
+	c.bundles = w
+	return c
 }
 
 // WithStagingCleanup makes Classify delete the staged outputs of a job it
@@ -180,15 +200,56 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		// Another execution owns the job now (or finished it); routing this
 		// execution's failure is still right, overwriting theirs is not.
 		out.Message.Hint += " (state store not updated: " + err.Error() + ")"
+		c.quarantine(ctx, job, in, &out.Message)
 		return out, nil
 	}
 	if err != nil {
 		return out, fmt.Errorf("migration.Classify: record %s: %w", to, err)
 	}
+	c.quarantine(ctx, job, in, &out.Message)
 	// Only the job's holder gets here (the returns above): another
 	// execution that owns the job now may be staging the same keys.
 	c.cleanStaging(ctx, job)
 	return out, nil
+}
+
+// quarantine writes the routed job's bundle and points m at it.
+func (c *Classify) quarantine(ctx context.Context, job Job, in ClassifyInput, m *RouteMessage) {
+	if c.bundles == nil {
+		return
+	}
+	rec := job.Recipe
+	if rec == (recipe.Recipe{}) {
+		rec = c.cfg.Recipe // failed before HashCheck resolved the job's
+	}
+	var lc lambdaCause
+	_ = json.Unmarshal([]byte(in.Error.Cause), &lc)
+	// Logged before the bundle is written, so that its logs end with the
+	// routing.
+	logFor(c.log, in.Context, m.Key).InfoContext(ctx, "classify: routing", slog.String("job", m.JobID),
+		slog.String("tier", m.Tier), slog.String("route", m.Route), slog.String("caught", m.Error), slog.String("code", m.Code))
+	f := quarantine.Failure{JobID: m.JobID, DatasetID: m.DatasetID, Execution: in.Context.Execution,
+		SourceBucket: m.Bucket, SourceKey: m.Key, SourceSHA256: m.SourceSHA256, RecipeHash: m.RecipeHash,
+		Recipe: rec, FailedAt: m.FailedAt,
+		Error: quarantine.ErrorChain{Error: m.Error, Cause: m.Cause, Type: lc.ErrorType, Code: m.Code, Message: m.Message,
+			Tier: m.Tier, Route: m.Route, Attempts: m.Attempts, Hint: m.Hint}}
+	writeBundle(ctx, c.bundles, c.log, f, m)
+}
+
+// writeBundle writes f's bundle and records where it is, or why it is not,
+// in m.
+func writeBundle(ctx context.Context, w *quarantine.Writer, log *slog.Logger, f quarantine.Failure, m *RouteMessage) {
+	ref, err := w.Write(ctx, f)
+	if err != nil {
+		if log == nil {
+			log = slog.Default()
+		}
+		m.BundleError = truncate(err.Error(), 500)
+		log.WarnContext(ctx, "quarantine bundle not written; the job is routed without it", slog.String("job", f.JobID),
+			slog.String("execution", f.Execution), slog.String("error", err.Error()))
+		return
+	}
+	m.Bundle = ref.Location
 }
 
 func (c *Classify) cleanStaging(ctx context.Context, job Job) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
@@ -118,6 +119,8 @@ type ExecutionFailedOutput struct {
 	StagingDeleted int    `json:"staging_deleted,omitempty"`
 	// Hint is the dead-letter message's hint, for the local run report.
 	Hint string `json:"hint,omitempty"`
+	// Bundle is the job's quarantine bundle, when one was written.
+	Bundle string `json:"bundle,omitempty"`
 	// JobStatus and DestKey are set when the job is still this
 	// execution's and was left alone because it had finished: an execution
 	// interrupted after Promote recorded COMPLETED converted its file, and
@@ -150,6 +153,15 @@ type ExecutionFailed struct {
 	stateMachine string
 	now          func() time.Time
 	log          *slog.Logger
+	bundles      *quarantine.Writer
+}
+
+// WithQuarantine makes ExecutionFailed write a quarantine bundle for every
+// job it sends to the dead-letter queue, as Classify does for the jobs it
+// routes.
+func (h *ExecutionFailed) WithQuarantine(w *quarantine.Writer) *ExecutionFailed {
+	h.bundles = w
+	return h
 }
 
 // NewExecutionFailed wires the handler. store may be nil (no staging
@@ -420,6 +432,14 @@ func (h *ExecutionFailed) send(ctx context.Context, e EndedExecution, rec states
 		return out, fault.Systemic("migration.ExecutionFailed", errors.New("no dead-letter queue configured"))
 	}
 	msg := h.message(e, rec)
+	if h.bundles != nil {
+		name, text := describeEnd(e)
+		writeBundle(ctx, h.bundles, h.log, quarantine.Failure{JobID: msg.JobID, DatasetID: msg.DatasetID, Execution: e.Execution,
+			SourceBucket: msg.Bucket, SourceKey: msg.Key, SourceSHA256: msg.SourceSHA256, RecipeHash: msg.RecipeHash,
+			Recipe: h.cfg.Recipe, FailedAt: msg.FailedAt,
+			Error: quarantine.ErrorChain{Error: name, Cause: e.Cause, Message: text, Tier: msg.Tier, Route: msg.Route,
+				Attempts: msg.Attempts, Hint: msg.Hint}}, &msg)
+	}
 	body, err := json.Marshal(msg)
 	if err != nil {
 		return out, fmt.Errorf("migration.ExecutionFailed: %w", err)
@@ -428,7 +448,7 @@ func (h *ExecutionFailed) send(ctx context.Context, e EndedExecution, rec states
 	if err != nil {
 		return out, fmt.Errorf("migration.ExecutionFailed: send to the dead-letter queue: %w", err)
 	}
-	out.MessageID, out.Hint = id, msg.Hint
+	out.MessageID, out.Hint, out.Bundle = id, msg.Hint, msg.Bundle
 	if rec.Version > 0 && rec.LeaseOwner == e.Execution {
 		if err := h.tracker.Note(ctx, rec.ID, e.Execution, notePrefixSent+id+" sent"); err != nil {
 			// The message is out; a second delivery may send another.

@@ -99,11 +99,12 @@ func TestExecutionFailedClosesTheJobOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
-			f.classify.WithStagingCleanup(f.store, f.cfg)
+			bundles := bundleWriter(t, f.store)
+			f.classify.WithStagingCleanup(f.store, f.cfg).WithQuarantine(bundles)
 			f.put(t, "a/dem.img", "raster-bytes")
 			id := tt.setup(t, f)
 			q := &sentQueue{}
-			h := NewExecutionFailed(f.cfg, f.store, f.tracker, q, slog.New(slog.DiscardHandler)).ForStateMachine(migrateArn)
+			h := NewExecutionFailed(f.cfg, f.store, f.tracker, q, slog.New(slog.DiscardHandler)).ForStateMachine(migrateArn).WithQuarantine(bundles)
 			out, err := h.Handle(ctx, tt.event)
 			if err != nil {
 				t.Fatal(err)
@@ -121,6 +122,11 @@ func TestExecutionFailedClosesTheJobOnce(t *testing.T) {
 				}
 				if tt.want != EndedUnclaimed && m.JobID != id {
 					t.Errorf("message job %s, want %s", m.JobID, id)
+				}
+				man := readManifest(t, f.store, m.Bundle)
+				if man.JobID != m.JobID || man.Error.Route != RouteDeadLetter || man.Error.Error != m.Error ||
+					!man.Copied || man.Input.Key != "a/dem.img" || out.Bundle != m.Bundle {
+					t.Errorf("bundle %s: %+v (output %+v)", m.Bundle, man, out)
 				}
 			}
 			if id != "" {

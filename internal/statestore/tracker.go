@@ -191,7 +191,7 @@ func (t *Tracker) Peek(ctx context.Context, id string) (job Job, outcome ClaimOu
 	case errors.Is(err, ErrNotFound):
 		return Job{}, Claimed, false, nil
 	case err != nil:
-		return Job{}, "", false, fmt.Errorf("statestore.Peek %s: %w", id, err)
+		return Job{}, "", false, fmt.Errorf("statestore.Peek: %s: %w", id, err)
 	}
 	outcome, _ = standing(cur, true, "", false, t.now().UTC())
 	return cur, outcome, true, nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
@@ -24,6 +25,8 @@ type Ports struct {
 	Log     *slog.Logger
 	// Metrics receives the handlers' measurements (nil: none).
 	Metrics migration.Metrics
+	// Quarantine writes the bundle of every routed job (nil: none).
+	Quarantine *quarantine.Writer
 }
 
 func (p Ports) log() *slog.Logger {
@@ -51,9 +54,10 @@ func (p Ports) Promote() *migration.Promote {
 }
 
 // Classify returns the Classify handler with the default rules; it deletes
-// the staged outputs of the jobs it routes.
+// the staged outputs of the jobs it routes and writes their quarantine
+// bundles.
 func (p Ports) Classify() *migration.Classify {
-	return migration.NewClassify(p.Tracker, nil, p.log()).WithMetrics(p.Metrics).WithStagingCleanup(p.Store, p.Config)
+	return migration.NewClassify(p.Tracker, nil, p.log()).WithMetrics(p.Metrics).WithStagingCleanup(p.Store, p.Config).WithQuarantine(p.Quarantine)
 }
 
 // ExecutionFailed returns the handler that closes the jobs of executions
@@ -61,5 +65,5 @@ func (p Ports) Classify() *migration.Classify {
 // limits it to that machine's executions. With a nil Store it leaves
 // staged outputs to the bucket's lifecycle rule.
 func (p Ports) ExecutionFailed(deadLetter queue.Sender, stateMachine string) *migration.ExecutionFailed {
-	return migration.NewExecutionFailed(p.Config, p.Store, p.Tracker, deadLetter, p.log()).ForStateMachine(stateMachine)
+	return migration.NewExecutionFailed(p.Config, p.Store, p.Tracker, deadLetter, p.log()).ForStateMachine(stateMachine).WithQuarantine(p.Quarantine)
 }

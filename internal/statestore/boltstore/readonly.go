@@ -43,5 +43,5 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 	case errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) || errors.Is(err, bolterrors.ErrVersionMismatch):
 		err = fmt.Errorf("%w: %s: %w; %s", ErrCorrupt, path, err, recovery(path))
 	}
-	return nil, fault.Systemic("boltstore.OpenReadOnly "+path, err)
+	return nil, fault.Systemic("boltstore.OpenReadOnly: "+path, err)
 }
