@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -329,4 +330,32 @@ func TestDynaliteLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("billing mode %v, GSIs %d", d.Table.BillingModeSummary, len(d.Table.GlobalSecondaryIndexes))
+}
+
+// TestStandInSurvivesAClientHangingUp: a client that dies while sending a
+// request (the chaos suite's kill -9) must not take the DynamoDB stand-in
+// down for every later test. dynalite's own CLI does die ("Error:
+// aborted"); scripts/dynalite-server.js keeps it up.
+func TestStandInSurvivesAClientHangingUp(t *testing.T) {
+	endpoint := os.Getenv("AWS_ENDPOINT_URL_DYNAMODB")
+	if endpoint == "" {
+		t.Skip("AWS_ENDPOINT_URL_DYNAMODB unset (make test-integration starts dynalite)")
+	}
+	c, _ := client(t)
+	host := strings.TrimPrefix(endpoint, "http://")
+	for range 3 {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Headers promising a body, half of it, then a reset.
+		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: 100\r\n\r\n{\"Limit\":", host)
+		time.Sleep(50 * time.Millisecond) // let the server start reading the body
+		conn.(*net.TCPConn).SetLinger(0)
+		conn.Close()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := c.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatalf("the DynamoDB stand-in did not survive clients hanging up: %v", err)
+	}
 }
