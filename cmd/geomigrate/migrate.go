@@ -31,10 +31,13 @@ type runFlags struct {
 	Workers   int           `name:"workers" default:"${workers}" help:"Files migrated at once (default: the number of CPUs)."`
 	StateDir  string        `name:"state-dir" placeholder:"DIR" help:"State store, queues and reports (default DEST/.geomigrate-state; with --backend aws ./.geomigrate-state)."`
 	Report    string        `name:"report" placeholder:"FILE" help:"JSON run report path (default STATE-DIR/reports/run-TIME.json)."`
-	Progress  string        `name:"progress" type:"fold" enum:"auto,bar,plain" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar or plain."`
+	Progress  string        `name:"progress" type:"fold" enum:"auto,bar,plain,json" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar, plain (one line per finished file) or json (one JSON object per state transition and per file, then a summary, on stderr or --progress-file)."`
 	LogLevel  string        `name:"log-level" type:"fold" enum:"debug,info,warn,error" default:"error" help:"Level of the handler logs on stderr (routed files are in the progress lines and the summary already)."`
 	LogFormat string        `name:"log-format" type:"fold" enum:"text,json" default:"text" help:"Handler log format: text or json."`
 	Grace     time.Duration `name:"grace" default:"20s" help:"On SIGINT/SIGTERM no new file starts and running ones get this long to finish; then (or at a second signal) they are stopped and rolled back."`
+
+	// ProgressFile keeps the JSON stream apart from stderr's other lines.
+	ProgressFile string `name:"progress-file" placeholder:"FILE" help:"With --progress json: write the event stream to FILE instead of stderr."`
 
 	Handlers config.Handlers `embed:""`
 	Where    backendFlags    `embed:""`
@@ -47,6 +50,8 @@ func (f *runFlags) Validate() error {
 		return fmt.Errorf("--workers %d: want 1 or more", f.Workers)
 	case f.Grace < 0:
 		return fmt.Errorf("--grace %s: want 0 or more", f.Grace)
+	case f.ProgressFile != "" && f.Progress != progressJSON:
+		return fmt.Errorf("--progress-file needs --progress json")
 	}
 	return f.checkLease()
 }
@@ -153,12 +158,17 @@ func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pr
 	if lb := be.local; lb != nil && lb.sweptTemps > 0 {
 		fmt.Fprintf(e.stderr, "geomigrate: removed %d temporary file(s) left in %s by an interrupted run\n", lb.sweptTemps, f.Dest)
 	}
-	halt := localrun.NewHalt()
-	exec, err := localrun.NewExecutor(be.handlers, be.queues, asl.WithHistory(halt.Observe))
+	prog, closeProgress, err := f.progress(e.stderr, len(inputs)+len(pre))
 	if err != nil {
 		return err
 	}
-	err = f.execute(e, execution{exec: exec, be: be, inputs: inputs, pre: pre, halt: halt, report: reportPath})
+	defer closeProgress()
+	halt := localrun.NewHalt()
+	exec, err := localrun.NewExecutor(be.handlers, be.queues, asl.WithHistory(halt.Observe), asl.WithExecutionHistory(prog.observe))
+	if err != nil {
+		return err
+	}
+	err = f.execute(e, execution{exec: exec, be: be, inputs: inputs, pre: pre, halt: halt, report: reportPath, prog: prog})
 	if be.local == nil {
 		return err
 	}
@@ -168,6 +178,27 @@ func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pr
 		fmt.Fprintf(e.stderr, "geomigrate: removed %d staged object(s) left by unfinished jobs\n", n)
 	}
 	return err
+}
+
+// progress opens the view --progress asks for over total inputs: auto is
+// the bar when stderr is a terminal. The returned func closes
+// --progress-file.
+func (f *runFlags) progress(stderr io.Writer, total int) (progress, func(), error) {
+	mode, w, closeFile := f.Progress, stderr, func() {}
+	if mode == progressAuto {
+		mode = progressPlain
+		if file, ok := stderr.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
+			mode = progressBar
+		}
+	}
+	if f.ProgressFile != "" {
+		file, err := os.Create(f.ProgressFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--progress-file: %w", err)
+		}
+		w, closeFile = file, func() { _ = file.Close() }
+	}
+	return newProgress(mode, w, total, f.Workers), closeFile, nil
 }
 
 // sweepStaging removes what unfinished jobs (routed after Convert, or
@@ -205,6 +236,8 @@ type execution struct {
 	halt *localrun.Halt
 	// report is the run report's path ("" : STATE-DIR/reports/run-TIME.json).
 	report string
+	// prog shows the run (its observe is on the executor).
+	prog progress
 }
 
 // execute runs every input as one execution, shows progress, writes the
@@ -216,11 +249,7 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	release := func(ctx context.Context, jobID, execution string) error {
 		return tracker.Release(ctx, jobID, execution, "execution ended unfinished")
 	}
-	isTTY := false
-	if file, ok := stderr.(*os.File); ok {
-		isTTY = term.IsTerminal(int(file.Fd()))
-	}
-	prog := newProgress(stderr, len(x.inputs)+len(x.pre), f.Progress == "bar" || (f.Progress == "auto" && isTTY))
+	prog := x.prog
 	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, stderr); err != nil {
 		return err
 	}
@@ -229,18 +258,13 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		fmt.Fprintf(stderr, "\ngeomigrate: %v: no new file starts; running ones get %s to finish (interrupt again to stop them now)\n", context.Cause(ctx), f.Grace)
 	})
 	defer stopNotice()
-	listed := ""
-	if len(x.pre) > 0 {
-		listed = fmt.Sprintf(" (+%d ignored or not followed)", len(x.pre))
-	}
 	recipe := x.be.handlers.Recipe()
-	fmt.Fprintf(stderr, "geomigrate %s: %d file(s)%s → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(x.inputs), listed, f.Dest, x.be.name, recipe.EngineVersion, f.Workers)
+	prog.start(runHeader{Version: buildinfo.Version, Files: len(x.inputs), Listed: len(x.pre), Dest: f.Dest, Backend: x.be.name, GDAL: recipe.EngineVersion, Workers: f.Workers})
 	started := time.Now()
 	for _, o := range x.pre {
 		prog.done(o)
 	}
 	outcomes := runner.Run(ctx, x.inputs)
-	prog.finish()
 
 	report := localrun.NewReport(started, append(outcomes, x.pre...))
 	report.Backend, report.Dest, report.Workers, report.Recipe = x.be.name, f.Dest, f.Workers, recipe.CanonicalJSON()
@@ -254,6 +278,11 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	// On a full disk the report may not fit either: the summary is
 	// printed regardless.
 	werr := report.Write(reportPath)
+	if werr != nil {
+		prog.finish(report, "")
+	} else {
+		prog.finish(report, reportPath)
+	}
 	report.PrintSummary(stdout)
 	if werr != nil {
 		fmt.Fprintf(stdout, "\nreport not written: %v\n", werr)
