@@ -155,29 +155,20 @@ func checkSchemes(srcs []string, dest string, aws bool) error {
 // sweeps what unfinished jobs staged. reportPath, when set, is where the
 // run report goes (replay reads it back).
 func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pre []localrun.Outcome, reportPath string) error {
-	if lb := be.local; lb != nil && lb.sweptTemps > 0 {
-		fmt.Fprintf(e.stderr, "geomigrate: removed %d temporary file(s) left in %s by an interrupted run\n", lb.sweptTemps, f.Dest)
-	}
 	prog, closeProgress, err := f.progress(e.stderr, len(inputs)+len(pre))
 	if err != nil {
 		return err
 	}
 	defer closeProgress()
+	if lb := be.local; lb != nil && lb.sweptTemps > 0 {
+		prog.notice(fmt.Sprintf("geomigrate: removed %d temporary file(s) left in %s by an interrupted run", lb.sweptTemps, f.Dest))
+	}
 	halt := localrun.NewHalt()
 	exec, err := localrun.NewExecutor(be.handlers, be.queues, asl.WithHistory(halt.Observe), asl.WithExecutionHistory(prog.observe))
 	if err != nil {
 		return err
 	}
-	err = f.execute(e, execution{exec: exec, be: be, inputs: inputs, pre: pre, halt: halt, report: reportPath, prog: prog})
-	if be.local == nil {
-		return err
-	}
-	if n, serr := sweepStaging(context.WithoutCancel(e.ctx), be); serr != nil {
-		fmt.Fprintf(e.stderr, "geomigrate: staging sweep: %v\n", serr)
-	} else if n > 0 {
-		fmt.Fprintf(e.stderr, "geomigrate: removed %d staged object(s) left by unfinished jobs\n", n)
-	}
-	return err
+	return f.execute(e, execution{exec: exec, be: be, inputs: inputs, pre: pre, halt: halt, report: reportPath, prog: prog})
 }
 
 // progress opens the view --progress asks for over total inputs: auto is
@@ -244,18 +235,18 @@ type execution struct {
 // report and prints the summary. It fails when anything went to the DLQ or
 // failed outright; remediation is a data outcome, not a failed run.
 func (f *runFlags) execute(e *cmdEnv, x execution) error {
-	ctx, stdout, stderr := e.ctx, e.stdout, e.stderr
+	ctx, stdout := e.ctx, e.stdout
 	tracker := x.be.tracker()
 	release := func(ctx context.Context, jobID, execution string) error {
 		return tracker.Release(ctx, jobID, execution, "execution ended unfinished")
 	}
 	prog := x.prog
-	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, stderr); err != nil {
+	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, noticeWriter{prog}); err != nil {
 		return err
 	}
 	runner := &localrun.Runner{Executor: x.exec, Workers: f.Workers, OnDone: prog.done, Release: release, Halt: x.halt, Grace: f.Grace, Abort: abortOf(ctx), Ended: x.be.closer.Close}
 	stopNotice := context.AfterFunc(ctx, func() {
-		fmt.Fprintf(stderr, "\ngeomigrate: %v: no new file starts; running ones get %s to finish (interrupt again to stop them now)\n", context.Cause(ctx), f.Grace)
+		prog.notice(fmt.Sprintf("geomigrate: %v: no new file starts; running ones get %s to finish (interrupt again to stop them now)", context.Cause(ctx), f.Grace))
 	})
 	defer stopNotice()
 	recipe := x.be.handlers.Recipe()
@@ -265,6 +256,15 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		prog.done(o)
 	}
 	outcomes := runner.Run(ctx, x.inputs)
+	if x.be.local != nil {
+		// Every execution of this run has ended: what unfinished jobs
+		// staged can go.
+		if n, serr := sweepStaging(context.WithoutCancel(ctx), x.be); serr != nil {
+			prog.notice(fmt.Sprintf("geomigrate: staging sweep: %v", serr))
+		} else if n > 0 {
+			prog.notice(fmt.Sprintf("geomigrate: removed %d staged object(s) left by unfinished jobs", n))
+		}
+	}
 
 	report := localrun.NewReport(started, append(outcomes, x.pre...))
 	report.Backend, report.Dest, report.Workers, report.Recipe = x.be.name, f.Dest, f.Workers, recipe.CanonicalJSON()

@@ -39,6 +39,22 @@ type progress interface {
 	// finish ends the display once the report was written to reportPath
 	// ("" when it could not be).
 	finish(r *localrun.Report, reportPath string)
+	// notice shows a line about the run itself (leftovers swept, a signal
+	// received) without breaking the display: above the bar, as a JSON
+	// object in the stream.
+	notice(msg string)
+}
+
+// noticeWriter passes each line written to it to a progress's notice.
+type noticeWriter struct{ p progress }
+
+func (w noticeWriter) Write(b []byte) (int, error) {
+	for line := range strings.Lines(string(b)) {
+		if line = strings.TrimSpace(line); line != "" {
+			w.p.notice(line)
+		}
+	}
+	return len(b), nil
 }
 
 // runHeader is what the first line of a run says.
@@ -88,6 +104,12 @@ type plainProgress struct {
 func (p *plainProgress) start(h runHeader)               { fmt.Fprintln(p.w, h) }
 func (p *plainProgress) observe(string, asl.Event)       {}
 func (p *plainProgress) finish(*localrun.Report, string) {}
+
+func (p *plainProgress) notice(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintln(p.w, msg)
+}
 
 func (p *plainProgress) done(o localrun.Outcome) {
 	p.mu.Lock()
@@ -237,7 +259,7 @@ func (b *barProgress) start(h runHeader) {
 	if b.refresh == nil {
 		b.refresh, b.stopTicker = tickEvery(barRefresh)
 	}
-	b.container = mpb.New(mpb.WithConsoleWriter(b.console), mpb.WithManualRefresh(b.refresh))
+	container := mpb.New(mpb.WithConsoleWriter(b.console), mpb.WithManualRefresh(b.refresh))
 	lines := []mpb.BarFiller{mpb.BarFillerFunc(b.ratesLine)}
 	for i := range min(b.workers, maxRunningShown) {
 		lines = append(lines, mpb.BarFillerFunc(func(w io.Writer, s decor.Statistics) error { return b.runningLine(w, s, i) }))
@@ -245,12 +267,15 @@ func (b *barProgress) start(h runHeader) {
 	if b.workers > maxRunningShown {
 		lines = append(lines, mpb.BarFillerFunc(b.moreLine))
 	}
-	b.bar = b.container.New(int64(b.total),
+	bar := container.New(int64(b.total),
 		mpb.BarStyle().Lbound("[").Filler("#").Tip("#").Padding(".").Rbound("]"),
 		mpb.PrependDecorators(decor.Any(b.countDecor)),
 		mpb.AppendDecorators(decor.Any(b.timeDecor)),
 		mpb.BarBtmExtender(lines...),
 	)
+	b.mu.Lock()
+	b.bar, b.container = bar, container
+	b.mu.Unlock()
 }
 
 func (b *barProgress) observe(execution string, ev asl.Event) {
@@ -266,19 +291,40 @@ func (b *barProgress) done(o localrun.Outcome) {
 		b.ran++
 		b.ranIn += o.BytesIn
 	}
+	bar := b.bar
 	b.mu.Unlock()
 	// Not under b.mu: the bar's goroutine may be drawing, which takes it.
-	b.bar.Increment()
+	if bar != nil {
+		bar.Increment()
+	}
 }
 
 func (b *barProgress) finish(*localrun.Report, string) {
-	if b.bar != nil {
-		b.bar.SetTotal(-1, true) // complete at the count reached: an interrupted run has fewer
-		b.container.Wait()
+	b.mu.Lock()
+	bar, container := b.bar, b.container
+	b.bar, b.container = nil, nil
+	b.mu.Unlock()
+	if bar != nil {
+		bar.SetTotal(-1, true) // complete at the count reached: an interrupted run has fewer
+		container.Wait()
 	}
 	if b.stopTicker != nil {
 		b.stopTicker()
 	}
+}
+
+// notice prints msg above the bar while it is drawn (at its next redraw),
+// on its own line otherwise.
+func (b *barProgress) notice(msg string) {
+	b.mu.Lock()
+	container := b.container
+	b.mu.Unlock()
+	if container != nil {
+		if _, err := container.Write([]byte(msg + "\n")); err == nil {
+			return
+		}
+	}
+	fmt.Fprintln(b.out, msg)
 }
 
 // tickEvery sends the time on the returned channel every d until stop.
@@ -456,6 +502,7 @@ const (
 	eventExecutionEnded   = "execution_ended"
 	eventFile             = "file"
 	eventSummary          = "summary"
+	eventNotice           = "notice"
 )
 
 // transitionTypes maps the history events that move an execution between
@@ -499,6 +546,8 @@ type progressEvent struct {
 	Done       int      `json:"done,omitempty"`
 	Total      int      `json:"total,omitempty"`
 
+	// notice: a line about the run itself (leftovers swept, a signal).
+	Message string `json:"message,omitempty"`
 	// run_started.
 	Run *runHeader `json:"run,omitempty"`
 	// summary.
@@ -572,6 +621,12 @@ func (j *jsonProgress) done(o localrun.Outcome) {
 		Outputs: o.Outputs, BytesIn: o.BytesIn, BytesOut: o.BytesOut, DurationMS: o.Duration.Milliseconds(),
 		Done: j.totals.Files, Total: j.total,
 	})
+}
+
+func (j *jsonProgress) notice(msg string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.emit(progressEvent{Type: eventNotice, Message: msg})
 }
 
 func (j *jsonProgress) finish(r *localrun.Report, reportPath string) {

@@ -361,3 +361,84 @@ func TestSizedTerminalHasASize(t *testing.T) {
 		t.Errorf("size %dx%d, %v; want 80x24", w, h, err)
 	}
 }
+
+// TestNoticesKeepTheDisplay: a notice is a line in plain mode, a JSON
+// object in the stream, and printed above the bar while it is drawn.
+func TestNoticesKeepTheDisplay(t *testing.T) {
+	var plain, stream bytes.Buffer
+	newProgress(progressPlain, &plain, 1, 1).notice("geomigrate: removed 2 staged object(s)")
+	if plain.String() != "geomigrate: removed 2 staged object(s)\n" {
+		t.Errorf("plain notice %q", plain.String())
+	}
+	fmt.Fprint(noticeWriter{newProgress(progressJSON, &stream, 1, 1)}, "first\n\nsecond\n")
+	var got []string
+	for line := range strings.Lines(stream.String()) {
+		var ev progressEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Type != eventNotice {
+			t.Errorf("notice line %q: %v", line, err)
+		}
+		got = append(got, ev.Message)
+	}
+	if strings.Join(got, "|") != "first|second" {
+		t.Errorf("notices %q", got)
+	}
+
+	clk := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	var out bytes.Buffer
+	tty, refresh := newFakeTTY(80), make(chan any)
+	b := newBarProgress(&out, tty, 2, 1, clk.Now, refresh)
+	b.notice("before the bar")
+	b.start(runHeader{Files: 2})
+	b.notice("during the bar")
+	frame := tty.frame(t, refresh)
+	if !strings.HasPrefix(frame, "during the bar\n0/2 [") {
+		t.Errorf("frame with a notice:\n%s", frame)
+	}
+	b.finish(nil, "")
+	b.notice("after the bar")
+	if !strings.HasPrefix(out.String(), "before the bar\n") || !strings.HasSuffix(out.String(), "after the bar\n") {
+		t.Errorf("notices outside the bar: %q", out.String())
+	}
+}
+
+// TestProgressModes: auto is plain lines when stderr is not a terminal;
+// --progress-file takes the JSON stream off stderr.
+func TestProgressModes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "events.jsonl")
+	for _, tt := range []struct {
+		mode, file string
+		want       string
+	}{
+		{progressAuto, "", "*main.plainProgress"},
+		{progressPlain, "", "*main.plainProgress"},
+		{progressBar, "", "*main.barProgress"},
+		{progressJSON, "", "*main.jsonProgress"},
+		{progressJSON, file, "*main.jsonProgress"},
+	} {
+		var stderr bytes.Buffer
+		f := runFlags{Progress: tt.mode, ProgressFile: tt.file, Workers: 2}
+		p, closeFile, err := f.progress(&stderr, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%T", p); got != tt.want {
+			t.Errorf("--progress %s: %s, want %s", tt.mode, got, tt.want)
+		}
+		p.notice("hello")
+		closeFile()
+		written := stderr.String()
+		if tt.file != "" {
+			b, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stderr.Len() != 0 {
+				t.Errorf("--progress-file: stderr got %q", stderr.String())
+			}
+			written = string(b)
+		}
+		if !strings.Contains(written, "hello") {
+			t.Errorf("--progress %s %s: the notice went elsewhere", tt.mode, tt.file)
+		}
+	}
+}
