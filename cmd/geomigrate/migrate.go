@@ -38,6 +38,9 @@ type runFlags struct {
 
 	// ProgressFile keeps the JSON stream apart from stderr's other lines.
 	ProgressFile string `name:"progress-file" placeholder:"FILE" help:"With --progress json: write the event stream to FILE instead of stderr."`
+	// logs is where open's logger writes: stderr, and the run's progress
+	// display while it is shown.
+	logs *logSink
 
 	Handlers config.Handlers `embed:""`
 	Where    backendFlags    `embed:""`
@@ -58,7 +61,8 @@ func (f *runFlags) Validate() error {
 
 // open wires the handlers over the chosen backend.
 func (f *runFlags) open(ctx context.Context, stderr io.Writer, r openRequest) (*backend, error) {
-	log, err := newLogger(stderr, f.LogLevel, f.LogFormat)
+	f.logs = &logSink{w: stderr}
+	log, err := newLogger(f.logs, f.LogLevel, f.LogFormat)
 	if err != nil {
 		return nil, err
 	}
@@ -160,6 +164,10 @@ func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pr
 		return err
 	}
 	defer closeProgress()
+	if f.logs != nil {
+		f.logs.to(noticeWriter{p: prog, log: true})
+		defer f.logs.to(e.stderr)
+	}
 	if lb := be.local; lb != nil && lb.sweptTemps > 0 {
 		prog.notice(fmt.Sprintf("geomigrate: removed %d temporary file(s) left in %s by an interrupted run", lb.sweptTemps, f.Dest))
 	}
@@ -241,7 +249,7 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		return tracker.Release(ctx, jobID, execution, "execution ended unfinished")
 	}
 	prog := x.prog
-	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, noticeWriter{prog}); err != nil {
+	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, noticeWriter{p: prog}); err != nil {
 		return err
 	}
 	runner := &localrun.Runner{Executor: x.exec, Workers: f.Workers, OnDone: prog.done, Release: release, Halt: x.halt, Grace: f.Grace, Abort: abortOf(ctx), Ended: x.be.closer.Close}

@@ -43,14 +43,25 @@ type progress interface {
 	// received) without breaking the display: above the bar, as a JSON
 	// object in the stream.
 	notice(msg string)
+	// logLine shows a line of the handlers' log the same way (in the JSON
+	// stream: a "log" object).
+	logLine(line string)
 }
 
-// noticeWriter passes each line written to it to a progress's notice.
-type noticeWriter struct{ p progress }
+// noticeWriter passes each line written to it to a progress's notice (or,
+// with log set, logLine).
+type noticeWriter struct {
+	p   progress
+	log bool
+}
 
 func (w noticeWriter) Write(b []byte) (int, error) {
 	for line := range strings.Lines(string(b)) {
-		if line = strings.TrimSpace(line); line != "" {
+		switch line = strings.TrimSpace(line); {
+		case line == "":
+		case w.log:
+			w.p.logLine(line)
+		default:
 			w.p.notice(line)
 		}
 	}
@@ -111,6 +122,8 @@ func (p *plainProgress) notice(msg string) {
 	fmt.Fprintln(p.w, msg)
 }
 
+func (p *plainProgress) logLine(line string) { p.notice(line) }
+
 func (p *plainProgress) done(o localrun.Outcome) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -131,6 +144,27 @@ func (p *plainProgress) done(o localrun.Outcome) {
 		detail += fmt.Sprintf("  warnings: %d (%s)", n, localrun.OneLine(o.Warnings[0], 120))
 	}
 	fmt.Fprintf(p.w, "[%d/%d] %-11s %s/%s %s %s\n", p.totals.Files, p.total, o.Status, o.Bucket, localrun.QuoteKey(o.Key), detail, o.Duration.Round(time.Millisecond))
+}
+
+// logSink is where the handlers' logs go: stderr, or while a run is
+// shown, its display (noticeWriter), so that a log line neither breaks the
+// bar's redraw nor the JSON stream's one object per line.
+type logSink struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *logSink) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	w := s.w
+	s.mu.Unlock()
+	return w.Write(b)
+}
+
+func (s *logSink) to(w io.Writer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.w = w
 }
 
 // runningFile is an execution between its ExecutionStarted and its end:
@@ -312,6 +346,8 @@ func (b *barProgress) finish(*localrun.Report, string) {
 		b.stopTicker()
 	}
 }
+
+func (b *barProgress) logLine(line string) { b.notice(line) }
 
 // notice prints msg above the bar while it is drawn (at its next redraw),
 // on its own line otherwise.
@@ -503,6 +539,7 @@ const (
 	eventFile             = "file"
 	eventSummary          = "summary"
 	eventNotice           = "notice"
+	eventLog              = "log"
 )
 
 // transitionTypes maps the history events that move an execution between
@@ -546,7 +583,8 @@ type progressEvent struct {
 	Done       int      `json:"done,omitempty"`
 	Total      int      `json:"total,omitempty"`
 
-	// notice: a line about the run itself (leftovers swept, a signal).
+	// notice: a line about the run itself (leftovers swept, a signal);
+	// log: a line of the handlers' log (--log-level, --log-format).
 	Message string `json:"message,omitempty"`
 	// run_started.
 	Run *runHeader `json:"run,omitempty"`
@@ -627,6 +665,12 @@ func (j *jsonProgress) notice(msg string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.emit(progressEvent{Type: eventNotice, Message: msg})
+}
+
+func (j *jsonProgress) logLine(line string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.emit(progressEvent{Type: eventLog, Message: line})
 }
 
 func (j *jsonProgress) finish(r *localrun.Report, reportPath string) {

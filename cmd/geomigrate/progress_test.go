@@ -224,12 +224,17 @@ func TestJSONProgressStream(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(src, "README.txt"), []byte("notes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	events := filepath.Join(dir, "events.jsonl")
 	for _, tt := range []struct {
-		name string
-		args []string
+		name     string
+		args     []string
+		file     string
+		wantLogs bool
 	}{
-		{"stderr", nil},
-		{"progress-file", []string{"--progress-file", filepath.Join(dir, "events.jsonl")}},
+		{"stderr", nil, "", false},
+		{"progress-file", []string{"--progress-file", events}, events, false},
+		// The handlers' log lines join the stream as objects.
+		{"stderr with info logs", []string{"--log-level", "info"}, "", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"migrate", src, "--dest", dest + "-" + tt.name, "--workers", "2", "--progress", "json"}, tt.args...)
@@ -238,8 +243,8 @@ func TestJSONProgressStream(t *testing.T) {
 				t.Fatalf("migrate: %v\n%s\n%s", err, out, stderr)
 			}
 			stream := stderr
-			if len(tt.args) > 0 {
-				b, err := os.ReadFile(tt.args[1])
+			if tt.file != "" {
+				b, err := os.ReadFile(tt.file)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -249,6 +254,9 @@ func TestJSONProgressStream(t *testing.T) {
 				}
 			}
 			checkJSONStream(t, stream, lastReport(t, out))
+			if logs := strings.Count(stream, `"type":"log"`); (logs > 0) != tt.wantLogs {
+				t.Errorf("%d log objects in the stream, want some: %v", logs, tt.wantLogs)
+			}
 		})
 	}
 }
@@ -286,8 +294,14 @@ func checkJSONStream(t *testing.T, stream string, report localrun.Report) {
 	execs := map[string]*execState{}
 	files := map[string]progressEvent{}
 	for i, ev := range events[1 : len(events)-1] {
-		if ev.Type == eventFile {
+		switch ev.Type {
+		case eventFile:
 			files[ev.Key] = ev
+			continue
+		case eventLog, eventNotice:
+			if ev.Message == "" {
+				t.Errorf("event %d: %s without a message", i+1, ev.Type)
+			}
 			continue
 		}
 		x := execs[ev.Execution]
@@ -370,7 +384,7 @@ func TestNoticesKeepTheDisplay(t *testing.T) {
 	if plain.String() != "geomigrate: removed 2 staged object(s)\n" {
 		t.Errorf("plain notice %q", plain.String())
 	}
-	fmt.Fprint(noticeWriter{newProgress(progressJSON, &stream, 1, 1)}, "first\n\nsecond\n")
+	fmt.Fprint(noticeWriter{p: newProgress(progressJSON, &stream, 1, 1)}, "first\n\nsecond\n")
 	var got []string
 	for line := range strings.Lines(stream.String()) {
 		var ev progressEvent
