@@ -172,9 +172,12 @@ func (s *logSink) to(w io.Writer) {
 type runningFile struct {
 	execution   string
 	bucket, key string
-	state       string
-	attempt     int // 1-based attempt of state
-	since       time.Time
+	// jobID is known once HashCheck has claimed (or found) the job: the
+	// payload carries it as job.id from then on.
+	jobID   string
+	state   string
+	attempt int // 1-based attempt of state
+	since   time.Time
 }
 
 // runningFiles follows executions through their history events.
@@ -198,6 +201,17 @@ func (r runningFiles) observe(execution string, ev asl.Event) (f *runningFile, e
 		f.state, f.attempt = ev.State, 1
 	case asl.EventRetryScheduled:
 		f.attempt = ev.Attempt + 1 // Attempt is the 1-based retry number
+	case asl.EventStateExited:
+		if f.jobID == "" {
+			var out struct {
+				Job struct {
+					ID string `json:"id"`
+				} `json:"job"`
+			}
+			if json.Unmarshal(ev.Output, &out) == nil {
+				f.jobID = out.Job.ID
+			}
+		}
 	case asl.EventExecutionSucceeded, asl.EventExecutionFailed, asl.EventExecutionTimedOut, asl.EventExecutionAborted:
 		delete(r, execution)
 		return f, true
@@ -572,8 +586,10 @@ type progressEvent struct {
 	// for execution_ended, the file's outcome (completed, skipped, ...) for file.
 	Status string `json:"status,omitempty"`
 
+	// JobID is the job the execution works on, once HashCheck named it.
+	JobID string `json:"job_id,omitempty"`
+
 	// file events: the outcome, and how far the run is.
-	JobID      string   `json:"job_id,omitempty"`
 	Reason     string   `json:"reason,omitempty"`
 	Code       string   `json:"code,omitempty"`
 	Outputs    []string `json:"outputs,omitempty"`
@@ -623,7 +639,7 @@ func (j *jsonProgress) observe(execution string, ev asl.Event) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	f, ended := j.running.observe(execution, ev)
-	out := progressEvent{Time: ev.Timestamp, Execution: execution, Bucket: f.bucket, Key: f.key}
+	out := progressEvent{Time: ev.Timestamp, Execution: execution, JobID: f.jobID, Bucket: f.bucket, Key: f.key}
 	switch typ, ok := transitionTypes[ev.Type]; {
 	case ok:
 		out.Type, out.State, out.Attempt = typ, ev.State, f.attempt

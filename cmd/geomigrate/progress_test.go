@@ -290,6 +290,7 @@ func checkJSONStream(t *testing.T, stream string, report localrun.Report) {
 		key, state     string
 		started, ended bool
 		retries        int
+		jobID          string // the last event's
 	}
 	execs := map[string]*execState{}
 	files := map[string]progressEvent{}
@@ -309,6 +310,10 @@ func checkJSONStream(t *testing.T, stream string, report localrun.Report) {
 			x = &execState{key: ev.Key}
 			execs[ev.Execution] = x
 		}
+		if x.jobID != "" && ev.JobID != x.jobID {
+			t.Errorf("event %d: job %q after job %q", i+1, ev.JobID, x.jobID)
+		}
+		x.jobID = ev.JobID
 		bad := func(why string) { t.Errorf("event %d (%s %s %s) %s", i+1, ev.Type, ev.Key, ev.State, why) }
 		if ev.Execution == "" || ev.Key == "" || ev.Key != x.key || x.ended {
 			bad("is not attributed to an execution running a source")
@@ -358,7 +363,7 @@ func checkJSONStream(t *testing.T, stream string, report localrun.Report) {
 		}
 		ran++
 		x := execs[o.Execution]
-		if x == nil || !x.started || !x.ended || x.retries != o.Retries {
+		if x == nil || !x.started || !x.ended || x.retries != o.Retries || (o.JobID != "" && x.jobID != o.JobID) {
 			t.Errorf("%s: execution %s in the stream %+v, report retries %d", o.Key, o.Execution, x, o.Retries)
 		}
 	}
