@@ -82,7 +82,7 @@ func TestBadCommandLinesAreRefusedInOneLine(t *testing.T) {
 		{[]string{"migrate", src, "--dest", "out", "--workers", "-1"}, "--workers -1"},
 		{[]string{"migrate", src, "--dest", "out", "--workers", "0"}, "--workers 0"},
 		{[]string{"migrate", src, "--dest", "out", "--progress", "bogus"}, "--progress"},
-		{[]string{"migrate", src, "--dest", "out", "--progress", "json"}, "--progress"},
+		{[]string{"migrate", src, "--dest", "out", "--progress-file", "events.jsonl"}, "--progress-file needs --progress json"},
 		{[]string{"migrate", src, "--dest", "out", "--zstd-level", "23"}, "--zstd-level 23"},
 		{[]string{"migrate", src, "--dest", "out", "--vector-format", "Shapefile"}, "--vector-format"},
 		{[]string{"migrate", src, "--dest", "out", "--lease", "10m"}, "--lease 10m"},

@@ -5,6 +5,15 @@
 // Its commands and flags are declared as structs below and parsed by kong;
 // the settings the handlers share with the Lambda functions are declared
 // once in internal/config.
+//
+// Progress (progress.go) is drawn with github.com/vbauerster/mpb/v8 rather
+// than github.com/schollz/progressbar/v3: mpb takes the console writer
+// (terminal width and height, redraw in place) as an interface, so tests
+// draw into a fake terminal of a chosen width; it is redrawn on a channel
+// we feed (a ticker in a run, the test's sends in tests); its decorators
+// are cut to the terminal's width at every redraw; and a bar carries extra
+// lines (rates, the files being converted), where progressbar draws one
+// line, sizes it from the process's stdout and refreshes on its own timer.
 package main
 
 import (

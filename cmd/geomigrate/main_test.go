@@ -143,25 +143,6 @@ func TestReplayNeedsAKnownQueue(t *testing.T) {
 	}
 }
 
-func TestProgressBarAndPlainLines(t *testing.T) {
-	var bar, plain bytes.Buffer
-	o := localrun.Outcome{Bucket: "b", Key: "k.tif", Status: localrun.StatusCompleted, Outputs: []string{"k.tif"}, BytesOut: 2048}
-	p := newProgress(&bar, 2, true)
-	p.done(o)
-	p.done(localrun.Outcome{Bucket: "b", Key: "bad.tif", Status: localrun.StatusRemediation, Code: "MissingCRS", Message: "no CRS"})
-	p.finish()
-	if s := bar.String(); !strings.Contains(s, "\r[###############...............] 1/2") || !strings.Contains(s, "remediation 1") || strings.Count(s, "\n") != 1 {
-		t.Errorf("bar output %q", s)
-	}
-	q := newProgress(&plain, 2, false)
-	q.done(o)
-	q.done(localrun.Outcome{Bucket: "b", Key: "bad.tif", Status: localrun.StatusRemediation, Code: "MissingCRS", Message: "no\nCRS"})
-	lines := strings.Split(strings.TrimSpace(plain.String()), "\n")
-	if len(lines) != 2 || strings.Contains(plain.String(), "\r") || !strings.Contains(lines[1], "MissingCRS: no CRS") {
-		t.Errorf("plain output %q", plain.String())
-	}
-}
-
 // TestLeftoverStagingIsSwept: a staged output whose job never promoted it
 // (interrupted, routed after Convert) does not outlive the next run.
 func TestLeftoverStagingIsSwept(t *testing.T) {

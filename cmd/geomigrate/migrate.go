@@ -31,10 +31,16 @@ type runFlags struct {
 	Workers   int           `name:"workers" default:"${workers}" help:"Files migrated at once (default: the number of CPUs)."`
 	StateDir  string        `name:"state-dir" placeholder:"DIR" help:"State store, queues and reports (default DEST/.geomigrate-state; with --backend aws ./.geomigrate-state)."`
 	Report    string        `name:"report" placeholder:"FILE" help:"JSON run report path (default STATE-DIR/reports/run-TIME.json)."`
-	Progress  string        `name:"progress" type:"fold" enum:"auto,bar,plain" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar or plain."`
+	Progress  string        `name:"progress" type:"fold" enum:"auto,bar,plain,json" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar, plain (one line per finished file) or json (one JSON object per state transition and per file, then a summary, on stderr or --progress-file)."`
 	LogLevel  string        `name:"log-level" type:"fold" enum:"debug,info,warn,error" default:"error" help:"Level of the handler logs on stderr (routed files are in the progress lines and the summary already)."`
 	LogFormat string        `name:"log-format" type:"fold" enum:"text,json" default:"text" help:"Handler log format: text or json."`
 	Grace     time.Duration `name:"grace" default:"20s" help:"On SIGINT/SIGTERM no new file starts and running ones get this long to finish; then (or at a second signal) they are stopped and rolled back."`
+
+	// ProgressFile keeps the JSON stream apart from stderr's other lines.
+	ProgressFile string `name:"progress-file" placeholder:"FILE" help:"With --progress json: write the event stream to FILE instead of stderr."`
+	// logs is where open's logger writes: stderr, and the run's progress
+	// display while it is shown.
+	logs *logSink
 
 	Handlers config.Handlers `embed:""`
 	Where    backendFlags    `embed:""`
@@ -47,13 +53,16 @@ func (f *runFlags) Validate() error {
 		return fmt.Errorf("--workers %d: want 1 or more", f.Workers)
 	case f.Grace < 0:
 		return fmt.Errorf("--grace %s: want 0 or more", f.Grace)
+	case f.ProgressFile != "" && f.Progress != progressJSON:
+		return fmt.Errorf("--progress-file needs --progress json")
 	}
 	return f.checkLease()
 }
 
 // open wires the handlers over the chosen backend.
 func (f *runFlags) open(ctx context.Context, stderr io.Writer, r openRequest) (*backend, error) {
-	log, err := newLogger(stderr, f.LogLevel, f.LogFormat)
+	f.logs = &logSink{w: stderr}
+	log, err := newLogger(f.logs, f.LogLevel, f.LogFormat)
 	if err != nil {
 		return nil, err
 	}
@@ -150,24 +159,45 @@ func checkSchemes(srcs []string, dest string, aws bool) error {
 // sweeps what unfinished jobs staged. reportPath, when set, is where the
 // run report goes (replay reads it back).
 func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pre []localrun.Outcome, reportPath string) error {
-	if lb := be.local; lb != nil && lb.sweptTemps > 0 {
-		fmt.Fprintf(e.stderr, "geomigrate: removed %d temporary file(s) left in %s by an interrupted run\n", lb.sweptTemps, f.Dest)
-	}
-	halt := localrun.NewHalt()
-	exec, err := localrun.NewExecutor(be.handlers, be.queues, asl.WithHistory(halt.Observe))
+	prog, closeProgress, err := f.progress(e.stderr, len(inputs)+len(pre))
 	if err != nil {
 		return err
 	}
-	err = f.execute(e, execution{exec: exec, be: be, inputs: inputs, pre: pre, halt: halt, report: reportPath})
-	if be.local == nil {
+	defer closeProgress()
+	if f.logs != nil {
+		f.logs.to(noticeWriter{p: prog, log: true})
+		defer f.logs.to(e.stderr)
+	}
+	if lb := be.local; lb != nil && lb.sweptTemps > 0 {
+		prog.notice(fmt.Sprintf("geomigrate: removed %d temporary file(s) left in %s by an interrupted run", lb.sweptTemps, f.Dest))
+	}
+	halt := localrun.NewHalt()
+	exec, err := localrun.NewExecutor(be.handlers, be.queues, asl.WithHistory(halt.Observe), asl.WithExecutionHistory(prog.observe))
+	if err != nil {
 		return err
 	}
-	if n, serr := sweepStaging(context.WithoutCancel(e.ctx), be); serr != nil {
-		fmt.Fprintf(e.stderr, "geomigrate: staging sweep: %v\n", serr)
-	} else if n > 0 {
-		fmt.Fprintf(e.stderr, "geomigrate: removed %d staged object(s) left by unfinished jobs\n", n)
+	return f.execute(e, execution{exec: exec, be: be, inputs: inputs, pre: pre, halt: halt, report: reportPath, prog: prog})
+}
+
+// progress opens the view --progress asks for over total inputs: auto is
+// the bar when stderr is a terminal. The returned func closes
+// --progress-file.
+func (f *runFlags) progress(stderr io.Writer, total int) (progress, func(), error) {
+	mode, w, closeFile := f.Progress, stderr, func() {}
+	if mode == progressAuto {
+		mode = progressPlain
+		if file, ok := stderr.(*os.File); ok && term.IsTerminal(int(file.Fd())) {
+			mode = progressBar
+		}
 	}
-	return err
+	if f.ProgressFile != "" {
+		file, err := os.Create(f.ProgressFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--progress-file: %w", err)
+		}
+		w, closeFile = file, func() { _ = file.Close() }
+	}
+	return newProgress(mode, w, total, f.Workers), closeFile, nil
 }
 
 // sweepStaging removes what unfinished jobs (routed after Convert, or
@@ -210,42 +240,44 @@ type execution struct {
 	halt *localrun.Halt
 	// report is the run report's path ("" : STATE-DIR/reports/run-TIME.json).
 	report string
+	// prog shows the run (its observe is on the executor).
+	prog progress
 }
 
 // execute runs every input as one execution, shows progress, writes the
 // report and prints the summary. It fails when anything went to the DLQ or
 // failed outright; remediation is a data outcome, not a failed run.
 func (f *runFlags) execute(e *cmdEnv, x execution) error {
-	ctx, stdout, stderr := e.ctx, e.stdout, e.stderr
+	ctx, stdout := e.ctx, e.stdout
 	tracker := x.be.tracker()
 	release := func(ctx context.Context, jobID, execution string) error {
 		return tracker.Release(ctx, jobID, execution, "execution ended unfinished")
 	}
-	isTTY := false
-	if file, ok := stderr.(*os.File); ok {
-		isTTY = term.IsTerminal(int(file.Fd()))
-	}
-	prog := newProgress(stderr, len(x.inputs)+len(x.pre), f.Progress == "bar" || (f.Progress == "auto" && isTTY))
-	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, stderr); err != nil {
+	prog := x.prog
+	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, noticeWriter{p: prog}); err != nil {
 		return err
 	}
 	runner := &localrun.Runner{Executor: x.exec, Workers: f.Workers, OnDone: prog.done, Release: release, Halt: x.halt, Grace: f.Grace, Abort: abortOf(ctx), Ended: x.be.closer.Close}
 	stopNotice := context.AfterFunc(ctx, func() {
-		fmt.Fprintf(stderr, "\ngeomigrate: %v: no new file starts; running ones get %s to finish (interrupt again to stop them now)\n", context.Cause(ctx), f.Grace)
+		prog.notice(fmt.Sprintf("geomigrate: %v: no new file starts; running ones get %s to finish (interrupt again to stop them now)", context.Cause(ctx), f.Grace))
 	})
 	defer stopNotice()
-	listed := ""
-	if len(x.pre) > 0 {
-		listed = fmt.Sprintf(" (+%d ignored or not followed)", len(x.pre))
-	}
 	recipe := x.be.handlers.Recipe()
-	fmt.Fprintf(stderr, "geomigrate %s: %d file(s)%s → %s (%s backend, GDAL %s, %d worker(s))\n", buildinfo.Version, len(x.inputs), listed, f.Dest, x.be.name, recipe.EngineVersion, f.Workers)
+	prog.start(runHeader{Version: buildinfo.Version, Files: len(x.inputs), Listed: len(x.pre), Dest: f.Dest, Backend: x.be.name, GDAL: recipe.EngineVersion, Workers: f.Workers})
 	started := time.Now()
 	for _, o := range x.pre {
 		prog.done(o)
 	}
 	outcomes := runner.Run(ctx, x.inputs)
-	prog.finish()
+	if x.be.local != nil {
+		// Every execution of this run has ended: what unfinished jobs
+		// staged can go.
+		if n, serr := sweepStaging(context.WithoutCancel(ctx), x.be); serr != nil {
+			prog.notice(fmt.Sprintf("geomigrate: staging sweep: %v", serr))
+		} else if n > 0 {
+			prog.notice(fmt.Sprintf("geomigrate: removed %d staged object(s) left by unfinished jobs", n))
+		}
+	}
 
 	report := localrun.NewReport(started, append(outcomes, x.pre...))
 	report.Backend, report.Dest, report.Workers, report.Recipe = x.be.name, f.Dest, f.Workers, recipe.CanonicalJSON()
@@ -259,6 +291,11 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	// On a full disk the report may not fit either: the summary is
 	// printed regardless.
 	werr := report.Write(reportPath)
+	if werr != nil {
+		prog.finish(report, "")
+	} else {
+		prog.finish(report, reportPath)
+	}
 	report.PrintSummary(stdout)
 	if werr != nil {
 		fmt.Fprintf(stdout, "\nreport not written: %v\n", werr)

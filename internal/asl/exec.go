@@ -101,7 +101,9 @@ type Executor struct {
 	lambdas   map[string]LambdaFunc
 	sqs       SQSSendFunc
 	resources map[string]ResourceFunc
-	observers []func(Event)
+	// observers get the execution's name with each event: one executor
+	// runs many executions at once.
+	observers []func(execution string, ev Event)
 	// retryScale multiplies every Retry back-off (1 when unset).
 	retryScale float64
 }
@@ -139,6 +141,13 @@ func WithResource(resourceARN string, fn func(ctx context.Context, params json.R
 // WithHistory adds a streaming observer called for every event, in order,
 // while the execution runs. It must not block for long.
 func WithHistory(fn func(Event)) Option {
+	return WithExecutionHistory(func(_ string, ev Event) { fn(ev) })
+}
+
+// WithExecutionHistory is WithHistory for an observer of concurrent
+// executions (a progress display): fn also gets the name of the execution
+// the event belongs to.
+func WithExecutionHistory(fn func(execution string, ev Event)) Option {
 	return func(e *Executor) { e.observers = append(e.observers, fn) }
 }
 
@@ -265,7 +274,7 @@ func (x *execution) emit(ev Event) {
 	ev.Timestamp = x.e.clock.Now()
 	x.history = append(x.history, ev)
 	for _, fn := range x.e.observers {
-		fn(ev)
+		fn(x.name, ev)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -354,6 +355,39 @@ func TestHistoryObserverAndEvents(t *testing.T) {
 	}
 	if res.ExecutionArn != "arn:aws:states:local:000000000000:execution:sm:exec1" || res.Name != "exec1" {
 		t.Errorf("arn %s name %s", res.ExecutionArn, res.Name)
+	}
+}
+
+func TestExecutionHistoryObserverNamesTheExecution(t *testing.T) {
+	sm, err := Parse([]byte(`{"StartAt":"A","States":{"A":{"Type":"Pass","End":true}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	e := NewExecutor(sm, WithExecutionHistory(func(execution string, ev Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[execution] = append(seen[execution], ev.Type)
+	}))
+	names := []string{"one", "two", "three"}
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Go(func() {
+			if _, err := e.Run(context.Background(), n, json.RawMessage(`{}`)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	want := strings.Join([]string{EventExecutionStarted, EventStateEntered, EventStateExited, EventExecutionSucceeded}, ",")
+	for _, n := range names {
+		if got := strings.Join(seen[n], ","); got != want {
+			t.Errorf("execution %s: observed %s, want %s", n, got, want)
+		}
+	}
+	if len(seen) != len(names) {
+		t.Errorf("observed executions %v, want %v", seen, names)
 	}
 }
 
