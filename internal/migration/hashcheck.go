@@ -37,7 +37,7 @@ func NewHashCheck(cfg Config, store objectstore.Store, tracker *statestore.Track
 	return &HashCheck{cfg: cfg.withDefaults(), store: store, tracker: tracker, finger: finger, log: log}
 }
 
-// Recipe is the recipe HashCheck puts into every job.
+// Recipe is the deployment's recipe, which Config.Recipes refines per key.
 func (h *HashCheck) Recipe() recipe.Recipe { return h.cfg.Recipe }
 
 // Handle is the Lambda handler. Its error is a bare taxonomy type carrying
@@ -62,6 +62,7 @@ type identification struct {
 
 	// From the store.
 	orphanSidecar  bool // a sidecar whose main file is absent
+	excluded       bool // the recipe file's include/exclude globs leave the key out
 	pipelineOutput bool // the object is in this pipeline's staging or destination area
 	obj            objectstore.Object
 	key            string // the object to convert: the main file for a sidecar
@@ -94,6 +95,8 @@ func decideSource(id identification) verdict {
 		return skip(ReasonSidecar)
 	case id.pipelineOutput:
 		return verdict{final: true, err: fault.Data(fault.InvalidInput, "%s is an output of this pipeline, not a source", id.key)}
+	case id.excluded:
+		return skip(ReasonExcluded)
 	}
 	return verdict{}
 }
@@ -251,6 +254,8 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 		id.src.Key = key
 	}
 	id.obj, id.key = obj, key
+	// Judged on the main file's key: a sidecar goes where its main file goes.
+	id.excluded = h.cfg.Recipes.Excluded(key) != ""
 	id.pipelineOutput = h.cfg.DestBucket == src.Bucket && (strings.HasPrefix(key, h.cfg.StagingPrefix) || (h.cfg.DestPrefix != "" && strings.HasPrefix(key, h.cfg.DestPrefix)))
 	return id, nil
 }
@@ -276,7 +281,14 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		sums[path.Base(sc.Key)] = s
 	}
 	sum = bundleDigest(path.Base(key), sum, sums)
-	recipeHash := h.cfg.Recipe.ShortHash()
+	// The recipe of this key: the recipe file's rules that match it, over
+	// the deployment's recipe. Its hash names the job, so a rule edited
+	// for a glob converts again exactly the keys the glob matches.
+	rec, _, err := h.cfg.Recipes.Resolve(h.cfg.Recipe, key)
+	if err != nil {
+		return Job{}, fault.Systemic("hashcheck: recipe of "+key, err)
+	}
+	recipeHash := rec.ShortHash()
 	return Job{
 		ID:            JobID(src.DatasetID, src.Bucket, key, sum, recipeHash),
 		DatasetID:     src.DatasetID,
@@ -287,9 +299,9 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		SourceSHA256:  sum,
 		Fingerprint:   kind,
 		RecipeHash:    recipeHash,
-		Recipe:        h.cfg.Recipe,
+		Recipe:        rec,
 		DestBucket:    h.cfg.DestBucket,
-		DestKey:       predictDestKey(h.cfg.DestPrefix, key, h.cfg.Recipe),
+		DestKey:       predictDestKey(h.cfg.DestPrefix, key, rec),
 		StagingPrefix: h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
 	}, nil
 }
