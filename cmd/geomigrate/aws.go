@@ -127,6 +127,9 @@ func (f *runFlags) openAWSPipeline(ctx context.Context, a *awsFlags, sourceBucke
 	}
 	// The recipe names the GDAL and geomigrate versions, as on Lambda.
 	s.Config.Recipe = recipe.Recipe{VectorFormat: f.vectorFormat, ZSTDLevel: f.zstdLevel, EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}
+	if s.Config.Recipes, err = f.recipes.book(f.vectorFormat, f.zstdLevel); err != nil {
+		return nil, err
+	}
 	checks := awsapp.Resources{
 		Buckets:     append(append([]string(nil), sourceBuckets...), destBucket),
 		Table:       a.stateTable,

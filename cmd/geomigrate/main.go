@@ -30,6 +30,7 @@ func commands() []command {
 		{"replay", "replay --dest DIR [--queue dlq|remediation]   run the jobs a queue holds again", runReplay},
 		{"status", "status --dest DIR            what the state store and the queues hold", runStatus},
 		{"state", "state repair --dest DIR      rebuild a damaged state store from its readable records", runState},
+		{"recipe", "recipe show RECIPE.yaml [PATH...]   the recipe each path resolves to (rules, settings, hash)", runRecipe},
 		{"validate", "validate FILE...              check outputs: COG rules (GDAL's validator), GeoParquet 1.1, FlatGeobuf", runValidate},
 		{"graph", "graph [--backfill]            the state machine as a Mermaid flowchart", runGraph},
 		{"sample-data", "sample-data DIR             write demo rasters and vectors, a few of them bad", runSampleData},

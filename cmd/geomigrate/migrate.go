@@ -45,6 +45,8 @@ type runFlags struct {
 	// halt stops the run when the disk or memory is exhausted
 	// (executorOptions wires it into the executor).
 	halt *localrun.Halt
+	// recipes are --recipe and --co (recipe.go).
+	recipes *recipeFlags
 	// pre are outcomes decided before the run (links not followed,
 	// non-geospatial files): reported with the others.
 	pre []localrun.Outcome
@@ -88,6 +90,7 @@ func addRunFlags(fs *flag.FlagSet) *runFlags {
 	fs.StringVar(&f.vectorFormat, "vector-format", "", "GeoParquet or FlatGeobuf (default GeoParquet)")
 	fs.IntVar(&f.zstdLevel, "zstd-level", 0, "ZSTD level for outputs (default 9)")
 	fs.StringVar(&f.progress, "progress", "auto", "auto, bar or plain")
+	f.recipes = addRecipeFlags(fs)
 	// Routed files are reported by the progress lines and the summary;
 	// handler warnings about them would say it twice.
 	fs.StringVar(&f.logLevel, "log-level", "error", "debug, info, warn or error (handler logs on stderr)")
@@ -204,6 +207,9 @@ func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer
 	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir(), Lease: f.lease}
 	cfg.Recipe.VectorFormat, cfg.Recipe.ZSTDLevel = f.vectorFormat, f.zstdLevel
 	cfg.Recipe.EngineVersion, cfg.Recipe.ToolVersion = engine.Version(), buildinfo.Version
+	if cfg.Recipes, err = f.recipes.book(f.vectorFormat, f.zstdLevel); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -115,6 +115,9 @@ type RasterSettings struct {
 	// CreationOptions are passed through to the COG driver
 	// (gdal_translate -co KEY=VALUE); they win over the settings above.
 	CreationOptions map[string]string `yaml:"creation_options"`
+	// ZSTDLevel is --zstd-level: the ZSTD level wherever ZSTD is used,
+	// whatever the codec (not in the file, whose "level" is the codec's).
+	ZSTDLevel *int `yaml:"-"`
 }
 
 // VectorSettings use the vocabulary of ogr2ogr and gpq.
@@ -448,6 +451,10 @@ func (s Settings) apply(r *Recipe) error {
 		// "level" is the codec's: kept aside until the codec is known
 		// (a later rule may change the compression).
 		r.level = ra.Level
+	}
+	if ra.ZSTDLevel != nil {
+		r.settleLevel() // a file's pending level gives way
+		r.ZSTDLevel = *ra.ZSTDLevel
 	}
 	if ra.Predictor != nil {
 		r.Predictor = strings.ToLower(*ra.Predictor)

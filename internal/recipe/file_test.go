@@ -162,6 +162,15 @@ func TestFlagsOverrideFile(t *testing.T) {
 			t.Errorf("%s: flags did not win: %+v", key, r)
 		}
 	}
+	// --zstd-level sets ZSTD's level, over the file's level, and leaves
+	// the codec alone.
+	book = &Book{File: mustParse(t, precedenceFile), Flags: Settings{Raster: RasterSettings{ZSTDLevel: &lvl}}}
+	for key, codec := range map[string]string{"top.img": "DEFLATE", "dem/a/b.tif": "ZSTD"} {
+		r, _, err := book.Resolve(baseRecipe(), key)
+		if err != nil || r.Compression != codec || r.ZSTDLevel != 20 {
+			t.Errorf("%s with --zstd-level: %+v %v", key, r, err)
+		}
+	}
 	// A Book without a file is the flags over the base.
 	r, _, err := (&Book{Flags: Settings{Raster: RasterSettings{Level: &lvl}}}).Resolve(baseRecipe(), "x.tif")
 	if err != nil || r.ZSTDLevel != 20 {

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+)
+
+// recipeFlags are --recipe FILE and --co KEY=VALUE, shared by the commands
+// that convert (migrate, backfill, replay) and by `recipe show`.
+type recipeFlags struct {
+	file string
+	co   coFlag
+}
+
+// coFlag collects repeated --co KEY=VALUE.
+type coFlag []string
+
+func (c *coFlag) String() string { return strings.Join(*c, " ") }
+func (c *coFlag) Set(v string) error {
+	kv, err := recipe.CreationOption(v)
+	if err != nil {
+		return err
+	}
+	*c = append(*c, kv)
+	return nil
+}
+
+func addRecipeFlags(fs *flag.FlagSet) *recipeFlags {
+	rf := &recipeFlags{}
+	fs.StringVar(&rf.file, "recipe", "", "recipe file (YAML): per-glob conversion settings (see examples/recipe.yaml); flags override it")
+	fs.Var(&rf.co, "co", "raster creation option KEY=VALUE passed to GDAL's COG driver (repeatable; overrides the recipe file)")
+	return rf
+}
+
+// book (after gdal.New, which registers the COG driver whose options it
+// checks) is the recipe file (if any) with the flags over it: the command
+// line's --vector-format and --zstd-level (0 and "" mean not given) and
+// --co.
+func (rf *recipeFlags) book(vectorFormat string, zstdLevel int) (*recipe.Book, error) {
+	b := &recipe.Book{}
+	if rf != nil && rf.file != "" {
+		data, err := os.ReadFile(rf.file)
+		if err != nil {
+			return nil, fmt.Errorf("--recipe: %w", err)
+		}
+		f, err := recipe.Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("--recipe %s: %w", rf.file, err)
+		}
+		b.File = f
+	}
+	if vectorFormat != "" {
+		b.Flags.Vector.Format = &vectorFormat
+	}
+	if zstdLevel != 0 {
+		b.Flags.Raster.ZSTDLevel = &zstdLevel
+	}
+	if rf != nil && len(rf.co) > 0 {
+		b.Flags.Raster.CreationOptions = map[string]string{}
+		for _, kv := range rf.co {
+			k, v, _ := strings.Cut(kv, "=")
+			b.Flags.Raster.CreationOptions[k] = v
+		}
+		if err := gdal.CheckCreationOptions(rf.co); err != nil {
+			return nil, fmt.Errorf("--co: %w", err)
+		}
+	}
+	// A file's own --co-like options are checked against this GDAL too,
+	// before any file is converted.
+	if b.File != nil {
+		for _, s := range append([]recipe.Settings{b.File.Defaults}, rulesSettings(b.File)...) {
+			var opts []string
+			for k, v := range s.Raster.CreationOptions {
+				opts = append(opts, k+"="+v)
+			}
+			if err := gdal.CheckCreationOptions(opts); err != nil {
+				return nil, fmt.Errorf("--recipe %s: %w", rf.file, err)
+			}
+		}
+	}
+	return b, nil
+}
+
+func rulesSettings(f *recipe.File) []recipe.Settings {
+	out := make([]recipe.Settings, len(f.Rules))
+	for i, r := range f.Rules {
+		out[i] = r.Settings
+	}
+	return out
+}
+
+func runRecipe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "show" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(stdout, recipeUsage)
+			return nil
+		}
+		fmt.Fprintln(stderr, recipeUsage)
+		return errUsage
+	}
+	fs := newFlagSet("recipe show", stderr)
+	asJSON := fs.Bool("json", false, "print JSON, one object per path")
+	vectorFormat := fs.String("vector-format", "", "as for migrate: overrides the file")
+	zstdLevel := fs.Int("zstd-level", 0, "as for migrate: overrides the file")
+	var co coFlag
+	fs.Var(&co, "co", "as for migrate: overrides the file (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, recipeUsage+"\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	// GDAL first: the creation options are checked against its COG driver.
+	engine, err := gdal.New()
+	if err != nil {
+		return fmt.Errorf("GDAL: %w", err)
+	}
+	rf := &recipeFlags{file: pos[0], co: co}
+	book, err := rf.book(*vectorFormat, *zstdLevel)
+	if err != nil {
+		return err
+	}
+	base := recipe.Recipe{EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}
+	keys, err := sampleKeys(pos[1:])
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		fmt.Fprintf(stdout, "%s: version %d, %d rule(s); give sample paths to see what each one resolves to\n", rf.file, book.File.Version, len(book.File.Rules))
+		return nil
+	}
+	enc := json.NewEncoder(stdout)
+	for _, key := range keys {
+		v := resolveForShow(book, base, key)
+		if *asJSON {
+			if err := enc.Encode(v); err != nil {
+				return err
+			}
+			continue
+		}
+		printResolved(stdout, book, v)
+	}
+	return nil
+}
+
+const recipeUsage = `Usage: geomigrate recipe show RECIPE.yaml [PATH...] [flags]
+
+Prints the recipe each PATH resolves to: the rules that match it, the
+settings, the recipe hash (a changed hash converts the file again), or why
+the file would be ignored. A PATH is a key as a run sees it (the path under
+the source directory given to migrate, e.g. dem/alps/t1.tif); an existing
+directory stands for every file under it, keyed relative to it.`
+
+// shown is what recipe show prints for one key.
+type shown struct {
+	Key     string         `json:"key"`
+	Ignored string         `json:"ignored,omitempty"`
+	Rules   []int          `json:"rules,omitempty"` // 1-based, as in the file
+	Hash    string         `json:"recipe_hash,omitempty"`
+	Recipe  *recipe.Recipe `json:"recipe,omitempty"`
+	Error   string         `json:"error,omitempty"`
+}
+
+func resolveForShow(book *recipe.Book, base recipe.Recipe, key string) shown {
+	s := shown{Key: key}
+	if why := migration.NotGeospatial(key); why != "" && !formats.IsSidecar(key) {
+		s.Ignored = why
+		return s
+	}
+	if formats.IsSidecar(key) {
+		s.Ignored = "sidecar: converted with its main file, under the main file's recipe"
+		return s
+	}
+	r, m, err := book.Resolve(base, key)
+	if err != nil {
+		s.Error = err.Error()
+		return s
+	}
+	if m.Excluded != "" {
+		s.Ignored = m.Excluded
+		return s
+	}
+	for _, i := range m.Rules {
+		s.Rules = append(s.Rules, i+1)
+	}
+	s.Hash, s.Recipe = r.ShortHash(), &r
+	return s
+}
+
+func printResolved(w io.Writer, book *recipe.Book, s shown) {
+	fmt.Fprintln(w, s.Key)
+	switch {
+	case s.Error != "":
+		fmt.Fprintf(w, "  error: %s\n", s.Error)
+		return
+	case s.Ignored != "":
+		fmt.Fprintf(w, "  ignored: %s\n", s.Ignored)
+		return
+	}
+	rules := "none (defaults)"
+	if len(s.Rules) > 0 {
+		var parts []string
+		for _, i := range s.Rules {
+			parts = append(parts, fmt.Sprintf("#%d %s", i, strings.Join(book.File.Rules[i-1].Match, ", ")))
+		}
+		rules = strings.Join(parts, "; ")
+	}
+	r := s.Recipe
+	level := ""
+	switch r.Compression {
+	case "ZSTD", "LERC_ZSTD":
+		level = " level=" + strconv.Itoa(r.ZSTDLevel)
+	case "DEFLATE", "LERC_DEFLATE":
+		level = " level=" + strconv.Itoa(r.DeflateLevel)
+	}
+	overviews := "auto"
+	switch {
+	case r.OverviewLevels == recipe.OverviewsNone:
+		overviews = "none"
+	case r.OverviewLevels > 0:
+		overviews = strconv.Itoa(r.OverviewLevels)
+	}
+	keep := func(v string) string {
+		if v == "" {
+			return "keep"
+		}
+		return v
+	}
+	fmt.Fprintf(w, "  rules:  %s\n", rules)
+	fmt.Fprintf(w, "  recipe: %s\n", s.Hash)
+	switch formats.PredictKind(s.Key) {
+	case formats.Vector:
+		fmt.Fprintf(w, "  vector: format=%s geometry_policy=%s row_group_size=%d compression=%s\n",
+			r.VectorFormat, r.GeometryPolicy, r.RowGroupRows, r.ParquetCompression)
+	default:
+		fmt.Fprintf(w, "  raster: compression=%s%s predictor=%s blocksize=%d overview_levels=%s overview_resampling=%s nodata=%s target_crs=%s\n",
+			r.Compression, level, r.Predictor, r.BlockSize, overviews, r.OverviewResampling, keep(r.NoData), keep(r.TargetCRS))
+		if len(r.CreationOptions) > 0 {
+			fmt.Fprintf(w, "  co:     %s\n", strings.Join(r.CreationOptions, " "))
+		}
+	}
+}
+
+// sampleKeys turns PATH arguments into keys: an existing directory gives
+// every regular file under it (hidden directories skipped, as a run does),
+// keyed relative to it; anything else is taken as a key.
+func sampleKeys(paths []string) ([]string, error) {
+	var keys []string
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil || !fi.IsDir() {
+			keys = append(keys, filepath.ToSlash(filepath.Clean(p)))
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() && path != p && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if !d.Type().IsRegular() {
+				return nil
+			}
+			rel, err := filepath.Rel(p, path)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, filepath.ToSlash(rel))
+			return nil
+		})
+		if err != nil && !errors.Is(err, fs.SkipDir) {
+			return nil, fmt.Errorf("recipe show: %w", err)
+		}
+	}
+	return keys, nil
+}
