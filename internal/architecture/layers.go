@@ -27,6 +27,7 @@ var roles = []struct {
 	{"internal/queue/sqsqueue", adapter},
 	{"internal/awsapp", adapter},
 	{"internal/awsconfig", adapter},
+	{"internal/recipesource", adapter},
 	{"internal/gdal", adapter},
 	{"cmd/", wiring},
 	{"functions", wiring},
