@@ -287,3 +287,25 @@ func TestCreationOption(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeRecipeParses keeps the README's example recipe a working one.
+func TestReadmeRecipeParses(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "### Recipe files")
+	if !ok {
+		t.Fatal("README has no Recipe files section")
+	}
+	_, rest, ok = strings.Cut(rest, "```yaml\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("no yaml block in the Recipe files section")
+	}
+	f := mustParse(t, block)
+	r, m, err := (&Book{File: f}).Resolve(baseRecipe(), "basemap/ortho.tif")
+	if err != nil || r.TargetCRS != WebOptimized || len(m.Rules) != 1 {
+		t.Fatalf("%+v %+v %v", r, m, err)
+	}
+}
