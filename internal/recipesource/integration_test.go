@@ -39,7 +39,9 @@ func TestLoadFromSSMOnMoto(t *testing.T) {
 			t.Fatalf("PutParameter: %v", err)
 		}
 	}
-	t.Cleanup(func() { _, _ = c.DeleteParameter(context.Background(), &ssm.DeleteParameterInput{Name: aws.String(name)}) })
+	t.Cleanup(func() {
+		_, _ = c.DeleteParameter(context.Background(), &ssm.DeleteParameterInput{Name: aws.String(name)})
+	})
 	l := &Loader{SSM: c}
 	latest, err := l.Load(ctx, "ssm:"+name)
 	if err != nil || len(latest.Rules) != 1 {
