@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -62,17 +63,35 @@ type Rule struct {
 type Globs []string
 
 // UnmarshalYAML accepts a single string as a list of one.
-func (g *Globs) UnmarshalYAML(unmarshal func(any) error) error {
-	var list []string
-	if err := unmarshal(&list); err == nil {
+func (g *Globs) UnmarshalYAML(n ast.Node) error {
+	bad := func(n ast.Node) error {
+		p := n.GetToken().Position
+		return fmt.Errorf("line %d, column %d: want a glob or a list of globs", p.Line, p.Column)
+	}
+	scalar := func(n ast.Node) (string, bool) {
+		sn, ok := n.(ast.ScalarNode)
+		if !ok || n.Type() == ast.NullType {
+			return "", false
+		}
+		return fmt.Sprint(sn.GetValue()), true
+	}
+	if seq, ok := n.(*ast.SequenceNode); ok {
+		list := Globs{}
+		for _, item := range seq.Values {
+			s, ok := scalar(item)
+			if !ok {
+				return bad(item)
+			}
+			list = append(list, s)
+		}
 		*g = list
 		return nil
 	}
-	var one string
-	if err := unmarshal(&one); err != nil {
-		return errors.New("want a glob or a list of globs")
+	s, ok := scalar(n)
+	if !ok {
+		return bad(n)
 	}
-	*g = Globs{one}
+	*g = Globs{s}
 	return nil
 }
 
@@ -149,6 +168,9 @@ func Parse(data []byte) (*File, error) {
 	var f File
 	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.DisallowUnknownField())
 	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("recipe.Parse: the file is empty: a recipe file starts with version: 1")
+		}
 		return nil, yamlError(err)
 	}
 	if err := f.check(); err != nil {

@@ -41,6 +41,9 @@ func TestParseErrors(t *testing.T) {
 		{"bad overview levels", "version: 1\ndefaults:\n  raster: {overview_levels: many}\n", []string{"line 3", "overview_levels"}},
 		{"reserved creation option", "version: 1\ndefaults:\n  raster:\n    creation_options: {NUM_THREADS: 4}\n", []string{"line 4", "NUM_THREADS", "set by geomigrate"}},
 		{"row group size", "version: 1\ndefaults:\n  vector: {row_group_size: 0}\n", []string{"line 3", "positive"}},
+		{"glob of the wrong shape", "version: 1\nrules:\n  - match: {a: b}\n", []string{"line 3", "want a glob or a list of globs"}},
+		{"null glob in a list", "version: 1\nexclude:\n  - a/**\n  -\n", []string{"line 4", "want a glob"}},
+		{"empty file", "", []string{"empty", "version: 1"}},
 		{"not yaml", "version: [1\n", []string{"line 1"}},
 		{"duplicate key", "version: 1\nversion: 1\n", []string{"line 2", "already defined"}},
 	}
