@@ -312,3 +312,32 @@ func TestReadmeRecipeParses(t *testing.T) {
 		t.Fatalf("%+v %+v %v", r, m, err)
 	}
 }
+
+// FuzzParse: any input is parsed or refused with an error, never a panic,
+// and what parses resolves (or fails) cleanly for any key.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{precedenceFile, e2eSeed, "version: 1\n", "version: 1\nrules:\n  - match: a/*\n", "version: [1\n"} {
+		f.Add([]byte(s), "dem/a/b.tif")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, key string) {
+		file, err := Parse(data)
+		if err != nil {
+			return
+		}
+		r, _, err := (&Book{File: file}).Resolve(baseRecipe(), key)
+		if err == nil && r.Validate() != nil {
+			t.Fatalf("Resolve returned an invalid recipe: %v", r.Validate())
+		}
+	})
+}
+
+const e2eSeed = `version: 1
+exclude: ["scratch/**"]
+defaults:
+  raster: {compression: ZSTD, level: 9, nodata: nan, overview_levels: none}
+  vector: {format: flatgeobuf}
+rules:
+  - match: ["dem/**", "x/*.tif"]
+    exclude: dem/old/**
+    raster: {compression: DEFLATE, level: 6, creation_options: {BIGTIFF: "YES"}}
+`
