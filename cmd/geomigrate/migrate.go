@@ -207,15 +207,20 @@ func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer
 	cfg := migration.Config{DestBucket: destBucket, WorkDir: os.TempDir(), Lease: f.lease}
 	cfg.Recipe.VectorFormat, cfg.Recipe.ZSTDLevel = f.vectorFormat, f.zstdLevel
 	cfg.Recipe.EngineVersion, cfg.Recipe.ToolVersion = engine.Version(), buildinfo.Version
+	paths := pathsFor(f.dest, f.stateDir)
+	f.recipes.fromState(paths.dir, stderr)
 	if cfg.Recipes, err = f.recipes.book(f.vectorFormat, f.zstdLevel); err != nil {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	paths := pathsFor(f.dest, f.stateDir)
 	backend, err := openLocal(f.dest, paths, append(append([]sourceRoot(nil), roots...), extra...), cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := f.recipes.remember(paths.dir); err != nil {
+		backend.Close()
 		return nil, err
 	}
 	if err := saveBuckets(paths, roots); err != nil {

@@ -25,6 +25,10 @@ import (
 type recipeFlags struct {
 	file string
 	co   coFlag
+	// reuse: without --recipe, take the recipe the destination remembers
+	// (replay: queued jobs run again under the recipe they were made with).
+	reuse bool
+	data  []byte // the file as read by book
 }
 
 // coFlag collects repeated --co KEY=VALUE.
@@ -58,6 +62,7 @@ func (rf *recipeFlags) book(vectorFormat string, zstdLevel int) (*recipe.Book, e
 		if err != nil {
 			return nil, fmt.Errorf("--recipe: %w", err)
 		}
+		rf.data = data
 		f, err := recipe.Parse(data)
 		if err != nil {
 			return nil, fmt.Errorf("--recipe %s: %w", rf.file, err)
@@ -94,6 +99,43 @@ func (rf *recipeFlags) book(vectorFormat string, zstdLevel int) (*recipe.Book, e
 		}
 	}
 	return b, nil
+}
+
+// rememberedRecipe is where a local destination keeps a copy of the recipe
+// file of its last migrate, backfill or replay.
+func rememberedRecipe(stateDir string) string { return filepath.Join(stateDir, "recipe.yaml") }
+
+// fromState points a replay without --recipe at the remembered recipe.
+func (rf *recipeFlags) fromState(stateDir string, stderr io.Writer) {
+	if rf == nil || !rf.reuse || rf.file != "" {
+		return
+	}
+	if p := rememberedRecipe(stateDir); fileExists(p) {
+		rf.file = p
+		fmt.Fprintf(stderr, "geomigrate: running under the recipe of the last run (%s); --recipe FILE to use another\n", p)
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// remember keeps a copy of the recipe file the run uses in the state
+// directory, or forgets the last one when the run has none.
+func (rf *recipeFlags) remember(stateDir string) error {
+	p := rememberedRecipe(stateDir)
+	if rf == nil || rf.file == "" {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("forget the recipe: %w", err)
+		}
+		return nil
+	}
+	if rf.file == p {
+		return nil
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, rf.data, 0o644); err != nil {
+		return fmt.Errorf("remember the recipe: %w", err)
+	}
+	return os.Rename(tmp, p)
 }
 
 func rulesSettings(f *recipe.File) []recipe.Settings {

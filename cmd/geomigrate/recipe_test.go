@@ -212,3 +212,55 @@ func TestRecipeShow(t *testing.T) {
 		t.Errorf("migrate with a bad recipe: %v", err)
 	}
 }
+
+// TestReplayRunsUnderTheRecipeOfTheRun: a file sent to remediation by a
+// migrate with --recipe, fixed, and replayed without --recipe is converted
+// under the recipe it was migrated with; a migrate without --recipe makes
+// the destination forget it.
+func TestReplayRunsUnderTheRecipeOfTheRun(t *testing.T) {
+	dir := t.TempDir()
+	samples, src, dest := filepath.Join(dir, "samples"), filepath.Join(dir, "src"), filepath.Join(dir, "out")
+	if _, err := sampledata.Write(samples); err != nil {
+		t.Fatal(err)
+	}
+	mkdirs(t, filepath.Join(src, "dem"))
+	copyFile(t, filepath.Join(samples, "dem_utm33.tif"), filepath.Join(src, "dem", "good.tif"))
+	copyFile(t, filepath.Join(samples, "truncated.tif"), filepath.Join(src, "dem", "fixme.tif"))
+	recipePath := filepath.Join(dir, "recipe.yaml")
+	if err := os.WriteFile(recipePath, []byte(e2eRecipe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run(t, "migrate", src, "--dest", dest, "--recipe", recipePath, "--progress", "plain")
+	if err != nil {
+		t.Fatalf("migrate: %v\n%s\n%s", err, out, stderr)
+	}
+	if r := lastReport(t, out); r.Totals.Remediation != 1 || r.Totals.Completed != 1 {
+		t.Fatalf("first run: %+v", r.Totals)
+	}
+	// The recipe file changes after the run: the replay still uses the
+	// run's (its remembered copy).
+	if err := os.WriteFile(recipePath, []byte("version: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	copyFile(t, filepath.Join(samples, "dem_utm33.tif"), filepath.Join(src, "dem", "fixme.tif"))
+	out, stderr, err = run(t, "replay", "--dest", dest, "--queue", "remediation", "--progress", "plain")
+	if err != nil {
+		t.Fatalf("replay: %v\n%s\n%s", err, out, stderr)
+	}
+	if !strings.Contains(stderr, "recipe of the last run") {
+		t.Errorf("replay did not say which recipe it used:\n%s", stderr)
+	}
+	if got := cogCompression(t, filepath.Join(dest, "dem", "fixme.tif")); got != "DEFLATE" {
+		t.Errorf("replayed file: compression %q, want the run's DEFLATE", got)
+	}
+	// A migrate without --recipe runs with none and forgets it.
+	if _, _, err := run(t, "migrate", src, "--dest", dest, "--progress", "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if fileExists(rememberedRecipe(pathsFor(dest, "").dir)) {
+		t.Error("a migrate without --recipe left the old recipe remembered")
+	}
+	if got := cogCompression(t, filepath.Join(dest, "dem", "good.tif")); got != "ZSTD" {
+		t.Errorf("after a migrate without a recipe: %q, want the default ZSTD", got)
+	}
+}

@@ -30,6 +30,7 @@ import (
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", stderr)
 	f := addRunFlags(fs)
+	f.recipes.reuse = true
 	which := fs.String("queue", "dlq", "dlq or remediation")
 	backend := fs.String("backend", "local", "local, or aws (S3, DynamoDB, and SQS with the queue URL flags)")
 	visibility := fs.Duration("visibility-timeout", 30*time.Minute, "how long received messages stay hidden while their jobs run")
