@@ -253,13 +253,8 @@ func (f *File) check() error {
 	if err := f.Defaults.check("$.defaults"); err != nil {
 		return err
 	}
-	rec := Recipe{}.WithDefaults()
-	if err := f.Defaults.apply(&rec); err != nil {
+	if err := trial(f.Defaults); err != nil {
 		return &fieldError{"$.defaults", err.Error()}
-	}
-	rec.settleLevel()
-	if err := rec.Validate(); err != nil {
-		return &fieldError{"$.defaults", unwrapMsg(err)}
 	}
 	for i, r := range f.Rules {
 		at := fmt.Sprintf("$.rules[%d]", i)
@@ -278,17 +273,25 @@ func (f *File) check() error {
 		// Each rule on top of the defaults must make a valid recipe: a
 		// level out of range for the rule's codec is found here, not on
 		// the first file it matches.
-		rec := Recipe{}.WithDefaults()
-		if err := f.Defaults.apply(&rec); err != nil {
-			return &fieldError{"$.defaults", err.Error()}
+		if err := trial(f.Defaults, r.Settings); err != nil {
+			return &fieldError{at, "with the defaults: " + err.Error()}
 		}
-		if err := r.Settings.apply(&rec); err != nil {
-			return &fieldError{at, err.Error()}
+	}
+	return nil
+}
+
+// trial applies settings in order over the defaults and validates the
+// result.
+func trial(settings ...Settings) error {
+	r := Recipe{}.WithDefaults()
+	for _, s := range settings {
+		if err := s.apply(&r); err != nil {
+			return err
 		}
-		rec.settleLevel()
-		if err := rec.Validate(); err != nil {
-			return &fieldError{at, "with the defaults: " + unwrapMsg(err)}
-		}
+	}
+	r.settleLevel()
+	if err := r.Validate(); err != nil {
+		return errors.New(unwrapMsg(err))
 	}
 	return nil
 }
