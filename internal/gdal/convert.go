@@ -327,7 +327,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		return recipe.Output{}, fault.Data(fault.InvalidInput, "%s has integer bands: the recipe's floating_point predictor applies to Float32/Float64 rasters only (use standard)", what)
 	}
 	checks := []string(nil)
-	if r.TargetCRS != "" {
+	if r.TargetCRS != "" && !alreadyIn(ds, r.TargetCRS) {
 		warped, err := warp(ds, r, categorical, rec)
 		if err != nil {
 			return recipe.Output{}, err

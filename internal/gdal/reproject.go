@@ -124,6 +124,26 @@ func typeRange(dt godal.DataType) (lo, hi float64, integer bool) {
 	return 0, 0, false
 }
 
+// alreadyIn reports whether ds is in the target CRS already (an authority
+// code; web-optimized always warps, onto its grid): a recipe asking an
+// archive for EPSG:3035 does not resample the files that are in it.
+func alreadyIn(ds *godal.Dataset, target string) bool {
+	if target == recipe.WebOptimized {
+		return false
+	}
+	want, err := godal.NewSpatialRef(target)
+	if err != nil {
+		return false // warp reports it
+	}
+	defer want.Close()
+	have, err := godal.NewSpatialRefFromWKT(ds.Projection())
+	if err != nil {
+		return false
+	}
+	defer have.Close()
+	return have.IsSame(want)
+}
+
 // webMercatorHalf is half the extent of EPSG:3857 (π × 6378137 m).
 const webMercatorHalf = math.Pi * 6378137
 

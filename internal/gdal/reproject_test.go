@@ -83,6 +83,13 @@ func TestRecipeRasterSettings(t *testing.T) {
 				want(t, "crs", f.epsg, "EPSG:4326")
 				want(t, "warp checked", strings.Contains(strings.Join(o.Fidelity.Checks, ","), "warp"), true)
 			}},
+		{"target CRS the source has", "dem_utm33.tif", func(r *recipe.Recipe) { r.TargetCRS = "EPSG:32633" },
+			func(t *testing.T, f cogFacts, o recipe.Output) {
+				// No resampling: the output is the source, pixel for pixel.
+				want(t, "crs", f.epsg, "EPSG:32633")
+				want(t, "warped", strings.Contains(strings.Join(o.Fidelity.Checks, ","), "warp"), false)
+				want(t, "size", [2]int{f.w, f.h}, [2]int{1024, 1024})
+			}},
 		{"web optimized", "landcover_4326.tif", func(r *recipe.Recipe) { r.TargetCRS = recipe.WebOptimized },
 			func(t *testing.T, f cogFacts, o recipe.Output) {
 				want(t, "crs", f.epsg, "EPSG:3857")
