@@ -130,6 +130,9 @@ func (f *runFlags) openAWSPipeline(ctx context.Context, a *awsFlags, sourceBucke
 	if s.Config.Recipes, err = f.recipes.book(f.vectorFormat, f.zstdLevel); err != nil {
 		return nil, err
 	}
+	if err := checkCreationOptions(s.Config.Recipes); err != nil {
+		return nil, err
+	}
 	checks := awsapp.Resources{
 		Buckets:     append(append([]string(nil), sourceBuckets...), destBucket),
 		Table:       a.stateTable,

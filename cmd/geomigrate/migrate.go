@@ -149,7 +149,11 @@ Flags:`)
 		if len(inputs) == 0 {
 			return nothingToMigrate(srcs, pre, stderr)
 		}
-		if err := checkOutputCollisions(inputs, recipe.Recipe{VectorFormat: f.vectorFormat}, f.dest); err != nil {
+		book, err := f.recipes.book(f.vectorFormat, f.zstdLevel)
+		if err != nil {
+			return err
+		}
+		if err := checkOutputCollisions(inputs, recipeOf(book, recipe.Recipe{VectorFormat: f.vectorFormat}), f.dest); err != nil {
 			return err
 		}
 		f.pre = pre
@@ -163,7 +167,7 @@ Flags:`)
 		if len(inputs) == 0 {
 			return nothingToMigrate(srcs, nil, stderr)
 		}
-		if err := checkOutputCollisions(inputs, h.Recipe(), f.dest); err != nil {
+		if err := checkOutputCollisions(inputs, h.HashCheck.RecipeFor, f.dest); err != nil {
 			return err
 		}
 		exec, err := localrun.NewExecutor(h, q, f.executorOptions()...)
@@ -210,6 +214,9 @@ func (f *runFlags) openLocalPipeline(roots, extra []sourceRoot, stderr io.Writer
 	paths := pathsFor(f.dest, f.stateDir)
 	f.recipes.fromState(paths.dir, stderr)
 	if cfg.Recipes, err = f.recipes.book(f.vectorFormat, f.zstdLevel); err != nil {
+		return nil, err
+	}
+	if err := checkCreationOptions(cfg.Recipes); err != nil {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {

@@ -51,10 +51,9 @@ func addRecipeFlags(fs *flag.FlagSet) *recipeFlags {
 	return rf
 }
 
-// book (after gdal.New, which registers the COG driver whose options it
-// checks) is the recipe file (if any) with the flags over it: the command
+// book is the recipe file (if any) with the flags over it: the command
 // line's --vector-format and --zstd-level (0 and "" mean not given) and
-// --co.
+// --co. It needs no GDAL; checkCreationOptions does.
 func (rf *recipeFlags) book(vectorFormat string, zstdLevel int) (*recipe.Book, error) {
 	b := &recipe.Book{}
 	if rf != nil && rf.file != "" {
@@ -81,24 +80,44 @@ func (rf *recipeFlags) book(vectorFormat string, zstdLevel int) (*recipe.Book, e
 			k, v, _ := strings.Cut(kv, "=")
 			b.Flags.Raster.CreationOptions[k] = v
 		}
-		if err := gdal.CheckCreationOptions(rf.co); err != nil {
-			return nil, fmt.Errorf("--co: %w", err)
-		}
-	}
-	// A file's own --co-like options are checked against this GDAL too,
-	// before any file is converted.
-	if b.File != nil {
-		for _, s := range append([]recipe.Settings{b.File.Defaults}, rulesSettings(b.File)...) {
-			var opts []string
-			for k, v := range s.Raster.CreationOptions {
-				opts = append(opts, k+"="+v)
-			}
-			if err := gdal.CheckCreationOptions(opts); err != nil {
-				return nil, fmt.Errorf("--recipe %s: %w", rf.file, err)
-			}
-		}
 	}
 	return b, nil
+}
+
+// checkCreationOptions checks every creation option of the book (--co and
+// the file's) against this GDAL's COG driver, before any file is
+// converted; call it after gdal.New, which registers the driver.
+func checkCreationOptions(b *recipe.Book) error {
+	all := []recipe.Settings{b.Flags}
+	if b.File != nil {
+		all = append(all, b.File.Defaults)
+		for _, r := range b.File.Rules {
+			all = append(all, r.Settings)
+		}
+	}
+	for _, s := range all {
+		var opts []string
+		for k, v := range s.Raster.CreationOptions {
+			opts = append(opts, k+"="+v)
+		}
+		if err := gdal.CheckCreationOptions(opts); err != nil {
+			return fmt.Errorf("creation options: %w", err)
+		}
+	}
+	return nil
+}
+
+// recipeOf is the recipe a run would give each key (for predictions made
+// before the run, such as output keys): base where the book cannot
+// resolve one (the run reports that).
+func recipeOf(b *recipe.Book, base recipe.Recipe) func(key string) recipe.Recipe {
+	return func(key string) recipe.Recipe {
+		r, _, err := b.Resolve(base, key)
+		if err != nil {
+			return base
+		}
+		return r
+	}
 }
 
 // rememberedRecipe is where a local destination keeps a copy of the recipe
@@ -138,14 +157,6 @@ func (rf *recipeFlags) remember(stateDir string) error {
 	return os.Rename(tmp, p)
 }
 
-func rulesSettings(f *recipe.File) []recipe.Settings {
-	out := make([]recipe.Settings, len(f.Rules))
-	for i, r := range f.Rules {
-		out[i] = r.Settings
-	}
-	return out
-}
-
 func runRecipe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "show" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
@@ -181,6 +192,9 @@ func runRecipe(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rf := &recipeFlags{file: pos[0], co: co}
 	book, err := rf.book(*vectorFormat, *zstdLevel)
 	if err != nil {
+		return err
+	}
+	if err := checkCreationOptions(book); err != nil {
 		return err
 	}
 	base := recipe.Recipe{EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}

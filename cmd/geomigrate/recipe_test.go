@@ -264,3 +264,35 @@ func TestReplayRunsUnderTheRecipeOfTheRun(t *testing.T) {
 		t.Errorf("after a migrate without a recipe: %q, want the default ZSTD", got)
 	}
 }
+
+// TestCollisionCheckFollowsTheRecipe: x.shp and x.geojson would both be
+// x.parquet and are refused before the run; a recipe writing GeoJSON as
+// FlatGeobuf gives them two keys, and the run goes ahead.
+func TestCollisionCheckFollowsTheRecipe(t *testing.T) {
+	dir := t.TempDir()
+	samples, src := filepath.Join(dir, "samples"), filepath.Join(dir, "src")
+	if _, err := sampledata.Write(samples); err != nil {
+		t.Fatal(err)
+	}
+	mkdirs(t, src)
+	for _, ext := range []string{".shp", ".shx", ".dbf", ".prj"} {
+		copyFile(t, filepath.Join(samples, "places"+ext), filepath.Join(src, "x"+ext))
+	}
+	copyFile(t, filepath.Join(samples, "parks.geojson"), filepath.Join(src, "x.geojson"))
+	if _, _, err := run(t, "migrate", src, "--dest", filepath.Join(dir, "out1")); err == nil || !strings.Contains(err.Error(), "would both be written to") {
+		t.Fatalf("without a recipe: %v", err)
+	}
+	recipePath := filepath.Join(dir, "recipe.yaml")
+	if err := os.WriteFile(recipePath, []byte("version: 1\nrules:\n  - match: \"**/*.geojson\"\n    vector: {format: FlatGeobuf}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run(t, "migrate", src, "--dest", filepath.Join(dir, "out2"), "--recipe", recipePath)
+	if err != nil {
+		t.Fatalf("with the recipe: %v\n%s\n%s", err, out, stderr)
+	}
+	for _, p := range []string{"x.parquet", "x.fgb"} {
+		if !fileExists(filepath.Join(dir, "out2", p)) {
+			t.Errorf("%s not written", p)
+		}
+	}
+}

@@ -40,6 +40,16 @@ func NewHashCheck(cfg Config, store objectstore.Store, tracker *statestore.Track
 // Recipe is the deployment's recipe, which Config.Recipes refines per key.
 func (h *HashCheck) Recipe() recipe.Recipe { return h.cfg.Recipe }
 
+// RecipeFor is the recipe of a source key: Config.Recipes over Recipe, or
+// Recipe where that cannot be resolved (HashCheck reports the error).
+func (h *HashCheck) RecipeFor(key string) recipe.Recipe {
+	r, _, err := h.cfg.Recipes.Resolve(h.cfg.Recipe, key)
+	if err != nil {
+		return h.cfg.Recipe
+	}
+	return r
+}
+
 // Handle is the Lambda handler. Its error is a bare taxonomy type carrying
 // the attempt number (see fault.ForBoundary, fault.WithAttempt).
 func (h *HashCheck) Handle(ctx context.Context, in HashCheckInput) (HashCheckOutput, error) {
