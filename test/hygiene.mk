@@ -23,7 +23,8 @@ FUZZ_TARGETS ?= \
 	./internal/asl:FuzzIntrinsic \
 	./internal/geoparquet:FuzzDecodeWKB \
 	./internal/cogcheck:FuzzCheck \
-	./internal/budget:FuzzCheckTIFF
+	./internal/budget:FuzzCheckTIFF \
+	./internal/recipe:FuzzParse
 
 .PHONY: test-race staticcheck tools-staticcheck fuzz-smoke hygiene
 

@@ -94,6 +94,10 @@ type openRequest struct {
 	roots, extra []sourceRoot
 	// sourceBuckets are the S3 buckets checked before the first file.
 	sourceBuckets []string
+	// book is the run's recipe book; recipes its flags (a local
+	// destination remembers the file for replay).
+	book    *recipe.Book
+	recipes *recipeFlags
 }
 
 // open wires the handlers over the chosen backend: the one place where the
@@ -102,6 +106,11 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 	engine, err := gdal.New()
 	if err != nil {
 		return nil, fmt.Errorf("GDAL: %w", err)
+	}
+	if r.book != nil {
+		if err := checkCreationOptions(r.book); err != nil {
+			return nil, err
+		}
 	}
 	var be *backend
 	if b.aws() {
@@ -133,6 +142,7 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 // openLocalBackend wires the embedded backends under dest.
 func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
 	cfg := r.handlers.Migration(destBucket, "", engine.Version())
+	cfg.Recipes = r.book
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -144,6 +154,12 @@ func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
 	if err := saveBuckets(paths, r.roots); err != nil {
 		lb.Close()
 		return nil, err
+	}
+	if r.recipes != nil {
+		if err := r.recipes.remember(paths.dir); err != nil {
+			lb.Close()
+			return nil, err
+		}
 	}
 	// Every handler runs in this process: the bundles carry all their
 	// records of an execution.
@@ -184,6 +200,7 @@ func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion
 	}
 	// The recipe names the GDAL and geomigrate versions, as on Lambda.
 	cfg := r.handlers.Migration(bucket, prefix, engineVersion)
+	cfg.Recipes = r.book
 	checks := awsapp.Resources{
 		Buckets:     append(append([]string(nil), r.sourceBuckets...), bucket),
 		Table:       b.AWS.StateTable,
@@ -283,14 +300,14 @@ func (s *sources) list(ctx context.Context, be *backend) error {
 
 // check refuses, once the inputs are listed, a run with nothing to migrate
 // or two sources bound for one output key.
-func (s *sources) check(r recipe.Recipe, dest string, stderr io.Writer) error {
+func (s *sources) check(recipeOf func(key string) recipe.Recipe, dest string, stderr io.Writer) error {
 	if !s.listed || s.checked {
 		return nil
 	}
 	if len(s.inputs) == 0 {
 		return nothingToMigrate(s.args, s.pre, stderr)
 	}
-	if err := checkOutputCollisions(s.inputs, r, dest); err != nil {
+	if err := checkOutputCollisions(s.inputs, recipeOf, dest); err != nil {
 		return err
 	}
 	s.checked = true

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 )
@@ -37,7 +38,8 @@ func (c *backfillCmd) Validate() error {
 	return nil
 }
 
-func (c *backfillCmd) Run(e *cmdEnv) error {
+func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
+	c.Options.kctx = k
 	f := &c.Options
 	if f.Where.aws() {
 		input := map[string]any{"max_concurrency": f.Workers, "tolerated_failure_percentage": c.Tolerated}

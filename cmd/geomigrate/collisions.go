@@ -17,12 +17,14 @@ import (
 // depend on timing; the error names both sources in one line.
 //
 // The output key is predicted from the extension (the kind of data a file
-// holds decides its format); a multi-layer source's per-layer keys are only
-// known after conversion, and a clash there still ends in remediation.
-func checkOutputCollisions(inputs []migration.Source, r recipe.Recipe, dest string) error {
+// holds decides its format) and the recipe of the key (recipeOf: a recipe
+// file may choose another vector format for some globs); a multi-layer
+// source's per-layer keys are only known after conversion, and a clash
+// there still ends in remediation.
+func checkOutputCollisions(inputs []migration.Source, recipeOf func(key string) recipe.Recipe, dest string) error {
 	seen := map[string]migration.Source{}
 	for _, in := range inputs {
-		out := migration.PredictDestKey(in.Key, r)
+		out := migration.PredictDestKey(in.Key, recipeOf(in.Key))
 		prev, ok := seen[out]
 		switch {
 		case !ok:

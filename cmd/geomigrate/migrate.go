@@ -13,12 +13,14 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/alecthomas/kong"
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -44,6 +46,13 @@ type runFlags struct {
 
 	Handlers config.Handlers `embed:""`
 	Where    backendFlags    `embed:""`
+	Recipes  recipeFlags     `embed:""`
+
+	// kctx is the parsed command line (which flags the user gave: a
+	// recipe file yields only to those); book is the recipe book, built
+	// once by recipeBookOnce.
+	kctx *kong.Context
+	book *recipe.Book
 }
 
 // Validate checks the numbers kong's tags cannot.
@@ -67,7 +76,23 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, r openRequest) (*
 		return nil, err
 	}
 	r.dest, r.stateDir, r.handlers, r.log = f.Dest, f.StateDir, f.Handlers, log
+	if r.book, err = f.recipeBookOnce(stderr); err != nil {
+		return nil, err
+	}
+	r.recipes = &f.Recipes
 	return f.Where.open(ctx, r)
+}
+
+// recipeBookOnce builds the run's recipe book the first time it is asked.
+func (f *runFlags) recipeBookOnce(stderr io.Writer) (*recipe.Book, error) {
+	if f.book == nil {
+		b, err := f.recipeBook(f.kctx, stderr)
+		if err != nil {
+			return nil, err
+		}
+		f.book = b
+	}
+	return f.book, nil
 }
 
 // nothingToMigrate is the error of a run whose sources hold no candidate
@@ -111,8 +136,9 @@ func (*migrateCmd) Help() string {
   geomigrate migrate s3://archive/rasters/ --backend aws --dest s3://cloud-native/out --state-table T`
 }
 
-func (c *migrateCmd) Run(e *cmdEnv) error {
+func (c *migrateCmd) Run(e *cmdEnv, k *kong.Context) error {
 	f := &c.Options
+	f.kctx = k
 	if f.Dest == "" {
 		return usagef("migrate needs --dest")
 	}
@@ -122,7 +148,11 @@ func (c *migrateCmd) Run(e *cmdEnv) error {
 	}
 	// Local sources are walked already: an empty or clashing set is
 	// refused before GDAL or the state store is opened.
-	if err := src.check(f.Handlers.Migration(destBucket, "", "").Recipe, f.Dest, e.stderr); err != nil {
+	book, err := f.recipeBookOnce(e.stderr)
+	if err != nil {
+		return err
+	}
+	if err := src.check(recipeOf(book, f.Handlers.Migration(destBucket, "", "").Recipe), f.Dest, e.stderr); err != nil {
 		return err
 	}
 	be, err := f.open(e.ctx, e.stderr, src.openRequest())
@@ -135,7 +165,7 @@ func (c *migrateCmd) Run(e *cmdEnv) error {
 	if err := src.list(e.ctx, be); err != nil {
 		return err
 	}
-	if err := src.check(be.handlers.Recipe(), f.Dest, e.stderr); err != nil {
+	if err := src.check(be.handlers.HashCheck.RecipeFor, f.Dest, e.stderr); err != nil {
 		return err
 	}
 	return f.migrate(e, be, src.inputs, src.pre, "")

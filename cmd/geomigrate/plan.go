@@ -483,7 +483,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, runRecipe re
 	r := &planReport{Geomigrate: buildinfo.Version, GDAL: engine.Version(), RecipeHash: hc.Recipe().ShortHash(),
 		Written:  "nothing: no state record, output, staging object or queue message",
 		ByFormat: map[string]*planCounts{}, ByDataset: map[string]*planCounts{}}
-	if err := checkOutputCollisions(src.inputs, runRecipe, src.dest); err != nil {
+	if err := checkOutputCollisions(src.inputs, func(string) recipe.Recipe { return runRecipe }, src.dest); err != nil {
 		r.RunRefused = "migrate would refuse to start: " + err.Error()
 	}
 	sizes := sidecarSizes{store: src.store, dirs: map[string][]objectstore.Object{}}

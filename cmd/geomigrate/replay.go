@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/alecthomas/kong"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/queue"
@@ -41,8 +42,11 @@ func (c *replayCmd) Validate() error {
 	return nil
 }
 
-func (c *replayCmd) Run(e *cmdEnv) error {
+func (c *replayCmd) Run(e *cmdEnv, k *kong.Context) error {
 	f := &c.Options
+	f.kctx = k
+	// Queued jobs run again under the recipe they were made with.
+	f.Recipes.reuse = true
 	if f.Dest == "" {
 		return usagef("replay needs --dest")
 	}

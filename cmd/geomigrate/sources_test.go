@@ -58,7 +58,7 @@ func TestOutputCollisions(t *testing.T) {
 		{"the same file twice", []migration.Source{src("a", "dem.tif"), src("a", "dem.tif")}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkOutputCollisions(tc.inputs, recipe.Recipe{}, "out")
+			err := checkOutputCollisions(tc.inputs, func(string) recipe.Recipe { return recipe.Recipe{} }, "out")
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/config"
+	"github.com/geomigrate/geomigrate/internal/recipesource"
 )
 
 func main() {
@@ -30,6 +31,14 @@ func realMain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lambda.Start(app.Ports().HashCheck().Handle)
+	ports := app.Ports()
+	if cfg.Recipe != "" {
+		// Read once here: the job carries each file's resolved recipe on.
+		loader := &recipesource.Loader{Store: app.Store, SSM: recipesource.NewSSM(app.AWS, "")}
+		if ports.Config.Recipes, err = loader.Book(ctx, cfg.Recipe); err != nil {
+			return err
+		}
+	}
+	lambda.Start(ports.HashCheck().Handle)
 	return nil
 }

@@ -130,7 +130,12 @@ type Lambda struct {
 	// MigrateStateMachineArn limits executionfailed to that machine's
 	// executions ("" : any).
 	MigrateStateMachineArn string `name:"migrate-state-machine-arn" env:"GEOMIGRATE_MIGRATE_STATE_MACHINE_ARN" help:"executionfailed: the migrate state machine whose executions it closes."`
-	LogLevel               string `name:"log-level" env:"GEOMIGRATE_LOG_LEVEL" type:"fold" enum:"debug,info,warn,error" default:"info" help:"Handler log level (AWS_LAMBDA_LOG_LEVEL, when Lambda sets it, wins)."`
+	// Recipe is where HashCheck reads the recipe file at cold start:
+	// s3://BUCKET/KEY, or ssm:NAME (optionally pinned, ssm:NAME:3), read by
+	// internal/recipesource. Empty: the recipe of the handler settings for
+	// every source.
+	Recipe   string `name:"recipe" env:"GEOMIGRATE_RECIPE" placeholder:"s3://BUCKET/KEY|ssm:NAME" help:"hashcheck: the recipe file, read once at cold start."`
+	LogLevel string `name:"log-level" env:"GEOMIGRATE_LOG_LEVEL" type:"fold" enum:"debug,info,warn,error" default:"info" help:"Handler log level (AWS_LAMBDA_LOG_LEVEL, when Lambda sets it, wins)."`
 }
 
 // Validate checks what the tags cannot.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +53,11 @@ func (e *Engine) Convert(ctx context.Context, src, workDir string, r recipe.Reci
 
 // convertSource is the conversion of a preflighted source.
 func (e *Engine) convertSource(ctx context.Context, s *preflight.Source, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
+	if len(r.CreationOptions) > 0 {
+		if err := CheckCreationOptions(r.CreationOptions); err != nil {
+			return nil, fault.Systemic("gdal.Convert: recipe", err)
+		}
+	}
 	rec := newRecorder()
 	// GDAL parses a GeoJSON feature whole (at ~24 times its text): the
 	// largest one it accepts follows the memory budget.
@@ -197,28 +203,47 @@ func subdatasetLayer(name string) string {
 func COGOptions(r recipe.Recipe, categorical bool, numThreads int) []string {
 	r = r.WithDefaults()
 	resampling := r.OverviewResamplingFor(categorical)
-	// A predictor helps continuous data (elevation, imagery); on class
-	// indices it only adds noise to the compressor.
-	predictor := "YES" // the COG driver picks 2 (integers) or 3 (floats)
-	if categorical {
-		predictor = "NO"
-	}
 	co := []string{
 		"BLOCKSIZE=" + strconv.Itoa(r.BlockSize),
-		"COMPRESS=ZSTD",
-		"OVERVIEW_COMPRESS=ZSTD",
-		"LEVEL=" + strconv.Itoa(r.ZSTDLevel),
-		"PREDICTOR=" + predictor,
-		"OVERVIEW_PREDICTOR=" + predictor,
-		"OVERVIEWS=IGNORE_EXISTING",
-		"RESAMPLING=" + strings.ToUpper(resampling),
-		"OVERVIEW_RESAMPLING=" + strings.ToUpper(resampling),
+		"COMPRESS=" + r.Compression,
+		"OVERVIEW_COMPRESS=" + r.Compression,
+	}
+	switch r.Compression {
+	case "ZSTD", "LERC_ZSTD":
+		co = append(co, "LEVEL="+strconv.Itoa(r.ZSTDLevel))
+	case "DEFLATE", "LERC_DEFLATE":
+		co = append(co, "LEVEL="+strconv.Itoa(r.DeflateLevel))
+	}
+	if predictor := predictorFor(r, categorical); predictor != "" {
+		co = append(co, "PREDICTOR="+predictor, "OVERVIEW_PREDICTOR="+predictor)
+	}
+	overviews := "OVERVIEWS=IGNORE_EXISTING"
+	switch {
+	case r.OverviewLevels == recipe.OverviewsNone:
+		overviews = "OVERVIEWS=NONE"
+	case r.OverviewLevels > 0:
+		co = append(co, "OVERVIEW_COUNT="+strconv.Itoa(r.OverviewLevels))
+	}
+	co = append(co,
+		overviews,
+		"RESAMPLING="+strings.ToUpper(resampling),
+		"OVERVIEW_RESAMPLING="+strings.ToUpper(resampling),
 		"BIGTIFF=IF_SAFER",
 		"SPARSE_OK=FALSE",
 		"TILING_SCHEME=CUSTOM",
-		"NUM_THREADS=" + strconv.Itoa(max(numThreads, 1)),
+		"NUM_THREADS="+strconv.Itoa(max(numThreads, 1)),
+	)
+	// The recipe's pass-through options win over ours (the keys geomigrate
+	// must set itself are refused by recipe.CreationOption).
+	for _, kv := range r.CreationOptions {
+		k, _, _ := strings.Cut(kv, "=")
+		co = slices.DeleteFunc(co, func(c string) bool { return strings.HasPrefix(c, k+"=") })
+		co = append(co, kv)
 	}
 	args := []string{"-of", cogDriver, "-mo", resamplingMetadataKey + "=" + strings.ToUpper(resampling)}
+	if r.NoData != "" {
+		args = append(args, "-a_nodata", r.NoData)
+	}
 	for _, kv := range lineageItems(r.Lineage()) {
 		args = append(args, "-mo", kv[0]+"="+kv[1])
 	}
@@ -226,6 +251,28 @@ func COGOptions(r recipe.Recipe, categorical bool, numThreads int) []string {
 		args = append(args, "-co", c)
 	}
 	return args
+}
+
+// predictorFor is the COG PREDICTOR value ("" for none set). A predictor
+// helps continuous data (elevation, imagery); on class indices it only
+// adds noise to the compressor, and LERC and uncompressed tiles take none.
+func predictorFor(r recipe.Recipe, categorical bool) string {
+	switch r.Compression {
+	case "LERC", "LERC_DEFLATE", "LERC_ZSTD", "NONE":
+		return ""
+	}
+	switch r.Predictor {
+	case "none":
+		return "NO"
+	case "standard":
+		return "STANDARD"
+	case "floating_point":
+		return "FLOATING_POINT"
+	}
+	if categorical {
+		return "NO"
+	}
+	return "YES" // the COG driver picks 2 (integers) or 3 (floats)
 }
 
 // resamplingMetadataKey is the dataset metadata item of a COG that names
@@ -273,6 +320,27 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	if categorical && r.OverviewResampling != recipe.ResamplingNearest && r.OverviewResampling != recipe.ResamplingMode && r.OverviewResampling != recipe.ResamplingAuto {
 		rec.warn(fmt.Sprintf("%s looks categorical (%s) but the recipe asks for %s overviews, which invent values between classes", what, reason, resampling))
 	}
+	if err := checkNoData(ds, r.NoData, what); err != nil {
+		return recipe.Output{}, err
+	}
+	if r.Predictor == "floating_point" && !allFloat(ds) {
+		return recipe.Output{}, fault.Data(fault.InvalidInput, "%s has integer bands: the recipe's floating_point predictor applies to Float32/Float64 rasters only (use standard)", what)
+	}
+	checks := []string(nil)
+	if r.TargetCRS != "" && !alreadyIn(ds, r.TargetCRS) {
+		warped, err := warp(ds, r, categorical, rec)
+		if err != nil {
+			return recipe.Output{}, err
+		}
+		defer warped.Close()
+		wst := warped.Structure()
+		if wp := int64(wst.SizeX) * int64(wst.SizeY) * int64(wst.NBands); r.MaxPixels > 0 && wp > r.MaxPixels {
+			return recipe.Output{}, fault.Data(fault.BudgetExceeded, "%s reprojected to %s would be %d x %d pixels x %d bands, over the budget of %d; not attempted", what, r.TargetCRS, wst.SizeX, wst.SizeY, wst.NBands, r.MaxPixels)
+		}
+		// From here on the source is the warp: the COG is written from it
+		// and compared with it.
+		ds, pixels, checks = warped, int64(wst.SizeX)*int64(wst.SizeY)*int64(wst.NBands), []string{"warp"}
+	}
 	args := COGOptions(r, categorical, e.cfg.NumThreads)
 
 	os.Remove(dst)
@@ -309,7 +377,10 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		e.beforeCheck(dst)
 	}
 	checkStart := time.Now()
-	fid, err := rasterFidelity(ctx, ds, dst, what, e.cfg.NumThreads, rec)
+	fid, err := rasterFidelity(ctx, ds, dst, what, r.NoData, e.cfg.NumThreads, rec)
+	if fid != nil {
+		fid.Checks = append(fid.Checks, checks...)
+	}
 	checkTime := time.Since(checkStart)
 	if err != nil {
 		removeOutput(dst)

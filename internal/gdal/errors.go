@@ -82,6 +82,7 @@ func (r *recorder) opt() interface {
 	godal.GetGeoTransformOption
 	godal.CreateSpatialRefOption
 	godal.SpatialRefValidateOption
+	godal.DatasetWarpOption
 } {
 	return godal.ErrLogger(r.handle)
 }

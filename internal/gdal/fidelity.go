@@ -41,6 +41,7 @@ import (
 	"hash/crc32"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -59,7 +60,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // rasterFidelity compares the COG at dst with the source dataset src at
 // full resolution, decoding the output on up to threads OS threads.
-func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, threads int, rec *recorder) (*recipe.Fidelity, error) {
+// nodata, when not "", is the recipe's nodata, which every output band must
+// carry in place of the source's.
+func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what, nodata string, threads int, rec *recorder) (*recipe.Fidelity, error) {
 	out, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: reopen output", err)
@@ -87,6 +90,10 @@ func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what string, t
 			return nil, altered("band %d of type %s written as %s", i+1, sdt, odt)
 		}
 		sv, sok := sb[i].NoData()
+		if nodata != "" {
+			sv, _ = strconv.ParseFloat(nodata, 64)
+			sok = true
+		}
 		ov, ook := ob[i].NoData()
 		if sok != ook || (sok && sv != ov && !(math.IsNaN(sv) && math.IsNaN(ov))) {
 			return nil, altered("band %d nodata %s written as %s", i+1, noDataText(sv, sok), noDataText(ov, ook))

@@ -306,6 +306,7 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	}
 	opts := geoparquet.DefaultOptions()
 	opts.RowGroupRows = r.RowGroupRows
+	opts.Compression = r.ParquetCompression
 	opts.WriterVersion = r.ToolVersion
 	lineage := r.Lineage()
 	lineage.Layer = sc.name

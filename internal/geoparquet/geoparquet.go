@@ -98,8 +98,11 @@ type FeatureSource interface {
 // any other value is taken literally (start from DefaultOptions() to change
 // one knob and keep the spatial order and the covering column).
 type Options struct {
-	RowGroupRows  int    // rows per row group; 0 means 65536
-	ZSTDLevel     int    // ZSTD level; 0 means the codec default (3)
+	RowGroupRows int // rows per row group; 0 means 65536
+	ZSTDLevel    int // ZSTD level; 0 means the codec default (3)
+	// Compression is the column codec: zstd ("" too), snappy, gzip,
+	// brotli, lz4 (LZ4_RAW) or none.
+	Compression   string
 	SpatialOrder  bool   // Hilbert order of bbox centres (stable)
 	Covering      bool   // write the "bbox" struct column and declare it as covering
 	WriterVersion string // geomigrate version recorded in created_by

@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -127,6 +128,10 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	if err != nil {
 		return Stats{}, err
 	}
+	codec, err := codecOf(opts.Compression)
+	if err != nil {
+		return Stats{}, err
+	}
 	if opts.Lineage != "" && !json.Valid([]byte(opts.Lineage)) {
 		return Stats{}, fmt.Errorf("%w: lineage metadata is not JSON", ErrInvalidLayer)
 	}
@@ -146,14 +151,14 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 		return Stats{}, err
 	}
 	wprops := []parquet.WriterProperty{
-		parquet.WithCompression(compress.Codecs.Zstd),
+		parquet.WithCompression(codec),
 		parquet.WithCreatedBy(CreatedBy(opts.WriterVersion)),
 		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
 		parquet.WithStats(true),
 		parquet.WithStatsFor(layer.GeometryColumn, false),
 		parquet.WithDictionaryFor(layer.GeometryColumn, false),
 	}
-	if opts.ZSTDLevel != 0 {
+	if opts.ZSTDLevel != 0 && codec == compress.Codecs.Zstd {
 		wprops = append(wprops, parquet.WithCompressionLevel(opts.ZSTDLevel))
 	}
 	if opts.Covering {
@@ -647,4 +652,24 @@ func (c *column) array(mem memory.Allocator, idx []int32) arrow.Array {
 		}
 		return b.NewArray()
 	}
+}
+
+// codecOf maps a codec name (as gpq and GDAL's Parquet driver spell it) to
+// the writer's codec.
+func codecOf(name string) (compress.Compression, error) {
+	switch strings.ToLower(name) {
+	case "", "zstd":
+		return compress.Codecs.Zstd, nil
+	case "snappy":
+		return compress.Codecs.Snappy, nil
+	case "gzip":
+		return compress.Codecs.Gzip, nil
+	case "brotli":
+		return compress.Codecs.Brotli, nil
+	case "lz4":
+		return compress.Codecs.Lz4Raw, nil
+	case "none", "uncompressed":
+		return compress.Codecs.Uncompressed, nil
+	}
+	return compress.Codecs.Uncompressed, fmt.Errorf("%w: compression %q: want zstd, snappy, gzip, brotli, lz4 or none", ErrInvalidLayer, name)
 }

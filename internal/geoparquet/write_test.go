@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -562,5 +563,37 @@ func TestZeroOptionsMeanDefaults(t *testing.T) {
 	b, _ := writeBytes(t, Layer{Fields: pointFields}, feats, DefaultOptions())
 	if !bytes.Equal(a, b) {
 		t.Fatal("Options{} differs from DefaultOptions()")
+	}
+}
+
+func TestWriteCompression(t *testing.T) {
+	feats := pointFeatures(200, 5)
+	tests := []struct {
+		name string
+		want compress.Compression
+	}{
+		{"", compress.Codecs.Zstd}, {"zstd", compress.Codecs.Zstd}, {"SNAPPY", compress.Codecs.Snappy},
+		{"gzip", compress.Codecs.Gzip}, {"brotli", compress.Codecs.Brotli}, {"lz4", compress.Codecs.Lz4Raw},
+		{"none", compress.Codecs.Uncompressed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data, _ := writeBytes(t, Layer{Fields: pointFields}, feats, Options{Compression: tc.name, SpatialOrder: true, Covering: true})
+			rdr, err := file.NewParquetReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, err := rdr.MetaData().RowGroup(0).ColumnChunk(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cc.Compression() != tc.want {
+				t.Fatalf("codec %v, want %v", cc.Compression(), tc.want)
+			}
+		})
+	}
+	var buf bytes.Buffer
+	if _, err := Write(&buf, Layer{Fields: pointFields}, &SliceSource{}, Options{Compression: "lzo"}); !errors.Is(err, ErrInvalidLayer) {
+		t.Fatalf("lzo: %v", err)
 	}
 }

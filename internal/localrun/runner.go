@@ -264,7 +264,7 @@ func Summarize(res *asl.Result, o *Outcome) {
 		if o.Status == StatusCompleted {
 			o.BytesIn = done.Job.SourceSize
 		}
-		if o.Status == StatusSkipped && o.Reason == migration.ReasonNotGeospatial {
+		if o.Status == StatusSkipped && (o.Reason == migration.ReasonNotGeospatial || o.Reason == migration.ReasonExcluded) {
 			o.Status = StatusIgnored
 		}
 		for _, a := range done.Out {

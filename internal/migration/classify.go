@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
-	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -219,7 +219,7 @@ func (c *Classify) quarantine(ctx context.Context, job Job, in ClassifyInput, m 
 		return
 	}
 	rec := job.Recipe
-	if rec == (recipe.Recipe{}) {
+	if reflect.ValueOf(rec).IsZero() {
 		rec = c.cfg.Recipe // failed before HashCheck resolved the job's
 	}
 	var lc lambdaCause

@@ -15,6 +15,9 @@ type Config struct {
 	DestPrefix    string // prepended to every final key
 	StagingPrefix string // where Convert writes before Promote; never a final key
 	Recipe        recipe.Recipe
+	// Recipes resolves the recipe of each source key from a recipe file
+	// and flags over Recipe (nil: Recipe for every key).
+	Recipes *recipe.Book
 	// FingerprintThreshold: sources larger than this are fingerprinted by
 	// size + first and last 8 MiB (docs/decisions/0004); the full hash is
 	// checked after promotion.

@@ -38,8 +38,18 @@ func NewHashCheck(cfg Config, store objectstore.Store, tracker *statestore.Track
 	return &HashCheck{cfg: cfg.withDefaults(), store: store, tracker: tracker, finger: finger, log: log}
 }
 
-// Recipe is the recipe HashCheck puts into every job.
+// Recipe is the deployment's recipe, which Config.Recipes refines per key.
 func (h *HashCheck) Recipe() recipe.Recipe { return h.cfg.Recipe }
+
+// RecipeFor is the recipe of a source key: Config.Recipes over Recipe, or
+// Recipe where that cannot be resolved (HashCheck reports the error).
+func (h *HashCheck) RecipeFor(key string) recipe.Recipe {
+	r, _, err := h.cfg.Recipes.Resolve(h.cfg.Recipe, key)
+	if err != nil {
+		return h.cfg.Recipe
+	}
+	return r
+}
 
 // Handle is the Lambda handler. Its error is a bare taxonomy type carrying
 // the attempt number (see fault.ForBoundary, fault.WithAttempt).
@@ -63,6 +73,7 @@ type identification struct {
 
 	// From the store.
 	orphanSidecar  bool // a sidecar whose main file is absent
+	excluded       bool // the recipe file's include/exclude globs leave the key out
 	pipelineOutput bool // the object is in this pipeline's staging or destination area
 	obj            objectstore.Object
 	key            string // the object to convert: the main file for a sidecar
@@ -95,6 +106,8 @@ func decideSource(id identification) verdict {
 		return skip(ReasonSidecar)
 	case id.pipelineOutput:
 		return verdict{final: true, err: fault.Data(fault.InvalidInput, "%s is an output of this pipeline, not a source", id.key)}
+	case id.excluded:
+		return skip(ReasonExcluded)
 	}
 	return verdict{}
 }
@@ -252,6 +265,8 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 		id.src.Key = key
 	}
 	id.obj, id.key = obj, key
+	// Judged on the main file's key: a sidecar goes where its main file goes.
+	id.excluded = h.cfg.Recipes.Excluded(key) != ""
 	id.pipelineOutput = h.cfg.DestBucket == src.Bucket && (strings.HasPrefix(key, h.cfg.StagingPrefix) || (h.cfg.DestPrefix != "" && strings.HasPrefix(key, h.cfg.DestPrefix)))
 	return id, nil
 }
@@ -277,7 +292,14 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		sums[path.Base(sc.Key)] = s
 	}
 	sum = bundleDigest(path.Base(key), sum, sums)
-	recipeHash := h.cfg.Recipe.ShortHash()
+	// The recipe of this key: the recipe file's rules that match it, over
+	// the deployment's recipe. Its hash names the job, so a rule edited
+	// for a glob converts again exactly the keys the glob matches.
+	rec, _, err := h.cfg.Recipes.Resolve(h.cfg.Recipe, key)
+	if err != nil {
+		return Job{}, fault.Systemic("hashcheck: recipe of "+key, err)
+	}
+	recipeHash := rec.ShortHash()
 	return Job{
 		ID:            JobID(src.DatasetID, src.Bucket, key, sum, recipeHash),
 		DatasetID:     src.DatasetID,
@@ -288,9 +310,9 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		SourceSHA256:  sum,
 		Fingerprint:   kind,
 		RecipeHash:    recipeHash,
-		Recipe:        h.cfg.Recipe,
+		Recipe:        rec,
 		DestBucket:    h.cfg.DestBucket,
-		DestKey:       predictDestKey(h.cfg.DestPrefix, key, h.cfg.Recipe),
+		DestKey:       predictDestKey(h.cfg.DestPrefix, key, rec),
 		StagingPrefix: h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
 	}, nil
 }

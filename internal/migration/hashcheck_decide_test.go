@@ -22,6 +22,8 @@ func TestDecideSource(t *testing.T) {
 		{"not geospatial", identification{notGeospatial: true}, skip(ReasonNotGeospatial), ""},
 		{"sidecar without its main file", identification{orphanSidecar: true}, skip(ReasonSidecar), ""},
 		{"pipeline output", identification{pipelineOutput: true, key: "staging/x.tif"}, verdict{final: true}, fault.InvalidInput},
+		{"excluded by the recipe", identification{excluded: true, key: "scratch/x.tif"}, skip(ReasonExcluded), ""},
+		{"output of the pipeline even if excluded", identification{excluded: true, pipelineOutput: true, key: "x.tif"}, verdict{final: true}, fault.InvalidInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

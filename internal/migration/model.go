@@ -102,6 +102,9 @@ const (
 	ReasonAwaitingRemediation = "awaiting_remediation"
 	ReasonSidecar             = "sidecar"
 	ReasonFolderMarker        = "folder_marker"
+	// ReasonExcluded: the recipe file's include/exclude globs leave the
+	// key out; reported as ignored, like ReasonNotGeospatial.
+	ReasonExcluded = "excluded_by_recipe"
 	// ReasonNotGeospatial (candidates.go) is reported as "ignored".
 )
 

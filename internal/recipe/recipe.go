@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 )
@@ -51,6 +53,11 @@ const (
 	// -co COMPRESS=ZSTD`.
 	DefaultZSTDLevel    = 9
 	DefaultRowGroupRows = 65536
+	// DefaultDeflateLevel is GDAL's own default for DEFLATE.
+	DefaultDeflateLevel = 6
+	DefaultCompression  = "ZSTD"
+	// OverviewsNone is Recipe.OverviewLevels for a COG without overviews.
+	OverviewsNone = -1
 	// Budgets: generous for a 10 GB Lambda /tmp, small enough that a
 	// declared pixel bomb is refused before any pixel is read.
 	DefaultMaxBytes    int64 = 5 << 30       // 5 GiB of source files
@@ -73,6 +80,32 @@ type Recipe struct {
 	OverviewResampling string `json:"overview_resampling"` // "auto" | nearest | average | bilinear | cubic | mode
 	GeometryPolicy     string `json:"geometry_policy"`     // "repair" | "strict"
 	RowGroupRows       int    `json:"row_group_rows"`      // GeoParquet rows per row group, 65536
+
+	// Raster settings a recipe file adds (internal/recipe/file.go); each
+	// enters Hash only when it differs from its default, so recipes from
+	// before they existed keep their hash.
+	Compression  string `json:"compression,omitempty"`   // COG COMPRESS: ZSTD (default), DEFLATE, LZW, LERC, LERC_DEFLATE, LERC_ZSTD, NONE
+	DeflateLevel int    `json:"deflate_level,omitempty"` // DEFLATE and LERC_DEFLATE LEVEL, 1..12, default 6
+	Predictor    string `json:"predictor,omitempty"`     // auto (default), none, standard, floating_point
+	// OverviewLevels: 0 = auto (halving down to one tile), OverviewsNone,
+	// or how many levels (OVERVIEW_COUNT).
+	OverviewLevels int `json:"overview_levels,omitempty"`
+	// NoData is assigned to every band (-a_nodata): canonical float text,
+	// "" keeps the source's.
+	NoData string `json:"nodata,omitempty"`
+	// TargetCRS: "" keeps the source CRS; AUTHORITY:CODE or WebOptimized
+	// reprojects through GDAL's warper.
+	TargetCRS string `json:"target_crs,omitempty"`
+	// CreationOptions are extra COG creation options, KEY=VALUE sorted by
+	// key (CreationOption checks each; the engine checks them against the
+	// COG driver's list).
+	CreationOptions []string `json:"creation_options,omitempty"`
+	// ParquetCompression is the GeoParquet column codec: zstd (default),
+	// snappy, gzip, brotli, lz4, none.
+	ParquetCompression string `json:"parquet_compression,omitempty"`
+
+	// level is a recipe file's "level" until the codec is settled.
+	level *int
 
 	MaxBytes    int64 `json:"max_bytes"`    // source size (with sidecars)
 	MaxPixels   int64 `json:"max_pixels"`   // declared width × height × bands
@@ -139,6 +172,18 @@ func (r Recipe) WithDefaults() Recipe {
 	if r.RowGroupRows == 0 {
 		r.RowGroupRows = DefaultRowGroupRows
 	}
+	if r.Compression == "" {
+		r.Compression = DefaultCompression
+	}
+	if r.DeflateLevel == 0 {
+		r.DeflateLevel = DefaultDeflateLevel
+	}
+	if r.Predictor == "" {
+		r.Predictor = "auto"
+	}
+	if r.ParquetCompression == "" {
+		r.ParquetCompression = "zstd"
+	}
 	if r.MaxBytes == 0 {
 		r.MaxBytes = DefaultMaxBytes
 	}
@@ -182,6 +227,36 @@ func (r Recipe) Validate() error {
 	if r.GeometryPolicy != GeometryRepair && r.GeometryPolicy != GeometryStrict {
 		return bad("geometry policy %q: want %q or %q", r.GeometryPolicy, GeometryRepair, GeometryStrict)
 	}
+	if !slices.Contains(Compressions, r.Compression) {
+		return bad("compression %q: want one of %s", r.Compression, strings.Join(Compressions, ", "))
+	}
+	if r.DeflateLevel < 1 || r.DeflateLevel > 12 {
+		return bad("deflate level %d: want 1..12", r.DeflateLevel)
+	}
+	if !slices.Contains(Predictors, r.Predictor) {
+		return bad("predictor %q: want one of %s", r.Predictor, strings.Join(Predictors, ", "))
+	}
+	if r.OverviewLevels < OverviewsNone || r.OverviewLevels > 30 {
+		return bad("overview levels %d", r.OverviewLevels)
+	}
+	if r.NoData != "" {
+		if nd, err := parseNoData(r.NoData); err != nil || nd != r.NoData {
+			return bad("nodata %q: want a number, nan, inf or -inf", r.NoData)
+		}
+	}
+	if r.TargetCRS != "" {
+		if crs, err := parseTargetCRS(r.TargetCRS); err != nil || crs != r.TargetCRS {
+			return bad("target CRS %q: want AUTHORITY:CODE or %s", r.TargetCRS, WebOptimized)
+		}
+	}
+	for _, kv := range r.CreationOptions {
+		if _, err := CreationOption(kv); err != nil {
+			return bad("%v", err)
+		}
+	}
+	if !slices.Contains(ParquetCompressions, r.ParquetCompression) {
+		return bad("GeoParquet compression %q: want one of %s", r.ParquetCompression, strings.Join(ParquetCompressions, ", "))
+	}
 	if r.RowGroupRows < 1 {
 		return bad("row group rows %d", r.RowGroupRows)
 	}
@@ -210,8 +285,34 @@ func (r Recipe) canonical() []byte {
 		"engine_version":      r.EngineVersion,
 		"tool_version":        r.ToolVersion,
 	}
+	// Settings added with recipe files enter only when not at their
+	// default, so a recipe that does not use them keeps its hash.
+	if r.Compression != DefaultCompression {
+		m["compression"] = r.Compression
+	}
+	if r.Compression == "DEFLATE" || r.Compression == "LERC_DEFLATE" {
+		m["deflate_level"] = r.DeflateLevel
+	}
+	if r.Predictor != "auto" {
+		m["predictor"] = r.Predictor
+	}
+	if r.OverviewLevels != 0 {
+		m["overview_levels"] = r.OverviewLevels
+	}
+	if r.NoData != "" {
+		m["nodata"] = r.NoData
+	}
+	if r.TargetCRS != "" {
+		m["target_crs"] = r.TargetCRS
+	}
+	if len(r.CreationOptions) > 0 {
+		m["creation_options"] = r.CreationOptions
+	}
+	if r.ParquetCompression != "zstd" {
+		m["parquet_compression"] = r.ParquetCompression
+	}
 	b, err := json.Marshal(m)
-	if err != nil { // cannot happen: strings and ints only
+	if err != nil { // cannot happen: strings, ints and a string list only
 		panic(err)
 	}
 	return b
