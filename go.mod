@@ -17,13 +17,13 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.53.0
 	github.com/aws/aws-sdk-go-v2/service/ssm v1.82.1
 	github.com/aws/smithy-go v1.28.9
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/dlclark/regexp2 v1.11.0
+	github.com/goccy/go-yaml v1.19.2
 	github.com/mattn/go-runewidth v0.0.30
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/vbauerster/cupwriter v0.0.5
 	github.com/vbauerster/mpb/v8 v8.16.2
-	github.com/bmatcuk/doublestar/v4 v4.10.4
-	github.com/goccy/go-yaml v1.19.2
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/net v0.58.0
 	golang.org/x/sys v0.50.0
