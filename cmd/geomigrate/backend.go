@@ -10,6 +10,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
@@ -145,8 +146,9 @@ func openLocalBackend(r openRequest, engineVersion string) (*backend, error) {
 		return nil, err
 	}
 	return &backend{
-		name:    backendLocal,
-		ports:   steps.Ports{Config: cfg, Store: wrapObjects(lb.store), Tracker: lb.tracker, Log: r.log},
+		name: backendLocal,
+		ports: steps.Ports{Config: cfg, Store: wrapObjects(lb.store), Tracker: lb.tracker, Log: r.log,
+			Breaker: breaker.New(lb.db, cfg.Breaker, breaker.WithLogger(r.log))},
 		queues:  lb.queues,
 		paths:   paths,
 		local:   lb,

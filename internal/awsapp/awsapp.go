@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/migration"
@@ -63,6 +64,9 @@ type App struct {
 	Tracker *statestore.Tracker
 	Log     *slog.Logger
 	Metrics migration.Metrics
+	// Breaker is the circuit breaker on each bucket, its state in the
+	// job table.
+	Breaker *breaker.Breaker
 
 	// The underlying clients and settings, for callers that need more
 	// (the CLI's status listing, tests).
@@ -206,12 +210,15 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 			app.Metrics = migration.NopMetrics{}
 		}
 	}
+	// The breakers' records live in the job table (dynamostore.BreakerKeyPrefix).
+	app.Breaker = breaker.New(app.State, cfg.Breaker, breaker.WithLogger(app.Log),
+		breaker.WithObserver(breaker.CountTransitions(app.Metrics)))
 	return app, nil
 }
 
 // Ports are the ports the handlers are built over (internal/steps).
 func (a *App) Ports() steps.Ports {
-	return steps.Ports{Config: a.Config, Store: a.Store, Tracker: a.Tracker, Log: a.Log, Metrics: a.Metrics}
+	return steps.Ports{Config: a.Config, Store: a.Store, Tracker: a.Tracker, Log: a.Log, Metrics: a.Metrics, Breaker: a.Breaker}
 }
 
 // Queue returns the SQS queue at url as a queue port (send, receive,

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/migration"
 )
@@ -35,6 +36,11 @@ type Handlers struct {
 	// their first and last 8 MiB; the full hash is checked after promotion.
 	FingerprintThreshold int64  `name:"fingerprint-threshold" env:"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES" default:"1073741824" help:"Sources larger than this are fingerprinted by size and their first and last 8 MiB."`
 	WorkDir              string `name:"work-dir" env:"GEOMIGRATE_WORK_DIR" placeholder:"DIR" help:"Scratch space for conversions (default: the system temporary directory)."`
+	// The circuit breaker on each bucket (internal/breaker,
+	// docs/operations.md).
+	BreakerThreshold int     `name:"breaker-threshold" env:"GEOMIGRATE_BREAKER_THRESHOLD" default:"5" help:"Consecutive transient or systemic failures of a bucket that open its circuit breaker (0: no breaker). At most 5, the attempts per task, so one file's retries open it."`
+	BreakerWindow    Seconds `name:"breaker-window" env:"GEOMIGRATE_BREAKER_WINDOW_SECONDS" default:"2m" help:"Failures further apart than this do not add up towards --breaker-threshold."`
+	BreakerCooldown  Seconds `name:"breaker-cooldown" env:"GEOMIGRATE_BREAKER_COOLDOWN_SECONDS" default:"1m" help:"How long an open breaker refuses calls (files wait, without spending retries) before one call probes the bucket."`
 }
 
 // Validate checks what the tags cannot (kong calls it after parsing).
@@ -48,6 +54,12 @@ func (h *Handlers) Validate() error {
 		return fmt.Errorf("--staging-prefix %q: must end in /", h.StagingPrefix)
 	case h.Lease.Duration() <= 0:
 		return fmt.Errorf("--lease %s: want a positive duration", h.Lease)
+	case h.BreakerThreshold < 0 || h.BreakerThreshold > 5:
+		return fmt.Errorf("--breaker-threshold %d: want 0 (off) to 5 (the attempts per task)", h.BreakerThreshold)
+	case h.BreakerThreshold > 0 && h.BreakerWindow.Duration() <= 0:
+		return fmt.Errorf("--breaker-window %s: want a positive duration", h.BreakerWindow)
+	case h.BreakerThreshold > 0 && h.BreakerCooldown.Duration() < time.Second:
+		return fmt.Errorf("--breaker-cooldown %s: want at least 1s (the state machine waits in whole seconds)", h.BreakerCooldown)
 	}
 	return nil
 }
@@ -62,6 +74,7 @@ func (h Handlers) Migration(destBucket, destPrefix, engine string) migration.Con
 		FingerprintThreshold: h.FingerprintThreshold,
 		Lease:                h.Lease.Duration(),
 		WorkDir:              h.WorkDir,
+		Breaker:              breaker.Policy{Threshold: h.BreakerThreshold, Window: h.BreakerWindow.Duration(), Cooldown: h.BreakerCooldown.Duration()},
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = os.TempDir()

@@ -21,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/breaker"
+	"github.com/geomigrate/geomigrate/internal/breaker/breakertest"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
@@ -329,4 +331,18 @@ func TestDynaliteLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("billing mode %v, GSIs %d", d.Table.BillingModeSummary, len(d.Table.GlobalSecondaryIndexes))
+}
+
+// TestBreakerConformance runs the breaker store suite against each
+// DynamoDB stand-in: the breaker items live in the job table.
+func TestBreakerConformance(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			c, _ := clientAt(t, srv.endpointVar)
+			breakertest.Run(t, func(t *testing.T) breaker.Store {
+				skipRaces(t, srv.atomicConditionalWrites)
+				return dynamostore.New(c, dynamostore.Options{Table: newTable(t, c)})
+			})
+		})
+	}
 }
