@@ -181,6 +181,9 @@ func TestFunctionsRuntimeArchLayerEnv(t *testing.T) {
 		"GEOMIGRATE_ZSTD_LEVEL":                  "9",
 		"GEOMIGRATE_ENGINE_VERSION":              layerManifestGDAL(t),
 		"GEOMIGRATE_LOG_LEVEL":                   "info",
+		"GEOMIGRATE_BREAKER_THRESHOLD":           "5",
+		"GEOMIGRATE_BREAKER_WINDOW_SECONDS":      "120",
+		"GEOMIGRATE_BREAKER_COOLDOWN_SECONDS":    "60",
 	}
 	gdal := map[string]string{
 		"GDAL_DATA": "/opt/share/gdal", "PROJ_DATA": "/opt/share/proj", "PROJ_LIB": "/opt/share/proj", "CPL_TMPDIR": "/tmp",

@@ -147,7 +147,8 @@ type Ticket struct {
 // Allow decides whether a call to dependency may be made. It returns a
 // *fault.BreakerOpenError while the breaker is OPEN (or HALF_OPEN with a
 // probe in flight); once the cooldown is over the first caller turns it
-// HALF_OPEN and is let through as the probe.
+// HALF_OPEN and is let through as the probe. A store that cannot be read
+// lets the call through (logged): the breaker never fails a call itself.
 func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) {
 	t := Ticket{dependency: dependency}
 	if !b.Enabled() {
@@ -157,7 +158,11 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 	for {
 		rec, err := b.get(ctx, dependency)
 		if err != nil {
-			return t, err
+			// Fail open: the breaker saves calls to a dead dependency; when
+			// its own state cannot be read, the call itself decides.
+			b.log.Warn("breaker: state unreadable; call let through", "dependency", dependency, "error", err)
+			t.clean = true
+			return t, nil
 		}
 		now := b.now()
 		next, allow := decideAllow(rec, now, b.policy)
@@ -171,7 +176,8 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 		if err := b.put(ctx, *next, rec.Version); errors.Is(err, ErrConflict) {
 			continue
 		} else if err != nil {
-			return t, err
+			b.log.Warn("breaker: probe not recorded; call let through", "dependency", dependency, "error", err)
+			return t, nil
 		}
 		b.report(Transition{Dependency: dependency, From: rec.State, To: next.State, Failures: rec.Failures, Reason: "cooldown over: probing"})
 		return t, nil

@@ -207,3 +207,30 @@ func TestObjectsFailFastAgainstADeadBucket(t *testing.T) {
 		t.Fatalf("put after the probe closed the breaker: %v", err)
 	}
 }
+
+// brokenStore fails every read and write.
+type brokenStore struct{}
+
+func (brokenStore) GetBreaker(context.Context, string) (breaker.Record, error) {
+	return breaker.Record{}, fault.Systemic("dynamodb.GetItem", errors.New("ResourceNotFoundException"))
+}
+func (brokenStore) PutBreaker(context.Context, breaker.Record, int64) error {
+	return fault.Systemic("dynamodb.PutItem", errors.New("ResourceNotFoundException"))
+}
+func (brokenStore) ListBreakers(context.Context, func(breaker.Record) error) error { return nil }
+
+// TestUnreadableStateFailsOpen: the breaker's own store failing never
+// fails or changes a call: the call is made and its own error returned.
+func TestUnreadableStateFailsOpen(t *testing.T) {
+	ctx := context.Background()
+	b := breaker.New(brokenStore{}, policy)
+	for range 10 {
+		tk, err := b.Allow(ctx, "s3:dest")
+		if err != nil {
+			t.Fatalf("Allow = %v, want the call let through", err)
+		}
+		if got := b.Done(ctx, tk, down); got != down {
+			t.Fatalf("Done = %v, want the call's own error", got)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package localrun_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -119,3 +120,48 @@ func TestBreakerHoldsJobsWhileTheDestinationIsDown(t *testing.T) {
 }
 
 var _ objectstore.Store = (*faultstore.Store)(nil)
+
+// TestBreakerOpensDuringConvertRetries: six failed staging PUTs. The fifth
+// opens the breaker, so Convert's fifth attempt ends in BreakerOpenError
+// (four retries spent, none more); the job waits, HashCheck runs again,
+// the probe PUT fails (the sixth), the job waits again, and the next probe
+// succeeds: completed, no queue message. The same path the cross-check
+// (test/sfn) walks on two engines against real servers.
+func TestBreakerOpensDuringConvertRetries(t *testing.T) {
+	dir, keys := goodKeys(t)
+	key := keys[0]
+	p := newPipeline(t, dir)
+	faulty := faultstore.New(p.store, faultstore.Rule{Op: faultstore.OpPut, Times: 6, Kind: faultstore.SlowDown,
+		Match: func(bucket, _ string) bool { return bucket == "dest" }})
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "state.db"), boltstore.WithNoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	br := breaker.New(db, breaker.Policy{Threshold: 5, Window: 2 * time.Minute, Cooldown: time.Second}, breaker.WithClock(p.clock.Now))
+	o := p.run(t, breaker.Objects(faulty, br), []string{key})[key]
+	if o.Status != localrun.StatusCompleted {
+		t.Fatalf("outcome %s (%s: %s), want completed", o.Status, o.Error, o.Message)
+	}
+	var states []string
+	retries := 0
+	for _, ev := range o.History {
+		switch {
+		case ev.Type == "RetryScheduled":
+			retries++
+		case ev.Type == asl.EventWaitStarted && ev.State == "WaitForBreaker":
+			states = append(states, "wait")
+		case ev.Type == "TaskFailed" && ev.Error == "BreakerOpenError":
+			states = append(states, ev.State+":open")
+		}
+	}
+	if got := strings.Join(states, " "); got != "Convert:open wait Convert:open wait" || retries != 4 {
+		t.Fatalf("breaker path %q with %d retries, want \"Convert:open wait Convert:open wait\" and 4", got, retries)
+	}
+	if n := faulty.Injected(faultstore.OpPut); n != 6 {
+		t.Fatalf("%d PUTs failed, want 6", n)
+	}
+	if n := len(p.deadLetter.messages(t)) + len(p.remediation.messages(t)); n != 0 {
+		t.Fatalf("%d queue message(s)", n)
+	}
+}
