@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
@@ -101,13 +102,24 @@ type Transition struct {
 	Reason     string
 }
 
+// DefaultClosedCache is how long a worker trusts a healthy (CLOSED, no
+// failures) record it read before reading it again: Convert reads a source
+// by ranges, one call per block, and a store read per call would double
+// the requests. A worker's own counted failure forgets it at once; another
+// worker's opening is seen within this time.
+const DefaultClosedCache = 2 * time.Second
+
 // Breaker applies a Policy to the records of a Store.
 type Breaker struct {
-	store   Store
-	policy  Policy
-	now     func() time.Time
-	log     *slog.Logger
-	observe func(Transition)
+	store    Store
+	policy   Policy
+	now      func() time.Time
+	log      *slog.Logger
+	observe  func(Transition)
+	cacheFor time.Duration
+
+	mu    sync.Mutex
+	clean map[string]time.Time // dependency → healthy until (cacheFor)
 }
 
 // Option configures New.
@@ -122,9 +134,15 @@ func WithLogger(l *slog.Logger) Option { return func(b *Breaker) { b.log = l } }
 // WithObserver calls fn on every transition this process made (metrics).
 func WithObserver(fn func(Transition)) Option { return func(b *Breaker) { b.observe = fn } }
 
+// WithClosedCache sets how long a healthy record is trusted without
+// reading it again (0: read before every call). Default
+// DefaultClosedCache.
+func WithClosedCache(d time.Duration) Option { return func(b *Breaker) { b.cacheFor = d } }
+
 // New returns a breaker over store with policy.
 func New(store Store, policy Policy, opts ...Option) *Breaker {
-	b := &Breaker{store: store, policy: policy, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	b := &Breaker{store: store, policy: policy, now: time.Now, log: slog.New(slog.DiscardHandler),
+		cacheFor: DefaultClosedCache, clean: map[string]time.Time{}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -155,6 +173,10 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 		t.clean = true
 		return t, nil
 	}
+	if b.healthy(dependency) {
+		t.clean = true
+		return t, nil
+	}
 	for {
 		rec, err := b.get(ctx, dependency)
 		if err != nil {
@@ -171,6 +193,9 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 		}
 		if next == nil {
 			t.clean = rec.State == Closed && rec.Failures == 0
+			if t.clean {
+				b.remember(dependency, now)
+			}
 			return t, nil
 		}
 		if err := b.put(ctx, *next, rec.Version); errors.Is(err, ErrConflict) {
@@ -196,6 +221,9 @@ func (b *Breaker) Done(ctx context.Context, t Ticket, callErr error) error {
 	failed := Counts(callErr)
 	if !failed && t.clean {
 		return callErr
+	}
+	if failed {
+		b.forget(t.dependency)
 	}
 	for {
 		rec, err := b.get(ctx, t.dependency)
@@ -319,6 +347,33 @@ func openError(rec Record, now time.Time, cause error) error {
 	}
 	secs := max(int(math.Ceil(until.Sub(now).Seconds())), 1)
 	return &fault.BreakerOpenError{Dependency: rec.Dependency, State: string(rec.State), RetryAfterSeconds: secs, Err: cause}
+}
+
+// healthy reports whether a healthy record of dependency was read within
+// cacheFor.
+func (b *Breaker) healthy(dependency string) bool {
+	if b.cacheFor <= 0 {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	until, ok := b.clean[dependency]
+	return ok && b.now().Before(until)
+}
+
+func (b *Breaker) remember(dependency string, now time.Time) {
+	if b.cacheFor <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.clean[dependency] = now.Add(b.cacheFor)
+}
+
+func (b *Breaker) forget(dependency string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.clean, dependency)
 }
 
 func (b *Breaker) get(ctx context.Context, dependency string) (Record, error) {

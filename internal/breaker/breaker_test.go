@@ -234,3 +234,47 @@ func TestUnreadableStateFailsOpen(t *testing.T) {
 		}
 	}
 }
+
+// countingStore counts reads.
+type countingStore struct {
+	breaker.Store
+	gets int
+}
+
+func (c *countingStore) GetBreaker(ctx context.Context, dep string) (breaker.Record, error) {
+	c.gets++
+	return c.Store.GetBreaker(ctx, dep)
+}
+
+// TestHealthyStateIsCached: a worker reads a healthy record once per
+// DefaultClosedCache, not once per call; another worker's opening reaches
+// it when that time is up, and its own failure is never hidden.
+func TestHealthyStateIsCached(t *testing.T) {
+	ctx := context.Background()
+	shared := &countingStore{Store: breakertest.NewMemory()}
+	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	a := breaker.New(shared, policy, breaker.WithClock(c.Now))
+	b := breaker.New(shared, policy, breaker.WithClock(c.Now), breaker.WithClosedCache(0))
+	for range 100 {
+		tk, err := a.Allow(ctx, "s3:src")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Done(ctx, tk, nil)
+	}
+	if shared.gets != 1 {
+		t.Fatalf("%d reads for 100 healthy calls, want 1", shared.gets)
+	}
+	for range policy.Threshold { // worker b finds the bucket dead
+		tk, _ := b.Allow(ctx, "s3:src")
+		_ = b.Done(ctx, tk, down)
+	}
+	if _, err := a.Allow(ctx, "s3:src"); err != nil {
+		t.Fatalf("worker a refused within its cache time: %v", err)
+	}
+	c.Advance(breaker.DefaultClosedCache)
+	var boe *fault.BreakerOpenError
+	if _, err := a.Allow(ctx, "s3:src"); !errors.As(err, &boe) {
+		t.Fatalf("worker a after its cache time: %v, want BreakerOpenError", err)
+	}
+}
