@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/geomigrate/geomigrate/internal/config"
+	"github.com/geomigrate/geomigrate/internal/emf"
 )
 
 func TestEveryResourceIsThere(t *testing.T) {
@@ -482,6 +483,10 @@ func TestAlarms(t *testing.T) {
 	}
 	check("MigrateUnroutedFailures", "ExecutionsFailed", 0)
 	check("BackfillFailed", "ExecutionsFailed", 0)
+	check("BreakerOpened", "BreakerTransitions", 0)
+	if a := js(byName["geomigrate-BreakerOpened"]); !strings.Contains(a, `"Namespace":"`+emf.Namespace+`"`) || !strings.Contains(a, `"Value":"OPEN"`) {
+		t.Errorf("breaker alarm does not watch the handlers' To=OPEN transitions: %s", a)
+	}
 	for _, f := range []string{"Hashcheck", "Convert", "Classify", "Promote", "Executionfailed"} {
 		check(f+"Throttles", "Throttles", 0)
 		check(f+"Errors", "Errors", 5)

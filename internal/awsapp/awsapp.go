@@ -55,7 +55,7 @@ const (
 )
 
 // MetricsNamespace is the CloudWatch namespace of the EMF metrics.
-const MetricsNamespace = "geomigrate"
+const MetricsNamespace = emf.Namespace
 
 // App holds what the handlers share, built once.
 type App struct {

@@ -430,8 +430,9 @@ type Counter interface {
 	Count(name string, value float64, unit string, dims ...string)
 }
 
-// MetricTransitions counts breaker transitions by Dependency and To (the
-// new state): an alarm on To=OPEN says a bucket is down.
+// MetricTransitions counts breaker transitions, once by Dependency and To
+// (the new state), once by To alone: the stack's alarm watches To=OPEN
+// without knowing the bucket names.
 const MetricTransitions = "BreakerTransitions"
 
 // CountTransitions is an observer (WithObserver) counting each transition
@@ -440,6 +441,7 @@ func CountTransitions(c Counter) func(Transition) {
 	return func(t Transition) {
 		if c != nil {
 			c.Count(MetricTransitions, 1, "Count", "Dependency", t.Dependency, "To", string(t.To))
+			c.Count(MetricTransitions, 1, "Count", "To", string(t.To))
 		}
 	}
 }

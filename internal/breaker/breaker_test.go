@@ -278,3 +278,23 @@ func TestHealthyStateIsCached(t *testing.T) {
 		t.Fatalf("worker a after its cache time: %v, want BreakerOpenError", err)
 	}
 }
+
+type recordedCount struct {
+	name string
+	dims string
+}
+
+type counter struct{ got []recordedCount }
+
+func (c *counter) Count(name string, _ float64, _ string, dims ...string) {
+	c.got = append(c.got, recordedCount{name, strings.Join(dims, "=")})
+}
+
+func TestTransitionsAreCounted(t *testing.T) {
+	c := &counter{}
+	breaker.CountTransitions(c)(breaker.Transition{Dependency: "s3:dest", From: breaker.Closed, To: breaker.Open})
+	want := []recordedCount{{"BreakerTransitions", "Dependency=s3:dest=To=OPEN"}, {"BreakerTransitions", "To=OPEN"}}
+	if len(c.got) != 2 || c.got[0] != want[0] || c.got[1] != want[1] {
+		t.Fatalf("counted %+v, want %+v", c.got, want)
+	}
+}
