@@ -319,11 +319,13 @@ func TestMissingTableIsSystemicAndNamed(t *testing.T) {
 }
 
 func TestBreakerConformanceFake(t *testing.T) {
-	for _, scanOnly := range []bool{false, true} {
-		breakertest.Run(t, func(t *testing.T) breaker.Store {
-			f := newFake(t)
-			f.noIndex = scanOnly
-			return New(f, Options{Table: "jobs"})
+	for _, name := range []string{"index", "scan"} {
+		t.Run(name, func(t *testing.T) {
+			breakertest.Run(t, func(t *testing.T) breaker.Store {
+				f := newFake(t)
+				f.noIndex = name == "scan"
+				return New(f, Options{Table: "jobs"})
+			})
 		})
 	}
 }
