@@ -24,7 +24,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/config"
+	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -741,6 +743,14 @@ func (st *Stack) alarmsAndDashboard() {
 		}), 0, gt)
 	alarm("BackfillFailed", "a backfill execution failed (tolerated-failure threshold exceeded, reader or writer error)",
 		st.Backfill.MetricFailed(sumOpts), 0, gt)
+	// The handlers' EMF metric (internal/breaker.CountTransitions): a bucket's
+	// circuit breaker opened; files wait instead of retrying (docs/operations.md).
+	alarm("BreakerOpened", "a bucket's circuit breaker opened: the bucket failed repeatedly and files are waiting for it",
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: s(emf.Namespace), MetricName: s(breaker.MetricTransitions),
+			DimensionsMap: &map[string]*string{"To": s(string(breaker.Open))},
+			Statistic:     s("Sum"), Period: five,
+		}), 0, gt)
 	for _, name := range FunctionNames {
 		fn := st.Functions[name]
 		id := strings.ToUpper(name[:1]) + name[1:]

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/geomigrate/geomigrate/internal/config"
+	"github.com/geomigrate/geomigrate/internal/emf"
 )
 
 func TestEveryResourceIsThere(t *testing.T) {
@@ -181,6 +182,9 @@ func TestFunctionsRuntimeArchLayerEnv(t *testing.T) {
 		"GEOMIGRATE_ZSTD_LEVEL":                  "9",
 		"GEOMIGRATE_ENGINE_VERSION":              layerManifestGDAL(t),
 		"GEOMIGRATE_LOG_LEVEL":                   "info",
+		"GEOMIGRATE_BREAKER_THRESHOLD":           "5",
+		"GEOMIGRATE_BREAKER_WINDOW_SECONDS":      "120",
+		"GEOMIGRATE_BREAKER_COOLDOWN_SECONDS":    "60",
 	}
 	gdal := map[string]string{
 		"GDAL_DATA": "/opt/share/gdal", "PROJ_DATA": "/opt/share/proj", "PROJ_LIB": "/opt/share/proj", "CPL_TMPDIR": "/tmp",
@@ -479,6 +483,10 @@ func TestAlarms(t *testing.T) {
 	}
 	check("MigrateUnroutedFailures", "ExecutionsFailed", 0)
 	check("BackfillFailed", "ExecutionsFailed", 0)
+	check("BreakerOpened", "BreakerTransitions", 0)
+	if a := js(byName["geomigrate-BreakerOpened"]); !strings.Contains(a, `"Namespace":"`+emf.Namespace+`"`) || !strings.Contains(a, `"Value":"OPEN"`) {
+		t.Errorf("breaker alarm does not watch the handlers' To=OPEN transitions: %s", a)
+	}
 	for _, f := range []string{"Hashcheck", "Convert", "Classify", "Promote", "Executionfailed"} {
 		check(f+"Throttles", "Throttles", 0)
 		check(f+"Errors", "Errors", 5)

@@ -27,6 +27,8 @@ var goErrors = map[string]error{
 	"TransientError": &fault.TransientError{},
 	"DataError":      &fault.DataError{},
 	"SystemicError":  &fault.SystemicError{},
+	// An open circuit breaker: caught into the WaitForBreaker loop.
+	"BreakerOpenError": &fault.BreakerOpenError{},
 }
 
 // serviceErrors are names Step Functions or the Lambda service raise.
@@ -191,5 +193,33 @@ func TestLambdaTasksReceiveTheRetryCount(t *testing.T) {
 func TestStateMachineHasAJobDeadline(t *testing.T) {
 	if sm := parsed(t); sm.TimeoutSeconds <= 0 {
 		t.Fatal("no state-machine TimeoutSeconds")
+	}
+}
+
+// TestBreakerOpenIsWaitedOutNotRetried: every task that reaches a bucket
+// catches BreakerOpenError first (before States.ALL sends the job to
+// Classify and a queue) into the wait loop back to HashCheck, and no
+// retrier spends attempts on it.
+func TestBreakerOpenIsWaitedOutNotRetried(t *testing.T) {
+	sm := parsed(t)
+	for _, name := range []string{"HashCheck", "Convert", "Promote"} {
+		st := sm.States[name]
+		if len(st.Catch) == 0 || !slices.Equal(st.Catch[0].ErrorEquals, []string{"BreakerOpenError"}) || st.Catch[0].Next != "ReadBreakerCause" {
+			t.Errorf("%s: first catcher %+v, want BreakerOpenError → ReadBreakerCause", name, st.Catch)
+		}
+	}
+	sm.Walk(func(path []string, name string, st *asl.State) {
+		for _, r := range st.Retry {
+			if slices.Contains(r.ErrorEquals, "BreakerOpenError") {
+				t.Errorf("state %s retries BreakerOpenError", name)
+			}
+		}
+	})
+	wait := sm.States["WaitForBreaker"]
+	if wait == nil || wait.Type != "Wait" || wait.SecondsPath == "" || wait.Next != "HashCheck" {
+		t.Fatalf("WaitForBreaker = %+v, want a Wait on SecondsPath back to HashCheck", wait)
+	}
+	if sm.TimeoutSeconds <= 0 {
+		t.Fatal("the wait loop needs the job deadline (TimeoutSeconds) to end")
 	}
 }

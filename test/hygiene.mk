@@ -5,7 +5,7 @@
 HYGIENE_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 # Packages that start goroutines or share state between them.
 RACE_PKGS ?= ./internal/asl/... ./internal/localrun/... ./internal/statestore/... \
-	./internal/objectstore/... ./internal/queue/... ./internal/filelock/...
+	./internal/objectstore/... ./internal/queue/... ./internal/filelock/... ./internal/breaker/...
 RACE_TIMEOUT ?= 15m
 
 # staticcheck 2026.2.2 is module version v0.8.2 (the newest on the module

@@ -10,6 +10,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
@@ -175,8 +176,9 @@ func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
 		return nil, err
 	}
 	return &backend{
-		name:    backendLocal,
-		ports:   steps.Ports{Config: cfg, Store: wrapObjects(lb.store), Tracker: lb.tracker, Log: log, Quarantine: bundles},
+		name: backendLocal,
+		ports: steps.Ports{Config: cfg, Store: wrapObjects(lb.store), Tracker: lb.tracker, Log: log, Quarantine: bundles,
+			Breaker: breaker.New(lb.db, cfg.Breaker, breaker.WithLogger(log))},
 		queues:  lb.queues,
 		paths:   paths,
 		local:   lb,

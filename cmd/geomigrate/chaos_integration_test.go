@@ -850,8 +850,11 @@ func TestChaosAWS(t *testing.T) {
 		a.createBucket(t, dst)
 		// S3 through the proxy, DynamoDB straight to its stand-in; the
 		// SDK's own back-off capped at milliseconds, as the state
-		// machine's is scaled.
-		fcli := newChaosCLI(t, dir, "AWS_ENDPOINT_URL_S3="+proxy.URL(), "GEOMIGRATE_AWS_MAX_BACKOFF=20ms")
+		// machine's is scaled. Random faults can string five failures of
+		// a bucket together and open its circuit breaker: its cooldown is
+		// cut to a second too (the Wait is in whole seconds).
+		fcli := newChaosCLI(t, dir, "AWS_ENDPOINT_URL_S3="+proxy.URL(), "GEOMIGRATE_AWS_MAX_BACKOFF=20ms",
+			"GEOMIGRATE_BREAKER_COOLDOWN_SECONDS=1")
 		args := a.awsArgs(dst, dst, filepath.Join(dir, "fault"))
 		fig := chaosFigures{scenario: "aws S3 faults", files: cfg.files, clean: clean.took}
 		started := time.Now()

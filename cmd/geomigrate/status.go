@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
@@ -105,6 +108,11 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 		}
 		fmt.Fprintf(stdout, "queue %-12s %d message(s)%s  %s\n", q.name, d.Visible, inFlight, q.where)
 	}
+	if bs, ok := db.(breaker.Store); ok {
+		if err := printBreakers(ctx, stdout, bs, time.Now()); err != nil {
+			return err
+		}
+	}
 	if len(listed) > 0 {
 		fmt.Fprintln(stdout)
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -140,4 +148,29 @@ func oneLineErr(name, cause string) string {
 func countMessages(ctx context.Context, path string) (int, error) {
 	st, err := jsonlqueue.Scan(ctx, path, func(queue.Message) error { return nil })
 	return st.Messages, err
+}
+
+// printBreakers writes one line per circuit breaker on record (a bucket
+// that failed at least once): its state, and what it means for files now.
+func printBreakers(ctx context.Context, w io.Writer, s breaker.Store, now time.Time) error {
+	return breaker.List(ctx, s, func(r breaker.Record) error {
+		line := fmt.Sprintf("breaker %-20s %-9s", r.Dependency, r.State)
+		switch r.State {
+		case breaker.Open:
+			line += fmt.Sprintf(" files wait; probe in %s (opened %d time(s))", max(r.OpenUntil.Sub(now), 0).Round(time.Second), r.Opened)
+		case breaker.HalfOpen:
+			line += fmt.Sprintf(" one probe in flight (opened %d time(s))", r.Opened)
+		default:
+			line += fmt.Sprintf(" %d recent failure(s), opened %d time(s)", r.Failures, r.Opened)
+		}
+		if r.LastError != "" && (r.State != breaker.Closed || r.Failures > 0) {
+			e := r.LastError
+			if len(e) > 120 {
+				e = e[:120] + "…"
+			}
+			line += "; last error: " + e
+		}
+		_, err := fmt.Fprintln(w, line)
+		return err
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
@@ -56,7 +57,7 @@ const (
 )
 
 // MetricsNamespace is the CloudWatch namespace of the EMF metrics.
-const MetricsNamespace = "geomigrate"
+const MetricsNamespace = emf.Namespace
 
 // App holds what the handlers share, built once.
 type App struct {
@@ -65,6 +66,9 @@ type App struct {
 	Tracker *statestore.Tracker
 	Log     *slog.Logger
 	Metrics migration.Metrics
+	// Breaker is the circuit breaker on each bucket, its state in the
+	// job table.
+	Breaker *breaker.Breaker
 
 	// The underlying clients and settings, for callers that need more
 	// (the CLI's status listing, tests).
@@ -221,12 +225,15 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 			app.Metrics = migration.NopMetrics{}
 		}
 	}
+	// The breakers' records live in the job table (dynamostore.BreakerKeyPrefix).
+	app.Breaker = breaker.New(app.State, cfg.Breaker, breaker.WithLogger(app.Log),
+		breaker.WithObserver(breaker.CountTransitions(app.Metrics)))
 	return app, nil
 }
 
 // Ports are the ports the handlers are built over (internal/steps).
 func (a *App) Ports() steps.Ports {
-	return steps.Ports{Config: a.Config, Store: a.Store, Tracker: a.Tracker, Log: a.Log, Metrics: a.Metrics, Quarantine: a.Quarantine}
+	return steps.Ports{Config: a.Config, Store: a.Store, Tracker: a.Tracker, Log: a.Log, Metrics: a.Metrics, Quarantine: a.Quarantine, Breaker: a.Breaker}
 }
 
 // quarantineQuery finds every handler's records of one execution in

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/migration"
 )
@@ -38,6 +39,11 @@ type Handlers struct {
 	// QuarantineCopyLimit bounds the input bytes copied into a quarantine
 	// bundle (internal/quarantine); larger inputs are referenced.
 	QuarantineCopyLimit int64 `name:"quarantine-copy-limit" env:"GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES" default:"67108864" help:"A routed file's quarantine bundle holds a copy of the input and its sidecars up to this many bytes together; larger ones are referenced."`
+	// The circuit breaker on each bucket (internal/breaker,
+	// docs/operations.md).
+	BreakerThreshold int     `name:"breaker-threshold" env:"GEOMIGRATE_BREAKER_THRESHOLD" default:"5" help:"Consecutive transient or systemic failures of a bucket that open its circuit breaker (0: no breaker). At most 5, the attempts per task, so one file's retries open it."`
+	BreakerWindow    Seconds `name:"breaker-window" env:"GEOMIGRATE_BREAKER_WINDOW_SECONDS" default:"2m" help:"Failures further apart than this do not add up towards --breaker-threshold."`
+	BreakerCooldown  Seconds `name:"breaker-cooldown" env:"GEOMIGRATE_BREAKER_COOLDOWN_SECONDS" default:"1m" help:"How long an open breaker refuses calls (files wait, without spending retries) before one call probes the bucket."`
 }
 
 // Validate checks what the tags cannot (kong calls it after parsing).
@@ -53,6 +59,12 @@ func (h *Handlers) Validate() error {
 		return fmt.Errorf("--lease %s: want a positive duration", h.Lease)
 	case h.QuarantineCopyLimit < 0:
 		return fmt.Errorf("--quarantine-copy-limit %d: want a non-negative number of bytes", h.QuarantineCopyLimit)
+	case h.BreakerThreshold < 0 || h.BreakerThreshold > 5:
+		return fmt.Errorf("--breaker-threshold %d: want 0 (off) to 5 (the attempts per task)", h.BreakerThreshold)
+	case h.BreakerThreshold > 0 && h.BreakerWindow.Duration() <= 0:
+		return fmt.Errorf("--breaker-window %s: want a positive duration", h.BreakerWindow)
+	case h.BreakerThreshold > 0 && h.BreakerCooldown.Duration() < time.Second:
+		return fmt.Errorf("--breaker-cooldown %s: want at least 1s (the state machine waits in whole seconds)", h.BreakerCooldown)
 	}
 	return nil
 }
@@ -67,6 +79,7 @@ func (h Handlers) Migration(destBucket, destPrefix, engine string) migration.Con
 		FingerprintThreshold: h.FingerprintThreshold,
 		Lease:                h.Lease.Duration(),
 		WorkDir:              h.WorkDir,
+		Breaker:              breaker.Policy{Threshold: h.BreakerThreshold, Window: h.BreakerWindow.Duration(), Cooldown: h.BreakerCooldown.Duration()},
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = os.TempDir()

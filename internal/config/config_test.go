@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
@@ -153,5 +154,41 @@ func TestCheck(t *testing.T) {
 	l.VectorFormat = "Shapefile"
 	if err := l.Check(); err == nil || !strings.Contains(err.Error(), "GEOMIGRATE_VECTOR_FORMAT") {
 		t.Errorf("Check of a Shapefile recipe: %v", err)
+	}
+}
+
+func TestBreakerSettings(t *testing.T) {
+	env := func(m map[string]string) map[string]string {
+		m["GEOMIGRATE_DEST_BUCKET"], m["GEOMIGRATE_STATE_TABLE"] = "dst", "jobs"
+		return m
+	}
+	setEnv(t, env(map[string]string{}))
+	l, err := LoadLambda()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := l.Migration().Breaker, breaker.DefaultPolicy; got != want {
+		t.Errorf("default breaker policy %+v, want breaker.DefaultPolicy %+v", got, want)
+	}
+	setEnv(t, env(map[string]string{"GEOMIGRATE_BREAKER_THRESHOLD": "3", "GEOMIGRATE_BREAKER_COOLDOWN_SECONDS": "5"}))
+	if l, err = LoadLambda(); err != nil {
+		t.Fatal(err)
+	}
+	if p := l.Migration().Breaker; p.Threshold != 3 || p.Cooldown != 5*time.Second || p.Window != 2*time.Minute {
+		t.Errorf("breaker policy %+v, want 3 failures, 5 s cooldown, 2 min window", p)
+	}
+	for _, bad := range []map[string]string{
+		{"GEOMIGRATE_BREAKER_THRESHOLD": "6"},  // beyond the attempts per task
+		{"GEOMIGRATE_BREAKER_THRESHOLD": "-1"}, // not a count
+		{"GEOMIGRATE_BREAKER_THRESHOLD": "5", "GEOMIGRATE_BREAKER_COOLDOWN_SECONDS": "0"},
+	} {
+		setEnv(t, env(bad))
+		if _, err := LoadLambda(); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	setEnv(t, env(map[string]string{"GEOMIGRATE_BREAKER_THRESHOLD": "0", "GEOMIGRATE_BREAKER_COOLDOWN_SECONDS": "0"}))
+	if _, err := LoadLambda(); err != nil {
+		t.Errorf("a breaker turned off needs no cooldown: %v", err)
 	}
 }

@@ -23,6 +23,10 @@ import (
 	"time"
 )
 
+// Namespace is the CloudWatch namespace of geomigrate's metrics (the
+// handlers write to it; the stack's alarms read from it).
+const Namespace = "geomigrate"
+
 // Limits of the specification.
 const (
 	MaxDimensions = 30  // per dimension set

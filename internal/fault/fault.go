@@ -7,6 +7,7 @@
 package fault
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -77,6 +78,58 @@ func (e *DataError) Error() string {
 }
 func (e *DataError) Unwrap() error { return e.Err }
 
+// BreakerOpenError reports that a call was not made (or that its failure
+// opened the breaker) because the circuit breaker of a dependency
+// ("s3:<bucket>") is open: the dependency is known to be down. It is not a
+// TransientError on purpose: the state machine does not retry it (that
+// would burn the retry budget against a dead store) but catches it into a
+// Wait loop of RetryAfterSeconds, bounded by the job deadline
+// (statemachine/migrate.asl.json, docs/operations.md).
+//
+// Its message is a small JSON document so the state machine can read the
+// wait from the caught Cause with States.StringToJson.
+type BreakerOpenError struct {
+	Dependency        string
+	State             string // "OPEN" or "HALF_OPEN" (a probe is in flight)
+	RetryAfterSeconds int
+	Err               error // the failure that opened it, when this call did
+}
+
+// breakerMessage is the JSON shape of BreakerOpenError's message.
+type breakerMessage struct {
+	Dependency        string `json:"dependency"`
+	State             string `json:"state"`
+	RetryAfterSeconds int    `json:"retry_after_seconds"`
+	Cause             string `json:"cause,omitempty"`
+}
+
+func (e *BreakerOpenError) Error() string {
+	m := breakerMessage{Dependency: e.Dependency, State: e.State, RetryAfterSeconds: e.RetryAfterSeconds}
+	if e.Err != nil {
+		m.Cause = e.Err.Error()
+	}
+	b, err := json.Marshal(m)
+	if err != nil { // cannot happen for strings and ints
+		return "circuit breaker open: " + e.Dependency
+	}
+	return string(b)
+}
+func (e *BreakerOpenError) Unwrap() error { return e.Err }
+
+// ParseBreakerOpen reads the message of a BreakerOpenError that crossed a
+// process boundary.
+func ParseBreakerOpen(msg string) (BreakerOpenError, bool) {
+	var m breakerMessage
+	if json.Unmarshal([]byte(msg), &m) != nil || m.Dependency == "" {
+		return BreakerOpenError{}, false
+	}
+	e := BreakerOpenError{Dependency: m.Dependency, State: m.State, RetryAfterSeconds: m.RetryAfterSeconds}
+	if m.Cause != "" {
+		e.Err = errors.New(m.Cause)
+	}
+	return e, true
+}
+
 // SystemicError is a failure of the worker or its environment (out of memory,
 // disk full, access denied, missing bucket, bad configuration). It goes to the
 // dead-letter queue and raises an alarm.
@@ -124,12 +177,15 @@ func TierOf(err error) Tier {
 		t *TransientError
 		d *DataError
 		s *SystemicError
+		b *BreakerOpenError
 	)
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &d):
 		return TierDataSpecific
+	case errors.As(err, &b):
+		return TierTransient // the dependency is down for a while
 	case errors.As(err, &s):
 		return TierSystemic
 	case errors.As(err, &t):
@@ -148,14 +204,18 @@ func ForBoundary(err error) error {
 		t *TransientError
 		d *DataError
 		s *SystemicError
+		b *BreakerOpenError
 	)
 	// Data wins over transient: a deterministic fault wrapped by a retry
-	// layer must not be retried.
+	// layer must not be retried. An open breaker wins over the store
+	// failure it wraps: the job waits instead of retrying.
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &d):
 		return d
+	case errors.As(err, &b):
+		return b
 	case errors.As(err, &s):
 		return s
 	case errors.As(err, &t):
@@ -198,6 +258,8 @@ const attemptSuffix = " [attempt "
 // returned unchanged.
 func WithAttempt(err error, attempt int) error {
 	switch e := ForBoundary(err).(type) {
+	case *BreakerOpenError:
+		return e // its message is JSON the state machine parses; attempts do not matter to a wait
 	case *TransientError:
 		return &TransientError{Err: errors.New(e.Error() + attemptSuffix + fmt.Sprint(attempt) + "]")}
 	case *SystemicError:

@@ -22,6 +22,8 @@ func TestTierOf(t *testing.T) {
 		// A data fault found while retrying stays a data fault.
 		{Transient("retry", Data(CorruptSource, "truncated")), TierDataSpecific},
 		{errors.New("boom"), TierUnknown},
+		// An open breaker wraps the store failure that opened it.
+		{fmt.Errorf("hashcheck: %w", &BreakerOpenError{Dependency: "s3:dest", Err: Systemic("s3.Head", errors.New("AccessDenied"))}), TierTransient},
 	}
 	for _, tt := range tests {
 		if got := TierOf(tt.err); got != tt.want {
@@ -48,6 +50,7 @@ func TestBoundaryTypeNames(t *testing.T) {
 		{fmt.Errorf("a: %w", Data(EmptyDataset, "empty")), "DataError"},
 		{fmt.Errorf("a: %w", Systemic("op", errors.New("x"))), "SystemicError"},
 		{errors.New("plain"), "errorString"},
+		{fmt.Errorf("a: %w", &BreakerOpenError{Dependency: "s3:dest", Err: Transient("s3.Put", errors.New("SlowDown"))}), "BreakerOpenError"},
 	}
 	for _, tt := range tests {
 		if got := name(ForBoundary(tt.err)); got != tt.want {
@@ -94,5 +97,16 @@ func TestFromOS(t *testing.T) {
 		if TierOf(got) != tt.want || !strings.HasPrefix(got.Error(), "op: ") {
 			t.Errorf("FromOS(%v) = %v (tier %s), want tier %s", tt.err, got, TierOf(got), tt.want)
 		}
+	}
+}
+
+func TestBreakerOpenMessageRoundTrips(t *testing.T) {
+	e := &BreakerOpenError{Dependency: "s3:dest", State: "OPEN", RetryAfterSeconds: 42, Err: Transient("s3.Put", errors.New("SlowDown"))}
+	got, ok := ParseBreakerOpen(WithAttempt(fmt.Errorf("x: %w", e), 3).Error())
+	if !ok || got.Dependency != "s3:dest" || got.State != "OPEN" || got.RetryAfterSeconds != 42 || got.Err == nil || got.Err.Error() != "s3.Put: SlowDown" {
+		t.Fatalf("ParseBreakerOpen = %+v, %v", got, ok)
+	}
+	if _, ok := ParseBreakerOpen("s3.Put: SlowDown"); ok {
+		t.Fatal("a plain message parsed as a breaker error")
 	}
 }

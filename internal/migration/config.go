@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
@@ -24,6 +25,9 @@ type Config struct {
 	FingerprintThreshold int64
 	Lease                time.Duration
 	WorkDir              string // local scratch space (Lambda: /tmp)
+	// Breaker is the circuit breaker policy on each bucket; the zero
+	// policy has no breaker.
+	Breaker breaker.Policy
 }
 
 // Defaults.

@@ -9,6 +9,7 @@ package steps
 import (
 	"log/slog"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
@@ -27,7 +28,14 @@ type Ports struct {
 	Metrics migration.Metrics
 	// Quarantine writes the bundle of every routed job (nil: none).
 	Quarantine *quarantine.Writer
+	// Breaker, when enabled, guards HashCheck's, Convert's and Promote's
+	// calls to each bucket: while a bucket's breaker is open they fail fast
+	// with a fault.BreakerOpenError, which the state machine waits out.
+	Breaker *breaker.Breaker
 }
+
+// objects is Store behind the breaker (Store itself without one).
+func (p Ports) objects() objectstore.Store { return breaker.Objects(p.Store, p.Breaker) }
 
 func (p Ports) log() *slog.Logger {
 	if p.Log == nil {
@@ -38,19 +46,20 @@ func (p Ports) log() *slog.Logger {
 
 // HashCheck returns the HashCheck handler.
 func (p Ports) HashCheck() *migration.HashCheck {
-	f := migration.StoreFingerprinter{Store: p.Store, Threshold: p.Config.FingerprintThreshold}
-	return migration.NewHashCheck(p.Config, p.Store, p.Tracker, f, p.log()).WithMetrics(p.Metrics)
+	store := p.objects()
+	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FingerprintThreshold}
+	return migration.NewHashCheck(p.Config, store, p.Tracker, f, p.log()).WithMetrics(p.Metrics)
 }
 
 // Convert returns the Convert handler over engine (internal/gdal) and the
 // output validator (internal/validate.Output).
 func (p Ports) Convert(engine recipe.Engine, validate migration.OutputValidator) *migration.Convert {
-	return migration.NewConvert(p.Config, p.Store, p.Tracker, engine, validate, p.log()).WithMetrics(p.Metrics)
+	return migration.NewConvert(p.Config, p.objects(), p.Tracker, engine, validate, p.log()).WithMetrics(p.Metrics)
 }
 
 // Promote returns the Promote handler.
 func (p Ports) Promote() *migration.Promote {
-	return migration.NewPromote(p.Config, p.Store, p.Tracker, p.log()).WithMetrics(p.Metrics)
+	return migration.NewPromote(p.Config, p.objects(), p.Tracker, p.log()).WithMetrics(p.Metrics)
 }
 
 // Classify returns the Classify handler with the default rules; it deletes

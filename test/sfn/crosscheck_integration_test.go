@@ -95,6 +95,8 @@ type harness struct {
 	def      []byte
 	sfnDir   string
 	repoRoot string
+	// lastRuns are runScenarios' runs, both engines', in order.
+	lastRuns []engineRun
 }
 
 func nodeBinary(t *testing.T, root string) string {
@@ -109,7 +111,9 @@ func nodeBinary(t *testing.T, root string) string {
 	return p
 }
 
-func newHarness(t *testing.T) *harness {
+// newHarness starts the four bootstraps with the servers' environment
+// plus extraEnv.
+func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	t.Helper()
 	root, err := lambdatest.RepoRoot()
 	if err != nil {
@@ -141,6 +145,9 @@ func newHarness(t *testing.T) *harness {
 	env["GEOMIGRATE_S3_CONDITIONAL_COPY"] = "client" // versitygw ignores copy preconditions
 	env["GEOMIGRATE_AWS_MAX_ATTEMPTS"] = "1"         // one 503 = one failed task attempt
 	env["GEOMIGRATE_WORK_DIR"] = t.TempDir()
+	for k, v := range extraEnv {
+		env[k] = v
+	}
 	bin := t.TempDir()
 	h := &harness{srv: srv, proxy: fp, urls: map[string]string{}, node: node, sfnDir: sfnDir, repoRoot: root}
 	names := map[string]string{
@@ -335,7 +342,10 @@ func (h *harness) upload(t *testing.T, key, file string) {
 // TestEnginesAgree runs four scenarios on both engines and requires the
 // same terminal state, output, Lambda payloads, queue messages and retries.
 func TestEnginesAgree(t *testing.T) {
-	h := newHarness(t)
+	// These scenarios pin retries and routing without the circuit breaker:
+	// with it, a store failing every call opens the breaker and the job
+	// waits (TestEnginesAgreeOnTheBreakerWait) instead of reaching the DLQ.
+	h := newHarness(t, map[string]string{"GEOMIGRATE_BREAKER_THRESHOLD": "0"})
 	h.upload(t, "ok/elevation.asc", "elevation.asc")
 	h.upload(t, "ok/elevation.prj", "elevation.prj")
 	h.upload(t, "retry/elevation.asc", "elevation.asc")
@@ -344,19 +354,53 @@ func TestEnginesAgree(t *testing.T) {
 	h.upload(t, "exhausted/elevation.prj", "elevation.prj")
 	h.upload(t, "nocrs/elevation.asc", "elevation.asc") // no .prj: MissingCRS
 
-	scenarios := []struct {
-		name     string
-		key      string
-		failPuts int64
-		status   string
-		error    string
-		retries  map[string]float64
-	}{
+	h.runScenarios(t, []scenario{
 		{"success", "ok/elevation.asc", 0, asl.StatusSucceeded, "", map[string]float64{}},
 		{"transient-then-success", "retry/elevation.asc", 2, asl.StatusSucceeded, "", map[string]float64{"Convert": 2}},
 		{"data-error-remediation", "nocrs/elevation.asc", 0, asl.StatusFailed, statemachine.ErrorRoutedRemediation, map[string]float64{}},
 		{"transient-exhausted-dlq", "exhausted/elevation.asc", 1000, asl.StatusFailed, statemachine.ErrorRoutedDeadLetter, map[string]float64{"Convert": 4}},
+	})
+}
+
+// TestEnginesAgreeOnTheBreakerWait: with the circuit breaker on (5
+// failures, 1 s cooldown) six failed PUTs open it during Convert's fifth
+// attempt; the job then waits in WaitForBreaker (no retry spent, no queue
+// message), probes once more (the sixth 503 opens it again), waits again
+// and completes. Both engines must walk the same path.
+func TestEnginesAgreeOnTheBreakerWait(t *testing.T) {
+	h := newHarness(t, map[string]string{"GEOMIGRATE_BREAKER_THRESHOLD": "5", "GEOMIGRATE_BREAKER_COOLDOWN_SECONDS": "1"})
+	h.upload(t, "outage/elevation.asc", "elevation.asc")
+	h.upload(t, "outage/elevation.prj", "elevation.prj")
+	h.runScenarios(t, []scenario{
+		{"breaker-wait-then-success", "outage/elevation.asc", 6, asl.StatusSucceeded, "", map[string]float64{"Convert": 4}},
+	})
+	for _, r := range h.lastRuns {
+		hashChecks := 0
+		for _, c := range r.Calls {
+			if c.State == "HashCheck" {
+				hashChecks++
+			}
+		}
+		if hashChecks != 3 {
+			t.Errorf("HashCheck ran %d times, want 3 (twice more after a WaitForBreaker)", hashChecks)
+		}
 	}
+}
+
+type scenario struct {
+	name     string
+	key      string
+	failPuts int64
+	status   string
+	error    string
+	retries  map[string]float64
+}
+
+// runScenarios runs each scenario on both engines and requires the same
+// terminal state, output, Lambda payloads, queue messages and retries.
+func (h *harness) runScenarios(t *testing.T, scenarios []scenario) {
+	t.Helper()
+	h.lastRuns = nil
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			input := []byte(fmt.Sprintf(`{"bucket":%q,"key":%q,"dataset_id":"crosscheck"}`, srcBucket, sc.key))
@@ -381,6 +425,7 @@ func TestEnginesAgree(t *testing.T) {
 					t.Errorf("%s: retries %v, want %v", engine, r.Retries, sc.retries)
 				}
 				runs[engine] = r
+				h.lastRuns = append(h.lastRuns, r)
 			}
 			a, b := runs["asl"], runs["aws-local-stepfunctions"]
 			if a.Status != b.Status || a.Error != b.Error || a.Cause != b.Cause {

@@ -32,7 +32,6 @@ const job = await readStdin();
 const definition = JSON.parse(job.definition);
 const calls = [];
 const messages = [];
-const attempts = {}; // state → calls so far in this execution
 const retries = {};
 
 // aws-local-stepfunctions 3.0.0 does not maintain $$.State (Name,
@@ -40,12 +39,35 @@ const retries = {};
 // RunOptions.context. The definition reads $$.State.Name and
 // $$.State.RetryCount into every Lambda payload, so the run passes
 // placeholders (so the paths resolve) and the handler writes the values
-// Step Functions would: the state's name and the number of retries so far
-// (each Task state of this definition is entered once per execution, so
-// that is the number of earlier calls of the same state).
+// Step Functions would: the state's name and the number of retries of this
+// entry of the state. A call is a retry when the call before it was of the
+// same state and failed with an error one of its retriers matches, within
+// that retrier's MaxAttempts; otherwise the state was entered anew (a
+// state is entered more than once through the WaitForBreaker loop) and
+// RetryCount starts again at 0. (The migrate definition runs one state at
+// a time, so "the call before" is well defined.)
+let last = null; // { state, error, attempt, retrier, retried }
+function retrierFor(stateName, errorName) {
+  const retry = definition.States[stateName]?.Retry ?? [];
+  return retry.findIndex((r) => r.ErrorEquals.includes(errorName) ||
+    (r.ErrorEquals.includes('States.ALL')) ||
+    (r.ErrorEquals.includes('States.TaskFailed') && !errorName.startsWith('States.')));
+}
 function fillStateContext(stateName, payload) {
-  const n = attempts[stateName] ?? 0;
-  attempts[stateName] = n + 1;
+  let n = 0;
+  let retried = 0;
+  if (last && last.state === stateName && last.error) {
+    const i = retrierFor(stateName, last.error);
+    const max = i >= 0 ? (definition.States[stateName].Retry[i].MaxAttempts ?? 3) : 0;
+    const used = last.retrier === i ? last.retried : 0;
+    if (i >= 0 && used < max) {
+      n = last.attempt + 1;
+      retried = used + 1;
+    }
+    last = { state: stateName, error: null, attempt: n, retrier: i, retried };
+  } else {
+    last = { state: stateName, error: null, attempt: 0, retrier: -1, retried: 0 };
+  }
   if (payload && typeof payload === 'object' && payload.context && typeof payload.context === 'object') {
     payload.context.state = stateName;
     payload.context.attempt = n;
@@ -69,6 +91,7 @@ function lambdaHandler(stateName) {
       // rie answers 502 when the runtime crashed (a panic): Lambda.Unknown on AWS.
       const err = new Error(text);
       err.name = 'Lambda.Unknown';
+      last.error = err.name;
       throw err;
     }
     const body = JSON.parse(text);
@@ -77,6 +100,7 @@ function lambdaHandler(stateName) {
         Object.keys(body).length <= 3) {
       const err = new Error(text);
       err.name = body.errorType;
+      last.error = err.name;
       throw err;
     }
     return { ExecutedVersion: '$LATEST', Payload: body, StatusCode: 200 };

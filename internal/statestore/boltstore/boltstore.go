@@ -36,6 +36,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
@@ -45,6 +46,10 @@ import (
 const DefaultTimeout = 5 * time.Second
 
 var bucketName = []byte("jobs")
+
+// breakerBucket holds the circuit breakers' records (breaker.Store), one
+// JSON value per dependency.
+var breakerBucket = []byte("breakers")
 
 // ErrLocked is wrapped when another process holds the database.
 var ErrLocked = errors.New("boltstore: the state database is in use by another process (one process owns it at a time)")
@@ -93,7 +98,10 @@ type Store struct {
 	path string
 }
 
-var _ statestore.Backend = (*Store)(nil)
+var (
+	_ statestore.Backend = (*Store)(nil)
+	_ breaker.Store      = (*Store)(nil)
+)
 
 type options struct {
 	timeout time.Duration
@@ -148,7 +156,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 	s := &Store{db: db, path: path}
 	if err := s.guard(func() error {
 		return db.Update(func(tx *bolt.Tx) error {
-			_, err := tx.CreateBucketIfNotExists(bucketName)
+			if _, err := tx.CreateBucketIfNotExists(bucketName); err != nil {
+				return err
+			}
+			_, err := tx.CreateBucketIfNotExists(breakerBucket)
 			return err
 		})
 	}); err != nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
+	"github.com/geomigrate/geomigrate/internal/breaker/breakertest"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
@@ -109,5 +111,28 @@ func TestCancelledContext(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s with a cancelled context = %v", name, err)
 		}
+	}
+}
+
+func TestBreakerConformance(t *testing.T) {
+	breakertest.Run(t, func(t *testing.T) breaker.Store {
+		return open(t, filepath.Join(t.TempDir(), "state.db"), boltstore.WithNoSync())
+	})
+}
+
+// TestBreakersAreNotJobs: breaker records live beside the jobs without
+// showing up among them.
+func TestBreakersAreNotJobs(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "state.db"))
+	if err := s.PutBreaker(ctx, breaker.Record{Dependency: "s3:dest", State: breaker.Open}, 0); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if err := s.List(ctx, "", func(statestore.Job) error { n++; return nil }); err != nil || n != 0 {
+		t.Fatalf("List saw %d jobs (%v), want none", n, err)
+	}
+	if keys, err := s.CorruptKeys(ctx); err != nil || len(keys) != 0 {
+		t.Fatalf("CorruptKeys = %v, %v", keys, err)
 	}
 }

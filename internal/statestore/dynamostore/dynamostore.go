@@ -220,6 +220,11 @@ func (b *Backend) scan(ctx context.Context, status statestore.Status, fn func(st
 		in.FilterExpression = aws.String("#s = :s")
 		in.ExpressionAttributeNames = map[string]string{"#s": AttrStatus}
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: string(status)}}
+	} else {
+		// The breakers' items share the table; they are not jobs.
+		in.FilterExpression = aws.String("NOT begins_with(#pk, :bp)")
+		in.ExpressionAttributeNames = map[string]string{"#pk": AttrPK}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":bp": &types.AttributeValueMemberS{Value: BreakerKeyPrefix}}
 	}
 	p := dynamodb.NewScanPaginator(b.api, in)
 	for p.HasMorePages() {

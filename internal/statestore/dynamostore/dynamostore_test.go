@@ -17,6 +17,8 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
+	"github.com/geomigrate/geomigrate/internal/breaker/breakertest"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
@@ -155,14 +157,27 @@ func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func
 
 func (f *fakeDynamo) Scan(_ context.Context, in *dynamodb.ScanInput, _ ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
 	status := ""
-	if in.FilterExpression != nil {
-		if *in.FilterExpression != "#s = :s" || in.ExpressionAttributeNames["#s"] != "status" {
-			f.t.Errorf("unexpected scan %+v", in)
-		}
+	keep := func(map[string]types.AttributeValue) bool { return true }
+	switch expr := aws.ToString(in.FilterExpression); {
+	case expr == "":
+	case expr == "#s = :s" && in.ExpressionAttributeNames["#s"] == "status":
 		status = s(in.ExpressionAttributeValues[":s"])
+	case (expr == "begins_with(#pk, :bp)" || expr == "NOT begins_with(#pk, :bp)") && in.ExpressionAttributeNames["#pk"] == "pk":
+		// DynamoDB filters each page after reading it.
+		keep = func(it map[string]types.AttributeValue) bool {
+			return strings.HasPrefix(s(it["pk"]), s(in.ExpressionAttributeValues[":bp"])) == !strings.HasPrefix(expr, "NOT")
+		}
+	default:
+		f.t.Errorf("unexpected scan %+v", in)
 	}
 	items, last := f.page(status, false, in.ExclusiveStartKey)
-	return &dynamodb.ScanOutput{Items: items, LastEvaluatedKey: last}, nil
+	var kept []map[string]types.AttributeValue
+	for _, it := range items {
+		if keep(it) {
+			kept = append(kept, it)
+		}
+	}
+	return &dynamodb.ScanOutput{Items: kept, LastEvaluatedKey: last}, nil
 }
 
 func TestConformanceFake(t *testing.T) {
@@ -300,5 +315,37 @@ func TestMissingTableIsSystemicAndNamed(t *testing.T) {
 		if !strings.Contains(err.Error(), "table geomigrate-jobs") {
 			t.Errorf("%s: %q does not name the table", name, err)
 		}
+	}
+}
+
+func TestBreakerConformanceFake(t *testing.T) {
+	for _, name := range []string{"index", "scan"} {
+		t.Run(name, func(t *testing.T) {
+			breakertest.Run(t, func(t *testing.T) breaker.Store {
+				f := newFake(t)
+				f.noIndex = name == "scan"
+				return New(f, Options{Table: "jobs"})
+			})
+		})
+	}
+}
+
+// TestBreakersAreNotJobs: breaker items share the job table but no
+// listing of jobs returns them.
+func TestBreakersAreNotJobs(t *testing.T) {
+	ctx := context.Background()
+	b := New(newFake(t), Options{Table: "jobs"})
+	if err := b.PutBreaker(ctx, breaker.Record{Dependency: "s3:dest", State: breaker.Open, UpdatedAt: time.Now()}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Put(ctx, statestore.Job{ID: "j1", Status: statestore.Completed, UpdatedAt: time.Now()}, 0); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	if err := b.List(ctx, "", func(j statestore.Job) error { ids = append(ids, j.ID); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != "j1" {
+		t.Fatalf("List of every job = %v, want [j1]", ids)
 	}
 }

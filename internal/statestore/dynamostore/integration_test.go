@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/breaker"
+	"github.com/geomigrate/geomigrate/internal/breaker/breakertest"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
@@ -357,5 +359,55 @@ func TestStandInSurvivesAClientHangingUp(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if _, err := c.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
 		t.Fatalf("the DynamoDB stand-in did not survive clients hanging up: %v", err)
+	}
+}
+
+// TestBreakerConformance runs the breaker store suite against each
+// DynamoDB stand-in: the breaker items live in the job table.
+func TestBreakerConformance(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			c, _ := clientAt(t, srv.endpointVar)
+			breakertest.Run(t, func(t *testing.T) breaker.Store {
+				skipRaces(t, srv.atomicConditionalWrites)
+				return dynamostore.New(c, dynamostore.Options{Table: newTable(t, c)})
+			})
+		})
+	}
+}
+
+// TestBreakersAreNotJobsOnTheServers: breaker items share the job table;
+// the servers apply the Scan filter that keeps them out of the listing of
+// every job, and the status index lists them.
+func TestBreakersAreNotJobsOnTheServers(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			c, _ := clientAt(t, srv.endpointVar)
+			for _, scanOnly := range []bool{false, true} {
+				b := dynamostore.New(c, dynamostore.Options{Table: newTable(t, c), ScanOnly: scanOnly})
+				ctx := context.Background()
+				now := time.Now().UTC()
+				if err := b.PutBreaker(ctx, breaker.Record{Dependency: "s3:dest", State: breaker.Open, UpdatedAt: now}, 0); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.Put(ctx, statestore.Job{ID: "j1", Status: statestore.Completed, CreatedAt: now, UpdatedAt: now}, 0); err != nil {
+					t.Fatal(err)
+				}
+				var ids []string
+				if err := b.List(ctx, "", func(j statestore.Job) error { ids = append(ids, j.ID); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(ids, []string{"j1"}) {
+					t.Errorf("scan only %v: jobs %v, want [j1]", scanOnly, ids)
+				}
+				var deps []string
+				if err := b.ListBreakers(ctx, func(r breaker.Record) error { deps = append(deps, r.Dependency+" "+string(r.State)); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(deps, []string{"s3:dest OPEN"}) {
+					t.Errorf("scan only %v: breakers %v", scanOnly, deps)
+				}
+			}
+		})
 	}
 }

@@ -1,0 +1,300 @@
+package breaker_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/breaker"
+	"github.com/geomigrate/geomigrate/internal/breaker/breakertest"
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/objectstore/faultstore"
+	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
+)
+
+func TestMemoryConformance(t *testing.T) {
+	breakertest.Run(t, func(t *testing.T) breaker.Store { return breakertest.NewMemory() })
+}
+
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time          { return c.now }
+func (c *clock) Advance(d time.Duration) { c.now = c.now.Add(d) }
+
+var policy = breaker.Policy{Threshold: 3, Window: time.Minute, Cooldown: 30 * time.Second}
+
+var (
+	down     = fault.Transient("s3.Put", errors.New("SlowDown"))
+	denied   = fault.Systemic("s3.Put", errors.New("AccessDenied"))
+	notFound = objectstore.ErrNotFound
+	badData  = fault.Data(fault.CorruptSource, "truncated")
+)
+
+// step is one call through the breaker: wait, then call with err (or find
+// it refused).
+type step struct {
+	wait    time.Duration
+	err     error // the dependency's answer, if called
+	refused bool  // Allow refuses the call
+	open    bool  // the caller sees a BreakerOpenError
+	state   breaker.State
+}
+
+func TestTransitions(t *testing.T) {
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"failures below the threshold keep it closed", []step{
+			{err: down, state: breaker.Closed}, {err: denied, state: breaker.Closed}, {err: nil, state: breaker.Closed},
+			{err: down, state: breaker.Closed}, {err: down, state: breaker.Closed},
+		}},
+		{"threshold consecutive failures open it, and the failure that opened it says so", []step{
+			{err: down, state: breaker.Closed}, {err: down, state: breaker.Closed}, {err: denied, open: true, state: breaker.Open},
+			{refused: true, open: true, state: breaker.Open},
+		}},
+		{"answers about the data are not failures", []step{
+			{err: down}, {err: notFound, state: breaker.Closed}, {err: down}, {err: badData, state: breaker.Closed}, {err: down, state: breaker.Closed},
+		}},
+		{"failures further apart than the window do not add up", []step{
+			{err: down}, {err: down}, {wait: 61 * time.Second, err: down, state: breaker.Closed}, {err: down, state: breaker.Closed},
+			{err: down, open: true, state: breaker.Open},
+		}},
+		{"after the cooldown one probe goes; its success closes", []step{
+			{err: down}, {err: down}, {err: down, open: true, state: breaker.Open},
+			{wait: 29 * time.Second, refused: true, open: true},
+			{wait: time.Second, err: nil, state: breaker.Closed},
+			{err: down, state: breaker.Closed},
+		}},
+		{"a failed probe opens it for another cooldown", []step{
+			{err: down}, {err: down}, {err: down, open: true},
+			{wait: 30 * time.Second, err: down, open: true, state: breaker.Open},
+			{wait: 29 * time.Second, refused: true, open: true},
+			{wait: time.Second, err: nil, state: breaker.Closed},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := breakertest.NewMemory()
+			c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+			b := breaker.New(store, policy, breaker.WithClock(c.Now))
+			for i, s := range tt.steps {
+				c.Advance(s.wait)
+				tk, err := b.Allow(ctx, "s3:dest")
+				if (err != nil) != s.refused {
+					t.Fatalf("step %d: Allow = %v, want refused %v", i, err, s.refused)
+				}
+				if err == nil {
+					err = b.Done(ctx, tk, s.err)
+				}
+				var boe *fault.BreakerOpenError
+				if got := errors.As(err, &boe); got != s.open {
+					t.Fatalf("step %d: error %v, want a BreakerOpenError: %v", i, err, s.open)
+				}
+				if !s.open && !errors.Is(err, s.err) && err != s.err {
+					t.Fatalf("step %d: error %v, want the call's own %v", i, err, s.err)
+				}
+				if s.open && boe.RetryAfterSeconds < 1 {
+					t.Fatalf("step %d: retry after %d s", i, boe.RetryAfterSeconds)
+				}
+				if s.state != "" {
+					rec, err := store.GetBreaker(ctx, "s3:dest")
+					if errors.Is(err, breaker.ErrNotFound) {
+						rec.State = breaker.Closed
+					}
+					if rec.State != s.state {
+						t.Fatalf("step %d: state %s, want %s", i, rec.State, s.state)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRetryAfterIsTheRestOfTheCooldown(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	b := breaker.New(breakertest.NewMemory(), policy, breaker.WithClock(c.Now))
+	for range 3 {
+		tk, _ := b.Allow(ctx, "s3:dest")
+		_ = b.Done(ctx, tk, down)
+	}
+	c.Advance(10*time.Second + time.Millisecond)
+	_, err := b.Allow(ctx, "s3:dest")
+	var boe *fault.BreakerOpenError
+	if !errors.As(err, &boe) || boe.RetryAfterSeconds != 20 || boe.Dependency != "s3:dest" || boe.State != "OPEN" {
+		t.Fatalf("Allow = %v, want open for 20 more seconds", err)
+	}
+}
+
+func TestTransitionsAreLoggedAndObserved(t *testing.T) {
+	ctx := context.Background()
+	var buf bytes.Buffer
+	var seen []string
+	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	b := breaker.New(breakertest.NewMemory(), policy, breaker.WithClock(c.Now),
+		breaker.WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))),
+		breaker.WithObserver(func(tr breaker.Transition) { seen = append(seen, string(tr.From)+">"+string(tr.To)) }))
+	call := func(err error) {
+		tk, aerr := b.Allow(ctx, "s3:dest")
+		if aerr == nil {
+			_ = b.Done(ctx, tk, err)
+		}
+	}
+	call(down)
+	call(down)
+	call(down)
+	c.Advance(time.Minute)
+	call(nil)
+	if got := strings.Join(seen, " "); got != "CLOSED>OPEN OPEN>HALF_OPEN HALF_OPEN>CLOSED" {
+		t.Fatalf("transitions %q", got)
+	}
+	if !strings.Contains(buf.String(), `"dependency":"s3:dest"`) || !strings.Contains(buf.String(), `"to":"OPEN"`) {
+		t.Fatalf("log lacks the transition: %s", buf.String())
+	}
+}
+
+func TestDisabledBreakerIsTransparent(t *testing.T) {
+	inner := memstore.New()
+	if got := breaker.Objects(inner, breaker.New(breakertest.NewMemory(), breaker.Policy{})); got != objectstore.Store(inner) {
+		t.Fatal("a breaker with Threshold 0 wrapped the store")
+	}
+}
+
+// TestObjectsFailFastAgainstADeadBucket: once the destination's breaker
+// is open, calls to it do not reach the store, and calls to another
+// bucket still do.
+func TestObjectsFailFastAgainstADeadBucket(t *testing.T) {
+	ctx := context.Background()
+	inner := memstore.New("src", "dest")
+	if _, err := inner.Put(ctx, objectstore.PutRequest{Bucket: "src", Key: "a", Body: strings.NewReader("x"), Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	fs := faultstore.New(inner, faultstore.Rule{Match: func(bucket, _ string) bool { return bucket == "dest" }})
+	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	s := breaker.Objects(fs, breaker.New(breakertest.NewMemory(), policy, breaker.WithClock(c.Now)))
+	for range 10 {
+		_, err := s.Put(ctx, objectstore.PutRequest{Bucket: "dest", Key: "k", Body: strings.NewReader("y"), Size: 1})
+		if err == nil {
+			t.Fatal("put to a dead bucket succeeded")
+		}
+	}
+	if n := fs.Calls(faultstore.OpPut); n != policy.Threshold {
+		t.Fatalf("%d calls reached the dead bucket, want %d", n, policy.Threshold)
+	}
+	rc, err := s.Open(ctx, "src", "a")
+	if err != nil {
+		t.Fatalf("another bucket is refused: %v", err)
+	}
+	b, _ := io.ReadAll(rc)
+	rc.Close()
+	if string(b) != "x" {
+		t.Fatalf("read %q", b)
+	}
+	fs.ClearRules()
+	c.Advance(policy.Cooldown)
+	if _, err := s.Head(ctx, "dest", "k"); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Fatalf("probe after recovery = %v, want not found (an answer)", err)
+	}
+	if _, err := s.Put(ctx, objectstore.PutRequest{Bucket: "dest", Key: "k", Body: strings.NewReader("y"), Size: 1}); err != nil {
+		t.Fatalf("put after the probe closed the breaker: %v", err)
+	}
+}
+
+// brokenStore fails every read and write.
+type brokenStore struct{}
+
+func (brokenStore) GetBreaker(context.Context, string) (breaker.Record, error) {
+	return breaker.Record{}, fault.Systemic("dynamodb.GetItem", errors.New("ResourceNotFoundException"))
+}
+func (brokenStore) PutBreaker(context.Context, breaker.Record, int64) error {
+	return fault.Systemic("dynamodb.PutItem", errors.New("ResourceNotFoundException"))
+}
+func (brokenStore) ListBreakers(context.Context, func(breaker.Record) error) error { return nil }
+
+// TestUnreadableStateFailsOpen: the breaker's own store failing never
+// fails or changes a call: the call is made and its own error returned.
+func TestUnreadableStateFailsOpen(t *testing.T) {
+	ctx := context.Background()
+	b := breaker.New(brokenStore{}, policy)
+	for range 10 {
+		tk, err := b.Allow(ctx, "s3:dest")
+		if err != nil {
+			t.Fatalf("Allow = %v, want the call let through", err)
+		}
+		if got := b.Done(ctx, tk, down); got != down {
+			t.Fatalf("Done = %v, want the call's own error", got)
+		}
+	}
+}
+
+// countingStore counts reads.
+type countingStore struct {
+	breaker.Store
+	gets int
+}
+
+func (c *countingStore) GetBreaker(ctx context.Context, dep string) (breaker.Record, error) {
+	c.gets++
+	return c.Store.GetBreaker(ctx, dep)
+}
+
+// TestHealthyStateIsCached: a worker reads a healthy record once per
+// DefaultClosedCache, not once per call; another worker's opening reaches
+// it when that time is up, and its own failure is never hidden.
+func TestHealthyStateIsCached(t *testing.T) {
+	ctx := context.Background()
+	shared := &countingStore{Store: breakertest.NewMemory()}
+	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	a := breaker.New(shared, policy, breaker.WithClock(c.Now))
+	b := breaker.New(shared, policy, breaker.WithClock(c.Now), breaker.WithClosedCache(0))
+	for range 100 {
+		tk, err := a.Allow(ctx, "s3:src")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = a.Done(ctx, tk, nil)
+	}
+	if shared.gets != 1 {
+		t.Fatalf("%d reads for 100 healthy calls, want 1", shared.gets)
+	}
+	for range policy.Threshold { // worker b finds the bucket dead
+		tk, _ := b.Allow(ctx, "s3:src")
+		_ = b.Done(ctx, tk, down)
+	}
+	if _, err := a.Allow(ctx, "s3:src"); err != nil {
+		t.Fatalf("worker a refused within its cache time: %v", err)
+	}
+	c.Advance(breaker.DefaultClosedCache)
+	var boe *fault.BreakerOpenError
+	if _, err := a.Allow(ctx, "s3:src"); !errors.As(err, &boe) {
+		t.Fatalf("worker a after its cache time: %v, want BreakerOpenError", err)
+	}
+}
+
+type recordedCount struct {
+	name string
+	dims string
+}
+
+type counter struct{ got []recordedCount }
+
+func (c *counter) Count(name string, _ float64, _ string, dims ...string) {
+	c.got = append(c.got, recordedCount{name, strings.Join(dims, "=")})
+}
+
+func TestTransitionsAreCounted(t *testing.T) {
+	c := &counter{}
+	breaker.CountTransitions(c)(breaker.Transition{Dependency: "s3:dest", From: breaker.Closed, To: breaker.Open})
+	want := []recordedCount{{"BreakerTransitions", "Dependency=s3:dest=To=OPEN"}, {"BreakerTransitions", "To=OPEN"}}
+	if len(c.got) != 2 || c.got[0] != want[0] || c.got[1] != want[1] {
+		t.Fatalf("counted %+v, want %+v", c.got, want)
+	}
+}
