@@ -53,6 +53,10 @@ type Config struct {
 	RemediationRateThresholdPct int    // context remediationRateThresholdPercent
 	LambdaErrorsThreshold       int    // context lambdaErrorsThreshold (errors per 5 minutes)
 	AlarmEmail                  string // context alarmEmail: optional SNS e-mail subscription
+	// Recipe is the recipe file hashcheck reads at cold start
+	// (GEOMIGRATE_RECIPE): s3://BUCKET/KEY or ssm:NAME[:VERSION]; hashcheck
+	// is granted reading exactly that object or parameter.
+	Recipe string // context recipe
 
 	// Code and definitions. Relative paths are relative to the repository root (where cdk.json is).
 	BuildDir              string // context buildDir: build/<name>/bootstrap
@@ -213,6 +217,7 @@ func LoadConfig(scope constructs.Construct) (*Config, error) {
 		RemediationRateThresholdPct: geti("remediationRateThresholdPercent", 5),
 		LambdaErrorsThreshold:       geti("lambdaErrorsThreshold", 5),
 		AlarmEmail:                  ctxString(n, "alarmEmail", ""),
+		Recipe:                      ctxString(n, "recipe", ""),
 		BuildDir:                    ctxString(n, "buildDir", "build"),
 		GDALLayerArn:                ctxString(n, "gdalLayerArn", ""),
 		PlaceholderAssets:           getb("placeholderAssets", false),
@@ -270,6 +275,9 @@ func (c *Config) validate() []string {
 	}
 	if c.DestPrefix != "" && strings.HasPrefix(c.DestPrefix, c.StagingPrefix) {
 		errs = append(errs, "destPrefix must not lie under stagingPrefix")
+	}
+	if _, _, err := recipeResource(c.Recipe); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if c.VectorFormat != "GeoParquet" && c.VectorFormat != "FlatGeobuf" {
 		errs = append(errs, fmt.Sprintf("vectorFormat %q: want GeoParquet or FlatGeobuf", c.VectorFormat))
@@ -366,4 +374,30 @@ func layerGDALVersion(path string) (string, error) {
 		return "", fmt.Errorf("gdalVersion: %s has no versions.gdal (%v)", path, err)
 	}
 	return m.Versions.GDAL, nil
+}
+
+// recipeResource splits the recipe context value into what hashcheck must
+// read: an S3 object (bucket, key) or an SSM parameter ("ssm", name,
+// without a :VERSION or :LABEL selector). Empty: no recipe file.
+func recipeResource(ref string) (kind, name string, err error) {
+	switch {
+	case ref == "":
+		return "", "", nil
+	case strings.HasPrefix(ref, "s3://"):
+		bucket, key, ok := strings.Cut(strings.TrimPrefix(ref, "s3://"), "/")
+		if !ok || bucket == "" || key == "" || strings.ContainsAny(ref, "*?") {
+			return "", "", fmt.Errorf("recipe %q: want s3://BUCKET/KEY", ref)
+		}
+		return "s3", bucket + "/" + key, nil
+	case strings.HasPrefix(ref, "ssm:"):
+		name := strings.TrimPrefix(ref, "ssm:")
+		if i := strings.LastIndexByte(name, ':'); i > 0 {
+			name = name[:i]
+		}
+		if name == "" || strings.ContainsAny(name, "*?") {
+			return "", "", fmt.Errorf("recipe %q: want ssm:NAME[:VERSION]", ref)
+		}
+		return "ssm", strings.TrimPrefix(name, "/"), nil
+	}
+	return "", "", fmt.Errorf("recipe %q: want s3://BUCKET/KEY or ssm:NAME[:VERSION]", ref)
 }

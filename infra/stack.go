@@ -241,6 +241,23 @@ func s3Statement(sid string, actions []string, resources ...*string) awsiam.Poli
 	})
 }
 
+// recipeStmts let hashcheck read the recipe file of the recipe context
+// value, that object or parameter alone (a SecureString also needs the
+// key's kms:Decrypt, granted by the key policy, not here).
+func (st *Stack) recipeStmts() []awsiam.PolicyStatement {
+	kind, name, _ := recipeResource(st.Config.Recipe) // validated with the config
+	switch kind {
+	case "s3":
+		return []awsiam.PolicyStatement{s3Statement("ReadRecipe", []string{"s3:GetObject"}, s("arn:"+*awscdk.Aws_PARTITION()+":s3:::"+name))}
+	case "ssm":
+		return []awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: s("ReadRecipe"), Actions: strs("ssm:GetParameter"),
+			Resources: arns(s("arn:" + *awscdk.Aws_PARTITION() + ":ssm:" + *awscdk.Aws_REGION() + ":" + *awscdk.Aws_ACCOUNT_ID() + ":parameter/" + name)),
+		})}
+	}
+	return nil
+}
+
 func (st *Stack) sourceObjects() []*string {
 	var out []*string
 	for _, p := range st.Config.SourcePrefixes {
@@ -277,6 +294,7 @@ func (st *Stack) functions(assets *Assets) error {
 	settings.FingerprintThreshold = c.FingerprintThresholdBytes
 	settings.VectorFormat, settings.ZSTDLevel = c.VectorFormat, c.ZstdLevel
 	settings.EngineVersion, settings.LogLevel = c.GDALVersion, c.LogLevel
+	settings.Recipe = c.Recipe
 	// executionfailed also needs the dead-letter queue and the machine whose
 	// executions it closes.
 	closing := settings
@@ -349,13 +367,13 @@ func (st *Stack) functions(assets *Assets) error {
 	specs := map[string]spec{
 		"hashcheck": {memory: c.SmallMemoryMB, timeout: c.HashcheckTimeoutSeconds, reserved: c.SmallReservedConcurrency, ephemeral: 512,
 			desc: "fingerprints the source, compares with the destination and the state table, claims the work",
-			stmts: []awsiam.PolicyStatement{
+			stmts: append([]awsiam.PolicyStatement{
 				s3Statement("ReadSourcePrefixes", get, st.sourceObjects()...),
 				s3Statement("ListSourceFor404", list, src.BucketArn()),
 				s3Statement("HeadDestinationFinal", get, final),
 				s3Statement("ListDestinationFor404", list, dst.BucketArn()),
 				tableStmt,
-			},
+			}, st.recipeStmts()...),
 			iam5: []string{srcRe, finalRe}},
 		"convert": {memory: c.ConvertMemoryMB, timeout: c.ConvertTimeoutSeconds, reserved: c.ConvertReservedConcurrency, ephemeral: c.ConvertEphemeralMB,
 			layer: true, gdalEnv: true,

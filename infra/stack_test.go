@@ -734,3 +734,39 @@ func TestExecutionEndedRule(t *testing.T) {
 		t.Error("no lambda:InvokeFunction permission for the execution ended rule")
 	}
 }
+
+// TestRecipeContext: the recipe context value reaches every function as
+// GEOMIGRATE_RECIPE, and hashcheck (the one that reads it) may read that
+// object or parameter alone; a malformed value is refused at synth.
+func TestRecipeContext(t *testing.T) {
+	for _, tc := range []struct {
+		recipe, grant string
+	}{
+		{"s3://config-bucket/recipes/archive.yaml", `s3:GetObject on arn:<Ref:AWS::Partition>:s3:::config-bucket/recipes/archive.yaml`},
+		{"ssm:/geomigrate/recipe:3", `ssm:GetParameter on arn:<Ref:AWS::Partition>:ssm:<Ref:AWS::Region>:<Ref:AWS::AccountId>:parameter/geomigrate/recipe`},
+	} {
+		t.Run(tc.recipe, func(t *testing.T) {
+			b := synth(t, map[string]any{"recipe": tc.recipe})
+			_, fn := b.one(t, "AWS::Lambda::Function", "HashcheckFunction")
+			env := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
+			if env["GEOMIGRATE_RECIPE"] != tc.recipe {
+				t.Errorf("GEOMIGRATE_RECIPE = %v, want %s", env["GEOMIGRATE_RECIPE"], tc.recipe)
+			}
+			if g := grants(b.statements(t, "HashcheckRole")); !slices.Contains(g, tc.grant) {
+				t.Errorf("hashcheck grants lack %q:\n%s", tc.grant, strings.Join(g, "\n"))
+			}
+			for _, role := range []string{"ConvertRole", "PromoteRole", "ClassifyRole"} {
+				for _, g := range grants(b.statements(t, role)) {
+					if strings.Contains(g, "recipe") {
+						t.Errorf("%s may read the recipe: %s", role, g)
+					}
+				}
+			}
+		})
+	}
+	for _, bad := range []string{"s3://bucket-only", "https://example.com/r.yaml", "ssm:", "s3://b/recipes/*"} {
+		if _, _, err := recipeResource(bad); err == nil {
+			t.Errorf("recipe %q accepted", bad)
+		}
+	}
+}
