@@ -2,7 +2,7 @@
 
 package main
 
-// The crash/fault suite (issue 9): the CLI binary is killed with SIGKILL at
+// The crash/fault suite: the CLI binary is killed with SIGKILL at
 // random points of a run, stopped with SIGTERM, and run against an S3
 // server behind a proxy that injects faults; every time the end state is
 // checked against a clean run of the same inputs. `make test` runs it at a

@@ -20,7 +20,7 @@ import (
 // hostile inputs must fit in it.
 const hostileMemoryLimit = 3 << 30
 
-// TestHostileInputsUnderAMemoryLimit (issue 9, "Done when"): the built CLI,
+// TestHostileInputsUnderAMemoryLimit: the built CLI,
 // limited to a 3 GiB address space as a Lambda function is to its memory,
 // migrates a directory of hostile inputs (the deliberately bad samples and
 // the size bombs of internal/hostile). The process is never killed, every

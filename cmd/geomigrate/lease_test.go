@@ -34,7 +34,7 @@ func goodRaster(t *testing.T) string {
 	return ""
 }
 
-// TestSameFileFourTimesIsConvertedOnce (issue 9): the local lease defaults
+// TestSameFileFourTimesIsConvertedOnce: the local lease defaults
 // were never applied (lease 0 s), so every execution of the same file took
 // the others' lease over, converted it again, and some ended in the
 // dead-letter queue with "COMPLETED → COMPLETED is not allowed".
@@ -69,7 +69,7 @@ func TestLeaseFlagIsDocumentedAndValidated(t *testing.T) {
 	}
 }
 
-// TestLeaseOfAKilledRunIsTakenOver (issue 8, point 4): a run killed with
+// TestLeaseOfAKilledRunIsTakenOver: a run killed with
 // kill -9 leaves its file PROCESSING under a lease naming its host and PID;
 // the next run says so in one line, closes the job (quarantined, dead-letter
 // message) and converts the file instead of skipping it "in progress" for

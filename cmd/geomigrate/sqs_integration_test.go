@@ -139,7 +139,7 @@ func outcomeOf(t *testing.T, r cliResult, key string) localrun.Outcome {
 	return localrun.Outcome{}
 }
 
-// TestReplayFromSQSAgainstMoto is issue 8's sequence against one moto
+// TestReplayFromSQSAgainstMoto is the replay sequence against one moto
 // endpoint: a file with no CRS lands in the remediation queue; once fixed
 // in the bucket, replay converts it and the queue is empty. Then: a message
 // whose file is still unfixed stays in the queue, and the dead-letter

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestMigrateSweepsTheTempFilesOfAKilledRun (issue 9): the hidden
+// TestMigrateSweepsTheTempFilesOfAKilledRun: the hidden
 // temporary files a killed run leaves in the output root, in _staging/ and
 // beside sidecars are removed when the next run starts (it is then the only
 // process writing there); other files are not touched.

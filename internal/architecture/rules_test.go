@@ -9,23 +9,6 @@ import (
 	"testing"
 )
 
-// pendingCitations are files owned by branches open while the rule was
-// introduced (the composition root and the GDAL split rewrite or move
-// them), with the number of citing lines each still has. Each entry goes
-// when its file is cleaned: the citation is replaced by the rule itself or
-// by docs/decisions/NNNN (the index there maps the old citations). The test
-// fails when a listed file has more citations than listed, or none.
-var pendingCitations = map[string]int{
-	"cmd/geomigrate/chaos_integration_test.go":   1,
-	"cmd/geomigrate/hostile_integration_test.go": 1,
-	"cmd/geomigrate/lease_test.go":               2,
-	"cmd/geomigrate/sqs_integration_test.go":     1,
-	"cmd/geomigrate/sweep_test.go":               1,
-	"internal/localrun/ended_test.go":            1,
-	"internal/localrun/faults_test.go":           1,
-	"internal/localrun/signal_test.go":           2,
-}
-
 // scanned says whether a file is code or build logic, where a citation of
 // an outside document would have to be followed to understand it. Docs may
 // cite; they should prefer decision records.
@@ -102,20 +85,8 @@ func TestNoCitationsOfOutsideDocuments(t *testing.T) {
 		}
 	})
 	for rel, lines := range found {
-		want, pending := pendingCitations[rel]
-		switch {
-		case !pending:
-			t.Errorf("%s cites a document outside the repository; state the rule or point to docs/decisions/NNNN:\n\t%s",
-				rel, strings.Join(lines, "\n\t"))
-		case len(lines) > want:
-			t.Errorf("%s has %d citations of outside documents, %d were pending:\n\t%s",
-				rel, len(lines), want, strings.Join(lines, "\n\t"))
-		}
-	}
-	for rel := range pendingCitations {
-		if _, ok := found[rel]; !ok {
-			t.Errorf("%s no longer cites an outside document (or is gone): remove it from pendingCitations", rel)
-		}
+		t.Errorf("%s cites a document outside the repository; state the rule or point to docs/decisions/NNNN:\n\t%s",
+			rel, strings.Join(lines, "\n\t"))
 	}
 }
 

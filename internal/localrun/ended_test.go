@@ -11,7 +11,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
-// TestUnfinishedExecutionsCloseTheirJobs (issue 8, point 4): an execution
+// TestUnfinishedExecutionsCloseTheirJobs: an execution
 // that times out (the definition's TimeoutSeconds) or is interrupted
 // (Ctrl-C) leaves its job QUARANTINED with the lease released, its staging
 // gone and one dead-letter message naming the execution; the next run

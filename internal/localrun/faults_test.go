@@ -18,7 +18,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
-// retryCap is seed 000's rule for the n-th retry: 4 s doubling, capped at
+// retryCap is the retry rule (docs/decisions/0002) for the n-th retry: 4 s doubling, capped at
 // 60 s; FULL jitter draws the wait uniformly from [0, cap].
 func retryCap(n int) time.Duration {
 	return time.Duration(math.Min(4*math.Pow(2, float64(n-1)), 60) * float64(time.Second))

@@ -37,7 +37,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestASignalLetsRunningFilesFinish (issue 9): SIGINT/SIGTERM (the run's
+// TestASignalLetsRunningFilesFinish: SIGINT/SIGTERM (the run's
 // context cancelled) while a file converts starts nothing new, and the
 // running file finishes within the grace period: completed in the report,
 // COMPLETED in the state store, the inputs not started reported so.
@@ -84,7 +84,7 @@ func TestASignalLetsRunningFilesFinish(t *testing.T) {
 	outputs(t, p) // nothing left in staging
 }
 
-// TestAbortAfterPromoteReportsCompleted (issue 9): an execution stopped
+// TestAbortAfterPromoteReportsCompleted: an execution stopped
 // after Promote recorded the job COMPLETED (grace over, or a second signal,
 // between Promote and the end of the execution) converted its file: the
 // report says completed, as the state store does, and no dead-letter
