@@ -67,6 +67,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/dirindex"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
@@ -757,7 +758,9 @@ func (s *Store) List(ctx context.Context, bucket, prefix string, fn func(objects
 }
 
 func (s *Store) walk(ctx context.Context, w, bucket, dir, base, namePrefix string, fn func(objectstore.Object) error) error {
-	ents, err := os.ReadDir(dir)
+	// Only the entries starting with namePrefix: a sidecar lookup in a
+	// directory of 10,000 sources reads none of the others.
+	ents, err := dirindex.Entries(dir, namePrefix)
 	if err != nil {
 		if notFound(err) {
 			return nil
@@ -770,17 +773,17 @@ func (s *Store) walk(ctx context.Context, w, bucket, dir, base, namePrefix strin
 	}
 	items := make([]item, 0, len(ents))
 	for _, de := range ents {
-		name := de.Name()
-		if strings.HasPrefix(name, reservedPrefix) || !strings.HasPrefix(name, namePrefix) {
+		name := de.Name
+		if strings.HasPrefix(name, reservedPrefix) {
 			continue
 		}
 		switch {
-		case de.IsDir():
+		case de.Type.IsDir():
 			// "a/..." sorts after "a-..." and before "a0": compare as "a/".
 			items = append(items, item{name, name + "/", true})
-		case de.Type().IsRegular():
+		case de.Type.IsRegular():
 			items = append(items, item{name, name, false})
-		case de.Type()&fs.ModeSymlink != 0:
+		case de.Type&fs.ModeSymlink != 0:
 			// Symlinked files (common in source trees) are objects;
 			// symlinked directories are skipped so a cycle cannot trap us.
 			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() {
