@@ -68,7 +68,7 @@ func keep(dir string) {
 		return
 	}
 	dev, ino, ok := identity(dir)
-	if !ok {
+	if !ok || !localFileSystem(dir) {
 		return
 	}
 	wd, err := unix.InotifyAddWatch(index.fd, dir, watchMask)
@@ -184,6 +184,27 @@ func forgetAll() {
 	for _, st := range index.byWd {
 		forget(st, true)
 	}
+}
+
+// localFileSystems are the file systems whose every change passes through
+// this kernel, so inotify sees it. On NFS, SMB or FUSE another host or
+// process can change a directory unseen: those are read every time.
+var localFileSystems = map[int64]bool{
+	unix.EXT4_SUPER_MAGIC:      true, // ext2, ext3 and ext4 share it
+	unix.XFS_SUPER_MAGIC:       true,
+	unix.BTRFS_SUPER_MAGIC:     true,
+	unix.TMPFS_MAGIC:           true,
+	unix.OVERLAYFS_SUPER_MAGIC: true,
+	unix.F2FS_SUPER_MAGIC:      true,
+	0x2fc12fc1:                 true, // ZFS
+}
+
+func localFileSystem(dir string) bool {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return false
+	}
+	return localFileSystems[int64(fs.Type)]
 }
 
 func identity(dir string) (dev, ino uint64, ok bool) {

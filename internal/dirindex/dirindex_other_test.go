@@ -2,6 +2,6 @@
 
 package dirindex
 
-func kept() bool { return false }
+func kept(string) bool { return false }
 
 func isKept(string) bool { return false }

@@ -52,7 +52,7 @@ func TestEntriesStayExact(t *testing.T) {
 	dir := t.TempDir()
 	fill(t, dir, minIndexed+10)
 	check(t, dir, "f_0001", "first read")
-	if kept() && !isKept(dir) {
+	if kept(dir) && !isKept(dir) {
 		t.Fatalf("%s (%d entries) is not kept", dir, minIndexed+10)
 	}
 	other := t.TempDir()
