@@ -52,6 +52,7 @@ test: deps hyparquet asl-judges chromium ## install and start what the tests nee
 	$(MAKE) --no-print-directory test-integration
 	$(MAKE) --no-print-directory test-infra
 	$(MAKE) --no-print-directory rehearse
+	$(MAKE) --no-print-directory test-scale
 
 .PHONY: test-unit
 test-unit: ## unit tests only (no services), -short: the slowest GDAL and race cases run in make test
@@ -60,6 +61,15 @@ test-unit: ## unit tests only (no services), -short: the slowest GDAL and race c
 .PHONY: bench
 bench: deps ## run the benchmarks (conversion speed against gdal_translate, GeoParquet rows/s and memory, cold starts)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x -timeout 60m ./...
+	$(MAKE) --no-print-directory bench-backfill
+
+.PHONY: test-scale
+test-scale: deps ## the local backfill over 10,000 files: each ends with exactly one terminal job record (time bound: -timeout)
+	GEOMIGRATE_TEST_SCALE=1 $(GO) test -run '^TestBackfillOverTenThousandObjects$$' -count=1 -timeout 45m ./internal/localrun/
+
+.PHONY: bench-backfill
+bench-backfill: deps ## the local backfill at 100, 1,000 and 10,000 files: orchestration ms per file (all, first and last tenth), CPU, memory
+	GEOMIGRATE_BENCH_BACKFILL=1 $(GO) test -run '^$$' -bench '^BenchmarkBackfillOverhead$$' -benchtime 1x -timeout 90m ./internal/localrun/
 
 .PHONY: fmt
 fmt: ## gofmt the tree

@@ -203,6 +203,19 @@ type execution struct {
 
 	mu      sync.Mutex
 	history []Event
+	seq     int // the last event ID
+	// unrecorded executions stream their events to the observers but keep
+	// none: the iterations of a distributed Map, child executions with
+	// histories of their own on AWS, whose events would otherwise pile up
+	// in the parent's history (tens of events per item, for every item of
+	// a backfill).
+	unrecorded bool
+}
+
+// unrecordedTwin is x (same name, input, start and deadline, so the
+// context object is the same) with its events kept out of x's history.
+func (x *execution) unrecordedTwin() *execution {
+	return &execution{e: x.e, name: x.name, arn: x.arn, start: x.start, input: x.input, deadline: x.deadline, unrecorded: true}
 }
 
 var errExecutionTimeout = errors.New("asl: execution timed out")
@@ -270,9 +283,12 @@ func (e *Executor) Run(ctx context.Context, executionName string, input json.Raw
 func (x *execution) emit(ev Event) {
 	x.mu.Lock()
 	defer x.mu.Unlock() // observers run under the lock so they see events in ID order
-	ev.ID = len(x.history) + 1
+	x.seq++
+	ev.ID = x.seq
 	ev.Timestamp = x.e.clock.Now()
-	x.history = append(x.history, ev)
+	if !x.unrecorded {
+		x.history = append(x.history, ev)
+	}
 	for _, fn := range x.e.observers {
 		fn(x.name, ev)
 	}

@@ -68,6 +68,12 @@ func (x *execution) runIterations(ctx context.Context, st *State, inputs []any, 
 	if maxConc <= 0 || maxConc > len(inputs) {
 		maxConc = max(len(inputs), 1)
 	}
+	// A distributed Map's iterations are child executions: the parent's
+	// history keeps none of their events (AWS keeps them in the children).
+	ix := x
+	if distributed {
+		ix = x.unrecordedTwin()
+	}
 	sem := make(chan struct{}, maxConc)
 	results := make([]any, len(inputs))
 	var (
@@ -86,18 +92,18 @@ func (x *execution) runIterations(ctx context.Context, st *State, inputs []any, 
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			x.emit(Event{Type: EventMapIterationStarted, State: st.Name, Index: i, Input: encodeValue(in)})
-			out, f := x.runMachine(ictx, st.ItemProcessor, in)
+			ix.emit(Event{Type: EventMapIterationStarted, State: st.Name, Index: i, Input: encodeValue(in)})
+			out, f := ix.runMachine(ictx, st.ItemProcessor, in)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case f == nil:
 				results[i] = out
-				x.emit(Event{Type: EventMapIterationSucceeded, State: st.Name, Index: i, Output: encodeValue(out)})
+				ix.emit(Event{Type: EventMapIterationSucceeded, State: st.Name, Index: i, Output: encodeValue(out)})
 			case f.aborted || f.execTimeout:
 				// Cancelled by us or by the execution; the caller sorts out which.
 			default:
-				x.emit(Event{Type: EventMapIterationFailed, State: st.Name, Index: i, Error: f.Error, Cause: f.Cause})
+				ix.emit(Event{Type: EventMapIterationFailed, State: st.Name, Index: i, Error: f.Error, Cause: f.Cause})
 				if !distributed {
 					if first == nil {
 						first = f

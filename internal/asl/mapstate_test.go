@@ -210,3 +210,40 @@ func TestMapItemReaderListingShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestMapDistributedKeepsItemEventsOutOfTheParent: the iterations of a
+// distributed Map are child executions, so the parent's history holds the
+// Map state's own events whatever the item count (a backfill's history
+// does not grow with its items), while observers still see every event.
+func TestMapDistributedKeepsItemEventsOutOfTheParent(t *testing.T) {
+	for _, n := range []int{1, 50} {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = `{"ok":true}`
+		}
+		var mu sync.Mutex
+		seen := map[string]int{}
+		res, _ := runDef(t, distributedMap(""), "["+strings.Join(items, ",")+"]", WithHistory(func(ev Event) {
+			mu.Lock()
+			seen[ev.Type+" "+ev.State]++
+			mu.Unlock()
+		}))
+		mustSucceed(t, res)
+		for _, ev := range res.History {
+			if ev.State == "C" || ev.State == "P" || strings.HasPrefix(ev.Type, "MapIteration") {
+				t.Errorf("%d items: parent history holds item event %s %s", n, ev.Type, ev.State)
+			}
+		}
+		if len(res.History) != 4 { // ExecutionStarted, StateEntered M, StateExited M, ExecutionSucceeded
+			t.Errorf("%d items: parent history has %d events, want 4", n, len(res.History))
+		}
+		for i, ev := range res.History {
+			if ev.ID != i+1 {
+				t.Errorf("event %d has ID %d", i, ev.ID)
+			}
+		}
+		if seen["StateEntered C"] != n || seen["MapIterationSucceeded M"] != n {
+			t.Errorf("%d items: observers saw %d StateEntered C and %d MapIterationSucceeded", n, seen["StateEntered C"], seen["MapIterationSucceeded M"])
+		}
+	}
+}

@@ -2,6 +2,7 @@ package localrun
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/csv"
@@ -234,7 +235,7 @@ func writeResults(store objectstore.Store) func(context.Context, json.RawMessage
 				return "", err
 			}
 			key := dir + name
-			_, err = store.Put(ctx, objectstore.PutRequest{Bucket: p.Bucket, Key: key, Body: strings.NewReader(string(b)), Size: int64(len(b))})
+			_, err = store.Put(ctx, objectstore.PutRequest{Bucket: p.Bucket, Key: key, Body: bytes.NewReader(b), Size: int64(len(b))})
 			return key, err
 		}
 		if _, err := put("SUCCEEDED_0.json", ok); err != nil {

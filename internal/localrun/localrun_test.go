@@ -62,7 +62,7 @@ var (
 	engineErr  error
 )
 
-func gdalEngine(t *testing.T) *gdal.Engine {
+func gdalEngine(t testing.TB) *gdal.Engine {
 	t.Helper()
 	engineOnce.Do(func() { engine, engineErr = gdal.New() })
 	if engineErr != nil {
@@ -107,9 +107,10 @@ type pipeline struct {
 	deadLetter      *memQueue
 	cfg             migration.Config
 	clock           *asl.FakeClock
+	validate        migration.OutputValidator // validate.Output unless a test wraps it
 }
 
-func newPipeline(t *testing.T, srcDir string) *pipeline {
+func newPipeline(t testing.TB, srcDir string) *pipeline {
 	t.Helper()
 	p := &pipeline{srcDir: srcDir, destDir: t.TempDir(), remediation: &memQueue{}, deadLetter: &memQueue{},
 		engine: &countingEngine{Engine: gdalEngine(t)}, clock: asl.NewFakeClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))}
@@ -123,12 +124,16 @@ func newPipeline(t *testing.T, srcDir string) *pipeline {
 	return p
 }
 
-func (p *pipeline) executor(t *testing.T, store objectstore.Store, opts ...asl.Option) *asl.Executor {
+func (p *pipeline) executor(t testing.TB, store objectstore.Store, opts ...asl.Option) *asl.Executor {
 	t.Helper()
 	finger := migration.StoreFingerprinter{Store: store, Threshold: 1 << 30}
+	check := p.validate
+	if check == nil {
+		check = validate.Output
+	}
 	h := localrun.Handlers{
 		HashCheck: migration.NewHashCheck(p.cfg, store, p.tracker, finger, quiet),
-		Convert:   migration.NewConvert(p.cfg, store, p.tracker, p.engine, validate.Output, quiet),
+		Convert:   migration.NewConvert(p.cfg, store, p.tracker, p.engine, check, quiet),
 		Promote:   migration.NewPromote(p.cfg, store, p.tracker, quiet),
 		Classify:  migration.NewClassify(p.tracker, nil, quiet),
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/geomigrate/geomigrate/internal/dirindex"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
@@ -86,17 +87,18 @@ func localBundleDigest(src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	entries, err := os.ReadDir(filepath.Dir(src))
+	base := filepath.Base(src)
+	// Every sidecar name starts with the stem: the others are not read.
+	entries, err := dirindex.Entries(filepath.Dir(src), formats.Stem(base))
 	if err != nil {
 		return "", err
 	}
-	base := filepath.Base(src)
 	sums := map[string]string{}
 	for _, e := range entries {
-		if !formats.SidecarOf(base, e.Name()) {
+		if !formats.SidecarOf(base, e.Name) {
 			continue
 		}
-		p := filepath.Join(filepath.Dir(src), e.Name())
+		p := filepath.Join(filepath.Dir(src), e.Name)
 		// Follow links as the directory store does when it lists them.
 		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
 			continue
@@ -105,7 +107,7 @@ func localBundleDigest(src string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		sums[e.Name()] = s
+		sums[e.Name] = s
 	}
 	return bundleDigest(base, mainSum, sums), nil
 }

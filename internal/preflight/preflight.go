@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/geomigrate/geomigrate/internal/budget"
+	"github.com/geomigrate/geomigrate/internal/dirindex"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/recipe"
@@ -193,16 +194,17 @@ func siblings(src string, size int64) ([]string, int64) {
 	}
 	names := []string{base}
 	total := size
-	entries, err := os.ReadDir(dir)
+	// Every sidecar name starts with the stem: the others are not read.
+	entries, err := dirindex.Entries(dir, formats.Stem(base))
 	if err != nil {
 		return names, total
 	}
 	for _, e := range entries {
-		n := e.Name()
-		if !e.Type().IsRegular() || !formats.SidecarOf(base, n) || !formats.Lookup(n).ReadByGDAL {
+		n := e.Name
+		if !e.Type.IsRegular() || !formats.SidecarOf(base, n) || !formats.Lookup(n).ReadByGDAL {
 			continue
 		}
-		if info, err := e.Info(); err == nil {
+		if info, err := os.Lstat(filepath.Join(dir, n)); err == nil {
 			total += info.Size()
 		}
 		names = append(names, n)

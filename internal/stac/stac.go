@@ -267,11 +267,12 @@ func NewItem(in ItemInput) (*Item, error) {
 		}
 	}
 	if len(d.BBox) == 4 {
-		if err := checkBBox(d.BBox); err != nil {
+		bbox := clampBBox(d.BBox)
+		if err := checkBBox(bbox); err != nil {
 			return nil, fmt.Errorf("stac.NewItem: %s: %w", in.ID, err)
 		}
-		it.BBox = d.BBox
-		it.Geometry = bboxPolygon(d.BBox)
+		it.BBox = bbox
+		it.Geometry = bboxPolygon(bbox)
 	}
 
 	asset := map[string]any{
@@ -404,8 +405,27 @@ func finite(vs ...float64) bool {
 	return true
 }
 
+// clampBBox bounds a WGS 84 extent to the globe: a global grid whose pixel
+// edges lie half a pixel past the antimeridian or a pole (-180.5) is common
+// and valid data, while a STAC bbox must lie within -180..180, -90..90. An
+// overshoot of more than maxOvershoot degrees is left for checkBBox to
+// refuse (those are not degrees). The exact extent stays in proj:bbox.
+func clampBBox(b []float64) []float64 {
+	const maxOvershoot = 10
+	clamp := func(v, lo, hi float64) float64 {
+		switch {
+		case v < lo && v >= lo-maxOvershoot:
+			return lo
+		case v > hi && v <= hi+maxOvershoot:
+			return hi
+		}
+		return v
+	}
+	return []float64{clamp(b[0], -180, 180), clamp(b[1], -90, 90), clamp(b[2], -180, 180), clamp(b[3], -90, 90)}
+}
+
 func checkBBox(b []float64) error {
-	if !finite(b...) || b[0] < -180 || b[2] > 180 || b[1] < -90 || b[3] > 90 || b[1] > b[3] {
+	if !finite(b...) || b[0] < -180 || b[0] > 180 || b[2] < -180 || b[2] > 180 || b[1] < -90 || b[3] > 90 || b[1] > b[3] {
 		return fmt.Errorf("bbox %v is not a WGS 84 extent", b)
 	}
 	return nil

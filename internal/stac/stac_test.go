@@ -2,6 +2,7 @@ package stac_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -180,6 +181,7 @@ func TestNewItemRefuses(t *testing.T) {
 		{"short checksum", func(in *stac.ItemInput) { in.Asset.SHA256 = "abc" }},
 		{"no datetime", func(in *stac.ItemInput) { in.Datetime = time.Time{} }},
 		{"bbox not in degrees", func(in *stac.ItemInput) { in.Description.BBox = []float64{500000, 0, 600000, 10} }},
+		{"bbox far past the antimeridian", func(in *stac.ItemInput) { in.Description.BBox = []float64{-200, 0, 10, 10} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := cogInput()
@@ -188,6 +190,21 @@ func TestNewItemRefuses(t *testing.T) {
 				t.Fatal("no error")
 			}
 		})
+	}
+}
+
+// TestNewItemClampsAHalfPixelOvershoot: a global grid's edges half a pixel
+// past the antimeridian and the poles give a bbox on the globe, not an
+// error (which routed such files to the dead-letter queue).
+func TestNewItemClampsAHalfPixelOvershoot(t *testing.T) {
+	in := cogInput()
+	in.Description.BBox = []float64{-180.5, -90.5, 180.5, 90.5}
+	it, err := stac.NewItem(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(it.BBox) != "[-180 -90 180 90]" {
+		t.Errorf("bbox %v, want [-180 -90 180 90]", it.BBox)
 	}
 }
 
