@@ -186,6 +186,8 @@ func (p *intrinsicParser) arg() (intrinsicArg, error) {
 				break scan
 			}
 		}
+		// A backslash ending the text stepped past its end.
+		j = min(j, len(rest))
 		src := strings.TrimSpace(rest[:j])
 		path, err := compilePath(src)
 		if err != nil {
