@@ -349,3 +349,55 @@ func TestBreakersAreNotJobs(t *testing.T) {
 		t.Fatalf("List of every job = %v, want [j1]", ids)
 	}
 }
+
+// tableScript answers CreateTable and DescribeTable from a script.
+type tableScript struct {
+	creates   []error
+	describes []types.TableStatus // "" answers ResourceNotFoundException
+	calls     []string
+}
+
+func (s *tableScript) CreateTable(context.Context, *dynamodb.CreateTableInput, ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error) {
+	s.calls = append(s.calls, "Create")
+	err := s.creates[0]
+	s.creates = s.creates[1:]
+	return &dynamodb.CreateTableOutput{}, err
+}
+
+func (s *tableScript) DescribeTable(context.Context, *dynamodb.DescribeTableInput, ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error) {
+	s.calls = append(s.calls, "Describe")
+	st := s.describes[0]
+	s.describes = s.describes[1:]
+	if st == "" {
+		return nil, &smithy.GenericAPIError{Code: "ResourceNotFoundException", Message: "not found"}
+	}
+	return &dynamodb.DescribeTableOutput{Table: &types.TableDescription{TableStatus: st}}, nil
+}
+
+// TestCreateTableOverATableBeingDeleted: a table of the same name still
+// DELETING (a previous test's cleanup) answers ResourceInUse; CreateTable
+// creates it again once it is gone instead of waiting for an ACTIVE that
+// never comes (CI: "not ACTIVE after 2 minutes").
+func TestCreateTableOverATableBeingDeleted(t *testing.T) {
+	inUse := &smithy.GenericAPIError{Code: "ResourceInUseException", Message: "in use"}
+	for _, tc := range []struct {
+		name      string
+		creates   []error
+		describes []types.TableStatus
+		want      string
+	}{
+		{"new", []error{nil}, []types.TableStatus{types.TableStatusCreating, types.TableStatusActive}, "Create Describe Describe"},
+		{"exists", []error{inUse}, []types.TableStatus{types.TableStatusActive}, "Create Describe"},
+		{"being deleted", []error{inUse, nil}, []types.TableStatus{types.TableStatusDeleting, "", types.TableStatusActive}, "Create Describe Describe Create Describe"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &tableScript{creates: tc.creates, describes: tc.describes}
+			if err := CreateTable(context.Background(), s, "jobs"); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(s.calls, " "); got != tc.want {
+				t.Errorf("calls %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

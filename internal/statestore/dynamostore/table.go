@@ -59,7 +59,15 @@ func CreateTable(ctx context.Context, api TableAPI, table string) error {
 		if err == nil && out.Table != nil && out.Table.TableStatus == types.TableStatusActive && indexesActive(out.Table) {
 			return nil
 		}
-		if err != nil && awsconfig.ErrorCode(err) != "ResourceNotFoundException" {
+		switch {
+		case err == nil && out.Table != nil && out.Table.TableStatus == types.TableStatusDeleting:
+			// A table of that name is going away (a test's cleanup, a
+			// teardown): it answered ResourceInUse; create it once it is gone.
+		case err != nil && awsconfig.ErrorCode(err) == "ResourceNotFoundException":
+			if _, err := api.CreateTable(ctx, TableInput(table)); err != nil && awsconfig.ErrorCode(err) != "ResourceInUseException" {
+				return MapError("dynamodb.CreateTable: "+table, err)
+			}
+		case err != nil:
 			return MapError("dynamodb.DescribeTable: "+table, err)
 		}
 		if time.Now().After(deadline) {
