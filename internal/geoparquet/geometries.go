@@ -43,9 +43,27 @@ func EachGeometry(r io.ReaderAt, size int64, fn func(wkb []byte) error) (crs jso
 	if string(crs) == "null" {
 		crs = nil
 	}
-	leaf := md.Schema.ColumnIndexByName(geo.Primary)
+	err = eachPrimaryValue(rdr, geo.Primary, func(wkb []byte, null bool) error {
+		if null {
+			return nil
+		}
+		return fn(wkb)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("geoparquet.EachGeometry: %w", err)
+	}
+	return crs, nil
+}
+
+// eachPrimaryValue calls fn with every row's value of the binary column
+// named primary, in row order, and whether it is null. ReadInfo counts the
+// nulls and EachGeometry hands the rest on; both read it this way, in
+// batches.
+func eachPrimaryValue(rdr *file.Reader, primary string, fn func(wkb []byte, null bool) error) error {
+	md := rdr.MetaData()
+	leaf := md.Schema.ColumnIndexByName(primary)
 	if leaf < 0 {
-		return nil, fmt.Errorf("geoparquet.EachGeometry: no column %q", geo.Primary)
+		return fmt.Errorf("no column %q", primary)
 	}
 	maxDef := md.Schema.Column(leaf).MaxDefinitionLevel()
 	const batch = 4096
@@ -55,32 +73,36 @@ func EachGeometry(r io.ReaderAt, size int64, fn func(wkb []byte) error) (crs jso
 		rg := rdr.RowGroup(g)
 		cr, err := rg.Column(leaf)
 		if err != nil {
-			return nil, fmt.Errorf("geoparquet.EachGeometry: row group %d: %w", g, err)
+			return fmt.Errorf("row group %d: %w", g, err)
 		}
 		br, ok := cr.(*file.ByteArrayColumnChunkReader)
 		if !ok {
-			return nil, fmt.Errorf("geoparquet.EachGeometry: column %q is not binary", geo.Primary)
+			return fmt.Errorf("column %q is not binary", primary)
 		}
 		for left := rg.NumRows(); left > 0; {
 			total, nv, err := br.ReadBatch(min(batch, left), vals, defs, nil)
 			if err != nil {
-				return nil, fmt.Errorf("geoparquet.EachGeometry: row group %d: %w", g, err)
+				return fmt.Errorf("row group %d: %w", g, err)
 			}
 			if total == 0 {
-				return nil, fmt.Errorf("geoparquet.EachGeometry: row group %d: column %q ends %d rows early", g, geo.Primary, left)
+				return fmt.Errorf("row group %d: column %q ends %d rows early", g, primary, left)
 			}
 			vi := 0
 			for _, d := range defs[:total] {
 				if d < maxDef || vi >= nv {
-					continue // null geometry
+					if err := fn(nil, true); err != nil {
+						return err
+					}
+					continue
 				}
-				if err := fn(vals[vi]); err != nil {
-					return nil, err
-				}
+				v := vals[vi]
 				vi++
+				if err := fn(v, false); err != nil {
+					return err
+				}
 			}
 			left -= total
 		}
 	}
-	return crs, nil
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
@@ -71,39 +70,14 @@ func ReadInfo(r io.ReaderAt, size int64) (info Info, err error) {
 		}
 		info.Fields = append(info.Fields, Field{Name: f.Name, Type: fieldTypeOf(f.Type), Nullable: f.Nullable})
 	}
-	leaf := md.Schema.ColumnIndexByName(geo.Primary)
-	if leaf < 0 {
-		return info, fmt.Errorf("geoparquet.ReadInfo: no column %q", geo.Primary)
-	}
-	maxDef := md.Schema.Column(leaf).MaxDefinitionLevel()
-	const batch = 4096
-	vals := make([]parquet.ByteArray, batch)
-	defs := make([]int16, batch)
-	for g := 0; g < rdr.NumRowGroups(); g++ {
-		rg := rdr.RowGroup(g)
-		cr, err := rg.Column(leaf)
-		if err != nil {
-			return info, fmt.Errorf("geoparquet.ReadInfo: row group %d: %w", g, err)
+	err = eachPrimaryValue(rdr, geo.Primary, func(_ []byte, null bool) error {
+		if null {
+			info.NullGeometries++
 		}
-		br, ok := cr.(*file.ByteArrayColumnChunkReader)
-		if !ok {
-			return info, fmt.Errorf("geoparquet.ReadInfo: column %q is not binary", geo.Primary)
-		}
-		for left := rg.NumRows(); left > 0; {
-			total, _, err := br.ReadBatch(min(batch, left), vals, defs, nil)
-			if err != nil {
-				return info, fmt.Errorf("geoparquet.ReadInfo: row group %d: %w", g, err)
-			}
-			if total == 0 {
-				return info, fmt.Errorf("geoparquet.ReadInfo: row group %d: column %q ends %d rows early", g, geo.Primary, left)
-			}
-			for _, d := range defs[:total] {
-				if d < maxDef {
-					info.NullGeometries++
-				}
-			}
-			left -= total
-		}
+		return nil
+	})
+	if err != nil {
+		return info, fmt.Errorf("geoparquet.ReadInfo: %w", err)
 	}
 	return info, nil
 }
