@@ -23,27 +23,41 @@ const (
 )
 
 // Rule maps a Step Functions error name to a tier and a route. Name is an
-// exact name, a prefix ending in "*", or "*" alone.
+// exact name, a prefix ending in "*", or "*" alone; Code, when set, limits
+// the rule to DataErrors of that code.
 type Rule struct {
 	Name  string
+	Code  fault.Code
 	Tier  fault.Tier
 	Route string
+}
+
+// RuleBook gives the rules in force for a dataset when an error is caught,
+// tried before the handler's own (DefaultRules): internal/policy reads them
+// from a document an operator changes while the pipeline runs.
+type RuleBook interface {
+	RulesFor(ctx context.Context, datasetID string) []Rule
 }
 
 // DefaultRules is the error contract (docs/decisions/0005). Only data faults
 // go to remediation: a person can fix the file. Everything else goes to the
 // DLQ, from where it is replayed once the system is healthy again.
 var DefaultRules = []Rule{
-	{"DataError", fault.TierDataSpecific, RouteRemediation},
-	{"TransientError", fault.TierTransient, RouteDeadLetter}, // retries exhausted
-	{"SystemicError", fault.TierSystemic, RouteDeadLetter},
-	{"Lambda.*", fault.TierTransient, RouteDeadLetter}, // service errors, retries exhausted
-	{"States.Timeout", fault.TierSystemic, RouteDeadLetter},
-	{"*", fault.TierUnknown, RouteDeadLetter},
+	{Name: "DataError", Tier: fault.TierDataSpecific, Route: RouteRemediation},
+	{Name: "TransientError", Tier: fault.TierTransient, Route: RouteDeadLetter}, // retries exhausted
+	{Name: "SystemicError", Tier: fault.TierSystemic, Route: RouteDeadLetter},
+	{Name: "Lambda.*", Tier: fault.TierTransient, Route: RouteDeadLetter}, // service errors, retries exhausted
+	{Name: "States.Timeout", Tier: fault.TierSystemic, Route: RouteDeadLetter},
+	{Name: "*", Tier: fault.TierUnknown, Route: RouteDeadLetter},
 }
 
-func match(rules []Rule, name string) Rule {
+// Match returns the first of rules that matches the error name and data
+// error code, or the unknown tier's dead-letter rule when none does.
+func Match(rules []Rule, name string, code fault.Code) Rule {
 	for _, r := range rules {
+		if r.Code != "" && r.Code != code {
+			continue
+		}
 		if r.Name == name || r.Name == "*" || (strings.HasSuffix(r.Name, "*") && strings.HasPrefix(name, strings.TrimSuffix(r.Name, "*"))) {
 			return r
 		}
@@ -95,6 +109,16 @@ type Classify struct {
 	// bundles, when set, writes a quarantine bundle for every routed job
 	// (WithQuarantine).
 	bundles *quarantine.Writer
+	// book, when set, gives rules tried before rules (WithRuleBook).
+	book RuleBook
+}
+
+// WithRuleBook makes Classify ask b, at every caught error, for the rules
+// of the job's dataset, tried before its own: routing then follows b's
+// current document with no redeploy.
+func (c *Classify) WithRuleBook(b RuleBook) *Classify {
+	c.book = b
+	return c
 }
 
 // WithQuarantine makes Classify write a quarantine bundle for every job it
@@ -158,7 +182,6 @@ func Describe(e CaughtError) (message string, code fault.Code, attempts int) {
 }
 
 func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutput, error) {
-	rule := match(c.rules, in.Error.Error)
 	msg, code, attempts := Describe(in.Error)
 	src := in.Source
 	if key, err := src.DecodedKey(); err == nil {
@@ -172,6 +195,11 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		}
 		job = unhashedJob(src)
 	}
+	rules := c.rules
+	if c.book != nil {
+		rules = append(c.book.RulesFor(ctx, job.DatasetID), c.rules...)
+	}
+	rule := Match(rules, in.Error.Error, code)
 	out := ClassifyOutput{Tier: string(rule.Tier), Route: rule.Route, Message: RouteMessage{
 		Version: 1, JobID: job.ID, DatasetID: job.DatasetID, Bucket: job.SourceBucket, Key: job.SourceKey,
 		SourceSHA256: job.SourceSHA256, RecipeHash: job.RecipeHash,

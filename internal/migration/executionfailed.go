@@ -382,7 +382,7 @@ func (h *ExecutionFailed) closeActive(ctx context.Context, e EndedExecution, rec
 		ID: rec.ID, Execution: e.Execution, Attempt: rec.Attempts, To: statestore.Quarantined,
 		Note: truncate(fmt.Sprintf("execution %s: %s", e.Status, msg), 300),
 		Mutate: func(j *statestore.Job) {
-			j.Tier, j.ErrorName, j.ErrorCause = string(match(DefaultRules, name).Tier), name, truncate(msg, 2000)
+			j.Tier, j.ErrorName, j.ErrorCause = string(Match(DefaultRules, name, "").Tier), name, truncate(msg, 2000)
 		},
 	})
 	switch {
@@ -414,7 +414,7 @@ func (h *ExecutionFailed) unclaimed(ctx context.Context, e EndedExecution) (Exec
 		ID: job.ID, Execution: e.Execution, To: statestore.Quarantined, Seed: stateRecord(job),
 		Note: truncate(fmt.Sprintf("execution %s before a claim: %s", e.Status, msg), 300),
 		Mutate: func(j *statestore.Job) {
-			j.Tier, j.ErrorName, j.ErrorCause = string(match(DefaultRules, name).Tier), name, truncate(msg, 2000)
+			j.Tier, j.ErrorName, j.ErrorCause = string(Match(DefaultRules, name, "").Tier), name, truncate(msg, 2000)
 		},
 	})
 	if err != nil {
@@ -462,7 +462,7 @@ func (h *ExecutionFailed) send(ctx context.Context, e EndedExecution, rec states
 // it like any other.
 func (h *ExecutionFailed) message(e EndedExecution, rec statestore.Job) RouteMessage {
 	name, msg := describeEnd(e)
-	rule := match(DefaultRules, name)
+	rule := Match(DefaultRules, name, "")
 	return RouteMessage{
 		Version: 1, JobID: rec.ID, DatasetID: rec.DatasetID, Bucket: rec.SourceBucket, Key: rec.SourceKey,
 		SourceSHA256: rec.SourceSHA256, RecipeHash: rec.RecipeHash,
