@@ -15,6 +15,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/policy"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
@@ -99,6 +100,9 @@ type openRequest struct {
 	// destination remembers the file for replay).
 	book    *recipe.Book
 	recipes *recipeFlags
+	// policy is --policy's document; nil: with --backend aws the SSM
+	// parameter's (awsapp), else the built-in policy.
+	policy *policy.Source
 }
 
 // open wires the handlers over the chosen backend: the one place where the
@@ -123,6 +127,16 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 		return nil, err
 	}
 	be.dest = r.dest
+	if r.policy != nil {
+		be.ports.Policy = r.policy
+	} else if be.app != nil && be.app.Policy != nil {
+		// The functions keep routing on the built-in policy when the
+		// parameter's document is refused; a command line stops instead.
+		if _, err := be.app.Policy.Load(ctx); err != nil {
+			be.Close()
+			return nil, fmt.Errorf("--policy-parameter %s: %w", b.AWS.PolicyParameter, err)
+		}
+	}
 	be.handlers = localrun.Handlers{
 		HashCheck: be.ports.HashCheck(),
 		Convert:   be.ports.Convert(engine, validate.Output),

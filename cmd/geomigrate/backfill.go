@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -30,6 +31,33 @@ type backfillCmd struct {
 	Options         runFlags `embed:""`
 }
 
+// mapSettings are the Distributed Map's MaxConcurrency and
+// ToleratedFailurePercentage, written into the backfill's input (its
+// MaxConcurrencyPath and ToleratedFailurePercentagePath): a flag the user
+// gave, else the run-time policy document's (--policy, or with --backend
+// aws --policy-parameter), else the flags' defaults. Here, where the
+// children share this machine, the document's concurrency is capped at
+// --workers.
+func (c *backfillCmd) mapSettings(ctx context.Context, k *kong.Context) (maxConcurrency, tolerated int, err error) {
+	f := &c.Options
+	maxConcurrency, tolerated = f.Workers, c.Tolerated
+	src, err := f.policySource(ctx, nil)
+	if err != nil || src == nil {
+		return maxConcurrency, tolerated, err
+	}
+	doc := src.Current(ctx)
+	if !flagGiven(k, "workers", "") {
+		maxConcurrency = doc.Backfill.MaxConcurrency
+		if !f.Where.aws() {
+			maxConcurrency = min(maxConcurrency, f.Workers)
+		}
+	}
+	if !flagGiven(k, "tolerated-failure-percentage", "") {
+		tolerated = doc.Backfill.ToleratedFailurePercentage
+	}
+	return maxConcurrency, tolerated, nil
+}
+
 // Validate checks the percentage.
 func (c *backfillCmd) Validate() error {
 	if c.Tolerated < 0 || c.Tolerated > 100 {
@@ -41,8 +69,12 @@ func (c *backfillCmd) Validate() error {
 func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	c.Options.kctx = k
 	f := &c.Options
+	maxConcurrency, tolerated, err := c.mapSettings(e.ctx, k)
+	if err != nil {
+		return err
+	}
 	if f.Where.aws() {
-		input := map[string]any{"max_concurrency": f.Workers, "tolerated_failure_percentage": c.Tolerated}
+		input := map[string]any{"max_concurrency": maxConcurrency, "tolerated_failure_percentage": tolerated}
 		if c.Dataset != "" {
 			input["dataset_id"] = c.Dataset
 		}
@@ -87,8 +119,8 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	if err != nil {
 		return err
 	}
-	input, _ := json.Marshal(map[string]any{"prefix": c.Prefix, "dataset_id": c.Dataset, "max_concurrency": f.Workers, "tolerated_failure_percentage": c.Tolerated})
-	fmt.Fprintf(e.stderr, "geomigrate %s: backfill of %s/%s → %s (%d at a time)\n", buildinfo.Version, roots[0].dir, c.Prefix, f.Dest, f.Workers)
+	input, _ := json.Marshal(map[string]any{"prefix": c.Prefix, "dataset_id": c.Dataset, "max_concurrency": maxConcurrency, "tolerated_failure_percentage": tolerated})
+	fmt.Fprintf(e.stderr, "geomigrate %s: backfill of %s/%s → %s (%d at a time)\n", buildinfo.Version, roots[0].dir, c.Prefix, f.Dest, maxConcurrency)
 	started := time.Now()
 	res, outcomes, err := bf.Run(e.ctx, localrun.ExecutionName("backfill"), input)
 	if err != nil {

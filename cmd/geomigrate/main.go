@@ -42,6 +42,7 @@ type cli struct {
 	State      stateCmd      `cmd:"" help:"Repair the local state store."`
 	Report     reportCmd     `cmd:"" help:"A run report again: the summary, or one self-contained HTML page (--html)."`
 	Recipe     recipeCmd     `cmd:"" help:"Recipe files: what each path resolves to (recipe show)."`
+	Policy     policyCmd     `cmd:"" help:"The run-time policy document: check one, or store it where the functions read it (policy put)."`
 	Validate   validateCmd   `cmd:"" help:"Check outputs: COG rules (GDAL's validator), GeoParquet 1.1, FlatGeobuf."`
 	Graph      graphCmd      `cmd:"" help:"Print a state machine as a Mermaid flowchart."`
 	SampleData sampleDataCmd `cmd:"" name:"sample-data" help:"Write demo rasters and vectors, a few of them bad."`

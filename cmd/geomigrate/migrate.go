@@ -36,6 +36,7 @@ type runFlags struct {
 	Progress  string        `name:"progress" type:"fold" enum:"auto,bar,plain,json" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar, plain (one line per finished file) or json (one JSON object per state transition and per file, then a summary, on stderr or --progress-file)."`
 	LogLevel  string        `name:"log-level" type:"fold" enum:"debug,info,warn,error" default:"error" help:"Level of the handler logs on stderr (routed files are in the progress lines and the summary already)."`
 	LogFormat string        `name:"log-format" type:"fold" enum:"text,json" default:"text" help:"Handler log format: text or json."`
+	Policy    string        `name:"policy" placeholder:"FILE" help:"Run-time policy document (JSON: classification rules, job deadline, backfill concurrency; docs/operations.md), read again at each file's routing so an edit applies to files that fail after it. With --backend aws and no --policy: --policy-parameter."`
 	Grace     time.Duration `name:"grace" default:"20s" help:"On SIGINT/SIGTERM no new file starts and running ones get this long to finish; then (or at a second signal) they are stopped and rolled back."`
 
 	// ProgressFile keeps the JSON stream apart from stderr's other lines.
@@ -80,6 +81,11 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, r openRequest) (*
 		return nil, err
 	}
 	r.recipes = &f.Recipes
+	if f.Policy != "" {
+		if r.policy, err = f.policySource(ctx, log); err != nil {
+			return nil, err
+		}
+	}
 	return f.Where.open(ctx, r)
 }
 

@@ -16,7 +16,7 @@ import (
 // Lambda runtime. Domain packages declare interfaces and import none of them.
 var allowed = map[string][]string{
 	"github.com/airbusgeo/godal": {"internal/gdal", "internal/sampledata"},
-	"github.com/aws/aws-sdk-go-v2": {"internal/awsconfig", "internal/awsapp", "internal/objectstore/s3store", "internal/recipesource",
+	"github.com/aws/aws-sdk-go-v2": {"internal/awsconfig", "internal/awsapp", "internal/objectstore/s3store", "internal/recipesource", "internal/policy/ssmpolicy",
 		"internal/statestore/dynamostore", "internal/queue/sqsqueue", "functions/", "cmd/", "test/"},
 	"github.com/aws/aws-lambda-go": {"internal/awsapp", "functions/", "events", "test/"},
 }

@@ -28,6 +28,7 @@ var roles = []struct {
 	{"internal/awsapp", adapter},
 	{"internal/awsconfig", adapter},
 	{"internal/recipesource", adapter},
+	{"internal/policy/ssmpolicy", adapter},
 	{"internal/gdal", adapter},
 	// The local backends implement the same ports against the file system
 	// and an embedded database; the in-memory doubles and the conformance

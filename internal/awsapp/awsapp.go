@@ -27,6 +27,8 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
+	"github.com/geomigrate/geomigrate/internal/policy"
+	"github.com/geomigrate/geomigrate/internal/policy/ssmpolicy"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue/sqsqueue"
 	"github.com/geomigrate/geomigrate/internal/statestore"
@@ -85,6 +87,11 @@ type App struct {
 	// Logs keeps this process's handler records per execution for them.
 	Quarantine *quarantine.Writer
 	Logs       *quarantine.LogBook
+
+	// Policy is the run-time policy document of the SSM parameter
+	// config.AWS.PolicyParameter, re-read once its TTL has passed (nil
+	// without a parameter: the built-in policy).
+	Policy *policy.Source
 }
 
 type options struct {
@@ -225,6 +232,14 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 			app.Metrics = migration.NopMetrics{}
 		}
 	}
+	if a.PolicyParameter != "" {
+		app.Policy = policy.NewSource(ssmpolicy.Parameter{Client: ssmpolicy.NewClient(awsCfg, o.EndpointURL), Name: a.PolicyParameter},
+			a.PolicyTTL.Duration(), app.Log)
+		// A refused or unreadable document must not stop the functions:
+		// the built-in policy routes until a good one is stored, and the
+		// refusal is logged (by the Source) for the operator.
+		_, _ = app.Policy.Load(ctx)
+	}
 	// The breakers' records live in the job table (dynamostore.BreakerKeyPrefix).
 	app.Breaker = breaker.New(app.State, cfg.Breaker, breaker.WithLogger(app.Log),
 		breaker.WithObserver(breaker.CountTransitions(app.Metrics)))
@@ -233,7 +248,8 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 
 // Ports are the ports the handlers are built over (internal/steps).
 func (a *App) Ports() steps.Ports {
-	return steps.Ports{Config: a.Config, Store: a.Store, Tracker: a.Tracker, Log: a.Log, Metrics: a.Metrics, Quarantine: a.Quarantine, Breaker: a.Breaker}
+	return steps.Ports{Config: a.Config, Store: a.Store, Tracker: a.Tracker, Log: a.Log, Metrics: a.Metrics, Quarantine: a.Quarantine, Breaker: a.Breaker,
+		Policy: a.Policy}
 }
 
 // quarantineQuery finds every handler's records of one execution in

@@ -109,6 +109,12 @@ type AWS struct {
 	// QuarantinePrefix is where routed jobs' bundles go in the destination
 	// bucket; infra grants writes under the default only.
 	QuarantinePrefix string `name:"quarantine-prefix" env:"GEOMIGRATE_QUARANTINE_PREFIX" default:".geomigrate-quarantine/" help:"Destination-bucket prefix of the quarantine bundles of routed files (off: no bundles)."`
+	// PolicyParameter holds the run-time policy document (internal/policy):
+	// classification rules, alarm thresholds, job deadline, backfill
+	// concurrency, changed with no redeploy. PolicyTTL bounds how stale a
+	// function's copy may be.
+	PolicyParameter string  `name:"policy-parameter" env:"GEOMIGRATE_POLICY_PARAMETER" placeholder:"NAME" help:"SSM parameter holding the run-time policy document (docs/operations.md); empty: the built-in policy."`
+	PolicyTTL       Seconds `name:"policy-ttl" env:"GEOMIGRATE_POLICY_TTL_SECONDS" default:"30s" help:"How long a process uses the policy document it read before reading --policy-parameter again."`
 }
 
 // Validate checks what the tags cannot.
@@ -120,6 +126,8 @@ func (a *AWS) Validate() error {
 		return fmt.Errorf("--aws-max-backoff %s: want a positive duration such as 20ms", a.MaxBackoff)
 	case a.StateTTLDays < 0:
 		return fmt.Errorf("--state-ttl-days %d: want 0 or more", a.StateTTLDays)
+	case a.PolicyTTL.Duration() < 0:
+		return fmt.Errorf("--policy-ttl %s: want 0 or more", a.PolicyTTL)
 	}
 	return nil
 }

@@ -108,6 +108,7 @@ type pipeline struct {
 	cfg             migration.Config
 	clock           *asl.FakeClock
 	validate        migration.OutputValidator // validate.Output unless a test wraps it
+	rules           migration.RuleBook        // Classify's run-time rules (nil: the built-in ones only)
 }
 
 func newPipeline(t testing.TB, srcDir string) *pipeline {
@@ -135,7 +136,7 @@ func (p *pipeline) executor(t testing.TB, store objectstore.Store, opts ...asl.O
 		HashCheck: migration.NewHashCheck(p.cfg, store, p.tracker, finger, quiet),
 		Convert:   migration.NewConvert(p.cfg, store, p.tracker, p.engine, check, quiet),
 		Promote:   migration.NewPromote(p.cfg, store, p.tracker, quiet),
-		Classify:  migration.NewClassify(p.tracker, nil, quiet),
+		Classify:  migration.NewClassify(p.tracker, nil, quiet).WithRuleBook(p.rules),
 	}
 	exec, err := localrun.NewExecutor(h, localrun.Queues{Remediation: p.remediation, DeadLetter: p.deadLetter},
 		append([]asl.Option{asl.WithClock(p.clock)}, opts...)...)

@@ -12,6 +12,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/policy"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
@@ -32,6 +33,10 @@ type Ports struct {
 	// calls to each bucket: while a bucket's breaker is open they fail fast
 	// with a fault.BreakerOpenError, which the state machine waits out.
 	Breaker *breaker.Breaker
+	// Policy is the run-time policy document (nil: the built-in policy):
+	// Classify takes its rules from the document in force at each caught
+	// error.
+	Policy *policy.Source
 }
 
 // objects is Store behind the breaker (Store itself without one).
@@ -62,11 +67,15 @@ func (p Ports) Promote() *migration.Promote {
 	return migration.NewPromote(p.Config, p.objects(), p.Tracker, p.log()).WithMetrics(p.Metrics)
 }
 
-// Classify returns the Classify handler with the default rules; it deletes
-// the staged outputs of the jobs it routes and writes their quarantine
-// bundles.
+// Classify returns the Classify handler: the rules of the policy document
+// in force, then the built-in ones; it deletes the staged outputs of the
+// jobs it routes and writes their quarantine bundles.
 func (p Ports) Classify() *migration.Classify {
-	return migration.NewClassify(p.Tracker, nil, p.log()).WithMetrics(p.Metrics).WithStagingCleanup(p.Store, p.Config).WithQuarantine(p.Quarantine)
+	c := migration.NewClassify(p.Tracker, nil, p.log()).WithMetrics(p.Metrics).WithStagingCleanup(p.Store, p.Config).WithQuarantine(p.Quarantine)
+	if p.Policy != nil {
+		c.WithRuleBook(p.Policy)
+	}
+	return c
 }
 
 // ExecutionFailed returns the handler that closes the jobs of executions
