@@ -44,7 +44,9 @@ func motoSSM(t *testing.T) (*ssm.Client, string, string) {
 	}
 	c := ssmpolicy.NewClient(cfg, ep)
 	name := fmt.Sprintf("/geomigrate-test/policy-%d", time.Now().UnixNano())
-	t.Cleanup(func() { _, _ = c.DeleteParameter(context.Background(), &ssm.DeleteParameterInput{Name: aws.String(name)}) })
+	t.Cleanup(func() {
+		_, _ = c.DeleteParameter(context.Background(), &ssm.DeleteParameterInput{Name: aws.String(name)})
+	})
 	return c, name, ep
 }
 
