@@ -109,6 +109,7 @@ type pipeline struct {
 	clock           *asl.FakeClock
 	validate        migration.OutputValidator // validate.Output unless a test wraps it
 	rules           migration.RuleBook        // Classify's run-time rules (nil: the built-in ones only)
+	deadline        migration.JobDeadline     // HashCheck's job deadline (nil: none but the state machine's)
 }
 
 func newPipeline(t testing.TB, srcDir string) *pipeline {
@@ -133,7 +134,7 @@ func (p *pipeline) executor(t testing.TB, store objectstore.Store, opts ...asl.O
 		check = validate.Output
 	}
 	h := localrun.Handlers{
-		HashCheck: migration.NewHashCheck(p.cfg, store, p.tracker, finger, quiet),
+		HashCheck: migration.NewHashCheck(p.cfg, store, p.tracker, finger, quiet).WithJobDeadline(p.deadline).WithClock(p.clock.Now),
 		Convert:   migration.NewConvert(p.cfg, store, p.tracker, p.engine, check, quiet),
 		Promote:   migration.NewPromote(p.cfg, store, p.tracker, quiet),
 		Classify:  migration.NewClassify(p.tracker, nil, quiet).WithRuleBook(p.rules),

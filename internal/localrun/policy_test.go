@@ -6,10 +6,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/policy"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
 )
 
 // TestPolicyEditChangesTheRoutingOfLaterExecutions: the policy file is
@@ -73,5 +77,40 @@ func TestPolicyEditChangesTheRoutingOfLaterExecutions(t *testing.T) {
 				t.Errorf("%d remediation and %d dead-letter messages for 2 routed files", n, m)
 			}
 		})
+	}
+}
+
+// TestPolicyJobDeadlineEndsTheBreakerWait: the destination is down for 30
+// minutes and the breaker holds the file in the WaitForBreaker loop; the
+// policy's 10-minute job deadline ends the loop at the next HashCheck: the
+// file goes to the dead-letter queue saying why, its job is quarantined,
+// and the execution does not run on to the state machine's TimeoutSeconds.
+func TestPolicyJobDeadlineEndsTheBreakerWait(t *testing.T) {
+	dir, keys := goodKeys(t)
+	p := newPipeline(t, dir)
+	db, err := boltstore.Open(filepath.Join(t.TempDir(), "state.db"), boltstore.WithNoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	br := breaker.New(db, breaker.Policy{Threshold: 5, Window: 2 * time.Minute, Cooldown: 5 * time.Minute}, breaker.WithClock(p.clock.Now))
+	doc, err := policy.Parse([]byte(`{"version": 1, "job_deadline_seconds": 600}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.deadline = policy.Static(doc)
+	start := p.clock.Now()
+	t.Setenv("W1", "1")
+	got := p.run(t, breaker.Objects(outage(p, start.Add(30*time.Minute)), br), keys[:1])
+	o := got[keys[0]]
+	if o.Status != localrun.StatusDeadLetter || o.Error != "SystemicError" || !strings.Contains(o.Message, "job deadline of 10m0s passed") {
+		t.Fatalf("%s: %s %s: %s", keys[0], o.Status, o.Error, o.Message)
+	}
+	if took := p.clock.Now().Sub(start); took < 10*time.Minute || took > 20*time.Minute {
+		t.Errorf("the execution ended %s after its start, want soon after the 10-minute deadline", took)
+	}
+	j, err := p.tracker.Get(context.Background(), o.JobID)
+	if err != nil || j.Status != statestore.Quarantined {
+		t.Errorf("job record %+v (%v), want QUARANTINED", j, err)
 	}
 }

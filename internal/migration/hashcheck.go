@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
@@ -31,11 +32,56 @@ type HashCheck struct {
 	finger  Fingerprinter
 	log     *slog.Logger
 	metered
+	// deadline, when set, bounds how long after its start an execution may
+	// (re)enter HashCheck (WithJobDeadline); now is its clock.
+	deadline JobDeadline
+	now      func() time.Time
+}
+
+// JobDeadline gives the job deadline in force when it is asked
+// (internal/policy reads it from the run-time document).
+type JobDeadline interface {
+	JobDeadline(ctx context.Context) time.Duration
+}
+
+// WithJobDeadline makes HashCheck refuse to start an execution's job once
+// the execution is older than d's deadline: the job goes to the dead-letter
+// queue with a SystemicError saying so, instead of waiting on (a breaker
+// loop re-enters HashCheck) until the state machine's own TimeoutSeconds
+// ends it unrouted. Executions that do not pass their start time
+// (Invocation.Started) are not bounded.
+func (h *HashCheck) WithJobDeadline(d JobDeadline) *HashCheck {
+	h.deadline = d
+	return h
+}
+
+// WithClock sets the clock the job deadline is measured on (the executor's
+// in tests with a fake one).
+func (h *HashCheck) WithClock(now func() time.Time) *HashCheck {
+	h.now = now
+	return h
+}
+
+// checkDeadline fails an execution older than the job deadline in force.
+func (h *HashCheck) checkDeadline(ctx context.Context, inv Invocation) error {
+	if h.deadline == nil || inv.Started == "" {
+		return nil
+	}
+	started, err := time.Parse(time.RFC3339, inv.Started)
+	if err != nil {
+		return &fault.SystemicError{Op: "migration.HashCheck", Err: fmt.Errorf("execution start time %q: %w", inv.Started, err)}
+	}
+	limit := h.deadline.JobDeadline(ctx)
+	if age := h.now().Sub(started); limit > 0 && age > limit {
+		return &fault.SystemicError{Op: "migration.HashCheck", Err: fmt.Errorf("job deadline of %s passed: the execution started %s ago (run-time policy job_deadline_seconds)",
+			limit, age.Truncate(time.Second))}
+	}
+	return nil
 }
 
 // NewHashCheck wires the handler.
 func NewHashCheck(cfg Config, store objectstore.Store, tracker *statestore.Tracker, finger Fingerprinter, log *slog.Logger) *HashCheck {
-	return &HashCheck{cfg: cfg.withDefaults(), store: store, tracker: tracker, finger: finger, log: log}
+	return &HashCheck{cfg: cfg.withDefaults(), store: store, tracker: tracker, finger: finger, log: log, now: time.Now}
 }
 
 // Recipe is the deployment's recipe, which Config.Recipes refines per key.
@@ -136,6 +182,9 @@ func decideClaim(outcome statestore.ClaimOutcome, destMigrated, reclaimed bool) 
 }
 
 func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutput, error) {
+	if err := h.checkDeadline(ctx, in.Context); err != nil {
+		return HashCheckOutput{}, err
+	}
 	id, err := h.identify(ctx, in.Source)
 	if err != nil {
 		return HashCheckOutput{}, err

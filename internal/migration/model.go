@@ -21,6 +21,9 @@ type Invocation struct {
 	Execution string `json:"execution"`
 	State     string `json:"state"`
 	Attempt   int    `json:"attempt"` // 0 on the first attempt
+	// Started is the execution's start time ($$.Execution.StartTime, RFC
+	// 3339), passed to HashCheck for the job deadline.
+	Started string `json:"started,omitempty"`
 }
 
 // Source is the canonical input produced by the Normalize states.

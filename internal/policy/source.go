@@ -100,6 +100,11 @@ func (s *Source) RulesFor(ctx context.Context, datasetID string) []migration.Rul
 	return s.Current(ctx).RulesFor(datasetID)
 }
 
+// JobDeadline implements migration.JobDeadline with the document in force.
+func (s *Source) JobDeadline(ctx context.Context) time.Duration {
+	return s.Current(ctx).JobDeadline()
+}
+
 // refresh fetches and, for a new revision, parses the stored document;
 // s.mu is held.
 func (s *Source) refresh(ctx context.Context) error {

@@ -35,7 +35,7 @@ type Ports struct {
 	Breaker *breaker.Breaker
 	// Policy is the run-time policy document (nil: the built-in policy):
 	// Classify takes its rules from the document in force at each caught
-	// error.
+	// error, HashCheck its job deadline at each call.
 	Policy *policy.Source
 }
 
@@ -49,11 +49,16 @@ func (p Ports) log() *slog.Logger {
 	return p.Log
 }
 
-// HashCheck returns the HashCheck handler.
+// HashCheck returns the HashCheck handler, bounded by the policy's job
+// deadline.
 func (p Ports) HashCheck() *migration.HashCheck {
 	store := p.objects()
 	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FingerprintThreshold}
-	return migration.NewHashCheck(p.Config, store, p.Tracker, f, p.log()).WithMetrics(p.Metrics)
+	h := migration.NewHashCheck(p.Config, store, p.Tracker, f, p.log()).WithMetrics(p.Metrics)
+	if p.Policy != nil {
+		h.WithJobDeadline(p.Policy)
+	}
+	return h
 }
 
 // Convert returns the Convert handler over engine (internal/gdal) and the
