@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsssm"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -27,6 +28,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
+	"github.com/geomigrate/geomigrate/internal/policy"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -46,9 +48,15 @@ type Stack struct {
 	Rule                                 awsevents.Rule
 	ExecutionEndedRule                   awsevents.Rule
 	AlarmTopic                           awssns.Topic
-	MigrateDefinition                    string // after substitution (contains CDK tokens)
-	BackfillDefinition                   string
+	// Policy is the run-time policy document (internal/policy) hashcheck
+	// and classify read.
+	Policy             awsssm.StringParameter
+	MigrateDefinition  string // after substitution (contains CDK tokens)
+	BackfillDefinition string
 }
+
+// PolicyParameterName is the SSM parameter of the run-time policy document.
+const PolicyParameterName = "/geomigrate/policy"
 
 // Star-resource reasons: the only IAM statements allowed a bare "*" resource, by action.
 // These are added by CDK (X-Ray tracing, Step Functions log delivery) and the services do not
@@ -295,6 +303,25 @@ func (st *Stack) functions(assets *Assets) error {
 	settings.VectorFormat, settings.ZSTDLevel = c.VectorFormat, c.ZstdLevel
 	settings.EngineVersion, settings.LogLevel = c.GDALVersion, c.LogLevel
 	settings.Recipe = c.Recipe
+	// The run-time policy document (internal/policy, docs/operations.md):
+	// hashcheck (job deadline) and classify (routing rules) read it,
+	// cached for PolicyTTL; the others never ask. The stack stores the
+	// default document; an operator's `geomigrate policy put` (validated)
+	// stays in force across deploys until the default itself changes.
+	st.Policy = awsssm.NewStringParameter(st.Stack, s("PolicyParameter"), &awsssm.StringParameterProps{
+		ParameterName: s(PolicyParameterName),
+		StringValue:   s(string(policy.Default().JSON())),
+		Description:   s("geomigrate run-time policy: classification rules, alarm thresholds, job deadline, backfill concurrency"),
+		Tier:          awsssm.ParameterTier_STANDARD,
+	})
+	withPolicy := settings
+	withPolicy.PolicyParameter = PolicyParameterName
+	if err := withPolicy.Check(); err != nil {
+		return err
+	}
+	readPolicy := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: s("ReadPolicyDocument"), Actions: strs("ssm:GetParameter"), Resources: arns(st.Policy.ParameterArn()),
+	})
 	// executionfailed also needs the dead-letter queue and the machine whose
 	// executions it closes.
 	closing := settings
@@ -366,8 +393,9 @@ func (st *Stack) functions(assets *Assets) error {
 	finalRe := `^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/` + regexpQuote(c.DestPrefix) + `\*$`
 	specs := map[string]spec{
 		"hashcheck": {memory: c.SmallMemoryMB, timeout: c.HashcheckTimeoutSeconds, reserved: c.SmallReservedConcurrency, ephemeral: 512,
-			desc: "fingerprints the source, compares with the destination and the state table, claims the work",
-			stmts: append([]awsiam.PolicyStatement{
+			settings: withPolicy,
+			desc:     "fingerprints the source, compares with the destination and the state table, claims the work",
+			stmts: append([]awsiam.PolicyStatement{readPolicy,
 				s3Statement("ReadSourcePrefixes", get, st.sourceObjects()...),
 				s3Statement("ListSourceFor404", list, src.BucketArn()),
 				s3Statement("HeadDestinationFinal", get, final),
@@ -395,8 +423,9 @@ func (st *Stack) functions(assets *Assets) error {
 			},
 			iam5: []string{stagingRe, finalRe}},
 		"classify": {memory: c.SmallMemoryMB, timeout: c.ClassifyTimeoutSeconds, reserved: c.SmallReservedConcurrency, ephemeral: 512,
-			desc: "classifies a caught error into a tier and route, records it, writes the job's quarantine bundle and deletes its staged outputs",
-			stmts: append([]awsiam.PolicyStatement{tableStmt,
+			settings: withPolicy,
+			desc:     "classifies a caught error into a tier and route, records it, writes the job's quarantine bundle and deletes its staged outputs",
+			stmts: append([]awsiam.PolicyStatement{tableStmt, readPolicy,
 				s3Statement("DeleteRoutedStaging", []string{"s3:DeleteObject"}, staging),
 				listStaging("ListRoutedStaging"),
 			}, quarantineStmts()...),
@@ -833,4 +862,5 @@ func (st *Stack) outputs() {
 	out("RemediationQueueUrl", st.Remediation.QueueUrl(), "data_specific failures")
 	out("DeadLetterQueueUrl", st.DeadLetter.QueueUrl(), "systemic / unknown failures")
 	out("AlarmTopicArn", st.AlarmTopic.TopicArn(), "subscribe to receive alarms")
+	out("PolicyParameterName", st.Policy.ParameterName(), "run-time policy document: geomigrate policy put FILE --backend aws --policy-parameter NAME")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
+	"github.com/geomigrate/geomigrate/internal/policy"
 )
 
 func TestEveryResourceIsThere(t *testing.T) {
@@ -29,6 +31,7 @@ func TestEveryResourceIsThere(t *testing.T) {
 		"AWS::SNS::Topic":                  1,
 		"AWS::CloudWatch::Dashboard":       1,
 		"Custom::S3BucketNotifications":    1,
+		"AWS::SSM::Parameter":              1, // the run-time policy document
 	}
 	for typ, n := range want {
 		must(t, typ, func() { b.template.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n))) })
@@ -529,6 +532,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			`s3:GetObject on <GetAtt:DestinationBucket\w+\.Arn>/\*`,
 			`s3:ListBucket on <GetAtt:DestinationBucket\w+\.Arn>`,
 			`dynamodb:(GetItem|PutItem|UpdateItem|ConditionCheckItem) on <GetAtt:StateTable\w+\.Arn>`,
+			policyGrant,
 			`xray:\w+ on \*`,
 		},
 		"ConvertRole": {
@@ -556,6 +560,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			`s3:(PutObject|GetObject|AbortMultipartUpload) on <GetAtt:DestinationBucket\w+\.Arn>/\.geomigrate-quarantine/\*`,
 			`s3:GetObject on <GetAtt:SourceBucket\w+\.Arn>/\S*\*`,
 			`s3:ListBucket on <GetAtt:SourceBucket\w+\.Arn>`,
+			policyGrant,
 			`xray:\w+ on \*`,
 		},
 		"ExecutionfailedRole": {
@@ -641,6 +646,48 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	if g := strings.Join(grants(b.statements(t, "PromoteRole")), "\n"); strings.Contains(g, "SourceBucket") {
 		t.Errorf("promote reaches the source:\n%s", g)
 	}
+}
+
+// policyGrant is the one read of the run-time policy parameter.
+const policyGrant = `ssm:GetParameter on arn:<Ref:AWS::Partition>:ssm:<Ref:AWS::Region>:<Ref:AWS::AccountId>:parameter<Ref:PolicyParameter\w+>`
+
+// TestPolicyParameter: the stack stores the default run-time policy
+// document, valid against the schema, and only hashcheck (job deadline) and
+// classify (routing rules) are told its name and may read it; the name is
+// a stack output for `geomigrate policy put`.
+func TestPolicyParameter(t *testing.T) {
+	b := defaultStack(t)
+	_, p := b.one(t, "AWS::SSM::Parameter", "PolicyParameter")
+	if p["Name"] != PolicyParameterName || p["Type"] != "String" || p["Tier"] != "Standard" {
+		t.Errorf("parameter %s", js(p))
+	}
+	value, _ := p["Value"].(string)
+	doc, err := policy.Parse([]byte(value))
+	if err != nil {
+		t.Fatalf("stored document: %v", err)
+	}
+	if !bytes.Equal(doc.JSON(), policy.Default().JSON()) {
+		t.Errorf("stored document is not the default:\n%s", value)
+	}
+	re := regexp.MustCompile("^" + policyGrant + "$")
+	for _, name := range FunctionNames {
+		id := strings.ToUpper(name[:1]) + name[1:]
+		_, fn := b.one(t, "AWS::Lambda::Function", id+"Function")
+		env := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
+		reads := name == "hashcheck" || name == "classify"
+		want := ""
+		if reads {
+			want = PolicyParameterName
+		}
+		if env["GEOMIGRATE_POLICY_PARAMETER"] != want {
+			t.Errorf("%s: GEOMIGRATE_POLICY_PARAMETER = %v, want %q", name, env["GEOMIGRATE_POLICY_PARAMETER"], want)
+		}
+		granted := slices.ContainsFunc(grants(b.statements(t, id+"Role")), re.MatchString)
+		if granted != reads {
+			t.Errorf("%s: may read the policy parameter: %v, want %v", name, granted, reads)
+		}
+	}
+	b.template.HasOutput(jsii.String("PolicyParameterName"), map[string]any{"Value": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("PolicyParameter.*"))}})
 }
 
 func (b *built) statementsOf(p map[string]any) []map[string]any {
