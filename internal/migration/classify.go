@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,7 +198,7 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 	}
 	rules := c.rules
 	if c.book != nil {
-		rules = append(c.book.RulesFor(ctx, job.DatasetID), c.rules...)
+		rules = append(slices.Clip(c.book.RulesFor(ctx, job.DatasetID)), c.rules...) // never into the book's array
 	}
 	rule := Match(rules, in.Error.Error, code)
 	out := ClassifyOutput{Tier: string(rule.Tier), Route: rule.Route, Message: RouteMessage{
