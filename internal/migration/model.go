@@ -22,7 +22,8 @@ type Invocation struct {
 	State     string `json:"state"`
 	Attempt   int    `json:"attempt"` // 0 on the first attempt
 	// Started is the execution's start time ($$.Execution.StartTime, RFC
-	// 3339), passed to HashCheck for the job deadline.
+	// 3339, https://docs.aws.amazon.com/step-functions/latest/dg/input-output-contextobject.html),
+	// passed to HashCheck for the job deadline.
 	Started string `json:"started,omitempty"`
 }
 

@@ -93,7 +93,11 @@ type Alarms struct {
 }
 
 // Backfill feeds the backfill's MaxConcurrencyPath and
-// ToleratedFailurePercentagePath.
+// ToleratedFailurePercentagePath. A Distributed Map runs at most 10,000
+// child executions at once
+// (https://docs.aws.amazon.com/step-functions/latest/dg/state-map-distributed.html);
+// the percentage is 0 to 100
+// (https://docs.aws.amazon.com/step-functions/latest/apireference/API_UpdateMapRun.html).
 type Backfill struct {
 	MaxConcurrency             int `json:"max_concurrency"`
 	ToleratedFailurePercentage int `json:"tolerated_failure_percentage"`
