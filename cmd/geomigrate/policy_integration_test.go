@@ -11,16 +11,19 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/policy"
 )
 
-// TestPolicyPutOnMoto: `geomigrate policy put` stores a valid document as
+// TestPolicyPutAndBackfillOnMoto: `geomigrate policy put` stores a valid document as
 // a new version of the parameter and refuses a bad one without touching
-// it.
-func TestPolicyPutOnMoto(t *testing.T) {
+// it; `backfill --backend aws` then starts the backfill state machine with
+// the document's max_concurrency in its input (the Map's
+// MaxConcurrencyPath), and with --workers when that is given.
+func TestPolicyPutAndBackfillOnMoto(t *testing.T) {
 	m := motoServer(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", "geomigrate-test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "geomigrate-test-secret")
@@ -57,5 +60,29 @@ func TestPolicyPutOnMoto(t *testing.T) {
 	}
 	if d, err := policy.Parse([]byte(*got.Parameter.Value)); err != nil || d.Backfill.MaxConcurrency != 25 {
 		t.Errorf("stored %s (%v)", *got.Parameter.Value, err)
+	}
+
+	states := sfn.NewFromConfig(cfg, func(so *sfn.Options) { so.BaseEndpoint = aws.String(m.endpoint) })
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{nil, `"max_concurrency":25`},
+		{[]string{"--workers", "3"}, `"max_concurrency":3`},
+	} {
+		// A machine each: the CLI names executions by the second.
+		machine, err := states.CreateStateMachine(ctx, &sfn.CreateStateMachineInput{
+			Name:       aws.String(fmt.Sprintf("backfill-%d", time.Now().UnixNano())),
+			Definition: aws.String(`{"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}`),
+			RoleArn:    aws.String("arn:aws:iam::123456789012:role/geomigrate-test"),
+		})
+		if err != nil {
+			t.Fatalf("CreateStateMachine: %v", err)
+		}
+		args := append(append([]string{"backfill", "--prefix", "incoming/", "--state-machine-arn", *machine.StateMachineArn}, awsFlags...), tc.extra...)
+		out, _, err := run(t, args...)
+		if err != nil || !strings.Contains(out, tc.want) || !strings.Contains(out, `"tolerated_failure_percentage":100`) {
+			t.Errorf("backfill %v: %v\n%s", tc.extra, err, out)
+		}
 	}
 }
