@@ -129,6 +129,9 @@ func (c *Classify) Handle(ctx context.Context, in ClassifyInput) (ClassifyOutput
 	log := logFor(c.log, in.Context, in.Source.Key)
 	out, err := c.classify(ctx, in)
 	c.meter().classify(in, out, err)
+	if err == nil && out.Tier != "" {
+		c.meter().jobEnded(out.Message.Key, out.Tier, c.fallbackThresholds())
+	}
 	logOutcome(ctx, log, "classify", err, slog.String("job", out.Message.JobID), slog.String("tier", out.Tier),
 		slog.String("route", out.Route), slog.String("caught", in.Error.Error), slog.String("code", out.Message.Code))
 	return out, boundary(err, in.Context)

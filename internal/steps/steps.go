@@ -15,6 +15,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -32,6 +33,10 @@ type Ports struct {
 	// calls to each bucket: while a bucket's breaker is open they fail fast
 	// with a fault.BreakerOpenError, which the state machine waits out.
 	Breaker *breaker.Breaker
+	// FallbackThresholds returns the fallback-rate thresholds Promote and
+	// Classify report with every job's end (nil: signals.DefaultThresholds);
+	// the alarms compare the rates with what was reported.
+	FallbackThresholds func() signals.Thresholds
 }
 
 // objects is Store behind the breaker (Store itself without one).
@@ -59,14 +64,15 @@ func (p Ports) Convert(engine recipe.Engine, validate migration.OutputValidator)
 
 // Promote returns the Promote handler.
 func (p Ports) Promote() *migration.Promote {
-	return migration.NewPromote(p.Config, p.objects(), p.Tracker, p.log()).WithMetrics(p.Metrics)
+	return migration.NewPromote(p.Config, p.objects(), p.Tracker, p.log()).WithMetrics(p.Metrics).WithFallbackThresholds(p.FallbackThresholds)
 }
 
 // Classify returns the Classify handler with the default rules; it deletes
 // the staged outputs of the jobs it routes and writes their quarantine
 // bundles.
 func (p Ports) Classify() *migration.Classify {
-	return migration.NewClassify(p.Tracker, nil, p.log()).WithMetrics(p.Metrics).WithStagingCleanup(p.Store, p.Config).WithQuarantine(p.Quarantine)
+	return migration.NewClassify(p.Tracker, nil, p.log()).WithMetrics(p.Metrics).WithFallbackThresholds(p.FallbackThresholds).
+		WithStagingCleanup(p.Store, p.Config).WithQuarantine(p.Quarantine)
 }
 
 // ExecutionFailed returns the handler that closes the jobs of executions
