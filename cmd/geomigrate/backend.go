@@ -22,6 +22,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 	"github.com/geomigrate/geomigrate/internal/steps"
+	"github.com/geomigrate/geomigrate/internal/tracing"
 	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
@@ -169,7 +170,9 @@ func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = slog.New(book.Handler(log.Handler()))
+	// trace_id (one per execution, set by the runner) goes on each record
+	// before the log book keeps it for the quarantine bundles.
+	log = slog.New(tracing.Handler(book.Handler(log.Handler())))
 	bundles, err := newQuarantine(lb, engine, book, cfg.StagingPrefix, r.handlers.QuarantineCopyLimit)
 	if err != nil {
 		lb.Close()

@@ -14,6 +14,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/tracing"
 )
 
 // Routes.
@@ -78,6 +79,9 @@ type RouteMessage struct {
 	// none when writing it failed (the job is routed regardless).
 	Bundle      string `json:"bundle,omitempty"`
 	BundleError string `json:"bundle_error,omitempty"`
+	// TraceID is the execution's trace (X-Ray on AWS, generated per
+	// execution locally): its log lines carry the same trace_id.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Classify turns a caught error into a tier, a route and a message, and
@@ -180,8 +184,9 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		SourceSHA256: job.SourceSHA256, RecipeHash: job.RecipeHash,
 		Tier: string(rule.Tier), Route: rule.Route, Error: in.Error.Error, Code: string(code), Message: msg,
 		Cause: in.Error.Cause, Attempts: attempts, Execution: in.Context.Execution, FailedAt: c.now().UTC(),
-		Hint:   hint(rule.Tier, code, in.Error.Error),
-		Replay: Source{Bucket: job.SourceBucket, Key: job.SourceKey, KeyEncoding: "plain", DatasetID: job.DatasetID},
+		Hint:    hint(rule.Tier, code, in.Error.Error),
+		Replay:  Source{Bucket: job.SourceBucket, Key: job.SourceKey, KeyEncoding: "plain", DatasetID: job.DatasetID},
+		TraceID: tracing.ID(ctx),
 	}}
 	to := statestore.Quarantined
 	if rule.Route == RouteRemediation {

@@ -39,6 +39,15 @@ type Ports struct {
 	FallbackThresholds func() signals.Thresholds
 }
 
+// Thresholds are the fallback-rate thresholds in force now
+// (FallbackThresholds, else signals.DefaultThresholds).
+func (p Ports) Thresholds() signals.Thresholds {
+	if p.FallbackThresholds == nil {
+		return signals.DefaultThresholds
+	}
+	return p.FallbackThresholds().OrDefault()
+}
+
 // objects is Store behind the breaker (Store itself without one).
 func (p Ports) objects() objectstore.Store { return breaker.Objects(p.Store, p.Breaker) }
 
