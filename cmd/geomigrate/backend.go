@@ -19,6 +19,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 	"github.com/geomigrate/geomigrate/internal/steps"
@@ -324,7 +325,11 @@ type stateView struct {
 	db     statestore.Backend
 	where  string
 	queues []queueDepth
-	close  func() error
+	// deadLetterAge reads the dead-letter queue's depth and oldest message
+	// (nil: the adapter cannot tell its age; SQS has it only as a
+	// CloudWatch metric, which the stack's alarm watches).
+	deadLetterAge func(context.Context) (*signals.QueueAge, error)
+	close         func() error
 }
 
 // openStateView opens the state store and the queues of earlier runs,

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/breaker"
+	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -108,6 +110,9 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 		}
 		fmt.Fprintf(stdout, "queue %-12s %d message(s)%s  %s\n", q.name, d.Visible, inFlight, q.where)
 	}
+	if err := printStatusSignals(ctx, stdout, v); err != nil {
+		return err
+	}
 	if bs, ok := db.(breaker.Store); ok {
 		if err := printBreakers(ctx, stdout, bs, time.Now()); err != nil {
 			return err
@@ -173,4 +178,37 @@ func printBreakers(ctx context.Context, w io.Writer, s breaker.Store, now time.T
 		_, err := fmt.Fprintln(w, line)
 		return err
 	})
+}
+
+// printStatusSignals writes the fallback rates of the sources on record
+// (each source's latest job: a file fixed and migrated since is no longer
+// routed), the recovery latencies of those completed after a routing, and
+// the dead-letter queue's age. The thresholds are the defaults: status
+// judges, it does not run with a policy.
+func printStatusSignals(ctx context.Context, w io.Writer, v *stateView) error {
+	latest, err := statestore.LatestPerSource(ctx, v.db)
+	if err != nil {
+		return err
+	}
+	var ends []signals.End
+	for _, l := range latest {
+		switch j := l.Job; j.Status {
+		case statestore.Completed:
+			ends = append(ends, signals.End{Key: j.SourceKey})
+		case statestore.Remedial, statestore.Quarantined:
+			ends = append(ends, signals.End{Key: j.SourceKey, Tier: signals.TierOf(j.Tier)})
+		}
+	}
+	var all []statestore.Job
+	if err := v.db.List(ctx, "", func(j statestore.Job) error { all = append(all, j); return nil }); err != nil {
+		return err
+	}
+	s := signals.Compute(ends, signals.Recoveries(all), signals.DefaultThresholds)
+	if v.deadLetterAge != nil {
+		if s.DeadLetter, err = v.deadLetterAge(ctx); err != nil {
+			return err
+		}
+	}
+	localrun.PrintSignals(w, s)
+	return nil
 }
