@@ -139,7 +139,7 @@ func PrintSignals(w io.Writer, s signals.Signals) {
 	}
 }
 
-// breachAdvice is what the seed's tuning rules say a tier's high rate means.
+// breachAdvice is what a tier's high rate calls for (docs/operations.md).
 func breachAdvice(tier string) string {
 	switch tier {
 	case "data_specific":

@@ -37,7 +37,7 @@ type Thresholds struct {
 	TransientRate    float64 `json:"transient_rate"`
 }
 
-// DefaultThresholds are the seed's: data-specific above 5 %, transient
+// DefaultThresholds (docs/operations.md): data-specific above 5 %, transient
 // routing above 15 %.
 var DefaultThresholds = Thresholds{DataSpecificRate: 0.05, TransientRate: 0.15}
 
