@@ -244,7 +244,7 @@ func closeEnded(ctx context.Context, ended func(context.Context, migration.Ended
 			o.Outputs = []string{out.DestKey}
 		}
 	case out.MessageID != "":
-		o.Status, o.JobID, o.Hint, o.Bundle = StatusDeadLetter, out.JobID, out.Hint, out.Bundle
+		o.Status, o.JobID, o.Hint, o.Bundle, o.Tier = StatusDeadLetter, out.JobID, out.Hint, out.Bundle, out.Tier
 		o.Message += " (job " + out.Outcome + "; dead-letter message " + out.MessageID + ")"
 	}
 }

@@ -73,6 +73,16 @@ func (p *Promote) WithFallbackThresholds(th func() signals.Thresholds) *Promote 
 	return p
 }
 
+// WithMetrics makes h report to m (nil: no metrics), returning h for chaining.
+func (h *ExecutionFailed) WithMetrics(m Metrics) *ExecutionFailed { h.metrics = m; return h }
+
+// WithFallbackThresholds makes h report the thresholds th returns at each
+// job's end (nil: signals.DefaultThresholds).
+func (h *ExecutionFailed) WithFallbackThresholds(th func() signals.Thresholds) *ExecutionFailed {
+	h.thresholds = th
+	return h
+}
+
 // WithFallbackThresholds makes c report the thresholds th returns at each
 // job's end (nil: signals.DefaultThresholds).
 func (c *Classify) WithFallbackThresholds(th func() signals.Thresholds) *Classify {

@@ -89,5 +89,6 @@ func (p Ports) Classify() *migration.Classify {
 // limits it to that machine's executions. With a nil Store it leaves
 // staged outputs to the bucket's lifecycle rule.
 func (p Ports) ExecutionFailed(deadLetter queue.Sender, stateMachine string) *migration.ExecutionFailed {
-	return migration.NewExecutionFailed(p.Config, p.Store, p.Tracker, deadLetter, p.log()).ForStateMachine(stateMachine).WithQuarantine(p.Quarantine)
+	return migration.NewExecutionFailed(p.Config, p.Store, p.Tracker, deadLetter, p.log()).ForStateMachine(stateMachine).WithQuarantine(p.Quarantine).
+		WithMetrics(p.Metrics).WithFallbackThresholds(p.FallbackThresholds)
 }
