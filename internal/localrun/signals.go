@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -67,18 +68,49 @@ func Recovered(ctx context.Context, jobs JobReader, outcomes []Outcome, everySou
 		}
 		return signals.Recoveries(records), nil
 	}
-	var out []signals.Latency
-	for _, id := range ids {
-		j, err := jobs.Get(ctx, id)
+	// One read per completed job, recoveryReaders at a time: a backfill of
+	// thousands of files must not wait for thousands of sequential reads.
+	found := make([]*signals.Latency, len(ids))
+	errs := make([]error, len(ids))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(recoveryReaders, len(ids)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				j, err := jobs.Get(ctx, ids[i])
+				if err != nil {
+					errs[i] = fmt.Errorf("localrun.Recovered: %s: %w", ids[i], err)
+					continue
+				}
+				if l, ok := signals.RecoveryOf(j.History); ok {
+					found[i] = &l
+				}
+			}
+		}()
+	}
+	for i := range ids {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("localrun.Recovered: %s: %w", id, err)
+			return nil, err // the first; the others are most likely the same
 		}
-		if l, ok := signals.RecoveryOf(j.History); ok {
-			out = append(out, l)
+	}
+	var out []signals.Latency
+	for _, l := range found {
+		if l != nil {
+			out = append(out, *l)
 		}
 	}
 	return out, nil
 }
+
+// recoveryReaders bounds the concurrent reads of Recovered.
+const recoveryReaders = 16
 
 // DeadLetterAge reads the local dead-letter queue file at path: the
 // messages not deleted and the oldest one's age at now.
