@@ -67,15 +67,18 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 			listed = append(listed, j)
 		}
 	}
+	// One listing serves the rows, the counts and the signals (a scan of
+	// the table on AWS).
+	var all []statestore.Job
+	if err := db.List(ctx, "", func(j statestore.Job) error { all = append(all, j); return nil }); err != nil {
+		return err
+	}
+	latest := statestore.Latest(all)
 	if c.All {
-		if err := db.List(ctx, "", func(j statestore.Job) error { keep(j); return nil }); err != nil {
-			return err
+		for _, j := range all {
+			keep(j)
 		}
 	} else {
-		latest, err := statestore.LatestPerSource(ctx, db)
-		if err != nil {
-			return err
-		}
 		for _, l := range latest {
 			superseded += l.Superseded
 			keep(l.Job)
@@ -110,7 +113,7 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 		}
 		fmt.Fprintf(stdout, "queue %-12s %d message(s)%s  %s\n", q.name, d.Visible, inFlight, q.where)
 	}
-	if err := printStatusSignals(ctx, stdout, v); err != nil {
+	if err := printStatusSignals(ctx, stdout, v, all, latest); err != nil {
 		return err
 	}
 	if bs, ok := db.(breaker.Store); ok {
@@ -185,11 +188,7 @@ func printBreakers(ctx context.Context, w io.Writer, s breaker.Store, now time.T
 // routed), the recovery latencies of those completed after a routing, and
 // the dead-letter queue's age. The thresholds are the defaults: status
 // judges, it does not run with a policy.
-func printStatusSignals(ctx context.Context, w io.Writer, v *stateView) error {
-	latest, err := statestore.LatestPerSource(ctx, v.db)
-	if err != nil {
-		return err
-	}
+func printStatusSignals(ctx context.Context, w io.Writer, v *stateView, all []statestore.Job, latest []statestore.SourceLatest) error {
 	var ends []signals.End
 	for _, l := range latest {
 		switch j := l.Job; j.Status {
@@ -199,12 +198,9 @@ func printStatusSignals(ctx context.Context, w io.Writer, v *stateView) error {
 			ends = append(ends, signals.End{Key: j.SourceKey, Tier: signals.TierOf(j.Tier)})
 		}
 	}
-	var all []statestore.Job
-	if err := v.db.List(ctx, "", func(j statestore.Job) error { all = append(all, j); return nil }); err != nil {
-		return err
-	}
 	s := signals.Compute(ends, signals.Recoveries(all), signals.DefaultThresholds)
 	if v.deadLetterAge != nil {
+		var err error
 		if s.DeadLetter, err = v.deadLetterAge(ctx); err != nil {
 			return err
 		}
