@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/aws/constructs-go/constructs/v10"
+
+	"github.com/geomigrate/geomigrate/internal/signals"
 )
 
 // Config is everything a user may change, read from CDK context (cdk.json "context" or
@@ -52,7 +54,15 @@ type Config struct {
 	BackfillChildExecutionType  string // context backfillChildExecutionType: STANDARD | EXPRESS
 	RemediationRateThresholdPct int    // context remediationRateThresholdPercent
 	LambdaErrorsThreshold       int    // context lambdaErrorsThreshold (errors per 5 minutes)
-	AlarmEmail                  string // context alarmEmail: optional SNS e-mail subscription
+	// FallbackThresholds stand in for the thresholds the handlers report
+	// with every ended job (FallbackThreshold) in a period where none was
+	// reported; the alarms otherwise compare with what was reported, so a
+	// threshold changed at run time needs no redeploy. Not a context key:
+	// the run-time policy document is where thresholds are changed.
+	FallbackThresholds   signals.Thresholds
+	FallbackAlarmPeriods int    // context fallbackAlarmPeriods: consecutive 5-minute periods above a threshold before alarming ("sustained")
+	FallbackMinJobs      int    // context fallbackMinJobs: jobs that must end in a period for its rate to count
+	AlarmEmail           string // context alarmEmail: optional SNS e-mail subscription
 	// Recipe is the recipe file hashcheck reads at cold start
 	// (GEOMIGRATE_RECIPE): s3://BUCKET/KEY or ssm:NAME[:VERSION]; hashcheck
 	// is granted reading exactly that object or parameter.
@@ -216,6 +226,9 @@ func LoadConfig(scope constructs.Construct) (*Config, error) {
 		BackfillChildExecutionType:  strings.ToUpper(ctxString(n, "backfillChildExecutionType", "STANDARD")),
 		RemediationRateThresholdPct: geti("remediationRateThresholdPercent", 5),
 		LambdaErrorsThreshold:       geti("lambdaErrorsThreshold", 5),
+		FallbackThresholds:          signals.DefaultThresholds,
+		FallbackAlarmPeriods:        geti("fallbackAlarmPeriods", 3),
+		FallbackMinJobs:             geti("fallbackMinJobs", 20),
 		AlarmEmail:                  ctxString(n, "alarmEmail", ""),
 		Recipe:                      ctxString(n, "recipe", ""),
 		BuildDir:                    ctxString(n, "buildDir", "build"),
@@ -293,6 +306,15 @@ func (c *Config) validate() []string {
 	}
 	if c.ConvertMemoryMB < 128 || c.ConvertMemoryMB > 10240 || c.SmallMemoryMB < 128 || c.SmallMemoryMB > 10240 {
 		errs = append(errs, "function memory must be within 128..10240 MB")
+	}
+	if c.FallbackAlarmPeriods < 1 || c.FallbackAlarmPeriods > 288 {
+		errs = append(errs, fmt.Sprintf("fallbackAlarmPeriods %d: want 1..288 five-minute periods (a day at most)", c.FallbackAlarmPeriods))
+	}
+	if c.FallbackMinJobs < 1 {
+		errs = append(errs, fmt.Sprintf("fallbackMinJobs %d: want at least 1", c.FallbackMinJobs))
+	}
+	if err := c.FallbackThresholds.Validate(); err != nil {
+		errs = append(errs, err.Error())
 	}
 	if c.ConvertEphemeralMB < 512 || c.ConvertEphemeralMB > 10240 {
 		errs = append(errs, "convertEphemeralMB must be within 512..10240")

@@ -28,8 +28,11 @@ import (
 	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/policy"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -788,6 +791,7 @@ func (st *Stack) alarmsAndDashboard() {
 			},
 			Label: s("unrouted failures"), Period: five,
 		}), 0, gt)
+	st.fallbackAlarms(action)
 	alarm("BackfillFailed", "a backfill execution failed (tolerated-failure threshold exceeded, reader or writer error)",
 		st.Backfill.MetricFailed(sumOpts), 0, gt)
 	// The handlers' EMF metric (internal/breaker.CountTransitions): a bucket's
@@ -847,6 +851,102 @@ func (st *Stack) alarmsAndDashboard() {
 		depth = append(depth, label(q.q.MetricApproximateNumberOfMessagesVisible(maxOpts), q.l))
 	}
 	dash.AddWidgets(awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Queue depth"), Width: n(24), Left: &depth}))
+
+	// The fallback-rate signals (docs/operations.md): rate per tier, the
+	// data-specific rate per dataset type (a spike there points at one
+	// upstream source), recovery latency after replays.
+	var byTier, byType []awscloudwatch.IMetric
+	for _, tier := range signals.Tiers {
+		byTier = append(byTier, fallbackRate(tier, ""))
+	}
+	for _, dt := range []string{"raster", "vector"} {
+		byType = append(byType, fallbackRate(string(fault.TierDataSpecific), dt))
+	}
+	recovery := []awscloudwatch.IMetric{
+		label(fallbackMetric(migration.MetricRecoveryLatency, "p50", map[string]*string{}), "median"),
+		label(fallbackMetric(migration.MetricRecoveryLatency, "Maximum", map[string]*string{}), "max"),
+	}
+	dash.AddWidgets(
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Fallback rate by tier (routed / jobs ended)"), Width: n(8), Left: &byTier}),
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Data-specific fallback rate by dataset type"), Width: n(8), Left: &byType}),
+		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Recovery latency, routed to completed after replay (s)"), Width: n(8), Left: &recovery}),
+	)
+}
+
+// fallbackMetric is one of the handlers' fallback-rate metrics
+// (internal/migration: JobsEnded, JobsRouted, FallbackThreshold,
+// RecoveryLatency) over 5 minutes.
+func fallbackMetric(name, statistic string, dims map[string]*string) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: s(emf.Namespace), MetricName: s(name), DimensionsMap: &dims,
+		Statistic: s(statistic), Period: mins(5),
+	})
+}
+
+// fallbackRate is fallback_rate = routed / jobs of one tier (and dataset
+// type, when given) per 5 minutes: JobsRouted is only sent when a job is
+// routed, so a period with none is 0.
+func fallbackRate(tier, datasetType string) awscloudwatch.MathExpression {
+	routedDims := map[string]*string{migration.DimTier: s(tier)}
+	jobsDims := map[string]*string{}
+	label := tier
+	if datasetType != "" {
+		routedDims[migration.DimDatasetType] = s(datasetType)
+		jobsDims[migration.DimDatasetType] = s(datasetType)
+		label += " " + datasetType
+	}
+	// Ids are unique per metric: a graph of several rates shares one id space.
+	id := strings.ReplaceAll(label, " ", "_")
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: s(fmt.Sprintf("FILL(routed_%s, 0) / jobs_%s", id, id)),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"routed_" + id: fallbackMetric(migration.MetricJobsRouted, "Sum", routedDims),
+			"jobs_" + id:   fallbackMetric(migration.MetricJobsEnded, "Sum", jobsDims),
+		},
+		Label: s(label), Period: mins(5),
+	})
+}
+
+// fallbackAlarms alarm when a tier's fallback rate stays above its
+// threshold. The threshold is not fixed here: Promote and Classify report
+// the one they were given with every ended job (FallbackThreshold, from the
+// run-time policy), and the expression compares the rate with it, so a new
+// threshold takes effect without a redeploy; the configured default stands
+// in for a period without a reported one. The expression is a breach flag
+// (1 or 0), alarmed when it is 1 for FallbackAlarmPeriods periods in a row,
+// and only periods where FallbackMinJobs jobs ended count (three failures
+// of five files is not a trend).
+func (st *Stack) fallbackAlarms(action awscloudwatchactions.SnsAction) {
+	c := st.Config
+	for _, a := range []struct {
+		id, tier, desc string
+		def            float64
+	}{
+		{"FallbackDataSpecificRate", string(fault.TierDataSpecific), "data-specific fallback rate (JobsRouted / JobsEnded) above its threshold: upstream corruption or schema drift; investigate the source before changing thresholds", c.FallbackThresholds.DataSpecificRate},
+		{"FallbackTransientRate", string(fault.TierTransient), "transient fallback rate (retries exhausted, JobsRouted / JobsEnded) above its threshold: add capacity or raise back-off ceilings rather than lowering the retry ceiling", c.FallbackThresholds.TransientRate},
+	} {
+		tierDims := map[string]*string{migration.DimTier: s(a.tier)}
+		breach := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: s(fmt.Sprintf("IF(jobs >= %d, IF(FILL(routed, 0) / jobs > FILL(threshold, %g), 1, 0), 0)", c.FallbackMinJobs, a.def)),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{
+				"routed":    fallbackMetric(migration.MetricJobsRouted, "Sum", tierDims),
+				"jobs":      fallbackMetric(migration.MetricJobsEnded, "Sum", map[string]*string{}),
+				"threshold": fallbackMetric(migration.MetricFallbackThreshold, "Maximum", tierDims),
+			},
+			Label: s(a.tier + " fallback rate above threshold (1) or not (0)"), Period: mins(5),
+		})
+		alarm := awscloudwatch.NewAlarm(st.Stack, s(a.id), &awscloudwatch.AlarmProps{
+			AlarmName:          s(c.NamePrefix + "-" + a.id),
+			AlarmDescription:   s(fmt.Sprintf("%s, for %d consecutive 5-minute periods with at least %d jobs ended (default threshold %g)", a.desc, c.FallbackAlarmPeriods, c.FallbackMinJobs, a.def)),
+			Metric:             breach,
+			Threshold:          n(0),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+			EvaluationPeriods:  n(float64(c.FallbackAlarmPeriods)),
+			DatapointsToAlarm:  n(float64(c.FallbackAlarmPeriods)),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		alarm.AddAlarmAction(action)
+	}
 }
 
 func (st *Stack) outputs() {

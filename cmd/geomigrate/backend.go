@@ -20,9 +20,11 @@ import (
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 	"github.com/geomigrate/geomigrate/internal/steps"
+	"github.com/geomigrate/geomigrate/internal/tracing"
 	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
@@ -183,7 +185,9 @@ func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	log = slog.New(book.Handler(log.Handler()))
+	// trace_id (one per execution, set by the runner) goes on each record
+	// before the log book keeps it for the quarantine bundles.
+	log = slog.New(tracing.Handler(book.Handler(log.Handler())))
 	bundles, err := newQuarantine(lb, engine, book, cfg.StagingPrefix, r.handlers.QuarantineCopyLimit)
 	if err != nil {
 		lb.Close()
@@ -335,7 +339,11 @@ type stateView struct {
 	db     statestore.Backend
 	where  string
 	queues []queueDepth
-	close  func() error
+	// deadLetterAge reads the dead-letter queue's depth and oldest message
+	// (nil: the adapter cannot tell its age; SQS has it only as a
+	// CloudWatch metric, which the stack's alarm watches).
+	deadLetterAge func(context.Context) (*signals.QueueAge, error)
+	close         func() error
 }
 
 // openStateView opens the state store and the queues of earlier runs,

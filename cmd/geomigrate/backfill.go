@@ -128,6 +128,7 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	}
 	report := localrun.NewReport(started, outcomes)
 	report.Backend, report.Dest, report.Workers, report.Recipe = backendLocal, f.Dest, f.Workers, be.handlers.Recipe().CanonicalJSON()
+	addSignals(e.ctx, report, be, func(msg string) { fmt.Fprintln(e.stderr, msg) })
 	reportPath := f.Report
 	if reportPath == "" {
 		reportPath = filepath.Join(be.paths.reports, "backfill-"+started.UTC().Format("20060102T150405.000")+".json")

@@ -24,6 +24,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
 )
@@ -170,7 +171,9 @@ func openLocalStateView(dest, stateDir string) (*stateView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &stateView{db: bolt, where: paths.db, close: bolt.Close}
+	v := &stateView{db: bolt, where: paths.db, close: bolt.Close, deadLetterAge: func(ctx context.Context) (*signals.QueueAge, error) {
+		return localrun.DeadLetterAge(ctx, paths.deadLetter, time.Now())
+	}}
 	for _, q := range []struct{ name, path string }{{"remediation", paths.remediation}, {"dead-letter", paths.deadLetter}} {
 		v.queues = append(v.queues, queueDepth{name: q.name, where: q.path, depth: func(ctx context.Context) (queue.Depth, error) {
 			n, err := countMessages(ctx, q.path)

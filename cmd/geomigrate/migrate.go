@@ -21,6 +21,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -317,6 +318,7 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 
 	report := localrun.NewReport(started, append(outcomes, x.pre...))
 	report.Backend, report.Dest, report.Workers, report.Recipe = x.be.name, f.Dest, f.Workers, recipe.CanonicalJSON()
+	addSignals(context.WithoutCancel(ctx), report, x.be, prog.notice)
 	reportPath := x.report
 	if reportPath == "" {
 		reportPath = f.Report
@@ -385,4 +387,21 @@ func loadBuckets(paths localPaths) (map[string]string, error) {
 		return nil, fmt.Errorf("read bucket map %s: %w", paths.buckets, err)
 	}
 	return known, nil
+}
+
+// addSignals puts the run's fallback rates, recovery latencies and (locally)
+// the dead-letter queue into the report. What cannot be read is noticed
+// and left out; the report is written regardless.
+func addSignals(ctx context.Context, report *localrun.Report, be *backend, notice func(string)) {
+	recovered, err := localrun.Recovered(ctx, be.tracker(), report.Files, be.local != nil)
+	if err != nil {
+		notice(fmt.Sprintf("geomigrate: recovery latency not reported: %v", err))
+	}
+	var deadLetter *signals.QueueAge
+	if be.local != nil {
+		if deadLetter, err = localrun.DeadLetterAge(ctx, be.paths.deadLetter, time.Now()); err != nil {
+			notice(fmt.Sprintf("geomigrate: dead-letter queue not reported: %v", err))
+		}
+	}
+	report.AddSignals(be.ports.Thresholds(), recovered, deadLetter)
 }

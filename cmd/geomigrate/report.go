@@ -93,6 +93,7 @@ func pageRun(source string, r *localrun.Report, dest string, local bool) htmlrep
 	run := htmlreport.Run{
 		Source: source, SchemaVersion: r.SchemaVersion, Started: r.Started, Finished: r.Finished, Seconds: r.Seconds,
 		Backend: r.Backend, Dest: r.Dest, Workers: r.Workers, Generator: "geomigrate " + buildinfo.Version,
+		Signals: r.Signals,
 	}
 	for _, o := range r.Files {
 		f := htmlreport.File{

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/breaker"
+	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -65,15 +67,18 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 			listed = append(listed, j)
 		}
 	}
+	// One listing serves the rows, the counts and the signals (a scan of
+	// the table on AWS).
+	var all []statestore.Job
+	if err := db.List(ctx, "", func(j statestore.Job) error { all = append(all, j); return nil }); err != nil {
+		return err
+	}
+	latest := statestore.Latest(all)
 	if c.All {
-		if err := db.List(ctx, "", func(j statestore.Job) error { keep(j); return nil }); err != nil {
-			return err
+		for _, j := range all {
+			keep(j)
 		}
 	} else {
-		latest, err := statestore.LatestPerSource(ctx, db)
-		if err != nil {
-			return err
-		}
 		for _, l := range latest {
 			superseded += l.Superseded
 			keep(l.Job)
@@ -107,6 +112,9 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 			inFlight = fmt.Sprintf(" (+%d in flight)", d.InFlight)
 		}
 		fmt.Fprintf(stdout, "queue %-12s %d message(s)%s  %s\n", q.name, d.Visible, inFlight, q.where)
+	}
+	if err := printStatusSignals(ctx, stdout, v, all, latest); err != nil {
+		return err
 	}
 	if bs, ok := db.(breaker.Store); ok {
 		if err := printBreakers(ctx, stdout, bs, time.Now()); err != nil {
@@ -173,4 +181,30 @@ func printBreakers(ctx context.Context, w io.Writer, s breaker.Store, now time.T
 		_, err := fmt.Fprintln(w, line)
 		return err
 	})
+}
+
+// printStatusSignals writes the fallback rates of the sources on record
+// (each source's latest job: a file fixed and migrated since is no longer
+// routed), the recovery latencies of those completed after a routing, and
+// the dead-letter queue's age. The thresholds are the defaults: status
+// judges, it does not run with a policy.
+func printStatusSignals(ctx context.Context, w io.Writer, v *stateView, all []statestore.Job, latest []statestore.SourceLatest) error {
+	var ends []signals.End
+	for _, l := range latest {
+		switch j := l.Job; j.Status {
+		case statestore.Completed:
+			ends = append(ends, signals.End{Key: j.SourceKey})
+		case statestore.Remedial, statestore.Quarantined:
+			ends = append(ends, signals.End{Key: j.SourceKey, Tier: signals.TierOf(j.Tier)})
+		}
+	}
+	s := signals.Compute(ends, signals.Recoveries(all), signals.DefaultThresholds)
+	if v.deadLetterAge != nil {
+		var err error
+		if s.DeadLetter, err = v.deadLetterAge(ctx); err != nil {
+			return err
+		}
+	}
+	localrun.PrintSignals(w, s)
+	return nil
 }

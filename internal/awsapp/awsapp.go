@@ -34,6 +34,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 	"github.com/geomigrate/geomigrate/internal/steps"
+	"github.com/geomigrate/geomigrate/internal/tracing"
 )
 
 // Variables the Lambda runtime (and aws-lambda-rie) sets; they are the
@@ -279,7 +280,8 @@ func (a *App) quarantine(s config.AWS, copyLimit int64) error {
 		return fmt.Errorf("awsapp: quarantine prefix %q lies inside the staging prefix %q", prefix, a.Config.StagingPrefix)
 	}
 	a.Logs = quarantine.NewLogBook(slog.LevelInfo)
-	a.Log = slog.New(a.Logs.Handler(a.Log.Handler()))
+	// The trace id goes on the record before the log book copies it.
+	a.Log = slog.New(tracing.Handler(a.Logs.Handler(a.Log.Handler())))
 	fn := os.Getenv(EnvLambdaFunction)
 	if fn == "" {
 		fn = "this process"
@@ -304,14 +306,15 @@ func (a *App) Queue(url string) *sqsqueue.Queue {
 }
 
 // NewLambdaLogger returns aws-lambda-go's lambdacontext logger (requestId on
-// every line, AWS_LAMBDA_LOG_LEVEL honoured) in JSON. lambdacontext chooses
+// every line, AWS_LAMBDA_LOG_LEVEL honoured) in JSON, with the invocation's
+// X-Ray trace id (trace_id, internal/tracing) on every line. lambdacontext chooses
 // JSON only when AWS_LAMBDA_LOG_FORMAT=JSON (the function's LoggingFormat);
 // otherwise the same handler shape is built here over slog's JSON handler,
 // so the logs are JSON either way. level (debug, info, warn, error:
 // config.Lambda.LogLevel) applies unless Lambda sets AWS_LAMBDA_LOG_LEVEL.
 func NewLambdaLogger(level string) *slog.Logger {
 	if strings.EqualFold(os.Getenv(envLambdaLogFormat), "JSON") {
-		return lambdacontext.NewLogger()
+		return slog.New(tracing.Handler(lambdacontext.NewLogger().Handler()))
 	}
 	if v := os.Getenv(envLambdaLogLevel); v != "" {
 		level = v
@@ -320,7 +323,7 @@ func NewLambdaLogger(level string) *slog.Logger {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		lv = slog.LevelInfo
 	}
-	return slog.New(requestIDHandler{slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: lv, ReplaceAttr: lambdacontext.ReplaceAttr})})
+	return slog.New(tracing.Handler(requestIDHandler{slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: lv, ReplaceAttr: lambdacontext.ReplaceAttr})}))
 }
 
 // requestIDHandler adds the Lambda request ID, as lambdacontext's handler does.

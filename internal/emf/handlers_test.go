@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
 )
@@ -85,7 +87,11 @@ func TestHandlersEmitMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = metricLines(t, &buf)
-	want = []string{"Classified{Tier=data_specific,Route=remediation}=1"}
+	want = []string{"Classified{Tier=data_specific,Route=remediation}=1",
+		// the job ended, routed: fallback_rate's numerator and denominator, and the thresholds
+		"JobsEnded{}=1", "JobsEnded{DatasetType=raster}=1", "JobsEnded{Format=tif}=1",
+		"JobsRouted{Tier=data_specific}=1", "JobsRouted{Tier=data_specific,DatasetType=raster}=1", "JobsRouted{Tier=data_specific,Format=tif}=1",
+		"FallbackThreshold{Tier=data_specific}=0.05", "FallbackThreshold{Tier=transient}=0.15"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("metrics %v, want %v", got, want)
 	}
@@ -96,5 +102,71 @@ func TestHandlersEmitMetrics(t *testing.T) {
 	_, _ = hc.Handle(ctx, migration.HashCheckInput{Source: migration.Source{Bucket: "src", Key: "missing.tif"}, Context: migration.Invocation{Attempt: 1}})
 	if buf.Len() != 0 {
 		t.Errorf("metrics written after WithMetrics(nil): %s", buf.String())
+	}
+}
+
+// TestPromoteEmitsRecoveryLatency: a job dead-lettered after its retries and
+// completed by a replay half an hour later counts once as ended (not
+// routed) and reports 30 minutes of recovery under the tier of its routing;
+// the thresholds reported are those the handler was given.
+func TestPromoteEmitsRecoveryLatency(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New("src", "dest")
+	if _, err := store.Put(ctx, objectstore.PutRequest{Bucket: "src", Key: "roads.gpkg", Body: strings.NewReader("data"), Size: 4}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tracker := statestore.NewTracker(statestoretest.NewMemory(), statestore.WithClock(func() time.Time { return now }))
+	cfg := migration.Config{DestBucket: "dest"}
+	log := slog.New(slog.DiscardHandler)
+	var buf bytes.Buffer
+	m := emf.New(&buf, "geomigrate")
+	th := func() signals.Thresholds { return signals.Thresholds{DataSpecificRate: 0.02, TransientRate: 0.3} }
+	hc := migration.NewHashCheck(cfg, store, tracker, migration.StoreFingerprinter{Store: store}, log)
+	cl := migration.NewClassify(tracker, nil, log).WithMetrics(m).WithFallbackThresholds(th)
+	pr := migration.NewPromote(cfg, store, tracker, log).WithMetrics(m).WithFallbackThresholds(th)
+
+	first, err := hc.Handle(ctx, migration.HashCheckInput{Source: migration.Source{Bucket: "src", Key: "roads.gpkg"}, Context: migration.Invocation{Execution: "x1", State: "HashCheck"}})
+	if err != nil || first.Decision != migration.DecisionConvert {
+		t.Fatalf("first HashCheck: %+v %v", first, err)
+	}
+	if _, err := cl.Handle(ctx, migration.ClassifyInput{Source: first.Source, Job: first.Job,
+		Error:   migration.CaughtError{Error: "TransientError", Cause: `{"errorMessage":"S3 SlowDown [attempt 5]","errorType":"TransientError"}`},
+		Context: migration.Invocation{Execution: "x1", State: "Classify"}}); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(30 * time.Minute)
+	again, err := hc.Handle(ctx, migration.HashCheckInput{Source: migration.Source{Bucket: "src", Key: "roads.gpkg"}, Context: migration.Invocation{Execution: "x2", State: "HashCheck"}})
+	if err != nil || again.Decision != migration.DecisionConvert {
+		t.Fatalf("replayed HashCheck: %+v %v", again, err)
+	}
+	staged := again.Job.StagingPrefix + "roads.parquet"
+	if _, err := store.Put(ctx, objectstore.PutRequest{Bucket: "dest", Key: staged, Body: strings.NewReader("pq"), Size: 2}); err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	in := migration.PromoteInput{Job: again.Job, Context: migration.Invocation{Execution: "x2", State: "Promote"},
+		Converted: migration.ConvertOutput{Outputs: []migration.Artifact{{StagingKey: staged, DestKey: "roads.parquet", Size: 2}}}}
+	if _, err := pr.Handle(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	got := metricLines(t, &buf)
+	want := []string{"BytesPromoted{State=Promote}=2",
+		"JobsEnded{}=1", "JobsEnded{DatasetType=vector}=1", "JobsEnded{Format=gpkg}=1",
+		"FallbackThreshold{Tier=data_specific}=0.02", "FallbackThreshold{Tier=transient}=0.3",
+		"RecoveryLatency{}=1800", "RecoveryLatency{Tier=transient}=1800"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("metrics\n%v\nwant\n%v", got, want)
+	}
+
+	// The retry of a Promote whose response was lost finds the job
+	// completed: the job's end is not counted twice.
+	buf.Reset()
+	in.Context.Attempt = 1
+	if _, err := pr.Handle(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if got := metricLines(t, &buf); strings.Join(got, " ") != "Retries{State=Promote}=1 BytesPromoted{State=Promote}=2" {
+		t.Errorf("retry after completion wrote %v", got)
 	}
 }

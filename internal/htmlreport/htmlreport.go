@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/signals"
 )
 
 // Run is what the page shows: a run report, in the words of
@@ -35,6 +36,9 @@ type Run struct {
 	Workers       int
 	Generator     string // "geomigrate 1.2.3"
 	Files         []File
+	// Signals are the report's fallback rates, recovery latencies and
+	// dead-letter queue (nil: a report from before they existed).
+	Signals *signals.Signals
 }
 
 // File is one input's outcome. Status, Tier: the schema's values
@@ -266,6 +270,8 @@ func (p *page) tally() {
 
 var funcs = template.FuncMap{
 	"bytes": humanBytes,
+	"pct":   func(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) },
+	"secs":  func(s float64) string { return time.Duration(s * float64(time.Second)).Round(time.Second).String() },
 	"utc":   func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") },
 	"base":  path.Base,
 	"tier": func(t string) string {

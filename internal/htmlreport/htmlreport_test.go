@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/geomigrate/geomigrate/internal/signals"
 )
 
 // fakeRenderer draws a 2×1 PNG and remembers what it was asked for;
@@ -61,6 +63,13 @@ func sampleRun() Run {
 			{Dataset: "b", Key: "broken.tif", Status: "completed", Outputs: []Output{{Key: "broken.tif", Path: "/out/broken.tif"}}},
 			{Dataset: "b", Key: "remote.tif", Status: "completed", Outputs: []Output{{Key: "remote.tif"}}},
 		},
+		Signals: func() *signals.Signals {
+			s := signals.Compute([]signals.End{{Key: "dem.tif"}, {Key: "city.gpkg"}, {Key: "no_crs.tif", Tier: "data_specific"},
+				{Key: "x.tif", Tier: "transient"}, {Key: "broken.tif"}, {Key: "remote.tif"}},
+				[]signals.Latency{{Tier: "transient", Duration: 90 * time.Second}}, signals.Thresholds{})
+			s.DeadLetter = &signals.QueueAge{Depth: 1, OldestAgeSeconds: 7200}
+			return &s
+		}(),
 	}
 }
 
@@ -134,6 +143,22 @@ func TestWrite(t *testing.T) {
 	tierRows := tableRows(t, doc, "tier-totals")
 	if got := strings.Join(tierRows[1][:3], "|") + " " + strings.Join(tierRows[2][:3], "|"); got != "data-specific|1|0 transient|0|1" {
 		t.Errorf("tier rows %q", got)
+	}
+	// Fallback rates: 1 of 6 data-specific (16.7 %, above 5 %), 1 of 6
+	// transient (above 15 %), by dataset type and format.
+	fallback := tableRows(t, doc, "fallback-tiers")
+	if got := strings.Join(fallback[1], "|") + " " + strings.Join(fallback[2], "|") + " " + strings.Join(fallback[3], "|"); got !=
+		"data-specific|1|16.7 %|5.0 %|above threshold transient|1|16.7 %|15.0 %|above threshold systemic|0|0.0 %|-|" {
+		t.Errorf("fallback tier rows %q", got)
+	}
+	groups := tableRows(t, doc, "fallback-groups")
+	if got := len(groups); got != 1+2+2 || strings.Join(groups[1], "|") != "raster|5|2|40.0 %" || strings.Join(groups[4], "|") != ".tif|5|2|40.0 %" {
+		t.Errorf("fallback group rows %q", groups)
+	}
+	for _, s := range []string{"Fallback rate: 2 of 6 jobs that ended were routed (33.3 %)", "1 job(s), median 1m30s", "1 message(s), the oldest 2h0m0s old"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page lacks %q", s)
+		}
 	}
 	attention := tableRows(t, doc, "attention-files")
 	if len(attention) != 3 || attention[1][5] != "Assign one with gdal_edit.py -a_srs." || attention[2][0] != "b/<script>alert(1)</script>.tif" {

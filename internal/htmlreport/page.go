@@ -75,6 +75,25 @@ footer { margin-top: 30px; color: #8a93a5; font-size: 12px; }
 {{end}}</tbody>
 </table>
 
+{{with .Signals}}
+<h2 id="fallback">Fallback rate: {{.Routed}} of {{.Jobs}} jobs that ended were routed ({{pct .Rate}})</h2>
+<table id="fallback-tiers">
+<thead><tr><th>tier</th><th class="n">routed</th><th class="n">rate</th><th class="n">alarm above</th><th></th></tr></thead>
+<tbody>
+{{range .Tiers}}<tr><td>{{tier .Tier}}</td>{{template "count" .Routed}}<td class="n">{{pct .Rate}}</td><td class="n">{{if .Threshold}}{{pct .Threshold}}{{else}}-{{end}}</td><td>{{if .Breach}}<strong>above threshold</strong>{{end}}</td></tr>
+{{end}}</tbody>
+</table>
+<table id="fallback-groups">
+<thead><tr><th>dataset type or format</th><th class="n">jobs</th><th class="n">routed</th><th class="n">rate</th></tr></thead>
+<tbody>
+{{range .DatasetTypes}}<tr><td>{{.Name}}</td>{{template "count" .Jobs}}{{template "count" .Routed}}<td class="n">{{pct .Rate}}</td></tr>
+{{end}}{{range .Formats}}<tr><td>.{{.Name}}</td>{{template "count" .Jobs}}{{template "count" .Routed}}<td class="n">{{pct .Rate}}</td></tr>
+{{end}}</tbody>
+</table>
+{{with .Recovery}}<p id="recovery">Recovery latency (routed → completed after replay): {{.Count}} job(s), median {{secs .MedianSeconds}}, max {{secs .MaxSeconds}}{{range .Tiers}}; {{tier .Tier}} {{.Count}} (median {{secs .MedianSeconds}}){{end}}.</p>{{end}}
+{{with .DeadLetter}}<p id="dead-letter">Dead-letter queue after the run: {{if .Depth}}{{.Depth}} message(s), the oldest {{secs .OldestAgeSeconds}} old{{else}}empty{{end}}.</p>{{end}}
+{{end}}
+
 <h2 id="attention">Needs attention{{with .Attention}} ({{len .}}){{end}}</h2>
 {{if .Attention}}
 <table id="attention-files">

@@ -18,6 +18,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/tracing"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -273,9 +274,9 @@ func (b *Backfill) startChild(migrate *asl.Executor) func(context.Context, json.
 		}
 		var src migration.Source
 		_ = json.Unmarshal(p.Input, &src)
-		o := Outcome{Bucket: src.Bucket, Key: src.Key, Execution: ExecutionName(src.Key)}
 		start := time.Now()
-		res, err := migrate.Run(ctx, o.Execution, p.Input)
+		o := Outcome{Bucket: src.Bucket, Key: src.Key, Execution: ExecutionName(src.Key), TraceID: tracing.NewID(start)}
+		res, err := migrate.Run(tracing.WithID(ctx, o.TraceID), o.Execution, p.Input)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/geomigrate/geomigrate/internal/signals"
 )
 
 // Totals counts outcomes and bytes.
@@ -75,6 +77,19 @@ type Report struct {
 	Recipe   string    `json:"recipe"`
 	Totals   Totals    `json:"totals"`
 	Files    []Outcome `json:"files"`
+	// Signals are the run's fallback rates (routed / jobs that ended) per
+	// tier, dataset type and format, the recovery latencies of the files
+	// it completed after an earlier routing, and the dead-letter queue
+	// after it (internal/signals). Absent from reports of older versions.
+	Signals *signals.Signals `json:"signals,omitempty"`
+}
+
+// AddSignals computes the run's signals from its files against th, with
+// the recoveries and dead-letter queue given (nil: not read).
+func (r *Report) AddSignals(th signals.Thresholds, recovered []signals.Latency, deadLetter *signals.QueueAge) {
+	s := signals.Compute(Ends(r.Files), recovered, th)
+	s.DeadLetter = deadLetter
+	r.Signals = &s
 }
 
 // NewReport builds the report of a finished run.
@@ -162,6 +177,9 @@ func (r *Report) PrintSummary(w io.Writer) {
 			}
 		}
 		fmt.Fprintf(w, "\nNot started: %d file(s), %s; the next run takes them.\n", t.NotStarted, OneLine(reason, 200))
+	}
+	if r.Signals != nil {
+		PrintSignals(w, *r.Signals)
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/signals"
 )
 
 // jsonFields lists a struct's JSON field names and, among them, those
@@ -66,6 +67,13 @@ func TestReportSchemaMatchesGo(t *testing.T) {
 		{"$defs/totals", schema.Defs["totals"], reflect.TypeFor[Totals]()},
 		{"$defs/outcome", schema.Defs["outcome"], reflect.TypeFor[Outcome]()},
 		{"$defs/fidelity", schema.Defs["fidelity"], reflect.TypeFor[recipe.Fidelity]()},
+		{"$defs/signals", schema.Defs["signals"], reflect.TypeFor[signals.Signals]()},
+		{"$defs/thresholds", schema.Defs["thresholds"], reflect.TypeFor[signals.Thresholds]()},
+		{"$defs/tier_rate", schema.Defs["tier_rate"], reflect.TypeFor[signals.TierRate]()},
+		{"$defs/group_rate", schema.Defs["group_rate"], reflect.TypeFor[signals.GroupRate]()},
+		{"$defs/recovery", schema.Defs["recovery"], reflect.TypeFor[signals.Recovery]()},
+		{"$defs/tier_recovery", schema.Defs["tier_recovery"], reflect.TypeFor[signals.TierRecovery]()},
+		{"$defs/queue_age", schema.Defs["queue_age"], reflect.TypeFor[signals.QueueAge]()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/tracing"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -35,21 +36,24 @@ const (
 
 // Outcome is what became of one input.
 type Outcome struct {
-	Bucket    string   `json:"bucket"`
-	Key       string   `json:"key"`
-	Execution string   `json:"execution"`
-	Status    string   `json:"status"`
-	Reason    string   `json:"reason,omitempty"`
-	JobID     string   `json:"job_id,omitempty"`
-	Tier      string   `json:"tier,omitempty"`
-	Error     string   `json:"error,omitempty"`
-	Code      string   `json:"code,omitempty"`
-	Message   string   `json:"message,omitempty"`
-	Attempts  int      `json:"attempts,omitempty"`
-	Retries   int      `json:"retries"` // retries the state machine scheduled
-	BytesIn   int64    `json:"bytes_in"`
-	BytesOut  int64    `json:"bytes_out"`
-	Outputs   []string `json:"outputs,omitempty"`
+	Bucket    string `json:"bucket"`
+	Key       string `json:"key"`
+	Execution string `json:"execution"`
+	// TraceID is the execution's trace id (internal/tracing): every log
+	// line of its handlers and its queue message carry it.
+	TraceID  string   `json:"trace_id,omitempty"`
+	Status   string   `json:"status"`
+	Reason   string   `json:"reason,omitempty"`
+	JobID    string   `json:"job_id,omitempty"`
+	Tier     string   `json:"tier,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Code     string   `json:"code,omitempty"`
+	Message  string   `json:"message,omitempty"`
+	Attempts int      `json:"attempts,omitempty"`
+	Retries  int      `json:"retries"` // retries the state machine scheduled
+	BytesIn  int64    `json:"bytes_in"`
+	BytesOut int64    `json:"bytes_out"`
+	Outputs  []string `json:"outputs,omitempty"`
 	// Warnings are the conversion's non-fatal messages ("promoted to
 	// multi", "written as text", "M values dropped" …), carried from the
 	// engine through Convert's and Promote's outputs.
@@ -195,7 +199,8 @@ func (r *Runner) drainContext(ctx context.Context) (context.Context, context.Can
 
 func (r *Runner) runOne(ctx context.Context, src migration.Source) Outcome {
 	start := time.Now()
-	o := Outcome{Bucket: src.Bucket, Key: src.Key, Execution: ExecutionName(src.Key)}
+	o := Outcome{Bucket: src.Bucket, Key: src.Key, Execution: ExecutionName(src.Key), TraceID: tracing.NewID(start)}
+	ctx = tracing.WithID(ctx, o.TraceID)
 	input, _ := json.Marshal(src)
 	res, err := r.Executor.Run(ctx, o.Execution, input)
 	o.Duration = time.Since(start)
@@ -239,7 +244,7 @@ func closeEnded(ctx context.Context, ended func(context.Context, migration.Ended
 			o.Outputs = []string{out.DestKey}
 		}
 	case out.MessageID != "":
-		o.Status, o.JobID, o.Hint, o.Bundle = StatusDeadLetter, out.JobID, out.Hint, out.Bundle
+		o.Status, o.JobID, o.Hint, o.Bundle, o.Tier = StatusDeadLetter, out.JobID, out.Hint, out.Bundle, out.Tier
 		o.Message += " (job " + out.Outcome + "; dead-letter message " + out.MessageID + ")"
 	}
 }

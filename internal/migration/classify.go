@@ -15,6 +15,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/tracing"
 )
 
 // Routes.
@@ -93,6 +94,9 @@ type RouteMessage struct {
 	// none when writing it failed (the job is routed regardless).
 	Bundle      string `json:"bundle,omitempty"`
 	BundleError string `json:"bundle_error,omitempty"`
+	// TraceID is the execution's trace (X-Ray on AWS, generated per
+	// execution locally): its log lines carry the same trace_id.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // Classify turns a caught error into a tier, a route and a message, and
@@ -154,6 +158,9 @@ func (c *Classify) Handle(ctx context.Context, in ClassifyInput) (ClassifyOutput
 	log := logFor(c.log, in.Context, in.Source.Key)
 	out, err := c.classify(ctx, in)
 	c.meter().classify(in, out, err)
+	if err == nil && out.Tier != "" {
+		c.meter().jobEnded(out.Message.Key, out.Tier, c.fallbackThresholds())
+	}
 	logOutcome(ctx, log, "classify", err, slog.String("job", out.Message.JobID), slog.String("tier", out.Tier),
 		slog.String("route", out.Route), slog.String("caught", in.Error.Error), slog.String("code", out.Message.Code))
 	return out, boundary(err, in.Context)
@@ -206,8 +213,9 @@ func (c *Classify) classify(ctx context.Context, in ClassifyInput) (ClassifyOutp
 		SourceSHA256: job.SourceSHA256, RecipeHash: job.RecipeHash,
 		Tier: string(rule.Tier), Route: rule.Route, Error: in.Error.Error, Code: string(code), Message: msg,
 		Cause: in.Error.Cause, Attempts: attempts, Execution: in.Context.Execution, FailedAt: c.now().UTC(),
-		Hint:   hint(rule.Tier, code, in.Error.Error),
-		Replay: Source{Bucket: job.SourceBucket, Key: job.SourceKey, KeyEncoding: "plain", DatasetID: job.DatasetID},
+		Hint:    hint(rule.Tier, code, in.Error.Error),
+		Replay:  Source{Bucket: job.SourceBucket, Key: job.SourceKey, KeyEncoding: "plain", DatasetID: job.DatasetID},
+		TraceID: tracing.ID(ctx),
 	}}
 	to := statestore.Quarantined
 	if rule.Route == RouteRemediation {

@@ -119,6 +119,8 @@ type ExecutionFailedOutput struct {
 	StagingDeleted int    `json:"staging_deleted,omitempty"`
 	// Hint is the dead-letter message's hint, for the local run report.
 	Hint string `json:"hint,omitempty"`
+	// Tier is the dead-letter message's tier, for the local run report.
+	Tier string `json:"tier,omitempty"`
 	// Bundle is the job's quarantine bundle, when one was written.
 	Bundle string `json:"bundle,omitempty"`
 	// JobStatus and DestKey are set when the job is still this
@@ -154,6 +156,7 @@ type ExecutionFailed struct {
 	now          func() time.Time
 	log          *slog.Logger
 	bundles      *quarantine.Writer
+	metered
 }
 
 // WithQuarantine makes ExecutionFailed write a quarantine bundle for every
@@ -448,7 +451,12 @@ func (h *ExecutionFailed) send(ctx context.Context, e EndedExecution, rec states
 	if err != nil {
 		return out, fmt.Errorf("migration.ExecutionFailed: send to the dead-letter queue: %w", err)
 	}
-	out.MessageID, out.Hint, out.Bundle = id, msg.Hint, msg.Bundle
+	out.MessageID, out.Hint, out.Bundle, out.Tier = id, msg.Hint, msg.Bundle, msg.Tier
+	// The job ended, routed: it counts in the fallback rates as Classify's
+	// do, unless Classify counted it already (its message was lost).
+	if out.Outcome != EndedRouted {
+		h.meter().jobEnded(msg.Key, msg.Tier, h.fallbackThresholds())
+	}
 	if rec.Version > 0 && rec.LeaseOwner == e.Execution {
 		if err := h.tracker.Note(ctx, rec.ID, e.Execution, notePrefixSent+id+" sent"); err != nil {
 			// The message is out; a second delivery may send another.

@@ -3,6 +3,7 @@ package migration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -30,6 +31,27 @@ func (q *sentQueue) Send(_ context.Context, body string) (string, error) {
 	}
 	q.msgs = append(q.msgs, m)
 	return "msg-" + string(rune('0'+len(q.msgs))), nil
+}
+
+// countedMetrics keeps the total of each metric by name and dimensions.
+type countedMetrics struct {
+	mu sync.Mutex
+	by map[string]float64
+}
+
+func (c *countedMetrics) Count(name string, v float64, _ string, dims ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.by == nil {
+		c.by = map[string]float64{}
+	}
+	c.by[name+fmt.Sprint(dims)] += v
+}
+
+func (c *countedMetrics) get(key string) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.by[key]
 }
 
 func statusEvent(status, errName, input string) ExecutionStatusChange {
@@ -104,7 +126,8 @@ func TestExecutionFailedClosesTheJobOnce(t *testing.T) {
 			f.put(t, "a/dem.img", "raster-bytes")
 			id := tt.setup(t, f)
 			q := &sentQueue{}
-			h := NewExecutionFailed(f.cfg, f.store, f.tracker, q, slog.New(slog.DiscardHandler)).ForStateMachine(migrateArn).WithQuarantine(bundles)
+			metrics := &countedMetrics{}
+			h := NewExecutionFailed(f.cfg, f.store, f.tracker, q, slog.New(slog.DiscardHandler)).ForStateMachine(migrateArn).WithQuarantine(bundles).WithMetrics(metrics)
 			out, err := h.Handle(ctx, tt.event)
 			if err != nil {
 				t.Fatal(err)
@@ -153,6 +176,19 @@ func TestExecutionFailedClosesTheJobOnce(t *testing.T) {
 			}
 			if tt.wantMessage && again.Outcome != EndedAlreadyHandled {
 				t.Errorf("second delivery: %s, want %s", again.Outcome, EndedAlreadyHandled)
+			}
+			// A dead-lettered job ends once in the fallback rates, under
+			// its message's tier; nothing else counts, nor a job Classify
+			// routed (and counted) before its message was lost.
+			ended, routed := metrics.get(MetricJobsEnded+"[]"), 0.0
+			if tt.wantMessage {
+				routed = metrics.get(MetricJobsRouted + "[Tier " + q.msgs[0].Tier + "]")
+				if out.Tier != q.msgs[0].Tier {
+					t.Errorf("output tier %q, message tier %q", out.Tier, q.msgs[0].Tier)
+				}
+			}
+			if want := map[bool]float64{true: 1, false: 0}[tt.wantMessage && tt.want != EndedRouted]; ended != want || routed != want {
+				t.Errorf("JobsEnded %v, JobsRouted %v, want %v each", ended, routed, want)
 			}
 		})
 	}

@@ -1,6 +1,9 @@
 package migration
 
-import "github.com/geomigrate/geomigrate/internal/fault"
+import (
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/signals"
+)
 
 // Metrics receives the handlers' measurements. dims are name, value pairs
 // ("State", "Convert", "Tier", "transient"); unit is a CloudWatch unit
@@ -20,8 +23,32 @@ const (
 	MetricBytesOut      = "BytesOut"      // output bytes staged {State}
 	MetricBytesPromoted = "BytesPromoted" // output bytes made final {State}
 
-	UnitCount = "Count"
-	UnitBytes = "Bytes"
+	// The fallback-rate signals (internal/signals): every job that ends
+	// counts once in JobsEnded, a routed one also in JobsRouted, so that
+	// fallback_rate = JobsRouted / JobsEnded per tier, dataset type and
+	// format is metric math over their sums.
+	MetricJobsEnded  = "JobsEnded"  // a job completed or was routed {}, {DatasetType}, {Format}
+	MetricJobsRouted = "JobsRouted" // a job was routed {Tier}, {Tier, DatasetType}, {Tier, Format}
+	// MetricFallbackThreshold is the threshold the emitting handler was
+	// given for a tier {Tier}, sent with every ended job: the alarms compare
+	// the rate with it, so a threshold changed at run time takes effect
+	// without a redeploy.
+	MetricFallbackThreshold = "FallbackThreshold"
+	// MetricRecoveryLatency is the time from a job's first routing to its
+	// completion after a replay {}, {Tier} (the tier of that routing).
+	MetricRecoveryLatency = "RecoveryLatency"
+
+	UnitCount   = "Count"
+	UnitBytes   = "Bytes"
+	UnitSeconds = "Seconds"
+	UnitNone    = "None"
+)
+
+// Dimension names of the fallback-rate metrics.
+const (
+	DimTier        = "Tier"
+	DimDatasetType = "DatasetType"
+	DimFormat      = "Format"
 )
 
 // NopMetrics discards everything.
@@ -31,8 +58,44 @@ type NopMetrics struct{}
 func (NopMetrics) Count(string, float64, string, ...string) {}
 
 // metered is embedded by each handler: the Metrics it reports to, a field
-// set once by WithMetrics while the handler is wired.
-type metered struct{ metrics Metrics }
+// set once by WithMetrics while the handler is wired, and where the
+// fallback-rate thresholds come from (WithFallbackThresholds).
+type metered struct {
+	metrics    Metrics
+	thresholds func() signals.Thresholds
+}
+
+// WithFallbackThresholds makes p report the thresholds th returns at each
+// job's end (nil: signals.DefaultThresholds). A function, so that a
+// run-time policy read with a TTL can change them between invocations.
+func (p *Promote) WithFallbackThresholds(th func() signals.Thresholds) *Promote {
+	p.thresholds = th
+	return p
+}
+
+// WithMetrics makes h report to m (nil: no metrics), returning h for chaining.
+func (h *ExecutionFailed) WithMetrics(m Metrics) *ExecutionFailed { h.metrics = m; return h }
+
+// WithFallbackThresholds makes h report the thresholds th returns at each
+// job's end (nil: signals.DefaultThresholds).
+func (h *ExecutionFailed) WithFallbackThresholds(th func() signals.Thresholds) *ExecutionFailed {
+	h.thresholds = th
+	return h
+}
+
+// WithFallbackThresholds makes c report the thresholds th returns at each
+// job's end (nil: signals.DefaultThresholds).
+func (c *Classify) WithFallbackThresholds(th func() signals.Thresholds) *Classify {
+	c.thresholds = th
+	return c
+}
+
+func (h metered) fallbackThresholds() signals.Thresholds {
+	if h.thresholds == nil {
+		return signals.DefaultThresholds
+	}
+	return h.thresholds().OrDefault()
+}
 
 // WithMetrics makes h report to m (nil: no metrics), returning h for chaining.
 func (h *HashCheck) WithMetrics(m Metrics) *HashCheck { h.metrics = m; return h }
@@ -98,6 +161,33 @@ func (m meter) classify(in ClassifyInput, out ClassifyOutput, err error) {
 	if out.Tier != "" {
 		m.m.Count(MetricClassified, 1, UnitCount, "Tier", out.Tier, "Route", out.Route)
 	}
+}
+
+// jobEnded counts a job that completed (tier "") or was routed under tier,
+// by dataset type and format of its source key, and reports the
+// thresholds its rates are judged against.
+func (m meter) jobEnded(key, tier string, th signals.Thresholds) {
+	dt, f := signals.DatasetType(key), signals.Format(key)
+	m.m.Count(MetricJobsEnded, 1, UnitCount)
+	m.m.Count(MetricJobsEnded, 1, UnitCount, DimDatasetType, dt)
+	m.m.Count(MetricJobsEnded, 1, UnitCount, DimFormat, f)
+	if tier != "" {
+		tier = signals.TierOf(tier)
+		m.m.Count(MetricJobsRouted, 1, UnitCount, DimTier, tier)
+		m.m.Count(MetricJobsRouted, 1, UnitCount, DimTier, tier, DimDatasetType, dt)
+		m.m.Count(MetricJobsRouted, 1, UnitCount, DimTier, tier, DimFormat, f)
+	}
+	for _, t := range signals.Tiers {
+		if limit, ok := th.For(t); ok {
+			m.m.Count(MetricFallbackThreshold, limit, UnitNone, DimTier, t)
+		}
+	}
+}
+
+// recovered reports a job's recovery latency.
+func (m meter) recovered(l signals.Latency) {
+	m.m.Count(MetricRecoveryLatency, l.Duration.Seconds(), UnitSeconds)
+	m.m.Count(MetricRecoveryLatency, l.Duration.Seconds(), UnitSeconds, DimTier, signals.TierOf(l.Tier))
 }
 
 func totalSize(as []Artifact) int64 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -31,13 +32,25 @@ func NewPromote(cfg Config, store objectstore.Store, tracker *statestore.Tracker
 // Handle is the Lambda handler.
 func (p *Promote) Handle(ctx context.Context, in PromoteInput) (PromoteOutput, error) {
 	log := logFor(p.log, in.Context, in.Job.SourceKey)
-	out, err := p.promote(ctx, in)
+	var completed *statestore.Job
+	out, err := p.promote(ctx, in, &completed)
 	p.meter().promote(in, out, err)
+	if completed != nil {
+		p.meter().jobEnded(completed.SourceKey, "", p.fallbackThresholds())
+		if l, ok := signals.RecoveryOf(completed.History); ok {
+			p.meter().recovered(l)
+			log.InfoContext(ctx, "promote: recovered", slog.String("job", in.Job.ID), slog.String("routed_tier", signals.TierOf(l.Tier)),
+				slog.Float64("recovery_seconds", l.Duration.Seconds()))
+		}
+	}
 	logOutcome(ctx, log, "promote", err, slog.String("job", in.Job.ID), slog.Int("outputs", len(out.Outputs)))
 	return out, boundary(err, in.Context)
 }
 
-func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, error) {
+// promote does the work; completed is set to the job's record when this
+// call is the one that marked it COMPLETED (a retry that finds it done
+// already leaves it nil, so the job's end is counted once).
+func (p *Promote) promote(ctx context.Context, in PromoteInput, completed **statestore.Job) (PromoteOutput, error) {
 	job := in.Job
 	if job.ID == "" || len(in.Converted.Outputs) == 0 {
 		return PromoteOutput{}, fault.Systemic("migration.Promote", errors.New("input carries no job or no outputs"))
@@ -101,7 +114,7 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, 
 	for _, a := range in.Converted.Outputs {
 		total += a.Size
 	}
-	_, err := p.tracker.Transition(ctx, statestore.Update{
+	rec, err := p.tracker.Transition(ctx, statestore.Update{
 		ID: job.ID, Execution: in.Context.Execution, Attempt: in.Context.Attempt, To: statestore.Completed,
 		Note: fmt.Sprintf("promoted %d output(s)", len(in.Converted.Outputs)),
 		Mutate: func(j *statestore.Job) {
@@ -111,6 +124,7 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, 
 	if err != nil {
 		return PromoteOutput{}, leaseError("migration.Promote: mark completed", err)
 	}
+	*completed = &rec
 	return PromoteOutput{Outputs: in.Converted.Outputs}, nil
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/signals"
 )
 
 // Schema is the JSON Schema of a policy document.
@@ -40,11 +41,6 @@ const MaxBytes = 8192
 
 // Defaults, the values a document that leaves a member out gets.
 const (
-	// DefaultDataSpecificRate and DefaultTransientRate are the fallback-rate
-	// alarm thresholds: data-specific routing above 5 % sustained, transient
-	// routing above 15 %.
-	DefaultDataSpecificRate = 0.05
-	DefaultTransientRate    = 0.15
 	// DefaultJobDeadline is the migrate state machine's TimeoutSeconds, the
 	// ceiling AWS enforces whatever the document says.
 	DefaultJobDeadline = 7200 * time.Second
@@ -116,7 +112,7 @@ type LargeObjects struct {
 func Default() *Document {
 	return &Document{
 		Version:            1,
-		Alarms:             Alarms{DataSpecificRate: DefaultDataSpecificRate, TransientRate: DefaultTransientRate},
+		Alarms:             Alarms{DataSpecificRate: signals.DefaultThresholds.DataSpecificRate, TransientRate: signals.DefaultThresholds.TransientRate},
 		JobDeadlineSeconds: int(DefaultJobDeadline / time.Second),
 		Backfill:           Backfill{MaxConcurrency: DefaultMaxConcurrency, ToleratedFailurePercentage: DefaultToleratedFailurePercentage},
 	}

@@ -87,6 +87,10 @@ type Transition struct {
 	Execution string    `json:"execution,omitempty" dynamodbav:"execution,omitempty"`
 	Attempt   int       `json:"attempt" dynamodbav:"attempt"`
 	Note      string    `json:"note,omitempty" dynamodbav:"note,omitempty"`
+	// Tier is the routing tier of a transition to REMEDIAL or QUARANTINED
+	// (the job's Tier then), kept because a later claim clears the job's:
+	// recovery latency is reported per tier of the first routing.
+	Tier string `json:"tier,omitempty" dynamodbav:"tier,omitempty"`
 }
 
 // Backend stores job records. Put is a compare-and-swap on Version:

@@ -18,8 +18,18 @@ type SourceLatest struct {
 // a new job and leaves the old REMEDIAL record behind as history. The
 // result is in source order.
 func LatestPerSource(ctx context.Context, b Backend) ([]SourceLatest, error) {
+	var jobs []Job
+	if err := b.List(ctx, "", func(j Job) error { jobs = append(jobs, j); return nil }); err != nil {
+		return nil, err
+	}
+	return Latest(jobs), nil
+}
+
+// Latest is LatestPerSource over jobs already read (one listing serving
+// several views).
+func Latest(jobs []Job) []SourceLatest {
 	by := map[string]*SourceLatest{}
-	err := b.List(ctx, "", func(j Job) error {
+	for _, j := range jobs {
 		id := j.SourceBucket + "/" + j.SourceKey
 		cur, ok := by[id]
 		switch {
@@ -31,10 +41,6 @@ func LatestPerSource(ctx context.Context, b Backend) ([]SourceLatest, error) {
 		default:
 			cur.Superseded++
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
 	}
 	out := make([]SourceLatest, 0, len(by))
 	for _, l := range by {
@@ -47,7 +53,7 @@ func LatestPerSource(ctx context.Context, b Backend) ([]SourceLatest, error) {
 		}
 		return a.SourceKey < b.SourceKey
 	})
-	return out, nil
+	return out
 }
 
 // newer orders two jobs of one source: last update first, then creation,

@@ -281,7 +281,11 @@ func (t *Tracker) BeginAttempt(ctx context.Context, id, execution, state string,
 }
 
 func (t *Tracker) record(j *Job, to Status, execution string, attempt int, note string, now time.Time) {
-	j.History = append(j.History, Transition{At: now, From: j.Status, To: to, Execution: execution, Attempt: attempt, Note: note})
+	tr := Transition{At: now, From: j.Status, To: to, Execution: execution, Attempt: attempt, Note: note}
+	if to == Remedial || to == Quarantined {
+		tr.Tier = j.Tier
+	}
+	j.History = append(j.History, tr)
 	if over := len(j.History) - HistoryLimit; over > 0 {
 		j.History = append([]Transition(nil), j.History[over:]...)
 	}

@@ -223,3 +223,33 @@ func TestZeroLeaseKeepsTheDefault(t *testing.T) {
 		t.Fatalf("a second execution one second later: %s, want in_progress", o)
 	}
 }
+
+// TestRoutingTransitionsKeepTheTier: a transition to REMEDIAL or
+// QUARANTINED records the job's tier, which a later claim clears from the
+// job but not from its history (recovery latency is reported by the tier
+// of the first routing).
+func TestRoutingTransitionsKeepTheTier(t *testing.T) {
+	ctx := context.Background()
+	tr, c := newTracker()
+	claim(t, tr, "e1", false)
+	if _, err := tr.Transition(ctx, statestore.Update{ID: "ds:abc:r1", Execution: "e1", To: statestore.Quarantined,
+		Mutate: func(j *statestore.Job) { j.Tier = "transient" }}); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(time.Hour)
+	claim(t, tr, "e2", true)
+	if _, err := tr.Transition(ctx, statestore.Update{ID: "ds:abc:r1", Execution: "e2", To: statestore.Completed}); err != nil {
+		t.Fatal(err)
+	}
+	j, err := tr.Get(ctx, "ds:abc:r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tiers []string
+	for _, h := range j.History {
+		tiers = append(tiers, string(h.To)+":"+h.Tier)
+	}
+	if got := fmt.Sprint(tiers); got != "[PROCESSING: QUARANTINED:transient PROCESSING: COMPLETED:]" || j.Tier != "" {
+		t.Errorf("history %s, job tier %q", got, j.Tier)
+	}
+}

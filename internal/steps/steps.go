@@ -7,6 +7,7 @@
 package steps
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/geomigrate/geomigrate/internal/breaker"
@@ -16,6 +17,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -35,8 +37,35 @@ type Ports struct {
 	Breaker *breaker.Breaker
 	// Policy is the run-time policy document (nil: the built-in policy):
 	// Classify takes its rules from the document in force at each caught
-	// error, HashCheck its job deadline at each call.
+	// error, HashCheck its job deadline at each call, Promote and Classify
+	// their fallback-rate thresholds at each job's end.
 	Policy *policy.Source
+	// FallbackThresholds returns the fallback-rate thresholds Promote and
+	// Classify report with every job's end (nil: the policy's alarms, else
+	// signals.DefaultThresholds); the alarms compare the rates with what
+	// was reported.
+	FallbackThresholds func() signals.Thresholds
+}
+
+// thresholds is FallbackThresholds, else the alarms of the policy document
+// in force (nil without either: the handlers use the defaults).
+func (p Ports) thresholds() func() signals.Thresholds {
+	if p.FallbackThresholds != nil || p.Policy == nil {
+		return p.FallbackThresholds
+	}
+	return func() signals.Thresholds {
+		a := p.Policy.Current(context.Background()).Alarms
+		return signals.Thresholds{DataSpecificRate: a.DataSpecificRate, TransientRate: a.TransientRate}
+	}
+}
+
+// Thresholds are the fallback-rate thresholds in force now.
+func (p Ports) Thresholds() signals.Thresholds {
+	f := p.thresholds()
+	if f == nil {
+		return signals.DefaultThresholds
+	}
+	return f().OrDefault()
 }
 
 // objects is Store behind the breaker (Store itself without one).
@@ -69,14 +98,15 @@ func (p Ports) Convert(engine recipe.Engine, validate migration.OutputValidator)
 
 // Promote returns the Promote handler.
 func (p Ports) Promote() *migration.Promote {
-	return migration.NewPromote(p.Config, p.objects(), p.Tracker, p.log()).WithMetrics(p.Metrics)
+	return migration.NewPromote(p.Config, p.objects(), p.Tracker, p.log()).WithMetrics(p.Metrics).WithFallbackThresholds(p.thresholds())
 }
 
 // Classify returns the Classify handler: the rules of the policy document
 // in force, then the built-in ones; it deletes the staged outputs of the
 // jobs it routes and writes their quarantine bundles.
 func (p Ports) Classify() *migration.Classify {
-	c := migration.NewClassify(p.Tracker, nil, p.log()).WithMetrics(p.Metrics).WithStagingCleanup(p.Store, p.Config).WithQuarantine(p.Quarantine)
+	c := migration.NewClassify(p.Tracker, nil, p.log()).WithMetrics(p.Metrics).WithFallbackThresholds(p.thresholds()).
+		WithStagingCleanup(p.Store, p.Config).WithQuarantine(p.Quarantine)
 	if p.Policy != nil {
 		c.WithRuleBook(p.Policy)
 	}
@@ -88,5 +118,6 @@ func (p Ports) Classify() *migration.Classify {
 // limits it to that machine's executions. With a nil Store it leaves
 // staged outputs to the bucket's lifecycle rule.
 func (p Ports) ExecutionFailed(deadLetter queue.Sender, stateMachine string) *migration.ExecutionFailed {
-	return migration.NewExecutionFailed(p.Config, p.Store, p.Tracker, deadLetter, p.log()).ForStateMachine(stateMachine).WithQuarantine(p.Quarantine)
+	return migration.NewExecutionFailed(p.Config, p.Store, p.Tracker, deadLetter, p.log()).ForStateMachine(stateMachine).WithQuarantine(p.Quarantine).
+		WithMetrics(p.Metrics).WithFallbackThresholds(p.thresholds())
 }

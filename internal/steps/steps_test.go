@@ -10,6 +10,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
 	"github.com/geomigrate/geomigrate/internal/queue"
+	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
 	"github.com/geomigrate/geomigrate/internal/steps"
@@ -17,14 +18,19 @@ import (
 
 // recorder is a Metrics that keeps the metric names it is given.
 type recorder struct {
-	mu    sync.Mutex
-	names []string
+	mu     sync.Mutex
+	names  []string
+	values map[string]float64 // last value by name and dimensions
 }
 
-func (r *recorder) Count(name string, _ float64, _ string, _ ...string) {
+func (r *recorder) Count(name string, v float64, _ string, dims ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.names = append(r.names, name)
+	if r.values == nil {
+		r.values = map[string]float64{}
+	}
+	r.values[name+"{"+strings.Join(dims, ",")+"}"] = v
 }
 
 func (r *recorder) got() string {
@@ -54,6 +60,7 @@ func TestEachBuildReportsToItsOwnMetrics(t *testing.T) {
 	ctx := context.Background()
 	var a, b recorder
 	pa, pb := ports(t, &a), ports(t, &b)
+	pb.FallbackThresholds = func() signals.Thresholds { return signals.Thresholds{DataSpecificRate: 0.01} }
 	missing := migration.HashCheckInput{Source: migration.Source{Bucket: "src", Key: "missing.tif"}, Context: migration.Invocation{State: "HashCheck", Attempt: 1}}
 	if _, err := pa.HashCheck().Handle(ctx, missing); err == nil {
 		t.Fatal("want SourceNotFound")
@@ -69,8 +76,13 @@ func TestEachBuildReportsToItsOwnMetrics(t *testing.T) {
 	if _, err := pb.Classify().Handle(ctx, caught); err != nil {
 		t.Fatal(err)
 	}
-	if a.got() != "Retries Errors" || b.got() != "Classified" {
+	const classified = "Classified JobsEnded JobsEnded JobsEnded JobsRouted JobsRouted JobsRouted FallbackThreshold FallbackThreshold"
+	if a.got() != "Retries Errors" || b.got() != classified {
 		t.Errorf("after b's Classify: a %q, b %q", a.got(), b.got())
+	}
+	// The thresholds of the wiring are those reported; a zero field is the default.
+	if ds, tr := b.values["FallbackThreshold{Tier,data_specific}"], b.values["FallbackThreshold{Tier,transient}"]; ds != 0.01 || tr != 0.15 {
+		t.Errorf("thresholds reported %v %v, want 0.01 0.15", ds, tr)
 	}
 	// Without Metrics the handlers are silent, and nothing is nil.
 	p := ports(t, nil)

@@ -178,6 +178,7 @@ func FullJob(id string) statestore.Job {
 			{At: t0, To: statestore.Pending, Execution: "exec-1", Attempt: 0, Note: "created"},
 			{At: t0.Add(time.Second), From: statestore.Pending, To: statestore.Processing, Execution: "exec-1", Attempt: 1},
 			{At: t0.Add(2*time.Second + 7), From: statestore.Processing, To: statestore.Retrying, Execution: "exec-1", Attempt: 2, Note: "SlowDown"},
+			{At: t0.Add(3 * time.Second), From: statestore.Retrying, To: statestore.Quarantined, Execution: "exec-1", Attempt: 4, Tier: "transient"},
 		},
 		CreatedAt: t0,
 		UpdatedAt: t0.Add(3 * time.Second).In(east),
