@@ -107,18 +107,22 @@ func New(opts ...Option) (*Engine, error) {
 }
 
 // cacheMaxMB is GDAL's block cache in MB: GDAL_CACHEMAX from the
-// environment when it is a number of MB (the Lambda's, set by infra), else
-// 1/budget.BlockShare of the memory limit, between 16 and 256 MB. It is set
-// as a configuration option, which GDAL prefers to the environment, so it
-// must be decided here.
+// environment when it is a number of MB (the Lambda's, set by infra) but
+// never over a quarter of the memory limit, else 1/budget.BlockShare of
+// the memory limit, between 16 and 256 MB. It is set as a configuration
+// option, which GDAL prefers to the environment, so it is decided here.
 func cacheMaxMB(env string, memoryLimit int64) int {
+	limitMB := memoryLimit >> 20
 	if mb, err := strconv.Atoi(strings.TrimSpace(env)); err == nil && mb > 0 && mb < 100_000 {
+		if limitMB > 0 {
+			return int(max(16, min(int64(mb), limitMB/4)))
+		}
 		return mb
 	}
-	if memoryLimit <= 0 {
+	if limitMB <= 0 {
 		return 256
 	}
-	return int(min(256, max(16, memoryLimit/budget.BlockShare>>20)))
+	return int(min(256, max(16, limitMB/budget.BlockShare)))
 }
 
 // settings are the process-wide GDAL configuration options.

@@ -135,8 +135,10 @@ func TestCacheMaxMB(t *testing.T) {
 		{"", 1 << 30, 128},
 		{"", 512 << 20, 64},
 		{"", 64 << 20, 16},
-		{"752", 3 << 30, 752}, // the Lambda's, from infra
-		{"25%", 1 << 30, 128}, // GDAL's percentage form is not ours to interpret
+		{"752", 3 << 30, 752},  // the Lambda's, from infra
+		{"4096", 3 << 30, 768}, // never over a quarter of the memory
+		{"4096", 0, 4096},      // no limit known
+		{"25%", 1 << 30, 128},  // GDAL's percentage form is not ours to interpret
 		{"0", 1 << 30, 128},
 	} {
 		if got := cacheMaxMB(c.env, c.limit); got != c.want {
