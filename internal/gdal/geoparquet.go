@@ -376,6 +376,11 @@ func geoParquetError(layer string, err error) error {
 	case errors.Is(err, geoparquet.ErrInvalidLayer):
 		return fault.DataWrap(fault.SchemaMismatch, err, "layer %q has a schema GeoParquet cannot store", layer)
 	}
+	// The output and the external sort's temporary files: a full disk
+	// says so (DiskFull), like every other local write.
+	if local := fault.FromOS("gdal.GeoParquet", err); fault.TierOf(local) != fault.TierUnknown {
+		return local
+	}
 	return fault.Systemic("gdal.GeoParquet", err)
 }
 

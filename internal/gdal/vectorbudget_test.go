@@ -2,9 +2,12 @@ package gdal
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/geomigrate/geomigrate/internal/budget"
@@ -119,5 +122,19 @@ func TestVectorBudgets(t *testing.T) {
 				t.Errorf("%d spills under 64 MiB", outs[0].Stats["spills"])
 			}
 		})
+	}
+}
+
+// A disk that fills up under the external sort's temporary files is
+// SystemicError DiskFull, as for any other local write.
+func TestGeoParquetErrorDiskFull(t *testing.T) {
+	spill := fmt.Errorf("geoparquet.Write: spill: %w", &os.PathError{Op: "write", Path: "/tmp/.geoparquet-run-1", Err: syscall.ENOSPC})
+	err := geoParquetError("points", spill)
+	var s *fault.SystemicError
+	if !errors.As(err, &s) || !strings.Contains(err.Error(), "DiskFull") || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("%v (%T)", err, err)
+	}
+	if err := geoParquetError("points", errors.New("arrow: something")); !errors.As(err, &s) {
+		t.Fatalf("an unclassified writer error: %v, want SystemicError", err)
 	}
 }
