@@ -211,7 +211,7 @@ func (r *run) reader() (*runReader, error) {
 	if _, err := r.f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("geoparquet.Write: spill: %w", err)
 	}
-	return &runReader{f: r.f, r: bufio.NewReaderSize(r.f, spillBufSize)}, nil
+	return &runReader{r: bufio.NewReaderSize(r.f, spillBufSize)}, nil
 }
 
 func (r *run) close() { r.f.Close() }
@@ -219,7 +219,6 @@ func (r *run) close() { r.f.Close() }
 // runReader reads the records of a run one at a time; body is valid until
 // the next call of next.
 type runReader struct {
-	f        *os.File
 	r        *bufio.Reader
 	key, row uint64
 	body     []byte
@@ -253,8 +252,6 @@ func (rr *runReader) next() error {
 	return nil
 }
 
-func (rr *runReader) close() { rr.f.Close() }
-
 // hilbertKeys are the sort keys of the rows of t over extent: the Hilbert
 // index of the bbox centre, MaxUint32 for a row without a bbox, and 0 for
 // every row when the layer is not spatially ordered (input order).
@@ -286,12 +283,13 @@ type spiller struct {
 	hdr    []byte
 }
 
+// close closes the files still open (after an error; nil entries are
+// files already closed).
 func (s *spiller) close() {
-	for _, r := range s.chunks {
-		r.close()
-	}
-	for _, r := range s.runs {
-		r.close()
+	for _, r := range append(s.chunks, s.runs...) {
+		if r != nil {
+			r.close()
+		}
 	}
 }
 
@@ -359,7 +357,7 @@ func (s *spiller) sortChunks(scratch *table, spatial bool, extent [4]float64) er
 				return fmt.Errorf("geoparquet.Write: spill: %w", err)
 			}
 		}
-		rr.close()
+		c.close()
 		s.chunks[i] = nil
 		if err := s.sortRun(scratch, s.first[i], spatial, extent); err != nil {
 			return err
@@ -389,27 +387,24 @@ func (h *mergeHeap) Pop() any {
 }
 
 // merge reads runs in (key, row) order and hands each record to emit; the
-// runs are closed.
+// runs are closed, whatever happens.
 func merge(runs []*run, emit func(rr *runReader) error) error {
-	var h mergeHeap
 	defer func() {
-		for _, rr := range h {
-			rr.close()
+		for _, r := range runs {
+			r.close()
 		}
 	}()
+	var h mergeHeap
 	for _, r := range runs {
 		rr, err := r.reader()
 		if err != nil {
-			r.close()
 			return err
 		}
 		err = rr.next()
 		if err == io.EOF {
-			rr.close()
 			continue
 		}
 		if err != nil {
-			rr.close()
 			return err
 		}
 		h = append(h, rr)
@@ -424,7 +419,6 @@ func merge(runs []*run, emit func(rr *runReader) error) error {
 		switch {
 		case err == io.EOF:
 			heap.Pop(&h)
-			rr.close()
 		case err != nil:
 			return err
 		default:

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -136,5 +137,20 @@ func TestSpillToAMissingDirectoryFails(t *testing.T) {
 	var buf bytes.Buffer
 	if _, err := Write(&buf, Layer{Fields: pointFields}, &SliceSource{Features: pointFeatures(600, 1)}, opts); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("err = %v, want the spill's missing directory", err)
+	}
+}
+
+// TestSpilledWriteSourceFails: a source failing after several spills is
+// an error, and the temporary files are gone.
+func TestSpilledWriteSourceFails(t *testing.T) {
+	opts := DefaultOptions()
+	opts.SpillBytes, opts.TempDir = 1, t.TempDir()
+	var buf bytes.Buffer
+	_, err := Write(&buf, Layer{}, &failingSource{n: 1000}, opts)
+	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("err = %v", err)
+	}
+	if left, _ := os.ReadDir(opts.TempDir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
 	}
 }
