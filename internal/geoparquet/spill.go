@@ -273,7 +273,6 @@ func (t *table) hilbertKeys(spatial bool, extent [4]float64) []uint64 {
 
 // spiller runs the external sort of one layer.
 type spiller struct {
-	layer  Layer
 	dir    string
 	chunks []*run // unsorted, in input order
 	first  []int64

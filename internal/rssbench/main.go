@@ -12,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -32,7 +33,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) < 1 {
-		return fmt.Errorf("usage: rssbench points|pgm|run ...")
+		return errUsage
 	}
 	switch {
 	case args[0] == "points" && len(args) == 3:
@@ -50,8 +51,10 @@ func run(args []string) error {
 	case args[0] == "run" && len(args) >= 5 && args[3] == "--":
 		return measure(args[1], args[2], args[4:])
 	}
-	return fmt.Errorf("usage: rssbench points N FILE | pgm SIZE FILE | run LABEL EXPECT -- CMD ARGS...")
+	return errUsage
 }
+
+var errUsage = errors.New("usage: rssbench points N FILE | pgm SIZE FILE | run LABEL EXPECT -- CMD ARGS")
 
 var classes = []string{"residential", "commercial", "industrial", "forest", "water", "farmland", "park", "road"}
 
