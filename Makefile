@@ -74,6 +74,7 @@ bench-backfill: deps ## the local backfill at 100, 1,000 and 10,000 files: orche
 # bench-rss: peak RSS of converting a big vector layer and a big raster,
 # each migrated by bin/geomigrate in a child process (inputs generated once
 # under BENCH_RSS_DIR and kept; outputs removed). Goal: at most 1 GiB each.
+# The figure labels name the default sizes.
 BENCH_RSS_DIR      ?= build/bench-rss
 BENCH_RSS_FEATURES ?= 10000000
 BENCH_RSS_PIXELS   ?= 32768
