@@ -71,6 +71,35 @@ test-scale: deps ## the local backfill over 10,000 files: each ends with exactly
 bench-backfill: deps ## the local backfill at 100, 1,000 and 10,000 files: orchestration ms per file (all, first and last tenth), CPU, memory
 	GEOMIGRATE_BENCH_BACKFILL=1 $(GO) test -run '^$$' -bench '^BenchmarkBackfillOverhead$$' -benchtime 1x -timeout 90m ./internal/localrun/
 
+# bench-rss: peak RSS of converting a big vector layer and a big raster,
+# each migrated by bin/geomigrate in a child process (inputs generated once
+# under BENCH_RSS_DIR and kept; outputs removed). Goal: at most 1 GiB each.
+# The figure labels name the default sizes.
+BENCH_RSS_DIR      ?= build/bench-rss
+BENCH_RSS_FEATURES ?= 10000000
+BENCH_RSS_PIXELS   ?= 32768
+.PHONY: bench-rss
+bench-rss: cli ## peak RSS of migrating a 10-million-point FlatGeobuf layer and a 2 GiB GeoTIFF (figure: lines)
+	@mkdir -p $(BENCH_RSS_DIR)/vector $(BENCH_RSS_DIR)/raster
+	@if [ ! -e $(BENCH_RSS_DIR)/vector/points.fgb ]; then \
+	  echo "generating $(BENCH_RSS_FEATURES) points"; \
+	  $(GO) run ./internal/rssbench points $(BENCH_RSS_FEATURES) $(BENCH_RSS_DIR)/points.csv && \
+	  ogr2ogr -f FlatGeobuf -lco SPATIAL_INDEX=NO -a_srs EPSG:4326 -oo X_POSSIBLE_NAMES=x -oo Y_POSSIBLE_NAMES=y \
+	    -oo AUTODETECT_TYPE=YES -nln points $(BENCH_RSS_DIR)/vector/points.fgb $(BENCH_RSS_DIR)/points.csv && \
+	  rm -f $(BENCH_RSS_DIR)/points.csv; fi
+	@if [ ! -e $(BENCH_RSS_DIR)/raster/big.tif ]; then \
+	  echo "generating a $(BENCH_RSS_PIXELS) x $(BENCH_RSS_PIXELS) UInt16 GeoTIFF"; \
+	  $(GO) run ./internal/rssbench pgm $(BENCH_RSS_PIXELS) $(BENCH_RSS_DIR)/big.pgm && \
+	  gdal_translate -q -of GTiff -co TILED=YES -a_srs EPSG:3857 -a_ullr 0 $(BENCH_RSS_PIXELS)0 $(BENCH_RSS_PIXELS)0 0 \
+	    $(BENCH_RSS_DIR)/big.pgm $(BENCH_RSS_DIR)/raster/big.tif && \
+	  rm -f $(BENCH_RSS_DIR)/big.pgm; fi
+	@rm -rf $(BENCH_RSS_DIR)/out-vector $(BENCH_RSS_DIR)/out-raster
+	@$(GO) run ./internal/rssbench run rss-10m-features '$(BENCH_RSS_DIR)/out-vector/*.parquet' -- \
+	  ./$(BIN)/geomigrate migrate $(BENCH_RSS_DIR)/vector --dest $(BENCH_RSS_DIR)/out-vector --workers 1 --progress plain
+	@$(GO) run ./internal/rssbench run rss-2gib-geotiff '$(BENCH_RSS_DIR)/out-raster/*.tif' -- \
+	  ./$(BIN)/geomigrate migrate $(BENCH_RSS_DIR)/raster --dest $(BENCH_RSS_DIR)/out-raster --workers 1 --progress plain
+	@rm -rf $(BENCH_RSS_DIR)/out-vector $(BENCH_RSS_DIR)/out-raster
+
 .PHONY: fmt
 fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')

@@ -4,16 +4,15 @@ package budget
 // memory a conversion may use (Recipe.MaxMemory, already lowered to the
 // machine's by Effective).
 //
-// The GeoParquet writer (internal/geoparquet) holds every row of a layer in
-// memory before writing, to sort the rows along a Hilbert curve: its memory
-// grows with the feature count and with the bytes of geometry (WKB) and
-// text it keeps. FlatGeobuf output streams through GDAL, which keeps one
-// spatial-index entry per feature and one geometry at a time. The cost
-// model below is the measured peak Go heap (docs/fidelity.md, Budgets),
-// rounded up:
+// The GeoParquet writer (internal/geoparquet) holds at most SpillBytes of
+// rows; past that it sorts externally through temporary files (decision
+// 0024), so its memory does not grow with the layer. FlatGeobuf output
+// streams through GDAL, which keeps one spatial-index entry per feature
+// and one geometry at a time. The cost model below is the measured peak Go
+// heap (docs/fidelity.md, Budgets), rounded up:
 //
-//	GeoParquet  featureCost + fieldCost × fields per feature, plus
-//	            payloadCost per byte of WKB, text and binary held
+//	GeoParquet  payloadCost per byte of SpillBytes, plus payloadCost per
+//	            byte of the largest feature (WKB, text and binary)
 //	FlatGeobuf  fgbFeatureCost per feature, plus payloadCost per byte of
 //	            the largest geometry
 //
@@ -22,8 +21,8 @@ package budget
 // feature count is checked before anything is read (where the driver knows
 // it without a scan: Shapefile, GeoPackage, FlatGeobuf, GeoJSON after its
 // first pass), and a running total while the features are read, so that a
-// layer of few but huge geometries is refused before the process runs out
-// of memory.
+// layer of many features (FlatGeobuf) or one huge geometry is refused
+// before the process runs out of memory.
 
 import (
 	"fmt"
@@ -35,18 +34,16 @@ import (
 )
 
 const (
-	// featureCost is what the GeoParquet writer holds per row besides its
-	// payload: WKB offset (8), Hilbert key and row index (12), slices grown
-	// by appending and garbage not yet collected. Measured: 1,000,000
-	// points with an int64 and a short string peak at 250 bytes a row,
-	// 120 of them payload and fields (BenchmarkWrite1M).
-	featureCost = 192
-	// fieldCost is one attribute of one row: validity (1), value (8), text
-	// offset (8), with growth and GC headroom.
-	fieldCost = 32
 	// payloadCost is the heap per byte of WKB or text held. Measured: 3.5
 	// (BenchmarkWritePolygons: 50,000 polygons of 200 vertices).
 	payloadCost = 4
+	// spillShare: the GeoParquet writer's rows in memory may take
+	// 1/spillShare of the budget (times payloadCost: slice growth, the
+	// sort's keys, garbage), and never more than maxSpillBytes: past a few
+	// tens of MiB, bigger chunks only mean fewer temporary files.
+	spillShare    = 16
+	maxSpillBytes = 64 << 20
+	minSpillBytes = 1 << 20
 	// fgbFeatureCost is GDAL's FlatGeobuf writer per feature: an index
 	// entry (bounding box, offset, size) kept for the packed R-tree.
 	// Measured: 209 bytes a feature (peak RSS of ogr2ogr-like
@@ -70,16 +67,25 @@ type VectorMeter struct {
 	layer      string
 	format     string // recipe.FormatGeoParquet or FormatFlatGeobuf
 	perFeature int64
-	holdsAll   bool  // every row is held (GeoParquet), or one at a time
+	fixed      int64 // held whatever the layer (the GeoParquet writer's rows before a spill)
 	budget     int64 // vectorShare of maxMemory; 0 = no budget
 	maxMemory  int64
 
-	features, payload, largest int64
+	features, largest int64
 }
 
-// NewVectorMeter is the meter of a layer with fields attribute fields
-// converted under r.
-func NewVectorMeter(layer string, fields int, r recipe.Recipe) *VectorMeter {
+// SpillBytes is how much of a layer's rows the GeoParquet writer holds
+// before it spills them to temporary files, for a memory budget
+// (maxMemory <= 0: none known).
+func SpillBytes(maxMemory int64) int64 {
+	if maxMemory <= 0 {
+		return maxSpillBytes
+	}
+	return min(maxSpillBytes, max(minSpillBytes, maxMemory/spillShare))
+}
+
+// NewVectorMeter is the meter of a layer converted under r.
+func NewVectorMeter(layer string, r recipe.Recipe) *VectorMeter {
 	m := &VectorMeter{layer: layer, format: r.VectorFormat, maxMemory: r.MaxMemory}
 	if r.MaxMemory > 0 {
 		m.budget = r.MaxMemory / vectorShareDen * vectorShareNum
@@ -87,54 +93,57 @@ func NewVectorMeter(layer string, fields int, r recipe.Recipe) *VectorMeter {
 	if r.VectorFormat == recipe.FormatFlatGeobuf {
 		m.perFeature = fgbFeatureCost
 	} else {
-		m.perFeature = featureCost + fieldCost*int64(fields)
-		m.holdsAll = true
+		m.fixed = satMul(SpillBytes(r.MaxMemory), payloadCost)
 	}
 	return m
 }
 
-// estimate is the memory held for features features and the payload seen.
+// estimate is the memory held for features features and the largest
+// feature seen.
 func (m *VectorMeter) estimate(features int64) int64 {
-	held := m.largest
-	if m.holdsAll {
-		held = m.payload
-	}
-	return satAdd(satMul(features, m.perFeature), satMul(held, payloadCost))
+	return satAdd(m.fixed, satAdd(satMul(features, m.perFeature), satMul(m.largest, payloadCost)))
 }
 
 // Declared refuses a layer whose declared feature count alone is over the
-// budget.
+// budget (FlatGeobuf: GeoParquet holds no more for more features).
 func (m *VectorMeter) Declared(n int64) error {
-	if m.budget <= 0 || n <= 0 || m.estimate(n) <= m.budget {
+	if m.budget <= 0 || n <= 0 || m.perFeature == 0 || m.estimate(n) <= m.budget {
 		return nil
 	}
 	most := m.budget / m.perFeature
 	return fault.Data(fault.BudgetExceeded,
-		"layer %q declares %d features; converting it to %s holds about %d bytes per feature in memory, %s in all, over the memory budget of %s (%d/%d of max_memory %s): split the layer into files of at most %d features each, or give the conversion more memory (max_memory, Lambda memory size); a streaming writer will lift this limit",
+		"layer %q declares %d features; converting it to %s holds about %d bytes per feature in memory, %s in all, over the memory budget of %s (%d/%d of max_memory %s): split the layer into files of at most %d features each, convert it to GeoParquet (which spills to disk), or give the conversion more memory (max_memory, Lambda memory size)",
 		m.layer, n, m.format, m.perFeature, FormatBytes(m.estimate(n)), FormatBytes(m.budget),
 		vectorShareNum, vectorShareDen, FormatBytes(m.maxMemory), most)
 }
 
 // Add counts one feature read and its payload (WKB bytes, and for the
 // GeoParquet writer text and binary bytes too); it refuses the layer as
-// soon as the running total is over the budget.
+// soon as the estimate is over the budget.
 func (m *VectorMeter) Add(payload int64) error {
 	m.features++
-	m.payload += payload
 	m.largest = max(m.largest, payload)
 	if m.budget <= 0 || m.estimate(m.features) <= m.budget {
 		return nil
 	}
-	if !m.holdsAll {
+	if m.perFeature > 0 && m.largest*payloadCost <= m.budget/2 {
 		return fault.Data(fault.BudgetExceeded,
-			"layer %q: feature %d has a geometry of %s (WKB); converting it needs about %s, over the memory budget of %s (%d/%d of max_memory %s): split or simplify that geometry, or give the conversion more memory (max_memory, Lambda memory size)",
-			m.layer, m.features, FormatBytes(payload), FormatBytes(m.estimate(m.features)), FormatBytes(m.budget),
+			"layer %q: %d features read so far; converting them to %s holds about %d bytes per feature in memory, %s in all, over the memory budget of %s (%d/%d of max_memory %s), and the layer is not finished: split the layer into smaller files, convert it to GeoParquet (which spills to disk), or give the conversion more memory (max_memory, Lambda memory size)",
+			m.layer, m.features, m.format, m.perFeature, FormatBytes(m.estimate(m.features)), FormatBytes(m.budget),
 			vectorShareNum, vectorShareDen, FormatBytes(m.maxMemory))
 	}
 	return fault.Data(fault.BudgetExceeded,
-		"layer %q: the first %d features hold %s of geometry (WKB) and text (the largest feature %s); converting them to %s needs about %s in memory, over the memory budget of %s (%d/%d of max_memory %s), and the layer is not finished: split the layer into smaller files or simplify its largest geometries, or give the conversion more memory (max_memory, Lambda memory size); a streaming writer will lift this limit",
-		m.layer, m.features, FormatBytes(m.payload), FormatBytes(m.largest), m.format, FormatBytes(m.estimate(m.features)),
-		FormatBytes(m.budget), vectorShareNum, vectorShareDen, FormatBytes(m.maxMemory))
+		"layer %q: feature %d holds %s of geometry (WKB)%s; converting it to %s needs about %s, over the memory budget of %s (%d/%d of max_memory %s): split or simplify that geometry, or give the conversion more memory (max_memory, Lambda memory size)",
+		m.layer, m.features, FormatBytes(payload), m.textToo(), m.format, FormatBytes(m.estimate(m.features)), FormatBytes(m.budget),
+		vectorShareNum, vectorShareDen, FormatBytes(m.maxMemory))
+}
+
+// textToo names what the payload counts besides geometry.
+func (m *VectorMeter) textToo() string {
+	if m.perFeature == 0 {
+		return " and text"
+	}
+	return ""
 }
 
 // GeoJSONObjectLimit is the OGR_GEOJSON_MAX_OBJ_SIZE (MB) for a budget

@@ -7,26 +7,25 @@ import (
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
-// The meter's arithmetic: what GeoParquet holds grows with every payload
-// byte, what FlatGeobuf holds with the largest geometry only.
+// The meter's arithmetic: what GeoParquet holds is its spill threshold and
+// the largest feature, whatever the count; what FlatGeobuf holds grows
+// with every feature and the largest geometry.
 func TestVectorMeter(t *testing.T) {
 	r := recipe.DefaultRecipe()
-	r.MaxMemory = 4 << 20 // budget 3 MiB
+	r.MaxMemory = 16 << 20 // budget 12 MiB; GeoParquet spills at 1 MiB (4 MiB held)
 	cases := []struct {
 		format   string
-		fields   int
 		payloads []int64
 		refused  int // 1-based index of the add that is refused; 0 = none
 	}{
-		{recipe.FormatGeoParquet, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 3},    // 4×768 KiB = 3 MiB + rows
-		{recipe.FormatFlatGeobuf, 0, []int64{256 << 10, 256 << 10, 256 << 10}, 0},    // largest 256 KiB
-		{recipe.FormatFlatGeobuf, 0, []int64{100, 800 << 10}, 2},                     // 3.2 MiB for one geometry
-		{recipe.FormatGeoParquet, 1000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0}, // 11 × 32 KiB
-		{recipe.FormatGeoParquet, 10000, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 10},
+		{recipe.FormatGeoParquet, []int64{1 << 20, 1 << 20, 1 << 20, 1 << 20}, 0}, // 4 MiB + 4 × 1 MiB
+		{recipe.FormatGeoParquet, []int64{100, 2 << 20, 3 << 20}, 3},              // 4 MiB + 4 × 3 MiB
+		{recipe.FormatFlatGeobuf, []int64{1 << 20, 1 << 20, 1 << 20}, 0},          // largest 1 MiB
+		{recipe.FormatFlatGeobuf, []int64{100, 3200 << 10}, 2},                    // 12.5 MiB for one geometry
 	}
 	for i, c := range cases {
 		r.VectorFormat = c.format
-		m := NewVectorMeter("l", c.fields, r)
+		m := NewVectorMeter("l", r)
 		refused := 0
 		for k, p := range c.payloads {
 			if err := m.Add(p); err != nil {
@@ -41,28 +40,47 @@ func TestVectorMeter(t *testing.T) {
 			t.Errorf("case %d (%s): refused at %d, want %d (estimate %d of %d)", i, c.format, refused, c.refused, m.estimate(m.features), m.budget)
 		}
 	}
+	// GeoParquet: any count, declared or read.
 	r.VectorFormat = recipe.FormatGeoParquet
-	if err := NewVectorMeter("l", 0, r).Declared(-1); err != nil {
-		t.Errorf("unknown count refused: %v", err)
-	}
-	if err := NewVectorMeter("l", 0, r).Declared(17_000); fault.CodeOf(err) != fault.BudgetExceeded {
-		t.Errorf("17,000 x 192 bytes under a 3 MiB budget: %v", err)
-	}
-	// BenchmarkGeoParquet1M's layer (1,000,000 points, three attributes,
-	// ~25 bytes of WKB and text a row) fits the default budget.
-	d := recipe.DefaultRecipe()
-	d.VectorFormat = recipe.FormatGeoParquet
-	m := NewVectorMeter("points", 3, d)
-	if err := m.Declared(1_000_000); err != nil {
-		t.Errorf("1M points declared under the default budget: %v", err)
-	}
-	for i := 0; i < 1_000_000; i++ {
-		if err := m.Add(25); err != nil {
-			t.Fatalf("1M points read under the default budget: %v", err)
+	for _, n := range []int64{-1, 17_000, 1 << 40} {
+		if err := NewVectorMeter("l", r).Declared(n); err != nil {
+			t.Errorf("GeoParquet, %d declared: %v", n, err)
 		}
 	}
+	m := NewVectorMeter("points", r)
+	for i := 0; i < 1_000_000; i++ {
+		if err := m.Add(25); err != nil {
+			t.Fatalf("GeoParquet, 1M points read under a 16 MiB max_memory: %v", err)
+		}
+	}
+	// FlatGeobuf: its index grows with the count.
+	r.VectorFormat = recipe.FormatFlatGeobuf
+	if err := NewVectorMeter("l", r).Declared(-1); err != nil {
+		t.Errorf("unknown count refused: %v", err)
+	}
+	if err := NewVectorMeter("l", r).Declared(50_000); fault.CodeOf(err) != fault.BudgetExceeded {
+		t.Errorf("FlatGeobuf, 50,000 x 256 bytes under a 12 MiB budget: %v", err)
+	}
+	m = NewVectorMeter("points", r)
+	var err error
+	for i := 0; i < 100_000 && err == nil; i++ {
+		err = m.Add(25)
+	}
+	if fault.CodeOf(err) != fault.BudgetExceeded || m.features != 12<<20/256 {
+		t.Errorf("FlatGeobuf, points read under a 12 MiB budget: refused at %d: %v", m.features, err)
+	}
 	r.MaxMemory = 0
-	if err := NewVectorMeter("l", 0, r).Declared(1 << 40); err != nil {
+	if err := NewVectorMeter("l", r).Declared(1 << 40); err != nil {
 		t.Errorf("no budget: %v", err)
+	}
+}
+
+func TestSpillBytes(t *testing.T) {
+	for _, c := range []struct{ maxMemory, want int64 }{
+		{0, 64 << 20}, {-1, 64 << 20}, {1 << 20, 1 << 20}, {256 << 20, 16 << 20}, {10240 << 20, 64 << 20},
+	} {
+		if got := SpillBytes(c.maxMemory); got != c.want {
+			t.Errorf("SpillBytes(%d) = %d, want %d", c.maxMemory, got, c.want)
+		}
 	}
 }

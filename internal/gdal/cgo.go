@@ -144,3 +144,10 @@ func projVersion() string {
 // the caller holds runtime.LockOSThread in between.
 func pushQuiet() { C.gm_push_quiet() }
 func popQuiet()  { C.gm_pop_quiet() }
+
+// setCacheMax sizes GDAL's block cache now: GDAL reads GDAL_CACHEMAX only
+// once, at the first use of the cache, which may come before New.
+func setCacheMax(bytes int64) { C.GDALSetCacheMax64(C.GIntBig(bytes)) }
+
+// cacheMax is the block cache size GDAL uses, in bytes.
+func cacheMax() int64 { return int64(C.GDALGetCacheMax64()) }

@@ -31,7 +31,7 @@ type Config struct {
 	GDALData   string // GDAL_DATA directory ("" = found: env, /opt/share/gdal, system)
 	ProjData   string // PROJ data directory holding proj.db ("" = found likewise)
 	TmpDir     string // CPL_TMPDIR ("" = os.TempDir())
-	CacheMaxMB int    // GDAL_CACHEMAX in MB (0 = 256)
+	CacheMaxMB int    // GDAL_CACHEMAX in MB (0 = the environment's, else from MemoryLimit: see cacheMaxMB)
 	NumThreads int    // GDAL_NUM_THREADS and the COG driver's NUM_THREADS (0 = all CPUs)
 	// MemoryLimit caps every recipe's MaxMemory (0 = found: Lambda's
 	// memory setting, the cgroup limit, physical memory).
@@ -86,14 +86,14 @@ func New(opts ...Option) (*Engine, error) {
 	if cfg.TmpDir == "" {
 		cfg.TmpDir = os.TempDir()
 	}
-	if cfg.CacheMaxMB <= 0 {
-		cfg.CacheMaxMB = 256
-	}
 	if cfg.NumThreads <= 0 {
 		cfg.NumThreads = runtime.NumCPU()
 	}
 	if cfg.MemoryLimit <= 0 {
 		cfg.MemoryLimit = budget.MachineMemory()
+	}
+	if cfg.CacheMaxMB <= 0 {
+		cfg.CacheMaxMB = cacheMaxMB(os.Getenv("GDAL_CACHEMAX"), cfg.MemoryLimit)
 	}
 
 	registerOnce.Do(godal.RegisterAll)
@@ -101,8 +101,28 @@ func New(opts ...Option) (*Engine, error) {
 	for k, v := range cfg.settings() {
 		setConfig(k, v)
 	}
+	setCacheMax(int64(cfg.CacheMaxMB) << 20)
 	setProjPaths([]string{cfg.ProjData})
 	return &Engine{cfg: cfg, version: releaseName()}, nil
+}
+
+// cacheMaxMB is GDAL's block cache in MB: GDAL_CACHEMAX from the
+// environment when it is a number of MB (the Lambda's, set by infra) but
+// never over a quarter of the memory limit, else 1/budget.BlockShare of
+// the memory limit, between 16 and 256 MB. It is set as a configuration
+// option, which GDAL prefers to the environment, so it is decided here.
+func cacheMaxMB(env string, memoryLimit int64) int {
+	limitMB := memoryLimit >> 20
+	if mb, err := strconv.Atoi(strings.TrimSpace(env)); err == nil && mb > 0 && mb < 100_000 {
+		if limitMB > 0 {
+			return int(max(16, min(int64(mb), limitMB/4)))
+		}
+		return mb
+	}
+	if limitMB <= 0 {
+		return 256
+	}
+	return int(min(256, max(16, limitMB/budget.BlockShare)))
 }
 
 // settings are the process-wide GDAL configuration options.

@@ -111,11 +111,39 @@ func TestVersionAndConfig(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, got, v)
 		}
 	}
+	// The block cache GDAL uses is the configured one, bounded by the
+	// memory limit.
+	if got, want := cacheMax(), int64(engine.Config().CacheMaxMB)<<20; got != want || got > max(16<<20, engine.Config().MemoryLimit/8) {
+		t.Errorf("GDAL's cache is %d bytes, want %d (memory limit %d)", got, want, engine.Config().MemoryLimit)
+	}
 	if _, err := New(WithGDALData(t.TempDir())); !isSystemic(err) {
 		t.Errorf("New with an empty GDAL_DATA dir: %v, want SystemicError", err)
 	}
 	if !strings.Contains(engine.VersionDetail(), "PROJ") {
 		t.Error(engine.VersionDetail())
+	}
+}
+
+func TestCacheMaxMB(t *testing.T) {
+	for _, c := range []struct {
+		env   string
+		limit int64
+		want  int
+	}{
+		{"", 0, 256},
+		{"", 10 << 30, 256},
+		{"", 1 << 30, 128},
+		{"", 512 << 20, 64},
+		{"", 64 << 20, 16},
+		{"752", 3 << 30, 752},  // the Lambda's, from infra
+		{"4096", 3 << 30, 768}, // never over a quarter of the memory
+		{"4096", 0, 4096},      // no limit known
+		{"25%", 1 << 30, 128},  // GDAL's percentage form is not ours to interpret
+		{"0", 1 << 30, 128},
+	} {
+		if got := cacheMaxMB(c.env, c.limit); got != c.want {
+			t.Errorf("cacheMaxMB(%q, %d) = %d, want %d", c.env, c.limit, got, c.want)
+		}
 	}
 }
 

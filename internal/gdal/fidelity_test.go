@@ -335,6 +335,10 @@ const childEnv = "GEOMIGRATE_TEST_MEMLIMIT_DIR"
 // max_memory of 64 MiB.
 const budget64MiB = "budget64m-"
 
+// toFlatGeobuf starts the name of a vector file the child converts to
+// FlatGeobuf (the others go to GeoParquet).
+const toFlatGeobuf = "fgb-"
+
 // The size bombs and two good samples, converted in a child process whose
 // address space is limited to 3 GiB (a 3 GiB Lambda): the child must not
 // die, every bomb must be BudgetExceeded and the samples must convert.
@@ -363,7 +367,10 @@ func TestConvertUnderMemoryLimit(t *testing.T) {
 		}
 		for _, p := range names {
 			r := fgbRecipe()
-			r.VectorFormat = recipe.FormatGeoParquet // the writer that holds every row
+			r.VectorFormat = recipe.FormatGeoParquet
+			if strings.HasPrefix(filepath.Base(p), toFlatGeobuf) {
+				r.VectorFormat = recipe.FormatFlatGeobuf // the writer whose index grows with the count
+			}
 			if strings.HasPrefix(filepath.Base(p), budget64MiB) {
 				r.MaxMemory = 64 << 20
 			}
@@ -384,13 +391,13 @@ func TestConvertUnderMemoryLimit(t *testing.T) {
 		want[b.Name] = string(fault.BudgetExceeded)
 	}
 	// Vector bombs. The zipped Shapefile of 16,000,000 points (~125 MB)
-	// would need ~3.7 GB held by the GeoParquet writer: without the vector
-	// budget the child dies ("fatal error: out of memory") after scanning
-	// it. The GeoJSON polygon of 4,000,000 vertices (~86 MB) would take
-	// ~2 GB parsed. The polygon Shapefile (16 MB of WKB) is not over 3 GiB:
+	// would need ~4 GB for FlatGeobuf's index (the GeoParquet writer, which
+	// spills, converts it in minutes: make bench-rss measures that). The
+	// GeoJSON polygon of 4,000,000 vertices (~86 MB) would take ~2 GB
+	// parsed. The polygon Shapefile (16 MB of WKB) is not over 3 GiB:
 	// the child converts it under a 64 MiB max_memory, to show the running
 	// total refusing it inside the limited process.
-	f, err := os.Create(filepath.Join(dir, "points-16m.zip"))
+	f, err := os.Create(filepath.Join(dir, toFlatGeobuf+"points-16m.zip"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +407,7 @@ func TestConvertUnderMemoryLimit(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want["points-16m.zip"] = string(fault.BudgetExceeded)
+	want[toFlatGeobuf+"points-16m.zip"] = string(fault.BudgetExceeded)
 	g, err := os.Create(filepath.Join(dir, "polygon-4m.geojson"))
 	if err != nil {
 		t.Fatal(err)
@@ -416,6 +423,11 @@ func TestConvertUnderMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	want[budget64MiB+"polygon.shp"] = string(fault.BudgetExceeded)
+	// 300,000 points to GeoParquet under 64 MiB: spilled, converted.
+	if err := hostile.WritePointShapefile(dir, budget64MiB+"points", 300_000); err != nil {
+		t.Fatal(err)
+	}
+	want[budget64MiB+"points.shp"] = "converted"
 	for _, name := range []string{"dem_utm33.tif", "landcover_4326.tif", "city.gpkg", "parks.geojson"} {
 		copyFile(t, sample(t, name).Path, filepath.Join(dir, name))
 		want[name] = "converted"

@@ -81,6 +81,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 	"unsafe"
 
@@ -217,8 +218,8 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 		}
 		out.Values[i] = v
 	}
-	// The writer keeps every row (to sort them): text and binary
-	// attributes count with the geometry.
+	// The writer holds rows up to a spill: a feature's text and binary
+	// attributes count with its geometry.
 	if err := s.meter.Add(payload); err != nil {
 		return geoparquet.Feature{}, err
 	}
@@ -311,6 +312,10 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	lineage := r.Lineage()
 	lineage.Layer = sc.name
 	opts.Lineage = lineage.JSON()
+	// Past SpillBytes the writer sorts through temporary files beside the
+	// output (the work directory, on the disk sized for the job).
+	opts.SpillBytes = budget.SpillBytes(r.MaxMemory)
+	opts.TempDir = filepath.Dir(dst)
 
 	os.Remove(dst)
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -318,7 +323,7 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 		return recipe.Output{}, fault.Systemic("gdal.GeoParquet: create output", err)
 	}
 	src := &ogrSource{ctx: ctx, layer: layerHandle(l), fields: read, flags: flags, name: sc.name,
-		meter: budget.NewVectorMeter(sc.name, len(read), r)}
+		meter: budget.NewVectorMeter(sc.name, r)}
 	// OGR and GEOS report through CPLError (MakeValid notices, read
 	// errors); read errors are checked after each feature instead.
 	pushQuiet()
@@ -347,6 +352,7 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 		Stats: map[string]int64{
 			"features": sc.features, "null_geometries": sc.nulls, "invalid_geometries": sc.invalid,
 			"repaired": src.repaired, "bytes": st.Bytes, "row_groups": int64(st.RowGroups),
+			"spills": int64(st.Spills),
 		},
 	}, nil
 }
@@ -369,6 +375,11 @@ func geoParquetError(layer string, err error) error {
 			"layer %q has an attribute value GeoParquet cannot store (text must be UTF-8: declare the source encoding, e.g. a .cpg file beside a Shapefile, or re-encode it)", layer)
 	case errors.Is(err, geoparquet.ErrInvalidLayer):
 		return fault.DataWrap(fault.SchemaMismatch, err, "layer %q has a schema GeoParquet cannot store", layer)
+	}
+	// The output and the external sort's temporary files: a full disk
+	// says so (DiskFull), like every other local write.
+	if local := fault.FromOS("gdal.GeoParquet", err); fault.TierOf(local) != fault.TierUnknown {
+		return local
 	}
 	return fault.Systemic("gdal.GeoParquet", err)
 }

@@ -72,7 +72,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 	for _, l := range layers {
 		// The declared count first, without reading the features (a forced
 		// count may mean a full read).
-		if err := budget.NewVectorMeter(l.Name(), fieldCount(l), r).Declared(declaredFeatureCount(l)); err != nil {
+		if err := budget.NewVectorMeter(l.Name(), r).Declared(declaredFeatureCount(l)); err != nil {
 			return nil, err
 		}
 		n, err := l.FeatureCount(rec.opt())
@@ -90,7 +90,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		if err := layerCRS(l, rec); err != nil {
 			return nil, err
 		}
-		sc, err := scanLayer(ctx, l, budget.NewVectorMeter(l.Name(), fieldCount(l), r))
+		sc, err := scanLayer(ctx, l, budget.NewVectorMeter(l.Name(), r))
 		if err != nil {
 			return nil, err
 		}

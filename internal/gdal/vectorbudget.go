@@ -1,7 +1,7 @@
 package gdal
 
 // The GDAL side of the vector memory budget (internal/budget): the
-// declared feature count, field count and WKB size that only GDAL can
+// declared feature count and WKB size that only GDAL can
 // tell, GDAL's refusal of a GeoJSON object over OGR_GEOJSON_MAX_OBJ_SIZE,
 // and the thread-local configuration that sets that limit.
 
@@ -29,11 +29,6 @@ import (
 // -1 otherwise.
 func declaredFeatureCount(l godal.Layer) int64 {
 	return int64(C.OGR_L_GetFeatureCount(C.OGRLayerH(unsafe.Pointer(layerHandle(l))), 0))
-}
-
-// fieldCount is the number of attribute fields of a layer.
-func fieldCount(l godal.Layer) int {
-	return int(C.OGR_FD_GetFieldCount(C.OGR_L_GetLayerDefn(C.OGRLayerH(unsafe.Pointer(layerHandle(l))))))
 }
 
 // wkbSize is the size of a geometry as WKB, without exporting it.

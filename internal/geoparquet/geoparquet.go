@@ -1,8 +1,9 @@
 // Package geoparquet writes and validates GeoParquet 1.1.0 files in pure Go.
 //
 // The writer takes features from a FeatureSource (internal/gdal adapts OGR
-// layers to it), holds them compactly in memory, orders them along a Hilbert
-// curve of their bounding-box centres and writes WKB geometries, typed
+// layers to it), holds them compactly in memory (or, past Options.SpillBytes,
+// sorts them externally through temporary files: spill.go), orders them
+// along a Hilbert curve of their bounding-box centres and writes WKB geometries, typed
 // attribute columns and a "bbox" covering column with ZSTD compression and
 // per-row-group statistics, plus the "geo" file metadata.
 //
@@ -110,6 +111,11 @@ type Options struct {
 	// key-value metadata ("" = none): where the file came from (source
 	// hash, recipe, versions), inside the file so that it survives a copy.
 	Lineage string
+	// SpillBytes bounds the rows held in memory: past it, rows go to
+	// temporary files in TempDir and are sorted externally (same bytes
+	// out; decision 0024). 0 holds the whole layer in memory.
+	SpillBytes int64
+	TempDir    string // "" = os.TempDir()
 }
 
 // DefaultRowGroupRows is the default number of rows per row group.
@@ -127,6 +133,9 @@ type Stats struct {
 	GeometryTypes []string   // sorted unique GeoParquet names, e.g. "Polygon", "Point Z"
 	BBox          [4]float64 // xmin, ymin, xmax, ymax; NaN when there is no non-empty geometry
 	Bytes         int64
+	// Spills is the number of chunks written to temporary files by the
+	// external sort (0: the layer was sorted in memory).
+	Spills int
 }
 
 // Errors returned by Write, wrapped with the offending feature or field;

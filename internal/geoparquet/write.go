@@ -72,6 +72,7 @@ type column struct {
 // which saves 33 bytes a row.
 type table struct {
 	rows     int
+	base     int64   // rows read before these (spilled)
 	geom     []byte  // WKB arena; a null geometry has length 0
 	geomOffs []int64 // len rows+1
 	cols     []*column
@@ -140,11 +141,13 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 		return Stats{}, err
 	}
 
-	t, err := collect(layer, src)
+	t, sp, err := collect(layer, src, opts)
+	if sp != nil {
+		defer sp.close()
+	}
 	if err != nil {
 		return Stats{}, err
 	}
-	order := t.order(opts.SpatialOrder)
 
 	schema, err := buildSchema(layer, t, crs, bboxName, opts.Covering, opts.Lineage)
 	if err != nil {
@@ -172,22 +175,37 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	if err != nil {
 		return Stats{}, fmt.Errorf("geoparquet.Write: create writer: %w", err)
 	}
+	rows := t.base + int64(t.rows)
 	groups := 0
-	for start := 0; start < t.rows; start += opts.RowGroupRows {
-		end := min(start+opts.RowGroupRows, t.rows)
-		rec := t.record(mem, schema, order[start:end], opts.Covering)
+	writeGroup := func(g *table, idx []int32) error {
+		rec := g.record(mem, schema, idx, opts.Covering)
 		err := fw.Write(rec)
 		rec.Release()
 		if err != nil {
-			fw.Close()
-			return Stats{}, fmt.Errorf("geoparquet.Write: write row group %d: %w", groups, err)
+			return fmt.Errorf("geoparquet.Write: write row group %d: %w", groups, err)
 		}
 		groups++
+		return nil
+	}
+	if sp == nil {
+		order := t.order(opts.SpatialOrder)
+		for start := 0; start < t.rows && err == nil; start += opts.RowGroupRows {
+			err = writeGroup(t, order[start:min(start+opts.RowGroupRows, t.rows)])
+		}
+	} else {
+		err = sp.write(t, opts, writeGroup)
+	}
+	if err != nil {
+		fw.Close()
+		return Stats{}, err
 	}
 	if err := fw.Close(); err != nil {
 		return Stats{}, fmt.Errorf("geoparquet.Write: close: %w", err)
 	}
-	st := Stats{Rows: int64(t.rows), RowGroups: groups, GeometryTypes: sortedKeys(t.types), BBox: t.extent, Bytes: cw.n}
+	st := Stats{Rows: rows, RowGroups: groups, GeometryTypes: sortedKeys(t.types), BBox: t.extent, Bytes: cw.n}
+	if sp != nil {
+		st.Spills = sp.spills
+	}
 	return st, nil
 }
 
@@ -256,41 +274,49 @@ func checkNames(layer Layer, covering bool) (string, error) {
 	return "", fmt.Errorf("%w: no free name for the bbox covering column", ErrInvalidLayer)
 }
 
-func collect(layer Layer, src FeatureSource) (*table, error) {
-	t := &table{geomOffs: []int64{0}, types: map[string]struct{}{}}
-	t.extent = [4]float64{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
-	for _, f := range layer.Fields {
-		c := &column{f: f}
-		if f.Type == String || f.Type == Binary {
-			c.offs = []int64{0}
-		}
-		t.cols = append(t.cols, c)
-	}
-	for {
+// collect reads every feature of src into a table. Once the rows held
+// pass opts.SpillBytes they are spilled to a chunk file (see spill.go) and
+// the table starts again; the spiller is then returned too. The table's
+// types and extent always describe every row read.
+func collect(layer Layer, src FeatureSource, opts Options) (*table, *spiller, error) {
+	t := newTable(layer)
+	var sp *spiller
+	for row := int64(0); ; row++ {
 		f, err := src.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("geoparquet.Write: reading feature %d: %w", t.rows, err)
+			return nil, sp, fmt.Errorf("geoparquet.Write: reading feature %d: %w", row, err)
 		}
 		if len(f.Values) != len(layer.Fields) {
-			return nil, fmt.Errorf("%w: feature %d has %d values for %d fields", ErrInvalidValue, t.rows, len(f.Values), len(layer.Fields))
+			return nil, sp, fmt.Errorf("%w: feature %d has %d values for %d fields", ErrInvalidValue, row, len(f.Values), len(layer.Fields))
 		}
 		if err := t.addGeometry(f.WKB); err != nil {
-			return nil, fmt.Errorf("%w: feature %d: %v", ErrInvalidGeometry, t.rows, err)
+			return nil, sp, fmt.Errorf("%w: feature %d: %v", ErrInvalidGeometry, row, err)
 		}
 		for i, c := range t.cols {
 			if err := c.add(f.Values[i]); err != nil {
-				return nil, fmt.Errorf("%w: feature %d, field %q: %v", ErrInvalidValue, t.rows, c.f.Name, err)
+				return nil, sp, fmt.Errorf("%w: feature %d, field %q: %v", ErrInvalidValue, row, c.f.Name, err)
 			}
 		}
 		t.rows++
+		// held() walks the columns: every 256 rows is often enough.
+		if opts.SpillBytes > 0 && t.rows%256 == 0 && t.held() >= opts.SpillBytes {
+			if sp == nil {
+				sp = &spiller{dir: opts.TempDir}
+			}
+			if err := sp.spill(t); err != nil {
+				return nil, sp, err
+			}
+			t.base += int64(t.rows)
+			t.reset()
+		}
 	}
 	if t.extent[0] > t.extent[2] {
 		t.extent = [4]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
 	}
-	return t, nil
+	return t, sp, nil
 }
 
 func (t *table) addGeometry(wkb []byte) error {
@@ -317,17 +343,7 @@ func (c *column) add(v any) error {
 		if !c.f.Nullable {
 			return errors.New("null in a non-nullable field")
 		}
-		c.valid = append(c.valid, false)
-		switch c.f.Type {
-		case Float64:
-			c.f64 = append(c.f64, 0)
-		case Bool:
-			c.bools = append(c.bools, false)
-		case String, Binary:
-			c.offs = append(c.offs, int64(len(c.data)))
-		default:
-			c.ints = append(c.ints, 0)
-		}
+		c.appendNull()
 		return nil
 	}
 	switch c.f.Type {
@@ -398,6 +414,21 @@ func (c *column) add(v any) error {
 	}
 	c.valid = append(c.valid, true)
 	return nil
+}
+
+// appendNull appends a null: a zero value and validity false.
+func (c *column) appendNull() {
+	c.valid = append(c.valid, false)
+	switch c.f.Type {
+	case Float64:
+		c.f64 = append(c.f64, 0)
+	case Bool:
+		c.bools = append(c.bools, false)
+	case String, Binary:
+		c.offs = append(c.offs, int64(len(c.data)))
+	default:
+		c.ints = append(c.ints, 0)
+	}
 }
 
 func toInt64(v any) (int64, bool) {

@@ -1,0 +1,156 @@
+package geoparquet
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+)
+
+// spillFeatures has every attribute type with nulls, null geometries,
+// points, polygons and many rows on the same spot (equal Hilbert keys in
+// different chunks, which only the input row orders).
+func spillFeatures(n int) []Feature {
+	fs := make([]Feature, n)
+	for i := range fs {
+		x, y := float64(i%37), float64(i%53)
+		var wkb []byte
+		switch i % 7 {
+		case 0:
+			wkb = wkbRect(x, y, x+1, y+2)
+		case 1:
+			wkb = wkbMultiRect([4]float64{x, y, x + 1, y + 1}, [4]float64{x + 2, y, x + 3, y + 1})
+		case 2:
+			wkb = nil
+		case 3:
+			wkb = wkbPointXY(5, 5)
+		default:
+			wkb = wkbPointXY(-x*3.5, y*1.25)
+		}
+		fs[i] = Feature{WKB: wkb, Values: values(i)}
+	}
+	return fs
+}
+
+// TestSpilledWriteIsTheInMemoryWrite writes layers with a spill threshold
+// so small that every 256 rows go to a temporary file, merged three runs at
+// a time: the file must be byte for byte the in-memory one, in Hilbert
+// order, readable by Validate and by the external judge, and leave no
+// temporary file behind.
+func TestSpilledWriteIsTheInMemoryWrite(t *testing.T) {
+	defer func(n int) { mergeFanIn = n }(mergeFanIn)
+	mergeFanIn = 3
+	nullGeoms := make([]Feature, 600)
+	for i := range nullGeoms {
+		nullGeoms[i] = Feature{Values: []any{int64(i), nil}}
+	}
+	cases := []struct {
+		name  string
+		layer Layer
+		feats []Feature
+		opts  Options
+	}{
+		{"every type, nulls, ties", Layer{Fields: allFields, CRSProjJSON: []byte(utm33)}, spillFeatures(5000),
+			Options{RowGroupRows: 700, ZSTDLevel: 5, SpatialOrder: true, Covering: true, WriterVersion: "1.0.0"}},
+		{"points", Layer{Fields: pointFields, IsCRS84: true}, pointFeatures(3000, 11), DefaultOptions()},
+		{"input order", Layer{Fields: allFields}, spillFeatures(1500), Options{RowGroupRows: 100}},
+		{"no geometry at all", Layer{Fields: pointFields}, nullGeoms, Options{RowGroupRows: 256, SpatialOrder: true, Covering: true}},
+		{"one chunk exactly", Layer{Fields: pointFields}, pointFeatures(256, 2), DefaultOptions()},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want, wantSt := writeBytes(t, tc.layer, tc.feats, tc.opts)
+			if wantSt.Spills != 0 {
+				t.Fatalf("no threshold, %d spills", wantSt.Spills)
+			}
+			dir := t.TempDir()
+			opts := tc.opts
+			opts.SpillBytes, opts.TempDir = 1, dir
+			got, st := writeBytes(t, tc.layer, tc.feats, opts)
+			if wantChunks := len(tc.feats) / 256; st.Spills != wantChunks {
+				t.Fatalf("%d spills, want %d (one per 256 rows)", st.Spills, wantChunks)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("spilled output (%d bytes) differs from the in-memory output (%d bytes)", len(got), len(want))
+			}
+			st.Spills = wantSt.Spills
+			if fmt.Sprint(st) != fmt.Sprint(wantSt) {
+				t.Fatalf("stats %+v, in memory %+v", st, wantSt)
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 0 {
+				t.Fatalf("temporary files left: %v", left)
+			}
+			rep, err := Validate(bytes.NewReader(got), int64(len(got)))
+			if err != nil || !rep.OK() {
+				t.Fatalf("Validate: %v %s", err, rep)
+			}
+			if tc.opts.SpatialOrder {
+				assertHilbertOrder(t, got, st.BBox)
+			}
+			if out, ok, stderr := judge(t, got); !ok || out.Rows != int64(len(tc.feats)) {
+				t.Fatalf("judge: read %v, rows %d of %d\n%s", ok, out.Rows, len(tc.feats), stderr)
+			}
+		})
+	}
+}
+
+// assertHilbertOrder reads the geometry column back and checks the Hilbert
+// keys of the rows never decrease (rows without geometry last).
+func assertHilbertOrder(t *testing.T, data []byte, extent [4]float64) {
+	t.Helper()
+	tbl, _ := readTable(t, data)
+	defer tbl.Release()
+	col := tbl.Column(tbl.Schema().FieldIndices("geometry")[0])
+	prev := uint64(0)
+	row := 0
+	for _, chunk := range col.Data().Chunks() {
+		a := chunk.(*array.Binary)
+		for i := 0; i < a.Len(); i++ {
+			k := uint64(math.MaxUint32)
+			if !a.IsNull(i) && !math.IsNaN(extent[0]) {
+				g, err := DecodeWKB(a.Value(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				k = hilbertIndex(gridCell((g.MinX+g.MaxX)/2, extent[0], extent[2]), gridCell((g.MinY+g.MaxY)/2, extent[1], extent[3]))
+			}
+			if k < prev {
+				t.Fatalf("row %d: Hilbert key %d after %d", row, k, prev)
+			}
+			prev = k
+			row++
+		}
+	}
+}
+
+// TestSpillToAMissingDirectoryFails: a spill that cannot be written is an
+// error, not a short file.
+func TestSpillToAMissingDirectoryFails(t *testing.T) {
+	opts := DefaultOptions()
+	opts.SpillBytes, opts.TempDir = 1, t.TempDir()+"/missing"
+	var buf bytes.Buffer
+	if _, err := Write(&buf, Layer{Fields: pointFields}, &SliceSource{Features: pointFeatures(600, 1)}, opts); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err = %v, want the spill's missing directory", err)
+	}
+}
+
+// TestSpilledWriteSourceFails: a source failing after several spills is
+// an error, and the temporary files are gone.
+func TestSpilledWriteSourceFails(t *testing.T) {
+	opts := DefaultOptions()
+	opts.SpillBytes, opts.TempDir = 1, t.TempDir()
+	var buf bytes.Buffer
+	_, err := Write(&buf, Layer{}, &failingSource{n: 1000}, opts)
+	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("err = %v", err)
+	}
+	if left, _ := os.ReadDir(opts.TempDir); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+}
