@@ -1,0 +1,242 @@
+package geoparquet
+
+import (
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+)
+
+// How each column is encoded and compressed (docs/decisions/0024): the
+// choice is made per column from the column's type and its values in the
+// order they are written, so it is deterministic.
+
+// coveringKind is how the bbox covering column is written.
+type coveringKind int
+
+const (
+	noCovering     coveringKind = iota
+	floatCovering               // FLOAT fields, each bound rounded outwards
+	doubleCovering              // DOUBLE fields, exact
+)
+
+// coveringOf decides the covering column of this table.
+func (t *table) coveringOf(opts Options) coveringKind {
+	switch {
+	case !opts.Covering:
+		return noCovering
+	case !opts.CoverPoints && t.pointsOnly():
+		return noCovering
+	case opts.CoveringDouble:
+		return doubleCovering
+	}
+	return floatCovering
+}
+
+// pointsOnly says every non-null geometry is a Point (or Point Z): their
+// bbox would only repeat the coordinates.
+func (t *table) pointsOnly() bool {
+	if len(t.types) == 0 {
+		return false
+	}
+	for k := range t.types {
+		if k != "Point" && k != "Point Z" {
+			return false
+		}
+	}
+	return true
+}
+
+// floorFloat32 is the largest float32 ≤ v; ceilFloat32 the smallest ≥ v:
+// a FLOAT covering rounded this way still contains its geometry.
+func floorFloat32(v float64) float32 {
+	f := float32(v)
+	if float64(f) > v {
+		f = math.Nextafter32(f, float32(math.Inf(-1)))
+	}
+	return f
+}
+
+func ceilFloat32(v float64) float32 {
+	f := float32(v)
+	if float64(f) < v {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
+}
+
+// coveringArray builds the covering struct of rows idx: null where the
+// geometry is null or empty.
+func (t *table) coveringArray(mem memory.Allocator, idx []int32, cov coveringKind) arrow.Array {
+	sb := array.NewStructBuilder(mem, bboxStruct(cov))
+	defer sb.Release()
+	sb.Reserve(len(idx))
+	for i := 0; i < 4; i++ {
+		sb.FieldBuilder(i).Reserve(len(idx))
+	}
+	if cov == doubleCovering {
+		var fbs [4]*array.Float64Builder
+		for i := range fbs {
+			fbs[i] = sb.FieldBuilder(i).(*array.Float64Builder)
+		}
+		for _, r := range idx {
+			b, ok := t.box(r)
+			if !ok {
+				sb.AppendNull()
+				continue
+			}
+			sb.Append(true)
+			for i, fb := range fbs {
+				fb.Append(b[i])
+			}
+		}
+		return sb.NewArray()
+	}
+	var fbs [4]*array.Float32Builder
+	for i := range fbs {
+		fbs[i] = sb.FieldBuilder(i).(*array.Float32Builder)
+	}
+	for _, r := range idx {
+		b, ok := t.box(r)
+		if !ok {
+			sb.AppendNull()
+			continue
+		}
+		sb.Append(true)
+		fbs[0].Append(floorFloat32(b[0]))
+		fbs[1].Append(floorFloat32(b[1]))
+		fbs[2].Append(ceilFloat32(b[2]))
+		fbs[3].Append(ceilFloat32(b[3]))
+	}
+	return sb.NewArray()
+}
+
+// ZSTD levels by kind of column, used when Options.ZSTDLevel is 0. Each
+// was measured at 1, 3, 6 and 10 on the sets of docs/benchmarks.md (the
+// codec has four speeds: below 3, 3–5, 6–9, 10 and up): 3 is the smallest
+// output for every kind except 10, which saved 26 % of the geometry, 6 %
+// of dictionary attributes and 8 % of free text but wrote 3–8 times
+// slower (docs/decisions/0024).
+const (
+	geometryLevel  = 3
+	coveringLevel  = 3
+	attributeLevel = 3
+)
+
+// dictionaryShare: a column is dictionary-encoded when its distinct values
+// are at most this share of the rows of a row group.
+const dictionaryShare = 4
+
+// columnProperties returns the per-column encodings, dictionaries and
+// compression levels.
+func (t *table) columnProperties(geomCol, bboxName string, order []int32, codec compress.Compression, opts Options) []parquet.WriterProperty {
+	zstd := codec == compress.Codecs.Zstd
+	level := func(path string, l int) parquet.WriterProperty {
+		if opts.ZSTDLevel != 0 {
+			l = opts.ZSTDLevel
+		}
+		return parquet.WithCompressionLevelFor(path, l)
+	}
+	var props []parquet.WriterProperty
+	props = append(props, parquet.WithDictionaryFor(geomCol, false), parquet.WithEncodingFor(geomCol, parquet.Encodings.Plain))
+	if zstd {
+		props = append(props, level(geomCol, geometryLevel))
+	}
+	if bboxName != "" {
+		for _, c := range []string{"xmin", "ymin", "xmax", "ymax"} {
+			path := bboxName + "." + c
+			props = append(props, parquet.WithDictionaryFor(path, false), parquet.WithEncodingFor(path, parquet.Encodings.ByteStreamSplit))
+			if zstd {
+				props = append(props, level(path, coveringLevel))
+			}
+		}
+	}
+	groupRows := min(t.rows, max(opts.RowGroupRows, 1))
+	for _, c := range t.cols {
+		path := c.f.Name
+		dict, enc := c.encoding(order, groupRows)
+		props = append(props, parquet.WithDictionaryFor(path, dict))
+		if !dict {
+			props = append(props, parquet.WithEncodingFor(path, enc))
+		}
+		if zstd {
+			props = append(props, level(path, attributeLevel))
+		}
+	}
+	return props
+}
+
+// encoding picks a column's encoding: a dictionary when values repeat
+// (few distinct values per row group); otherwise DELTA_BINARY_PACKED for
+// integers, dates and times (ids in input order shrink to almost nothing;
+// even ids scattered by the spatial order took 1.17 MB instead of 3.14 MB
+// PLAIN on the 1M-point set), PLAIN for the rest (BYTE_STREAM_SPLIT made
+// unique reals printed with 3 decimals 63 % larger than PLAIN under ZSTD).
+func (c *column) encoding(order []int32, groupRows int) (dict bool, enc parquet.Encoding) {
+	limit := groupRows / dictionaryShare
+	switch c.f.Type {
+	case Bool:
+		return false, parquet.Encodings.Plain // bit-packed: nothing to gain
+	case Int32, Int64, Date, DateTime:
+		if c.fewDistinct(order, groupRows, limit) {
+			return true, parquet.Encodings.Plain
+		}
+		return false, parquet.Encodings.DeltaBinaryPacked
+	default: // Float64, String, Binary
+		return c.fewDistinct(order, groupRows, limit), parquet.Encodings.Plain
+	}
+}
+
+// fewDistinct says that no row group (groupRows rows of order) holds more
+// than limit distinct non-null values.
+func (c *column) fewDistinct(order []int32, groupRows, limit int) bool {
+	if limit < 1 {
+		return false
+	}
+	for start := 0; start < len(order); start += groupRows {
+		group := order[start:min(start+groupRows, len(order))]
+		var n int
+		switch c.f.Type {
+		case String, Binary:
+			seen := map[string]struct{}{}
+			for _, r := range group {
+				if c.valid[r] {
+					seen[string(c.data[c.offs[r]:c.offs[r+1]])] = struct{}{}
+					if len(seen) > limit {
+						return false
+					}
+				}
+			}
+			n = len(seen)
+		case Float64:
+			seen := map[uint64]struct{}{}
+			for _, r := range group {
+				if c.valid[r] {
+					seen[math.Float64bits(c.f64[r])] = struct{}{}
+					if len(seen) > limit {
+						return false
+					}
+				}
+			}
+			n = len(seen)
+		default:
+			seen := map[int64]struct{}{}
+			for _, r := range group {
+				if c.valid[r] {
+					seen[c.ints[r]] = struct{}{}
+					if len(seen) > limit {
+						return false
+					}
+				}
+			}
+			n = len(seen)
+		}
+		if n > limit {
+			return false
+		}
+	}
+	return true
+}
