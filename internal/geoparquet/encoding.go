@@ -126,13 +126,13 @@ const (
 	attributeLevel = 3
 )
 
-// dictionaryShare: a column is dictionary-encoded when its distinct values
-// are at most this share of the rows of a row group.
+// dictionaryShare: a column is dictionary-encoded when the layer holds
+// at most one distinct value per dictionaryShare rows of a row group.
 const dictionaryShare = 4
 
 // columnProperties returns the per-column encodings, dictionaries and
 // compression levels.
-func (t *table) columnProperties(geomCol, bboxName string, order []int32, codec compress.Compression, opts Options) []parquet.WriterProperty {
+func (t *table) columnProperties(geomCol, bboxName string, codec compress.Compression, opts Options) []parquet.WriterProperty {
 	zstd := codec == compress.Codecs.Zstd
 	level := func(path string, l int) parquet.WriterProperty {
 		if opts.ZSTDLevel != 0 {
@@ -154,13 +154,13 @@ func (t *table) columnProperties(geomCol, bboxName string, order []int32, codec 
 			}
 		}
 	}
-	groupRows := min(t.rows, max(opts.RowGroupRows, 1))
+	limit := min(t.rows, max(opts.RowGroupRows, 1)) / dictionaryShare
 	for _, c := range t.cols {
 		path := c.f.Name
-		dict, enc := c.encoding(order, groupRows)
+		dict := c.f.Type != Bool && c.fewDistinct(limit)
 		props = append(props, parquet.WithDictionaryFor(path, dict))
 		if !dict {
-			props = append(props, parquet.WithEncodingFor(path, enc))
+			props = append(props, parquet.WithEncodingFor(path, valueEncoding(c.f.Type)))
 		}
 		if zstd {
 			props = append(props, level(path, attributeLevel))
@@ -169,74 +169,60 @@ func (t *table) columnProperties(geomCol, bboxName string, order []int32, codec 
 	return props
 }
 
-// encoding picks a column's encoding: a dictionary when values repeat
-// (few distinct values per row group); otherwise DELTA_BINARY_PACKED for
-// integers, dates and times (ids in input order shrink to almost nothing;
-// even ids scattered by the spatial order took 1.17 MB instead of 3.14 MB
-// PLAIN on the 1M-point set), PLAIN for the rest (BYTE_STREAM_SPLIT made
-// unique reals printed with 3 decimals 63 % larger than PLAIN under ZSTD).
-func (c *column) encoding(order []int32, groupRows int) (dict bool, enc parquet.Encoding) {
-	limit := groupRows / dictionaryShare
-	switch c.f.Type {
-	case Bool:
-		return false, parquet.Encodings.Plain // bit-packed: nothing to gain
+// valueEncoding is a column's encoding when it has no dictionary:
+// DELTA_BINARY_PACKED for integers, dates and times (ids in input order
+// shrink to almost nothing, and even ids scattered by the spatial order
+// took 1.17 MB instead of 3.14 MB PLAIN on the 1M-point set), PLAIN for
+// the rest (BYTE_STREAM_SPLIT made unique reals printed with 3 decimals
+// 63 % larger than PLAIN under ZSTD; booleans are bit-packed).
+func valueEncoding(ft FieldType) parquet.Encoding {
+	switch ft {
 	case Int32, Int64, Date, DateTime:
-		if c.fewDistinct(order, groupRows, limit) {
-			return true, parquet.Encodings.Plain
-		}
-		return false, parquet.Encodings.DeltaBinaryPacked
-	default: // Float64, String, Binary
-		return c.fewDistinct(order, groupRows, limit), parquet.Encodings.Plain
+		return parquet.Encodings.DeltaBinaryPacked
 	}
+	return parquet.Encodings.Plain
 }
 
-// fewDistinct says that no row group (groupRows rows of order) holds more
-// than limit distinct non-null values.
-func (c *column) fewDistinct(order []int32, groupRows, limit int) bool {
-	if limit < 1 {
-		return false
-	}
-	for start := 0; start < len(order); start += groupRows {
-		group := order[start:min(start+groupRows, len(order))]
-		var n int
-		switch c.f.Type {
-		case String, Binary:
-			seen := map[string]struct{}{}
-			for _, r := range group {
-				if c.valid[r] {
-					seen[string(c.data[c.offs[r]:c.offs[r+1]])] = struct{}{}
-					if len(seen) > limit {
-						return false
-					}
+// fewDistinct says the column holds at most limit distinct non-null
+// values in the whole layer, so every row group's dictionary stays small.
+// Only whole-layer counts are used (no row order), so a writer that
+// streams its row groups can count as rows arrive. (The writer's own
+// cost-based fallback was tried instead: it judges the dictionary on the
+// first thousand values, before it pays off, and dropped it for columns of
+// 977 distinct values.)
+func (c *column) fewDistinct(limit int) bool {
+	var n int
+	switch c.f.Type {
+	case String, Binary:
+		seen := map[string]struct{}{}
+		for r, ok := range c.valid {
+			if ok {
+				seen[string(c.data[c.offs[r]:c.offs[r+1]])] = struct{}{}
+				if n = len(seen); n > limit {
+					return false
 				}
 			}
-			n = len(seen)
-		case Float64:
-			seen := map[uint64]struct{}{}
-			for _, r := range group {
-				if c.valid[r] {
-					seen[math.Float64bits(c.f64[r])] = struct{}{}
-					if len(seen) > limit {
-						return false
-					}
-				}
-			}
-			n = len(seen)
-		default:
-			seen := map[int64]struct{}{}
-			for _, r := range group {
-				if c.valid[r] {
-					seen[c.ints[r]] = struct{}{}
-					if len(seen) > limit {
-						return false
-					}
-				}
-			}
-			n = len(seen)
 		}
-		if n > limit {
-			return false
+	case Float64:
+		seen := map[uint64]struct{}{}
+		for r, ok := range c.valid {
+			if ok {
+				seen[math.Float64bits(c.f64[r])] = struct{}{}
+				if n = len(seen); n > limit {
+					return false
+				}
+			}
+		}
+	default:
+		seen := map[int64]struct{}{}
+		for r, ok := range c.valid {
+			if ok {
+				seen[c.ints[r]] = struct{}{}
+				if n = len(seen); n > limit {
+					return false
+				}
+			}
 		}
 	}
-	return true
+	return n <= limit
 }

@@ -161,7 +161,7 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 		parquet.WithStats(true),
 		parquet.WithStatsFor(layer.GeometryColumn, false),
 	}
-	wprops = append(wprops, t.columnProperties(layer.GeometryColumn, bboxName, order, codec, opts)...)
+	wprops = append(wprops, t.columnProperties(layer.GeometryColumn, bboxName, codec, opts)...)
 	cw := &countingWriter{w: w}
 	mem := memory.DefaultAllocator
 	fw, err := pqarrow.NewFileWriter(schema, cw, parquet.NewWriterProperties(wprops...), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
