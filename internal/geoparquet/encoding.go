@@ -10,9 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/compress"
 )
 
-// How each column is encoded and compressed (docs/decisions/0024): the
-// choice is made per column from the column's type and its values in the
-// order they are written, so it is deterministic.
+// How each column is encoded and compressed (docs/decisions/0025): the
+// choice is made per column from its type and from whole-layer counts of
+// its values, so it is deterministic and needs no row order.
 
 // coveringKind is how the bbox covering column is written.
 type coveringKind int
@@ -119,7 +119,7 @@ func (t *table) coveringArray(mem memory.Allocator, idx []int32, cov coveringKin
 // codec has four speeds: below 3, 3–5, 6–9, 10 and up): 3 is the smallest
 // output for every kind except 10, which saved 26 % of the geometry, 6 %
 // of dictionary attributes and 8 % of free text but wrote 3–8 times
-// slower (docs/decisions/0024).
+// slower (docs/decisions/0025).
 const (
 	geometryLevel  = 3
 	coveringLevel  = 3

@@ -109,7 +109,7 @@ type Options struct {
 	// Covering writes the "bbox" struct column and declares it as the
 	// geometry's covering: FLOAT fields rounded outwards, except for a
 	// layer of points only, which gets none (its bbox would repeat its
-	// coordinates). See docs/decisions/0024.
+	// coordinates). See docs/decisions/0025.
 	Covering bool
 	// CoverPoints writes the covering for a layer of points only too.
 	CoverPoints bool

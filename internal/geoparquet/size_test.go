@@ -109,7 +109,7 @@ func TestSizeAgainstGPQ(t *testing.T) {
 			}
 			// The margin over the gpq-equivalent writer on the same
 			// features: the covering gpq does not write and the attributes
-			// the spatial order scatters (docs/decisions/0024).
+			// the spatial order scatters (docs/decisions/0025).
 			if limit := int64(like.Len()) * 6 / 5; st.Bytes > limit {
 				t.Errorf("%d bytes, over 1.2 × the gpq-equivalent writer's %d", st.Bytes, like.Len())
 			}
