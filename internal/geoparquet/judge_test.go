@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
-// judgeDir is the external judge (npm hyparquet), relative to this package.
+// judgeDir holds the external judges (npm hyparquet, DuckDB, parquet-wasm),
+// relative to this package.
 const judgeDir = "../../scripts/hyparquet"
 
 type judgeOutput struct {
@@ -99,18 +101,25 @@ func digests(t *testing.T, data []byte, primary string) map[string]columnDigest 
 // judge runs hyparquet on data; ok is false when hyparquet could not read it.
 func judge(t *testing.T, data []byte) (out judgeOutput, ok bool, stderr string) {
 	t.Helper()
+	return runJudge(t, "read.mjs", "hyparquet", data)
+}
+
+// runJudge runs one of the judge scripts of judgeDir (module: the npm
+// package it needs) on data.
+func runJudge(t *testing.T, script, module string, data []byte) (out judgeOutput, ok bool, stderr string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("judge: node not on PATH; install Node.js 20+ and run `make hyparquet` (npm ci --prefix scripts/hyparquet)")
 	}
-	if _, err := os.Stat(filepath.Join(judgeDir, "node_modules", "hyparquet")); err != nil {
-		t.Skip("judge: hyparquet not installed; run `make hyparquet` (npm ci --prefix scripts/hyparquet)")
+	if _, err := os.Stat(filepath.Join(judgeDir, "node_modules", module)); err != nil {
+		t.Skipf("judge: %s not installed; run `make hyparquet` (npm ci --prefix scripts/hyparquet)", module)
 	}
 	path := filepath.Join(t.TempDir(), "judge.parquet")
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(node, filepath.Join(judgeDir, "read.mjs"), path)
+	cmd := exec.Command(node, filepath.Join(judgeDir, script), path)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	if err := cmd.Run(); err != nil {
@@ -120,6 +129,35 @@ func judge(t *testing.T, data []byte) (out judgeOutput, ok bool, stderr string) 
 		t.Fatalf("judge output: %v\n%s", err, so.String())
 	}
 	return out, true, se.String()
+}
+
+// encodingFields and encodingFeatures make a layer written with every
+// encoding the writer chooses: dictionaries (cat, level, code, day),
+// DELTA_BINARY_PACKED (id, when), PLAIN reals, strings and binaries,
+// booleans, and a FLOAT BYTE_STREAM_SPLIT covering.
+var encodingFields = []Field{
+	{Name: "id", Type: Int64}, {Name: "cat", Type: String, Nullable: true}, {Name: "txt", Type: String, Nullable: true},
+	{Name: "real", Type: Float64, Nullable: true}, {Name: "level", Type: Float64, Nullable: true}, {Name: "code", Type: Int32, Nullable: true},
+	{Name: "when", Type: DateTime, Nullable: true}, {Name: "day", Type: Date, Nullable: true}, {Name: "flag", Type: Bool, Nullable: true},
+	{Name: "blob", Type: Binary, Nullable: true},
+}
+
+func encodingFeatures() []Feature {
+	feats := make([]Feature, 3000)
+	for i := range feats {
+		x, y := float64(i%97)*0.37, float64(i%89)*0.41
+		v := []any{int64(i), []string{"forest", "lake", "town", "é"}[i%4], fmt.Sprintf("parcel %d ✓", i*7919),
+			float64(i) * 1.25e-3, float64(i%5) / 2, int32(i % 3),
+			time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 1500 * time.Millisecond), time.Date(2024, 1, 1+i%9, 0, 0, 0, 0, time.UTC),
+			i%3 == 0, []byte(fmt.Sprint(i * i))}
+		for k := 1; k < len(v); k++ {
+			if i%(k+3) == 2 {
+				v[k] = nil
+			}
+		}
+		feats[i] = Feature{WKB: wkbRect(x, y, x+0.3, y+0.2), Values: v}
+	}
+	return feats
 }
 
 // TestJudgeHyparquet writes files and has hyparquet read every row and
@@ -150,29 +188,6 @@ func TestJudgeHyparquet(t *testing.T) {
 	for i := range zpoints {
 		zpoints[i] = Feature{WKB: wkbPointXYZ(float64(i), float64(-i), 7), Values: []any{int64(i), nil}}
 	}
-	// Every encoding the writer chooses: dictionaries (cat, level, code,
-	// day), DELTA_BINARY_PACKED (id, when), PLAIN reals, strings and
-	// binaries, booleans, and a FLOAT BYTE_STREAM_SPLIT covering.
-	encFields := []Field{
-		{Name: "id", Type: Int64}, {Name: "cat", Type: String, Nullable: true}, {Name: "txt", Type: String, Nullable: true},
-		{Name: "real", Type: Float64, Nullable: true}, {Name: "level", Type: Float64, Nullable: true}, {Name: "code", Type: Int32, Nullable: true},
-		{Name: "when", Type: DateTime, Nullable: true}, {Name: "day", Type: Date, Nullable: true}, {Name: "flag", Type: Bool, Nullable: true},
-		{Name: "blob", Type: Binary, Nullable: true},
-	}
-	encodings := make([]Feature, 3000)
-	for i := range encodings {
-		x, y := float64(i%97)*0.37, float64(i%89)*0.41
-		v := []any{int64(i), []string{"forest", "lake", "town", "é"}[i%4], fmt.Sprintf("parcel %d ✓", i*7919),
-			float64(i) * 1.25e-3, float64(i%5) / 2, int32(i % 3),
-			time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 1500 * time.Millisecond), time.Date(2024, 1, 1+i%9, 0, 0, 0, 0, time.UTC),
-			i%3 == 0, []byte(fmt.Sprint(i * i))}
-		for k := 1; k < len(v); k++ {
-			if i%(k+3) == 2 {
-				v[k] = nil
-			}
-		}
-		encodings[i] = Feature{WKB: wkbRect(x, y, x+0.3, y+0.2), Values: v}
-	}
 	cases := []struct {
 		name  string
 		layer Layer
@@ -183,7 +198,7 @@ func TestJudgeHyparquet(t *testing.T) {
 		{"polygons with nulls, projected", Layer{Fields: allFields, CRSProjJSON: []byte(utm33)}, mixed(700), Options{RowGroupRows: 256, ZSTDLevel: 9, SpatialOrder: true, Covering: true}},
 		{"points Z, no covering, input order", Layer{Fields: pointFields}, zpoints, Options{RowGroupRows: 100}},
 		{"lines and empty collection", Layer{}, []Feature{{WKB: wkbLine(0, 0, 1, 1)}, {WKB: newWKB().header(7).u32(0).b}}, DefaultOptions()},
-		{"every encoding", Layer{Fields: encFields, IsCRS84: true}, encodings, Options{RowGroupRows: 1000, SpatialOrder: true, Covering: true}},
+		{"every encoding", Layer{Fields: encodingFields, IsCRS84: true}, encodingFeatures(), Options{RowGroupRows: 1000, SpatialOrder: true, Covering: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -244,5 +259,64 @@ func TestJudgeHyparquet(t *testing.T) {
 				t.Fatalf("judge read it: %v; Validate problems: %v — both must reject", ok, rep.Problems)
 			}
 		})
+	}
+}
+
+// TestJudgeDuckDBAndParquetWasm has two more independent readers read
+// every row of written files: DuckDB (read_parquet, digests by SQL) and
+// parquet-wasm (the Rust parquet crate, through Apache Arrow JS). Row and
+// null-geometry counts and every column's digest must agree with the file
+// (sums of reals within 1e-12 relative: DuckDB adds in its own order).
+func TestJudgeDuckDBAndParquetWasm(t *testing.T) {
+	mixed := make([]Feature, 700)
+	for i := range mixed {
+		x, y := float64(i%37), float64(i%53)
+		mixed[i] = Feature{WKB: wkbRect(x, y, x+1, y+2), Values: values(i)}
+		if i%5 == 2 {
+			mixed[i].WKB = nil
+		}
+	}
+	cases := []struct {
+		name  string
+		layer Layer
+		feats []Feature
+		opts  Options
+	}{
+		{"points, no covering", Layer{Fields: pointFields, IsCRS84: true}, pointFeatures(3000, 5), DefaultOptions()},
+		{"polygons with nulls, projected", Layer{Fields: allFields, CRSProjJSON: []byte(utm33)}, mixed, Options{RowGroupRows: 256, SpatialOrder: true, Covering: true}},
+		{"every encoding", Layer{Fields: encodingFields, IsCRS84: true}, encodingFeatures(), Options{RowGroupRows: 1000, SpatialOrder: true, Covering: true}},
+		{"double covering", Layer{Fields: encodingFields, IsCRS84: true}, encodingFeatures(), Options{RowGroupRows: 1000, SpatialOrder: true, Covering: true, CoveringDouble: true}},
+	}
+	judges := []struct{ script, module string }{{"duckdb.mjs", "@duckdb/node-api"}, {"parquet-wasm.mjs", "parquet-wasm"}}
+	for _, tc := range cases {
+		data, st := writeBytes(t, tc.layer, tc.feats, tc.opts)
+		_, rdr := readTable(t, data)
+		want := digests(t, data, geoOf(t, rdr)["primary_column"].(string))
+		var nulls int64
+		for _, f := range tc.feats {
+			if f.WKB == nil {
+				nulls++
+			}
+		}
+		for _, j := range judges {
+			t.Run(tc.name+"/"+j.script, func(t *testing.T) {
+				out, ok, stderr := runJudge(t, j.script, j.module, data)
+				if !ok {
+					t.Fatalf("%s could not read a written file:\n%s", j.script, stderr)
+				}
+				if out.Rows != st.Rows || out.NullGeometries != nulls {
+					t.Errorf("judge rows %d, null geometries %d; want %d, %d", out.Rows, out.NullGeometries, st.Rows, nulls)
+				}
+				if len(out.Columns) != len(want) {
+					t.Errorf("judge columns %v, file %v", out.Columns, want)
+				}
+				for name, w := range want {
+					g, ok := out.Columns[name]
+					if !ok || g.NonNull != w.NonNull || g.Chars != w.Chars || math.Abs(g.Sum-w.Sum) > 1e-12*math.Abs(w.Sum) {
+						t.Errorf("column %s: judge %+v, file %+v", name, g, w)
+					}
+				}
+			})
+		}
 	}
 }
