@@ -187,11 +187,8 @@ func describeGeoParquet(path string) (stac.Description, error) {
 	}
 	var geo struct {
 		Columns map[string]struct {
-			CRS      json.RawMessage `json:"crs"`
-			BBox     []float64       `json:"bbox"`
-			Covering *struct {
-				BBox map[string][2]string `json:"bbox"`
-			} `json:"covering"`
+			CRS  json.RawMessage `json:"crs"`
+			BBox []float64       `json:"bbox"`
 		} `json:"columns"`
 	}
 	if err := json.Unmarshal([]byte(info.KeyValue["geo"]), &geo); err != nil {
@@ -202,10 +199,8 @@ func describeGeoParquet(path string) (stac.Description, error) {
 	d.RowCount = &rows
 	d.PrimaryGeometry = info.GeometryColumn
 	d.Columns = append(d.Columns, stac.Column{Name: info.GeometryColumn, Type: "binary", Description: "geometry, WKB (GeoParquet 1.1 primary column)"})
-	if col.Covering != nil {
-		if c := col.Covering.BBox["xmin"][0]; c != "" {
-			d.Columns = append(d.Columns, stac.Column{Name: c, Type: "struct<xmin: double, ymin: double, xmax: double, ymax: double>", Description: "bounding box of the geometry (GeoParquet 1.1 covering)"})
-		}
+	if c, typ := info.CoveringColumn, info.CoveringType; c != "" {
+		d.Columns = append(d.Columns, stac.Column{Name: c, Type: fmt.Sprintf("struct<xmin: %[1]s, ymin: %[1]s, xmax: %[1]s, ymax: %[1]s>", typ), Description: "bounding box of the geometry (GeoParquet 1.1 covering)"})
 	}
 	for _, f := range info.Fields {
 		d.Columns = append(d.Columns, stac.Column{Name: f.Name, Type: parquetTypeName(f.Type)})

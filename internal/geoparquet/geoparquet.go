@@ -100,13 +100,24 @@ type FeatureSource interface {
 // one knob and keep the spatial order and the covering column).
 type Options struct {
 	RowGroupRows int // rows per row group; 0 means 65536
-	ZSTDLevel    int // ZSTD level; 0 means the codec default (3)
+	// ZSTDLevel is the ZSTD level of every column; 0 means a level per
+	// kind of column (geometry, covering, attributes).
+	ZSTDLevel int
 	// Compression is the column codec: zstd ("" too), snappy, gzip,
 	// brotli, lz4 (LZ4_RAW) or none.
-	Compression   string
-	SpatialOrder  bool   // Hilbert order of bbox centres (stable)
-	Covering      bool   // write the "bbox" struct column and declare it as covering
-	WriterVersion string // geomigrate version recorded in created_by
+	Compression  string
+	SpatialOrder bool // Hilbert order of bbox centres (stable)
+	// Covering writes the "bbox" struct column and declares it as the
+	// geometry's covering: FLOAT fields rounded outwards, except for a
+	// layer of points only, which gets none (its bbox would repeat its
+	// coordinates). See docs/decisions/0025.
+	Covering bool
+	// CoverPoints writes the covering for a layer of points only too.
+	CoverPoints bool
+	// CoveringDouble writes the covering fields as DOUBLE (exact) instead
+	// of FLOAT.
+	CoveringDouble bool
+	WriterVersion  string // geomigrate version recorded in created_by
 	// Lineage is a JSON object stored under LineageKey in the file's
 	// key-value metadata ("" = none): where the file came from (source
 	// hash, recipe, versions), inside the file so that it survives a copy.

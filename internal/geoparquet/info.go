@@ -21,7 +21,11 @@ type Info struct {
 	Fields         []Field // attribute columns in file order (geometry and covering columns left out); Type 0 = not a type Write produces
 	GeometryColumn string  // the primary geometry column
 	NullGeometries int64   // rows whose primary geometry is null
-	KeyValue       map[string]string
+	// CoveringColumn is the primary column's bbox covering column ("" when
+	// it has none) and CoveringType its fields' Parquet type, "float" or
+	// "double".
+	CoveringColumn, CoveringType string
+	KeyValue                     map[string]string
 }
 
 // ReadInfo reads a file's footer and its primary geometry column's
@@ -65,6 +69,12 @@ func ReadInfo(r io.ReaderAt, size int64) (info Info, err error) {
 		return info, fmt.Errorf("geoparquet.ReadInfo: schema: %w", err)
 	}
 	for _, f := range sc.Fields() {
+		if f.Name == covering {
+			info.CoveringColumn, info.CoveringType = covering, "double"
+			if st, ok := f.Type.(*arrow.StructType); ok && st.NumFields() > 0 && st.Field(0).Type.ID() == arrow.FLOAT32 {
+				info.CoveringType = "float"
+			}
+		}
 		if f.Name == geo.Primary || f.Name == covering {
 			continue
 		}

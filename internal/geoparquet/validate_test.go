@@ -23,7 +23,7 @@ func rawFile(t *testing.T, geo string, wkbs [][]byte, boxes []*[4]float64) []byt
 	mem := memory.DefaultAllocator
 	fields := []arrow.Field{{Name: "geometry", Type: arrow.BinaryTypes.Binary, Nullable: true}}
 	if boxes != nil {
-		fields = append(fields, arrow.Field{Name: "bbox", Type: arrow.StructOf(bboxFields...), Nullable: true})
+		fields = append(fields, arrow.Field{Name: "bbox", Type: bboxStruct(doubleCovering), Nullable: true})
 	}
 	var md *arrow.Metadata
 	if geo != "" {
@@ -42,7 +42,7 @@ func rawFile(t *testing.T, geo string, wkbs [][]byte, boxes []*[4]float64) []byt
 	}
 	cols := []arrow.Array{gb.NewArray()}
 	if boxes != nil {
-		sb := array.NewStructBuilder(mem, arrow.StructOf(bboxFields...))
+		sb := array.NewStructBuilder(mem, bboxStruct(doubleCovering))
 		defer sb.Release()
 		for _, b := range boxes {
 			if b == nil {

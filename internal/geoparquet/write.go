@@ -78,6 +78,7 @@ type table struct {
 	cols     []*column
 	types    map[string]struct{}
 	extent   [4]float64
+	distinct []distinct // per column, over every row read (encoding.go)
 }
 
 // wkb returns row r's WKB (nil for a null geometry).
@@ -149,7 +150,11 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 		return Stats{}, err
 	}
 
-	schema, err := buildSchema(layer, t, crs, bboxName, opts.Covering, opts.Lineage)
+	cov := t.coveringOf(opts)
+	if cov == noCovering {
+		bboxName = ""
+	}
+	schema, err := buildSchema(layer, t, crs, bboxName, cov, opts.Lineage)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -159,16 +164,8 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
 		parquet.WithStats(true),
 		parquet.WithStatsFor(layer.GeometryColumn, false),
-		parquet.WithDictionaryFor(layer.GeometryColumn, false),
 	}
-	if opts.ZSTDLevel != 0 && codec == compress.Codecs.Zstd {
-		wprops = append(wprops, parquet.WithCompressionLevel(opts.ZSTDLevel))
-	}
-	if opts.Covering {
-		for _, c := range []string{"xmin", "ymin", "xmax", "ymax"} {
-			wprops = append(wprops, parquet.WithDictionaryFor(bboxName+"."+c, false))
-		}
-	}
+	wprops = append(wprops, t.columnProperties(layer.GeometryColumn, bboxName, codec, opts)...)
 	cw := &countingWriter{w: w}
 	mem := memory.DefaultAllocator
 	fw, err := pqarrow.NewFileWriter(schema, cw, parquet.NewWriterProperties(wprops...), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(mem)))
@@ -178,7 +175,7 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	rows := t.base + int64(t.rows)
 	groups := 0
 	writeGroup := func(g *table, idx []int32) error {
-		rec := g.record(mem, schema, idx, opts.Covering)
+		rec := g.record(mem, schema, idx, cov)
 		err := fw.Write(rec)
 		rec.Release()
 		if err != nil {
@@ -306,6 +303,7 @@ func collect(layer Layer, src FeatureSource, opts Options) (*table, *spiller, er
 			if sp == nil {
 				sp = &spiller{dir: opts.TempDir}
 			}
+			t.countDistinct(opts)
 			if err := sp.spill(t); err != nil {
 				return nil, sp, err
 			}
@@ -313,6 +311,7 @@ func collect(layer Layer, src FeatureSource, opts Options) (*table, *spiller, er
 			t.reset()
 		}
 	}
+	t.countDistinct(opts)
 	if t.extent[0] > t.extent[2] {
 		t.extent = [4]float64{math.NaN(), math.NaN(), math.NaN(), math.NaN()}
 	}
@@ -502,14 +501,18 @@ func arrowType(ft FieldType) arrow.DataType {
 	return nil
 }
 
-var bboxFields = []arrow.Field{
-	{Name: "xmin", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "ymin", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "xmax", Type: arrow.PrimitiveTypes.Float64},
-	{Name: "ymax", Type: arrow.PrimitiveTypes.Float64},
+// bboxStruct is the covering column's type: four FLOAT or DOUBLE fields.
+func bboxStruct(cov coveringKind) *arrow.StructType {
+	var ft arrow.DataType = arrow.PrimitiveTypes.Float32
+	if cov == doubleCovering {
+		ft = arrow.PrimitiveTypes.Float64
+	}
+	return arrow.StructOf(
+		arrow.Field{Name: "xmin", Type: ft}, arrow.Field{Name: "ymin", Type: ft},
+		arrow.Field{Name: "xmax", Type: ft}, arrow.Field{Name: "ymax", Type: ft})
 }
 
-func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, covering bool, lineage string) (*arrow.Schema, error) {
+func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, cov coveringKind, lineage string) (*arrow.Schema, error) {
 	fields := make([]arrow.Field, 0, len(layer.Fields)+2)
 	for _, f := range layer.Fields {
 		fields = append(fields, arrow.Field{Name: f.Name, Type: arrowType(f.Type), Nullable: f.Nullable})
@@ -519,8 +522,8 @@ func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, co
 	if !math.IsNaN(t.extent[0]) {
 		col.BBox = t.extent[:]
 	}
-	if covering {
-		fields = append(fields, arrow.Field{Name: bboxName, Type: arrow.StructOf(bboxFields...), Nullable: true})
+	if cov != noCovering {
+		fields = append(fields, arrow.Field{Name: bboxName, Type: bboxStruct(cov), Nullable: true})
 		col.Covering = &geoCovering{BBox: map[string][2]string{
 			"xmin": {bboxName, "xmin"}, "ymin": {bboxName, "ymin"},
 			"xmax": {bboxName, "xmax"}, "ymax": {bboxName, "ymax"},
@@ -540,7 +543,7 @@ func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, co
 }
 
 // record builds the arrow record of the rows idx (already ordered).
-func (t *table) record(mem memory.Allocator, schema *arrow.Schema, idx []int32, covering bool) arrow.RecordBatch {
+func (t *table) record(mem memory.Allocator, schema *arrow.Schema, idx []int32, cov coveringKind) arrow.RecordBatch {
 	n := len(idx)
 	cols := make([]arrow.Array, 0, schema.NumFields())
 	for _, c := range t.cols {
@@ -562,27 +565,8 @@ func (t *table) record(mem memory.Allocator, schema *arrow.Schema, idx []int32, 
 	}
 	cols = append(cols, gb.NewArray())
 	gb.Release()
-	if covering {
-		sb := array.NewStructBuilder(mem, arrow.StructOf(bboxFields...))
-		sb.Reserve(n)
-		fbs := make([]*array.Float64Builder, 4)
-		for i := range fbs {
-			fbs[i] = sb.FieldBuilder(i).(*array.Float64Builder)
-			fbs[i].Reserve(n)
-		}
-		for _, r := range idx {
-			b, ok := t.box(r)
-			if !ok {
-				sb.AppendNull()
-				continue
-			}
-			sb.Append(true)
-			for i, fb := range fbs {
-				fb.Append(b[i])
-			}
-		}
-		cols = append(cols, sb.NewArray())
-		sb.Release()
+	if cov != noCovering {
+		cols = append(cols, t.coveringArray(mem, idx, cov))
 	}
 	rec := array.NewRecordBatch(schema, cols, int64(n))
 	for _, c := range cols {

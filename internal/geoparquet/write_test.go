@@ -174,120 +174,140 @@ func TestWriteRoundTrip(t *testing.T) {
 		"points": {"Point"}, "points Z": {"Point Z"}, "lines": {"LineString"},
 		"polygons": {"Polygon"}, "multipolygons": {"MultiPolygon", "Polygon"},
 	}
-	for name, g := range gen {
-		t.Run(name, func(t *testing.T) {
-			const n = 300
-			var feats []Feature
-			for i := 0; i < n; i++ {
-				f := Feature{WKB: g(i), Values: values(i)}
-				switch i {
-				case 7:
-					f.WKB = nil // null geometry
-				case 8:
-					f.WKB = newWKB().header(7).u32(0).b // empty collection
-				}
-				feats = append(feats, f)
-			}
-			layer := Layer{Name: name, Fields: allFields, IsCRS84: true}
-			data, st := writeBytes(t, layer, feats, Options{RowGroupRows: 64, SpatialOrder: true, Covering: true})
-
-			want := append(append([]string{}, wantTypes[name]...), "GeometryCollection")
-			sort.Strings(want)
-			if !reflect.DeepEqual(st.GeometryTypes, want) {
-				t.Errorf("Stats.GeometryTypes %v, want %v", st.GeometryTypes, want)
-			}
-			if st.Rows != n || st.RowGroups != 5 {
-				t.Errorf("Stats rows %d groups %d", st.Rows, st.RowGroups)
-			}
-
-			tbl, rdr := readTable(t, data)
-			if tbl.NumRows() != n {
-				t.Fatalf("read %d rows", tbl.NumRows())
-			}
-			geo := geoOf(t, rdr)
-			col := geo["columns"].(map[string]any)["geometry"].(map[string]any)
-			if geo["version"] != "1.1.0" || geo["primary_column"] != "geometry" || col["encoding"] != "WKB" {
-				t.Errorf("geo metadata %v", geo)
-			}
-			if _, ok := col["crs"]; ok {
-				t.Errorf("crs present for CRS84: %v", col["crs"])
-			}
-			if fmt.Sprint(col["geometry_types"]) != fmt.Sprint(want) {
-				t.Errorf("geometry_types %v, want %v", col["geometry_types"], want)
-			}
-			bb := col["bbox"].([]any)
-			if fmt.Sprint(bb) != fmt.Sprint(st.BBox[:]) {
-				t.Errorf("bbox %v, stats %v", bb, st.BBox)
-			}
-			if cov := fmt.Sprint(col["covering"]); cov != "map[bbox:map[xmax:[bbox xmax] xmin:[bbox xmin] ymax:[bbox ymax] ymin:[bbox ymin]]]" {
-				t.Errorf("covering %s", cov)
-			}
-
-			// Every row comes back with its values, geometry and bbox.
-			rows := int(tbl.NumRows())
-			flat := make([]arrow.Array, tbl.NumCols())
-			for c := range flat {
-				ch := tbl.Column(c).Data()
-				if len(ch.Chunks()) != 1 {
-					arr, err := array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer arr.Release()
-					flat[c] = arr
-				} else {
-					flat[c] = ch.Chunk(0)
-				}
-			}
-			geomCol := flat[len(allFields)].(*array.Binary)
-			bboxCol := flat[len(allFields)+1].(*array.Struct)
-			seen := map[int64]bool{}
-			for r := 0; r < rows; r++ {
-				id := cell(flat[0], r).(int64)
-				seen[id] = true
-				in := feats[id]
-				for k, f := range allFields {
-					if got, want := cell(flat[k], r), expect(f.Type, in.Values[k]); !reflect.DeepEqual(got, want) {
-						t.Fatalf("row id %d field %s = %#v, want %#v", id, f.Name, got, want)
-					}
-				}
-				if in.WKB == nil {
-					if !geomCol.IsNull(r) || !bboxCol.IsNull(r) {
-						t.Fatalf("row id %d: null geometry not null", id)
-					}
-					continue
-				}
-				if !bytes.Equal(geomCol.Value(r), in.WKB) {
-					t.Fatalf("row id %d: geometry differs", id)
-				}
-				gi, _ := DecodeWKB(in.WKB)
-				if gi.Empty {
-					if !bboxCol.IsNull(r) {
-						t.Fatalf("row id %d: empty geometry has a bbox", id)
-					}
-					continue
-				}
-				var box [4]float64
-				for k := range box {
-					box[k] = bboxCol.Field(k).(*array.Float64).Value(r)
-				}
-				if box != [4]float64{gi.MinX, gi.MinY, gi.MaxX, gi.MaxY} {
-					t.Fatalf("row id %d: bbox %v, geometry %v", id, box, gi)
-				}
-			}
-			if len(seen) != n {
-				t.Fatalf("%d distinct ids read back", len(seen))
-			}
-
-			rep, err := Validate(bytes.NewReader(data), int64(len(data)))
-			if err != nil || !rep.OK() {
-				t.Fatalf("Validate: %v\n%s", err, rep)
-			}
-			if !reflect.DeepEqual(rep.GeometryTypes, want) || rep.BBox != st.BBox || rep.Rows != n || !rep.CRS84 || !rep.Covering {
-				t.Fatalf("report %+v, stats %+v", rep, st)
-			}
-		})
+	for _, double := range []bool{false, true} {
+		for name, g := range gen {
+			testRoundTrip(t, name, g, wantTypes[name], double)
+		}
 	}
+}
+
+// testRoundTrip writes 300 features of gen (one null, one empty) with a
+// FLOAT or DOUBLE covering and reads every row back.
+func testRoundTrip(t *testing.T, name string, g func(i int) []byte, types []string, double bool) {
+	t.Run(fmt.Sprintf("%s/double covering %v", name, double), func(t *testing.T) {
+		const n = 300
+		var feats []Feature
+		for i := 0; i < n; i++ {
+			f := Feature{WKB: g(i), Values: values(i)}
+			switch i {
+			case 7:
+				f.WKB = nil // null geometry
+			case 8:
+				f.WKB = newWKB().header(7).u32(0).b // empty collection
+			}
+			feats = append(feats, f)
+		}
+		layer := Layer{Name: name, Fields: allFields, IsCRS84: true}
+		data, st := writeBytes(t, layer, feats, Options{RowGroupRows: 64, SpatialOrder: true, Covering: true, CoveringDouble: double})
+
+		want := append(append([]string{}, types...), "GeometryCollection")
+		sort.Strings(want)
+		if !reflect.DeepEqual(st.GeometryTypes, want) {
+			t.Errorf("Stats.GeometryTypes %v, want %v", st.GeometryTypes, want)
+		}
+		if st.Rows != n || st.RowGroups != 5 {
+			t.Errorf("Stats rows %d groups %d", st.Rows, st.RowGroups)
+		}
+
+		tbl, rdr := readTable(t, data)
+		if tbl.NumRows() != n {
+			t.Fatalf("read %d rows", tbl.NumRows())
+		}
+		geo := geoOf(t, rdr)
+		col := geo["columns"].(map[string]any)["geometry"].(map[string]any)
+		if geo["version"] != "1.1.0" || geo["primary_column"] != "geometry" || col["encoding"] != "WKB" {
+			t.Errorf("geo metadata %v", geo)
+		}
+		if _, ok := col["crs"]; ok {
+			t.Errorf("crs present for CRS84: %v", col["crs"])
+		}
+		if fmt.Sprint(col["geometry_types"]) != fmt.Sprint(want) {
+			t.Errorf("geometry_types %v, want %v", col["geometry_types"], want)
+		}
+		bb := col["bbox"].([]any)
+		if fmt.Sprint(bb) != fmt.Sprint(st.BBox[:]) {
+			t.Errorf("bbox %v, stats %v", bb, st.BBox)
+		}
+		if cov := fmt.Sprint(col["covering"]); cov != "map[bbox:map[xmax:[bbox xmax] xmin:[bbox xmin] ymax:[bbox ymax] ymin:[bbox ymin]]]" {
+			t.Errorf("covering %s", cov)
+		}
+
+		// Every row comes back with its values, geometry and bbox.
+		rows := int(tbl.NumRows())
+		flat := make([]arrow.Array, tbl.NumCols())
+		for c := range flat {
+			ch := tbl.Column(c).Data()
+			if len(ch.Chunks()) != 1 {
+				arr, err := array.Concatenate(ch.Chunks(), memory.DefaultAllocator)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer arr.Release()
+				flat[c] = arr
+			} else {
+				flat[c] = ch.Chunk(0)
+			}
+		}
+		geomCol := flat[len(allFields)].(*array.Binary)
+		bboxCol := flat[len(allFields)+1].(*array.Struct)
+		seen := map[int64]bool{}
+		for r := 0; r < rows; r++ {
+			id := cell(flat[0], r).(int64)
+			seen[id] = true
+			in := feats[id]
+			for k, f := range allFields {
+				if got, want := cell(flat[k], r), expect(f.Type, in.Values[k]); !reflect.DeepEqual(got, want) {
+					t.Fatalf("row id %d field %s = %#v, want %#v", id, f.Name, got, want)
+				}
+			}
+			if in.WKB == nil {
+				if !geomCol.IsNull(r) || !bboxCol.IsNull(r) {
+					t.Fatalf("row id %d: null geometry not null", id)
+				}
+				continue
+			}
+			if !bytes.Equal(geomCol.Value(r), in.WKB) {
+				t.Fatalf("row id %d: geometry differs", id)
+			}
+			gi, _ := DecodeWKB(in.WKB)
+			if gi.Empty {
+				if !bboxCol.IsNull(r) {
+					t.Fatalf("row id %d: empty geometry has a bbox", id)
+				}
+				continue
+			}
+			var box [4]float64
+			exact := [4]float64{gi.MinX, gi.MinY, gi.MaxX, gi.MaxY}
+			want := exact
+			for k := range box {
+				if double {
+					box[k] = bboxCol.Field(k).(*array.Float64).Value(r)
+					continue
+				}
+				// The nearest FLOATs outwards: the box still contains the geometry.
+				box[k] = float64(bboxCol.Field(k).(*array.Float32).Value(r))
+				if k < 2 {
+					want[k] = float64(floorFloat32(exact[k]))
+				} else {
+					want[k] = float64(ceilFloat32(exact[k]))
+				}
+			}
+			if box != want || box[0] > exact[0] || box[1] > exact[1] || box[2] < exact[2] || box[3] < exact[3] {
+				t.Fatalf("row id %d: bbox %v, want %v for geometry %v", id, box, want, exact)
+			}
+		}
+		if len(seen) != n {
+			t.Fatalf("%d distinct ids read back", len(seen))
+		}
+
+		rep, err := Validate(bytes.NewReader(data), int64(len(data)))
+		if err != nil || !rep.OK() {
+			t.Fatalf("Validate: %v\n%s", err, rep)
+		}
+		if !reflect.DeepEqual(rep.GeometryTypes, want) || rep.BBox != st.BBox || rep.Rows != n || !rep.CRS84 || !rep.Covering {
+			t.Fatalf("report %+v, stats %+v", rep, st)
+		}
+	})
 }
 
 const utm33 = `{
@@ -390,7 +410,7 @@ func TestWriteRowGroups(t *testing.T) {
 	}{{100, 11}, {1050, 1}, {2000, 1}, {0, 1}, {1, 1050}}
 	for _, tc := range tests {
 		t.Run(fmt.Sprint(tc.rows), func(t *testing.T) {
-			data, st := writeBytes(t, Layer{Fields: pointFields}, feats, Options{RowGroupRows: tc.rows, SpatialOrder: true, Covering: true})
+			data, st := writeBytes(t, Layer{Fields: pointFields}, feats, Options{RowGroupRows: tc.rows, SpatialOrder: true, Covering: true, CoverPoints: true})
 			rdr, err := file.NewParquetReader(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
@@ -434,11 +454,13 @@ func rowGroupBoxes(t *testing.T, data []byte) [][4]float64 {
 			if err != nil || st == nil || !st.HasMinMax() {
 				t.Fatalf("row group %d %s: no statistics (%v)", g, leaf, err)
 			}
-			fs := st.(*metadata.Float64Statistics)
-			if k < 2 {
-				box[k] = fs.Min()
-			} else {
-				box[k] = fs.Max()
+			switch fs := st.(type) {
+			case *metadata.Float64Statistics:
+				box[k] = [2]float64{fs.Min(), fs.Max()}[k/2]
+			case *metadata.Float32Statistics:
+				box[k] = float64([2]float32{fs.Min(), fs.Max()}[k/2])
+			default:
+				t.Fatalf("row group %d %s: %T statistics", g, leaf, st)
 			}
 		}
 		out = append(out, box)
@@ -450,7 +472,7 @@ func TestHilbertOrderTightensRowGroups(t *testing.T) {
 	feats := pointFeatures(8192, 11)
 	layer := Layer{Fields: pointFields}
 	area := func(spatial bool) float64 {
-		data, _ := writeBytes(t, layer, feats, Options{RowGroupRows: 512, SpatialOrder: spatial, Covering: true})
+		data, _ := writeBytes(t, layer, feats, Options{RowGroupRows: 512, SpatialOrder: spatial, Covering: true, CoverPoints: true})
 		var sum float64
 		for _, b := range rowGroupBoxes(t, data) {
 			sum += (b[2] - b[0]) * (b[3] - b[1])
