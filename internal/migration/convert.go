@@ -159,7 +159,7 @@ func (c *Convert) runByRange(ctx context.Context, job Job, re recipe.RangeEngine
 	if err := c.checkUnchanged(ctx, job); err != nil {
 		return nil, err
 	}
-	ra := objectstore.NewReaderAt(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize)
+	ra := objectstore.NewReaderAtWith(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize, c.cfg.SourceReadAhead)
 	outputs, err := re.ConvertReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), outDir, recipeFor(job))
 	if err != nil {
 		return nil, fmt.Errorf("migration.Convert: %s: %w", job.SourceKey, err)
