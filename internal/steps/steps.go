@@ -32,6 +32,11 @@ type Ports struct {
 	// calls to each bucket: while a bucket's breaker is open they fail fast
 	// with a fault.BreakerOpenError, which the state machine waits out.
 	Breaker *breaker.Breaker
+	// Sources, where HashCheck and Convert share a process (the CLI), lets
+	// Convert take the small sources HashCheck read whole instead of
+	// fetching them again (nil: each step reads for itself, as the Lambdas
+	// must).
+	Sources *objectstore.SourceCache
 }
 
 // objects is Store behind the breaker (Store itself without one).
@@ -47,14 +52,14 @@ func (p Ports) log() *slog.Logger {
 // HashCheck returns the HashCheck handler.
 func (p Ports) HashCheck() *migration.HashCheck {
 	store := p.objects()
-	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FingerprintThreshold}
+	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FingerprintThreshold, Keep: p.Sources}
 	return migration.NewHashCheck(p.Config, store, p.Tracker, f, p.log()).WithMetrics(p.Metrics)
 }
 
 // Convert returns the Convert handler over engine (internal/gdal) and the
 // output validator (internal/validate.Output).
 func (p Ports) Convert(engine recipe.Engine, validate migration.OutputValidator) *migration.Convert {
-	return migration.NewConvert(p.Config, p.objects(), p.Tracker, engine, validate, p.log()).WithMetrics(p.Metrics)
+	return migration.NewConvert(p.Config, p.objects(), p.Tracker, engine, validate, p.log()).WithMetrics(p.Metrics).WithSources(p.Sources)
 }
 
 // Promote returns the Promote handler.
