@@ -126,7 +126,7 @@ type AWS struct {
 	// ConditionalCopy: auto is server against AWS's own S3 endpoint and
 	// probe against a custom one (S3-compatible stores may ignore copy
 	// preconditions).
-	ConditionalCopy    string `name:"conditional-copy" env:"GEOMIGRATE_S3_CONDITIONAL_COPY" type:"fold" enum:"auto,server,client,probe" default:"auto" help:"How Promote copies without overwriting: server (CopyObject preconditions), client (stream with a conditional Put), probe (find out at start-up) or auto (server on AWS, probe with a custom S3 endpoint)."`
+	ConditionalCopy    string `name:"conditional-copy" env:"GEOMIGRATE_S3_CONDITIONAL_COPY" type:"fold" enum:"auto,server,multipart,client,probe" default:"auto" help:"How Promote copies without overwriting: server (CopyObject preconditions), multipart (server-side UploadPartCopy, the precondition on CompleteMultipartUpload), client (stream with a conditional Put), probe (find out at start-up) or auto (server on AWS, probe with a custom S3 endpoint)."`
 	StateTTLDays       int    `name:"state-ttl-days" env:"GEOMIGRATE_STATE_TTL_DAYS" default:"0" help:"Keep terminal job records this many days (0: forever)."`
 	DeadLetterQueueURL string `name:"dlq-url" env:"GEOMIGRATE_DEAD_LETTER_QUEUE_URL" placeholder:"URL" help:"SQS dead-letter queue (default for the CLI: a JSONL file in the state directory)."`
 	// QuarantinePrefix is where routed jobs' bundles go in the destination
