@@ -159,8 +159,14 @@ func (s *Store) copyMultipart(ctx context.Context, req objectstore.CopyRequest, 
 	size := aws.ToInt64(src.ContentLength)
 	a := putArgs{bucket: req.DstBucket, key: req.DstKey, size: size, meta: meta,
 		contentType: src.ContentType, ifNoneMatch: req.IfNoneMatch, ifMatch: req.IfMatch}
-	if err := s.precheck(ctx, "s3.Copy", a); err != nil {
-		return objectstore.Object{}, err
+	partSize := max(s.opts.CopyPartSize, (size+MaxParts-1)/MaxParts)
+	nparts := int((size + partSize - 1) / partSize)
+	// The check up front spares copying many parts for nothing; one part
+	// costs no more to abort than a HEAD.
+	if nparts > 1 {
+		if err := s.precheck(ctx, "s3.Copy", a); err != nil {
+			return objectstore.Object{}, err
+		}
 	}
 	up, err := s.api.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket: &req.DstBucket, Key: &req.DstKey, Metadata: meta, ContentType: src.ContentType,
@@ -173,8 +179,6 @@ func (s *Store) copyMultipart(ctx context.Context, req objectstore.CopyRequest, 
 			s.abort(ctx, req.DstBucket, req.DstKey, up.UploadId)
 		}
 	}()
-	partSize := max(s.opts.CopyPartSize, (size+MaxParts-1)/MaxParts)
-	nparts := int((size + partSize - 1) / partSize)
 	parts := make([]types.CompletedPart, nparts)
 
 	pctx, cancel := context.WithCancel(ctx)
