@@ -186,6 +186,13 @@ func TestRequestsPerSmallFile(t *testing.T) {
 	t.Logf("S3 requests per file (%d files, start-up included): %d in all: %s", files, len(calls), strings.Join(ops, ", "))
 	t.Logf("source GETs %v; staged outputs %d, written %v; server-side copies %d; staged outputs read back %d",
 		sourceGets, len(staged), staged, copies, stagingGets)
+	srcGets := 0
+	for _, n := range sourceGets {
+		srcGets += n
+	}
+	// One line for make bench-e2e to print.
+	t.Logf("figure: s3-requests-per-small-file total=%.2f source-get=%.2f staged-put=%.2f server-copy=%.2f staged-read-back=%.2f (%d files, outputs per file %.2f)",
+		float64(len(calls))/files, float64(srcGets)/files, float64(len(staged))/files, float64(copies)/files, float64(stagingGets)/files, files, float64(len(staged))/files)
 
 	if len(sourceGets) != files {
 		t.Errorf("%d of %d sources read", len(sourceGets), files)

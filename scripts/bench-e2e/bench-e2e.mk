@@ -1,7 +1,8 @@
 # The end-to-end figure: 200 small GeoTIFFs through `geomigrate migrate
 # --backend aws` on the loopback S3 and DynamoDB stand-ins against the
 # source document's Python path (scripts/bench-e2e), paired and alternated;
-# prints "figure: e2e-200-small ratio=…". Servers of its own, stopped after.
+# prints "figure: e2e-200-small ratio=…", then the S3 requests per small file
+# (TestRequestsPerSmallFile). Servers of its own, stopped after.
 BENCH_E2E_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/../..)
 BENCH_E2E_FILES ?= 200
 BENCH_E2E_PAIRS ?= 3
@@ -19,3 +20,8 @@ bench-e2e: deps integration-tools ## end to end on the S3/DynamoDB stand-ins: ge
 	cd $(BENCH_E2E_ROOT) && $(GO) build -o $(BIN)/geomigrate ./cmd/geomigrate
 	cd $(BENCH_E2E_ROOT) && AWS_EC2_METADATA_DISABLED=true scripts/with-integration-servers.sh \
 		scripts/bench-e2e/bench-e2e.sh $(BIN)/geomigrate $(BENCH_E2E_FILES) $(BENCH_E2E_PAIRS)
+	@# The S3 requests per small file, counted (and asserted) by the integration test.
+	@cd $(BENCH_E2E_ROOT) && AWS_EC2_METADATA_DISABLED=true scripts/with-integration-servers.sh \
+		$(GO) test -tags integration -count=1 -timeout 10m -run '^TestRequestsPerSmallFile$$' -v ./cmd/geomigrate/ >$(BIN)/requests-per-file.log 2>&1 \
+		|| { tail -30 $(BIN)/requests-per-file.log; exit 1; }
+	@grep -o 'figure: .*' $(BIN)/requests-per-file.log
