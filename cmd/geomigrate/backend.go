@@ -187,14 +187,14 @@ func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
 	}, nil
 }
 
-// openAWS checks the resources the run needs (the source buckets given,
-// the destination bucket, the table unless --create-table, the queue URLs),
-// creates the table when asked, and wires the AWS adapters.
 // sourceHandOffBytes bounds the sources held between HashCheck and Convert
 // (each at most --source-read-whole bytes; a job skipped after hashing
 // leaves its entry until newer ones push it out).
 const sourceHandOffBytes = 256 << 20
 
+// openAWS checks the resources the run needs (the source buckets given,
+// the destination bucket, the table unless --create-table, the queue URLs),
+// creates the table when asked, and wires the AWS adapters.
 func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion string) (*backend, error) {
 	bucket, prefix, err := s3URI(r.dest)
 	if err != nil {

@@ -2,10 +2,6 @@ package migration
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io"
 
 	"github.com/geomigrate/geomigrate/internal/fingerprint"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -30,30 +26,13 @@ func (f StoreFingerprinter) Fingerprint(ctx context.Context, bucket, key string,
 		return sum, "fast", err
 	}
 	if f.Keep.Fits(size) && size > 0 {
-		data, err := readWhole(ctx, f.Store, bucket, key, size)
+		data, sum, err := fingerprint.ReadWhole(ctx, f.Store, bucket, key, size, f.Options)
 		if err != nil {
 			return "", "", err
 		}
-		h := sha256.Sum256(data)
-		sum := hex.EncodeToString(h[:])
 		f.Keep.Put(bucket, key, sum, data)
 		return sum, "sha256", nil
 	}
 	sum, err := fingerprint.SHA256(ctx, f.Store, bucket, key, size, f.Options)
 	return sum, "sha256", err
-}
-
-// readWhole reads the first size bytes of the object, as SHA256 would hash
-// them, with one request.
-func readWhole(ctx context.Context, store objectstore.Store, bucket, key string, size int64) ([]byte, error) {
-	rc, err := store.OpenRange(ctx, bucket, key, 0, size)
-	if err != nil {
-		return nil, err
-	}
-	defer rc.Close()
-	data := make([]byte, size)
-	if n, err := io.ReadFull(rc, data); err != nil {
-		return nil, fmt.Errorf("migration.Fingerprint: s3://%s/%s: read %d of %d bytes: %w", bucket, key, n, size, err)
-	}
-	return data, nil
 }
