@@ -62,6 +62,7 @@ test-unit: ## unit tests only (no services), -short: the slowest GDAL and race c
 bench: deps ## run the benchmarks (conversion speed against gdal_translate, GeoParquet rows/s and memory, cold starts)
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x -timeout 60m ./...
 	$(MAKE) --no-print-directory bench-backfill
+	$(MAKE) --no-print-directory bench-e2e
 
 .PHONY: test-scale
 test-scale: deps ## the local backfill over 10,000 files: each ends with exactly one terminal job record (time bound: -timeout)
@@ -115,3 +116,4 @@ include infra/infra.mk
 include scripts/asl-judges/asl-judges.mk
 include functions/functions.mk
 include scripts/chromium/chromium.mk
+include scripts/bench-e2e/bench-e2e.mk

@@ -15,6 +15,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/policy"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/queue"
@@ -204,6 +205,11 @@ func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
 	}, nil
 }
 
+// sourceHandOffBytes bounds the sources held between HashCheck and Convert
+// (each at most --source-read-whole bytes; a job skipped after hashing
+// leaves its entry until newer ones push it out).
+const sourceHandOffBytes = 256 << 20
+
 // openAWS checks the resources the run needs (the source buckets given,
 // the destination bucket, the table unless --create-table, the queue URLs),
 // creates the table when asked, and wires the AWS adapters.
@@ -242,6 +248,11 @@ func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion
 		}
 	}
 	be := &backend{name: backendAWS, ports: app.Ports(), paths: pathsFor(".", r.stateDir), app: app}
+	// HashCheck and Convert run in this process: a small source read whole
+	// to be hashed is converted from those bytes, one GET for both.
+	if whole := cfg.SourceReadAhead.WholeObjectMax; whole > 0 {
+		be.ports.Sources = objectstore.NewSourceCache(sourceHandOffBytes, whole)
+	}
 	// Queued messages go to SQS when its URLs are given, else to JSONL
 	// files in the state directory.
 	open := func(sqsURL, file string) (queue.Sender, error) {

@@ -51,8 +51,11 @@ const (
 // Conditional copy modes (config.AWS.ConditionalCopy).
 const (
 	CopyModeServer = "server" // CopyObject enforces If-None-Match / If-Match (AWS)
-	CopyModeClient = "client" // stream through the client with a conditional Put (versitygw)
-	CopyModeProbe  = "probe"  // find out once at start-up against the destination bucket
+	CopyModeClient = "client" // stream through the client with a conditional Put
+	// CopyModeMultipart copies server-side by UploadPartCopy, the condition
+	// on CompleteMultipartUpload (versitygw, which ignores it on CopyObject).
+	CopyModeMultipart = "multipart"
+	CopyModeProbe     = "probe" // find out once at start-up against the destination bucket
 	// CopyModeAuto is server against AWS's own S3 endpoint and probe against
 	// a custom one (AWS_ENDPOINT_URL_S3, --endpoint-url): S3-compatible
 	// stores may ignore copy preconditions.
@@ -167,9 +170,9 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 	switch mode {
 	case "":
 		mode = CopyModeAuto
-	case CopyModeServer, CopyModeClient, CopyModeProbe, CopyModeAuto:
+	case CopyModeServer, CopyModeClient, CopyModeMultipart, CopyModeProbe, CopyModeAuto:
 	default:
-		return nil, fmt.Errorf("awsapp: conditional copy %q: want server, client, probe or auto", mode)
+		return nil, fmt.Errorf("awsapp: conditional copy %q: want server, multipart, client, probe or auto", mode)
 	}
 	o := ClientOptions(a)
 	for _, fn := range set.awsOpts {
@@ -198,6 +201,8 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 	switch mode {
 	case CopyModeClient:
 		app.ConditionalCopy = s3store.CopyThroughClient
+	case CopyModeMultipart:
+		app.ConditionalCopy = s3store.CopyServerMultipart
 	case CopyModeProbe:
 		app.ConditionalCopy, err = s3store.ProbeConditionalCopy(ctx, app.S3, cfg.DestBucket, cfg.StagingPrefix)
 		if err != nil {

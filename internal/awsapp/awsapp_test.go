@@ -89,11 +89,13 @@ func TestNewInLambdaWritesEMF(t *testing.T) {
 
 func TestNewModesAndErrors(t *testing.T) {
 	sdkEnv(t)
-	s := settings()
-	s.ConditionalCopy = "client"
-	app, err := awsapp.New(context.Background(), cfg(), s)
-	if err != nil || app.ConditionalCopy != s3store.CopyThroughClient {
-		t.Fatalf("client mode: %v %v", app, err)
+	for mode, want := range map[string]s3store.ConditionalCopy{"client": s3store.CopyThroughClient, "multipart": s3store.CopyServerMultipart, "server": s3store.CopyServerSide} {
+		s := settings()
+		s.ConditionalCopy = mode
+		app, err := awsapp.New(context.Background(), cfg(), s)
+		if err != nil || app.ConditionalCopy != want {
+			t.Fatalf("%s mode: %v %v", mode, app, err)
+		}
 	}
 	for name, mutate := range map[string]func(*migration.Config, *config.AWS){
 		"no table":  func(_ *migration.Config, a *config.AWS) { a.StateTable = "" },

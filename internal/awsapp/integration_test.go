@@ -13,9 +13,10 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
 )
 
-// TestProbeFindsClientCopyOnVersitygw: versitygw ignores preconditions on
-// CopyObject, so the probe chooses CopyThroughClient.
-func TestProbeFindsClientCopyOnVersitygw(t *testing.T) {
+// TestProbeFindsMultipartCopyOnVersitygw: versitygw ignores preconditions
+// on CopyObject and enforces them on CompleteMultipartUpload, so the probe
+// chooses the server-side multipart copy.
+func TestProbeFindsMultipartCopyOnVersitygw(t *testing.T) {
 	srv := lambdatest.RequireServers(t)
 	srv.CreateBucket(t, "awsapp-probe")
 	e := srv.Env("awsapp-probe", "unused")
@@ -32,7 +33,7 @@ func TestProbeFindsClientCopyOnVersitygw(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if app.ConditionalCopy != s3store.CopyThroughClient {
-		t.Errorf("probe chose %v, want client", app.ConditionalCopy)
+	if app.ConditionalCopy != s3store.CopyServerMultipart {
+		t.Errorf("probe chose %v, want server-multipart", app.ConditionalCopy)
 	}
 }

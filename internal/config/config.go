@@ -23,6 +23,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
 
 // Handlers are the settings every step handler reads, on either backend.
@@ -34,8 +35,13 @@ type Handlers struct {
 	Lease         Seconds `name:"lease" env:"GEOMIGRATE_LEASE_SECONDS" default:"20m" help:"How long a claimed file stays exclusive without renewal (renewed at each step); another run finding it held skips it as in progress until then. Leases of a process that died on this host are taken over at once. Must exceed the longest task timeout (15m)."`
 	// FingerprintThreshold: larger sources are fingerprinted by size and
 	// their first and last 8 MiB; the full hash is checked after promotion.
-	FingerprintThreshold int64  `name:"fingerprint-threshold" env:"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES" default:"1073741824" help:"Sources larger than this are fingerprinted by size and their first and last 8 MiB."`
-	WorkDir              string `name:"work-dir" env:"GEOMIGRATE_WORK_DIR" placeholder:"DIR" help:"Scratch space for conversions (default: the system temporary directory)."`
+	FingerprintThreshold int64 `name:"fingerprint-threshold" env:"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES" default:"1073741824" help:"Sources larger than this are fingerprinted by size and their first and last 8 MiB."`
+	// Remote sources read by range (internal/objectstore.ReadAhead): whole
+	// in one GET up to SourceReadWhole bytes, else in aligned blocks.
+	SourceReadWhole  int64  `name:"source-read-whole" env:"GEOMIGRATE_SOURCE_READ_WHOLE_BYTES" default:"67108864" help:"Remote sources up to this many bytes are read with one GET when conversion starts (held in memory); larger ones in aligned blocks (0: never whole)."`
+	SourceReadBlock  int64  `name:"source-read-block" env:"GEOMIGRATE_SOURCE_READ_BLOCK_BYTES" default:"8388608" help:"Size of the aligned ranged GETs of remote sources larger than --source-read-whole."`
+	SourceReadBlocks int    `name:"source-read-blocks" env:"GEOMIGRATE_SOURCE_READ_BLOCKS" default:"8" help:"Blocks of --source-read-block bytes kept per remote source (memory bound of the read-ahead)."`
+	WorkDir          string `name:"work-dir" env:"GEOMIGRATE_WORK_DIR" placeholder:"DIR" help:"Scratch space for conversions (default: the system temporary directory)."`
 	// QuarantineCopyLimit bounds the input bytes copied into a quarantine
 	// bundle (internal/quarantine); larger inputs are referenced.
 	QuarantineCopyLimit int64 `name:"quarantine-copy-limit" env:"GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES" default:"67108864" help:"A routed file's quarantine bundle holds a copy of the input and its sidecars up to this many bytes together; larger ones are referenced."`
@@ -57,6 +63,12 @@ func (h *Handlers) Validate() error {
 		return fmt.Errorf("--staging-prefix %q: must end in /", h.StagingPrefix)
 	case h.Lease.Duration() <= 0:
 		return fmt.Errorf("--lease %s: want a positive duration", h.Lease)
+	case h.SourceReadWhole < 0:
+		return fmt.Errorf("--source-read-whole %d: want a non-negative number of bytes", h.SourceReadWhole)
+	case h.SourceReadBlock != 0 && h.SourceReadBlock < 64<<10:
+		return fmt.Errorf("--source-read-block %d: want at least 65536 bytes", h.SourceReadBlock)
+	case h.SourceReadBlocks < 0:
+		return fmt.Errorf("--source-read-blocks %d: want at least 1", h.SourceReadBlocks)
 	case h.QuarantineCopyLimit < 0:
 		return fmt.Errorf("--quarantine-copy-limit %d: want a non-negative number of bytes", h.QuarantineCopyLimit)
 	case h.BreakerThreshold < 0 || h.BreakerThreshold > 5:
@@ -79,6 +91,7 @@ func (h Handlers) Migration(destBucket, destPrefix, engine string) migration.Con
 		FingerprintThreshold: h.FingerprintThreshold,
 		Lease:                h.Lease.Duration(),
 		WorkDir:              h.WorkDir,
+		SourceReadAhead:      h.ReadAhead(),
 		Breaker:              breaker.Policy{Threshold: h.BreakerThreshold, Window: h.BreakerWindow.Duration(), Cooldown: h.BreakerCooldown.Duration()},
 	}
 	if c.WorkDir == "" {
@@ -87,6 +100,16 @@ func (h Handlers) Migration(destBucket, destPrefix, engine string) migration.Con
 	c.Recipe.VectorFormat, c.Recipe.ZSTDLevel = h.VectorFormat, h.ZSTDLevel
 	c.Recipe.EngineVersion, c.Recipe.ToolVersion = engine, buildinfo.Version
 	return c
+}
+
+// ReadAhead is how remote sources are read (0 for --source-read-whole:
+// never whole; 0 for the block settings: objectstore's defaults).
+func (h Handlers) ReadAhead() objectstore.ReadAhead {
+	ra := objectstore.ReadAhead{WholeObjectMax: h.SourceReadWhole, BlockSize: h.SourceReadBlock, MaxBlocks: h.SourceReadBlocks}
+	if ra.WholeObjectMax == 0 {
+		ra.WholeObjectMax = -1
+	}
+	return ra
 }
 
 // AWS are the settings of the AWS backend: the clients and the state table.
@@ -103,7 +126,7 @@ type AWS struct {
 	// ConditionalCopy: auto is server against AWS's own S3 endpoint and
 	// probe against a custom one (S3-compatible stores may ignore copy
 	// preconditions).
-	ConditionalCopy    string `name:"conditional-copy" env:"GEOMIGRATE_S3_CONDITIONAL_COPY" type:"fold" enum:"auto,server,client,probe" default:"auto" help:"How Promote copies without overwriting: server (CopyObject preconditions), client (stream with a conditional Put), probe (find out at start-up) or auto (server on AWS, probe with a custom S3 endpoint)."`
+	ConditionalCopy    string `name:"conditional-copy" env:"GEOMIGRATE_S3_CONDITIONAL_COPY" type:"fold" enum:"auto,server,multipart,client,probe" default:"auto" help:"How Promote copies without overwriting: server (CopyObject preconditions), multipart (server-side UploadPartCopy, the precondition on CompleteMultipartUpload), client (stream with a conditional Put), probe (find out at start-up) or auto (server on AWS, probe with a custom S3 endpoint)."`
 	StateTTLDays       int    `name:"state-ttl-days" env:"GEOMIGRATE_STATE_TTL_DAYS" default:"0" help:"Keep terminal job records this many days (0: forever)."`
 	DeadLetterQueueURL string `name:"dlq-url" env:"GEOMIGRATE_DEAD_LETTER_QUEUE_URL" placeholder:"URL" help:"SQS dead-letter queue (default for the CLI: a JSONL file in the state directory)."`
 	// QuarantinePrefix is where routed jobs' bundles go in the destination

@@ -9,6 +9,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
@@ -102,7 +103,7 @@ func TestEnvironmentRoundTrip(t *testing.T) {
 	yes := true
 	want := Lambda{
 		Handlers: Handlers{VectorFormat: "FlatGeobuf", ZSTDLevel: 5, StagingPrefix: "stage/", Lease: Seconds(31 * time.Minute),
-			FingerprintThreshold: 1 << 20, WorkDir: "/tmp/w"},
+			FingerprintThreshold: 1 << 20, WorkDir: "/tmp/w", SourceReadWhole: 1 << 20, SourceReadBlock: 1 << 20, SourceReadBlocks: 3},
 		AWS: AWS{StateTable: "jobs", Region: "eu-west-1", PathStyle: &yes, MaxAttempts: 3, MaxBackoff: 20 * time.Millisecond,
 			ConditionalCopy: "server", StateTTLDays: 30, DeadLetterQueueURL: "https://sqs/q"},
 		DestBucket: "dst", DestPrefix: "cog/", EngineVersion: "3.9.1", MigrateStateMachineArn: "arn:sm", LogLevel: "warn",
@@ -190,5 +191,22 @@ func TestBreakerSettings(t *testing.T) {
 	setEnv(t, env(map[string]string{"GEOMIGRATE_BREAKER_THRESHOLD": "0", "GEOMIGRATE_BREAKER_COOLDOWN_SECONDS": "0"}))
 	if _, err := LoadLambda(); err != nil {
 		t.Errorf("a breaker turned off needs no cooldown: %v", err)
+	}
+}
+
+// TestReadAheadFromHandlers: the defaults are objectstore's, and 0 for
+// --source-read-whole turns whole reads off rather than taking a default.
+func TestReadAheadFromHandlers(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		h    Handlers
+		want objectstore.ReadAhead
+	}{
+		{"defaults", DefaultLambda().Handlers, objectstore.ReadAhead{WholeObjectMax: objectstore.DefaultWholeObjectMax, BlockSize: objectstore.DefaultBlockSize, MaxBlocks: objectstore.DefaultMaxBlocks}},
+		{"never whole", Handlers{SourceReadWhole: 0, SourceReadBlock: 1 << 20, SourceReadBlocks: 2}, objectstore.ReadAhead{WholeObjectMax: -1, BlockSize: 1 << 20, MaxBlocks: 2}},
+	} {
+		if got := tt.h.ReadAhead(); got != tt.want {
+			t.Errorf("%s: ReadAhead() = %+v, want %+v", tt.name, got, tt.want)
+		}
 	}
 }

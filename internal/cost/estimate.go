@@ -6,6 +6,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -43,14 +44,27 @@ type Settings struct {
 	// StepMS is the fixed duration of a HashCheck, Promote or Classify
 	// invocation (a few S3 and DynamoDB round trips; an assumption).
 	StepMS float64 `json:"step_ms"`
-	// RangeReadBytes is the size of one ranged GET assumed for a format
-	// whose ranged reads were not measured (the VSI handler's buffer in
-	// internal/gdal/vsi.go); measured formats use their fit.
-	RangeReadBytes int64 `json:"range_read_bytes"`
+	// SourceReadWhole and RangeReadBytes are Convert's read-ahead of a
+	// source read by range (objectstore.ReadAhead, --source-read-whole and
+	// --source-read-block): one GET up to SourceReadWhole bytes, above it
+	// one per aligned block of RangeReadBytes (GDAL's own reads, many more,
+	// are served from them).
+	SourceReadWhole int64 `json:"source_read_whole"`
+	RangeReadBytes  int64 `json:"range_read_bytes"`
 	// PartBytes is the multipart threshold and part size of output uploads
 	// (s3store.DefaultPartSize): an output above it costs one PUT per part
 	// plus a create and a complete request.
 	PartBytes int64 `json:"part_bytes"`
+}
+
+// rangeGets is the GETs of Convert's read-ahead over a source of n bytes
+// read once from start to end (a GDAL reading back and forth over more
+// than the blocks kept costs more).
+func (s Settings) rangeGets(n int64) int64 {
+	if n <= s.SourceReadWhole {
+		return 1
+	}
+	return ceilDiv(n, s.RangeReadBytes)
 }
 
 // DefaultSettings are infra's defaults and the documented assumptions.
@@ -65,7 +79,8 @@ func DefaultSettings() Settings {
 		CPUFactor:           1,
 		HashReadMBPerSecond: 80,
 		StepMS:              100,
-		RangeReadBytes:      256 << 10,
+		SourceReadWhole:     objectstore.DefaultWholeObjectMax,
+		RangeReadBytes:      objectstore.DefaultBlockSize,
 		PartBytes:           16 << 20,
 	}
 }
@@ -79,7 +94,7 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("function memory must be within 128..10240 MB (convert %d, small %d)", s.ConvertMemoryMB, s.SmallMemoryMB)
 	case s.Concurrency < 1:
 		return fmt.Errorf("concurrency %d: want at least 1", s.Concurrency)
-	case s.MemoryPerVCPUMB <= 0 || s.UsefulVCPUs <= 0 || s.CPUFactor <= 0 || s.HashReadMBPerSecond <= 0 || s.StepMS < 0 || s.RangeReadBytes <= 0 || s.PartBytes <= 0:
+	case s.MemoryPerVCPUMB <= 0 || s.UsefulVCPUs <= 0 || s.CPUFactor <= 0 || s.HashReadMBPerSecond <= 0 || s.StepMS < 0 || s.SourceReadWhole < 0 || s.RangeReadBytes <= 0 || s.PartBytes <= 0:
 		return fmt.Errorf("model parameters must be positive: %+v", s)
 	}
 	return nil
@@ -168,8 +183,8 @@ type Model struct {
 //     measured rate (overhead + bytes / rate) divided by the speed its
 //     memory buys (min(memory / MemoryPerVCPUMB, UsefulVCPUs) × CPUFactor),
 //     Promote and Classify StepMS; GB-seconds at each function's memory;
-//   - S3, DynamoDB: PerFile[path], plus for a range-read source its
-//     measured ranged GETs (Rate.RangeGets) instead of the download,
+//   - S3, DynamoDB: PerFile[path], plus for a range-read source the GETs
+//     of its read-ahead (Settings.rangeGets) instead of the download,
 //     and the multipart requests of outputs over
 //     PartBytes (output bytes = source bytes × the measured output ratio);
 //   - SQS: one request per SendMessage of the walk (messages < 64 KB);
@@ -258,7 +273,7 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 				// The download's GET and the source check's HEAD become the
 				// ranged GETs and two HEADs around them (checkUnchanged):
 				// net, the ranged GETs (TestRequestsPerFile counts both ways).
-				getHead += rate.RangeGets(int64(avg), s.RangeReadBytes)
+				getHead += s.rangeGets(int64(avg))
 			}
 			if out := int64(avg * rate.OutputRatio); out > s.PartBytes {
 				// One PutObject becomes create + parts + complete.

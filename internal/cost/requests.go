@@ -23,7 +23,7 @@ type Requests struct {
 // by cmd/geomigrate TestRequestsPerFile, which fails when the handlers and
 // this table disagree. The source is a one-file GeoTIFF read by download
 // (one GET); sources converted through ranged reads make more GETs, which
-// Calculate adds by size (Settings.RangeReadBytes), and so it does for
+// Calculate adds by size (Settings.SourceReadWhole, RangeReadBytes), and so it does for
 // multipart uploads of large outputs. DynamoDB units are counted at the
 // item's encoded size (records grow with their history: a converted job's
 // record passes 1 KB, hence more units than calls). A file skipped by its

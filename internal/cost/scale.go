@@ -130,8 +130,9 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("- **Lambda**: HashCheck %g ms plus reading the object at %g MB/s to hash it (an assumption: no S3 here); Convert the\n", s.StepMS, s.HashReadMBPerSecond)
 	pf("  measured per-file overhead plus bytes / measured MB/s, divided by the vCPUs its memory buys (min(memory / %s MB, %g) × %g);\n", num(int64(s.MemoryPerVCPUMB)), s.UsefulVCPUs, s.CPUFactor)
 	pf("  a refused file pays only the overhead; Promote and Classify %g ms. GB-seconds at each function's memory; one request per task.\n", s.StepMS)
-	pf("- **S3 and DynamoDB**: the requests counted per path (below); a source read by range makes the ranged GETs measured for its\n")
-	pf("  format (per file + per MB, below) instead of one download GET; an output over\n")
+	pf("- **S3 and DynamoDB**: the requests counted per path (below); a source read by range is fetched by Convert's read-ahead\n")
+	pf("  instead of one download GET: whole in one GET up to %s MiB, above it one GET per aligned %s MiB block (GDAL's own\n", num(s.SourceReadWhole>>20), num(s.RangeReadBytes>>20))
+	pf("  reads, measured per format below, are served from those); an output over\n")
 	pf("  %s MiB (source bytes × the measured output ratio) is a multipart upload: one PUT per part plus create and complete.\n", num(s.PartBytes>>20))
 	pf("- **SQS**: one request per SendMessage of the walk. **Express**: one request per execution and its duration (the tasks' sum,\n")
 	pf("  rounded up to %g ms) at %g MB. **Duration**: Lambda-seconds / concurrency, never less than the longest execution.\n\n", p.StepFunctionsExpressIncrementMS, p.StepFunctionsExpressMemoryMB)
@@ -144,7 +145,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("\nMeasured throughput (`internal/cost/throughput.json`): %s, on %s (load average %s), GDAL %s, %s, %d thread.\n",
 		tp.MeasuredAt, tp.Machine, tp.LoadAverage, tp.GDAL, tp.GoVersion, tp.Threads)
 	pf("Method: %s.\n\n", tp.Method)
-	pf("| source | MB/s | overhead per file | output / source | ranged GETs per file + per MB | sample |\n|---|---:|---:|---:|---:|---|\n")
+	pf("| source | MB/s | overhead per file | output / source | GDAL reads by range per file + per MB | sample |\n|---|---:|---:|---:|---:|---|\n")
 	for _, ext := range tp.Measured() {
 		r := tp.Formats[ext]
 		gets := "download"

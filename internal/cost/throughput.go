@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 
 	"github.com/geomigrate/geomigrate/internal/formats"
@@ -32,23 +31,14 @@ type Rate struct {
 	LargeWallMS float64 `json:"large_wall_ms"`
 	// OutputRatio is output bytes over source bytes (the large source).
 	OutputRatio float64 `json:"output_ratio"`
-	// RangeGetsPerFile and RangeGetsPerMB: the ranged reads Convert makes
-	// reading such a source by range (one GET each on S3), measured; zero
-	// for formats read by download.
+	// RangeGetsPerFile and RangeGetsPerMB: the reads GDAL makes of such a
+	// source read by range, measured (Convert's read-ahead serves them
+	// from far fewer GETs: Settings.SourceReadWhole); zero for formats
+	// read by download.
 	RangeGetsPerFile float64 `json:"range_gets_per_file,omitempty"`
 	RangeGetsPerMB   float64 `json:"range_gets_per_mb,omitempty"`
 	SmallRangeGets   int64   `json:"small_range_gets,omitempty"`
 	LargeRangeGets   int64   `json:"large_range_gets,omitempty"`
-}
-
-// RangeGets is the number of ranged GETs converting a source of n bytes
-// by range makes: the measured fit, or, for a format without one, one GET
-// per block of blockBytes.
-func (r Rate) RangeGets(n, blockBytes int64) int64 {
-	if r.RangeGetsPerFile > 0 || r.RangeGetsPerMB > 0 {
-		return int64(math.Ceil(r.RangeGetsPerFile + r.RangeGetsPerMB*float64(n)/1e6 - 1e-9))
-	}
-	return ceilDiv(n, blockBytes)
 }
 
 // Seconds is the time one file of n bytes takes to convert on one vCPU.

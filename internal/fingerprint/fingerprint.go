@@ -78,6 +78,23 @@ func SHA256(ctx context.Context, store objectstore.Store, bucket, key string, si
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// ReadWhole reads the first size bytes of the object with one ranged
+// request (retried as SHA256's reads are) and returns them with their hex
+// SHA-256: what SHA256 would return, plus the bytes, for a caller that
+// converts them next.
+func ReadWhole(ctx context.Context, store objectstore.Store, bucket, key string, size int64, opts Options) ([]byte, string, error) {
+	if size <= 0 {
+		sum, err := SHA256(ctx, store, bucket, key, size, opts)
+		return nil, sum, err
+	}
+	buf := make([]byte, size)
+	if err := readChunk(ctx, store, bucket, key, 0, buf, opts.norm().Attempts); err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(buf)
+	return buf, hex.EncodeToString(sum[:]), nil
+}
+
 type chunk struct {
 	buf []byte
 	err error

@@ -266,3 +266,44 @@ func BenchmarkSHA256(b *testing.B) {
 		})
 	}
 }
+
+// TestReadWhole: one request, the bytes and the hash SHA256 gives; a
+// transient failure is retried, a short object is transient, a missing one
+// ErrNotFound.
+func TestReadWhole(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name      string
+		size      int64 // claimed; the object has 5000 bytes
+		failFirst error
+		wantCalls int
+		wantErr   func(error) bool
+	}{
+		{name: "whole", size: 5000, wantCalls: 1},
+		{name: "retried", size: 5000, failFirst: fault.Transient("test", errors.New("reset")), wantCalls: 2},
+		{name: "shrank", size: 6000, wantCalls: 3, wantErr: func(err error) bool { return fault.TierOf(err) == fault.TierTransient }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &rangeStore{data: randomBytes(5000)}
+			if tt.failFirst != nil {
+				st.failFirst = map[int64]error{0: tt.failFirst}
+			}
+			data, sum, err := ReadWhole(ctx, st, "b", "k", tt.size, Options{Attempts: 3})
+			if st.calls != tt.wantCalls {
+				t.Errorf("%d requests, want %d", st.calls, tt.wantCalls)
+			}
+			if tt.wantErr != nil {
+				if !tt.wantErr(err) {
+					t.Fatalf("err = %v", err)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(data, st.data) || sum != hexSum(st.data) {
+				t.Fatalf("ReadWhole = %d bytes, %s, %v", len(data), sum, err)
+			}
+		})
+	}
+	if _, _, err := ReadWhole(ctx, &rangeStore{data: randomBytes(10)}, "b", "missing", 10, Options{}); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Errorf("missing object: %v, want ErrNotFound", err)
+	}
+}

@@ -225,8 +225,8 @@ func measureFormat(e *Engine, dir string, f throughputFormat, runs int) (measure
 	return m, err
 }
 
-// readCounter counts ReadAt calls: objectstore.ReaderAt turns each
-// into one ranged GET.
+// readCounter counts ReadAt calls, the reads GDAL makes of a source read
+// by range (objectstore.ReaderAt serves them from its read-ahead).
 type readCounter struct {
 	ra io.ReaderAt
 	n  atomic.Int64

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/breaker"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
@@ -25,6 +26,8 @@ type Config struct {
 	FingerprintThreshold int64
 	Lease                time.Duration
 	WorkDir              string // local scratch space (Lambda: /tmp)
+	// SourceReadAhead sizes the GETs of sources converted by range.
+	SourceReadAhead objectstore.ReadAhead
 	// Breaker is the circuit breaker policy on each bucket; the zero
 	// policy has no breaker.
 	Breaker breaker.Policy

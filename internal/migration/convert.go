@@ -1,6 +1,7 @@
 package migration
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,7 +30,16 @@ type Convert struct {
 	engine   recipe.Engine
 	validate OutputValidator
 	log      *slog.Logger
+	// sources holds sources HashCheck read whole in this process.
+	sources *objectstore.SourceCache
 	metered
+}
+
+// WithSources makes c convert from the bytes HashCheck left in sources,
+// when its job's are there, instead of reading the object again; returns c.
+func (c *Convert) WithSources(sources *objectstore.SourceCache) *Convert {
+	c.sources = sources
+	return c
 }
 
 // OutputValidator checks one converted file of the given format and says
@@ -159,7 +169,13 @@ func (c *Convert) runByRange(ctx context.Context, job Job, re recipe.RangeEngine
 	if err := c.checkUnchanged(ctx, job); err != nil {
 		return nil, err
 	}
-	ra := objectstore.NewReaderAt(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize)
+	var ra io.ReaderAt = objectstore.NewReaderAtWith(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize, c.cfg.SourceReadAhead)
+	if job.Fingerprint == "sha256" {
+		// The very bytes that were hashed, so no request at all.
+		if data, ok := c.sources.Take(job.SourceBucket, job.SourceKey, job.SourceSHA256); ok && int64(len(data)) == job.SourceSize {
+			ra = bytes.NewReader(data)
+		}
+	}
 	outputs, err := re.ConvertReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), outDir, recipeFor(job))
 	if err != nil {
 		return nil, fmt.Errorf("migration.Convert: %s: %w", job.SourceKey, err)

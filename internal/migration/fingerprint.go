@@ -14,6 +14,9 @@ type StoreFingerprinter struct {
 	Store     objectstore.Store
 	Threshold int64
 	Options   fingerprint.Options
+	// Keep, when set, receives the whole bytes of the objects small enough
+	// for it, read with one GET and hashed, for Convert to take.
+	Keep *objectstore.SourceCache
 }
 
 // Fingerprint implements Fingerprinter.
@@ -21,6 +24,14 @@ func (f StoreFingerprinter) Fingerprint(ctx context.Context, bucket, key string,
 	if f.Threshold > 0 && size > f.Threshold {
 		sum, err := fingerprint.FastFingerprint(ctx, f.Store, bucket, key, size)
 		return sum, "fast", err
+	}
+	if f.Keep.Fits(size) && size > 0 {
+		data, sum, err := fingerprint.ReadWhole(ctx, f.Store, bucket, key, size, f.Options)
+		if err != nil {
+			return "", "", err
+		}
+		f.Keep.Put(bucket, key, sum, data)
+		return sum, "sha256", nil
 	}
 	sum, err := fingerprint.SHA256(ctx, f.Store, bucket, key, size, f.Options)
 	return sum, "sha256", err

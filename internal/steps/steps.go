@@ -45,6 +45,11 @@ type Ports struct {
 	// signals.DefaultThresholds); the alarms compare the rates with what
 	// was reported.
 	FallbackThresholds func() signals.Thresholds
+	// Sources, where HashCheck and Convert share a process (the CLI), lets
+	// Convert take the small sources HashCheck read whole instead of
+	// fetching them again (nil: each step reads for itself, as the Lambdas
+	// must).
+	Sources *objectstore.SourceCache
 }
 
 // thresholds is FallbackThresholds, else the alarms of the policy document
@@ -82,7 +87,7 @@ func (p Ports) log() *slog.Logger {
 // deadline.
 func (p Ports) HashCheck() *migration.HashCheck {
 	store := p.objects()
-	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FingerprintThreshold}
+	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FingerprintThreshold, Keep: p.Sources}
 	h := migration.NewHashCheck(p.Config, store, p.Tracker, f, p.log()).WithMetrics(p.Metrics)
 	if p.Policy != nil {
 		h.WithJobDeadline(p.Policy)
@@ -93,7 +98,7 @@ func (p Ports) HashCheck() *migration.HashCheck {
 // Convert returns the Convert handler over engine (internal/gdal) and the
 // output validator (internal/validate.Output).
 func (p Ports) Convert(engine recipe.Engine, validate migration.OutputValidator) *migration.Convert {
-	return migration.NewConvert(p.Config, p.objects(), p.Tracker, engine, validate, p.log()).WithMetrics(p.Metrics)
+	return migration.NewConvert(p.Config, p.objects(), p.Tracker, engine, validate, p.log()).WithMetrics(p.Metrics).WithSources(p.Sources)
 }
 
 // Promote returns the Promote handler.

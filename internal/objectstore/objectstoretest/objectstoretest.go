@@ -30,7 +30,8 @@ type NewStoreFunc func(t *testing.T) (objectstore.Store, string)
 //
 // Behaviour pinned here, beyond the interface's comments:
 //   - ETag is the bare (unquoted) lower-case hex MD5 of the content for
-//     objects written by Put, and Copy preserves it.
+//     objects written by Put; an unconditional Copy preserves it (a
+//     conditional one may be a multipart copy, whose ETag is its own).
 //   - Metadata keys come back lower-case; Head returns all of them, List none
 //     are required.
 //   - OpenRange clips ranges past the end; an offset at or past the end
@@ -338,8 +339,11 @@ func testCopyOntoItself(t *testing.T, s objectstore.Store, bucket string) {
 		t.Fatalf("Copy onto itself: %v", err)
 	}
 	h := head(t, s, bucket, "self")
-	if !sameMeta(h.Metadata, map[string]string{"recipe": "2"}) || h.ETag != obj.ETag || got.ETag != obj.ETag {
-		t.Errorf("after self copy: Head = %+v, Copy = %+v", h, got)
+	// The copy reports the ETag the object now has. It need not be the old
+	// one: a server-side multipart copy's ETag is not the content MD5 (on
+	// Amazon S3 above 5 GB, and on stores copied that way at every size).
+	if !sameMeta(h.Metadata, map[string]string{"recipe": "2"}) || h.ETag != got.ETag || h.ETag == "" {
+		t.Errorf("after self copy: Head = %+v, Copy = %+v (before: %+v)", h, got, obj)
 	}
 	if b := read(t, s, bucket, "self"); string(b) != "same bytes" {
 		t.Errorf("content = %q", b)

@@ -34,11 +34,25 @@ const (
 	// as versitygw v1.8.0 does. It costs a download and an upload; the
 	// ETag stays the content MD5 for objects up to PartSize.
 	CopyThroughClient
+	// CopyServerMultipart copies server-side with a multipart copy
+	// (CreateMultipartUpload, UploadPartCopy, CompleteMultipartUpload
+	// carrying the condition) at every size, for stores that ignore
+	// conditions on CopyObject but enforce them on CompleteMultipartUpload,
+	// as versitygw v1.8.0 does: no byte passes through the client. The
+	// condition rides on CompleteMultipartUpload because AWS documents that
+	// CreateMultipartUpload, UploadPart and UploadPartCopy accept no
+	// conditional headers
+	// (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html).
+	// The ETag becomes a multipart one ("…-1").
+	CopyServerMultipart
 )
 
 func (c ConditionalCopy) String() string {
-	if c == CopyThroughClient {
+	switch c {
+	case CopyThroughClient:
 		return "client"
+	case CopyServerMultipart:
+		return "server-multipart"
 	}
 	return "server"
 }
@@ -57,10 +71,16 @@ func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (objectst
 		meta = map[string]string{}
 	}
 	conditional := req.IfNoneMatch || req.IfMatch != ""
-	if conditional && s.opts.ConditionalCopy == CopyThroughClient {
+	size := aws.ToInt64(src.ContentLength)
+	switch {
+	case conditional && s.opts.ConditionalCopy == CopyThroughClient,
+		// An empty object has no byte range to copy a part from.
+		conditional && s.opts.ConditionalCopy == CopyServerMultipart && size == 0:
 		return s.copyThroughClient(ctx, req, src, meta)
+	case conditional && s.opts.ConditionalCopy == CopyServerMultipart:
+		return s.copyMultipart(ctx, req, src, meta)
 	}
-	if aws.ToInt64(src.ContentLength) > s.opts.CopyThreshold {
+	if size > s.opts.CopyThreshold {
 		return s.copyMultipart(ctx, req, src, meta)
 	}
 	return s.copyObject(ctx, req, src, meta)
@@ -139,8 +159,14 @@ func (s *Store) copyMultipart(ctx context.Context, req objectstore.CopyRequest, 
 	size := aws.ToInt64(src.ContentLength)
 	a := putArgs{bucket: req.DstBucket, key: req.DstKey, size: size, meta: meta,
 		contentType: src.ContentType, ifNoneMatch: req.IfNoneMatch, ifMatch: req.IfMatch}
-	if err := s.precheck(ctx, "s3.Copy", a); err != nil {
-		return objectstore.Object{}, err
+	partSize := max(s.opts.CopyPartSize, (size+MaxParts-1)/MaxParts)
+	nparts := int((size + partSize - 1) / partSize)
+	// The check up front spares copying many parts for nothing; one part
+	// costs no more to abort than a HEAD.
+	if nparts > 1 {
+		if err := s.precheck(ctx, "s3.Copy", a); err != nil {
+			return objectstore.Object{}, err
+		}
 	}
 	up, err := s.api.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
 		Bucket: &req.DstBucket, Key: &req.DstKey, Metadata: meta, ContentType: src.ContentType,
@@ -153,8 +179,6 @@ func (s *Store) copyMultipart(ctx context.Context, req objectstore.CopyRequest, 
 			s.abort(ctx, req.DstBucket, req.DstKey, up.UploadId)
 		}
 	}()
-	partSize := max(s.opts.CopyPartSize, (size+MaxParts-1)/MaxParts)
-	nparts := int((size + partSize - 1) / partSize)
 	parts := make([]types.CompletedPart, nparts)
 
 	pctx, cancel := context.WithCancel(ctx)
@@ -224,11 +248,14 @@ func (s *Store) copyMultipart(ctx context.Context, req objectstore.CopyRequest, 
 	}, nil
 }
 
-// ProbeConditionalCopy finds out whether the store behind api enforces
-// If-None-Match on CopyObject, by copying a probe object onto itself with
-// If-None-Match: * under prefix in bucket (the probe is deleted again). It
-// needs write access; use it once at start-up against S3-compatible
-// endpoints and pass the result as Options.ConditionalCopy.
+// ProbeConditionalCopy finds out how the store behind api can enforce
+// If-None-Match on a copy, by copying a probe object onto itself with
+// If-None-Match: * under prefix in bucket (the probe is deleted again):
+// CopyServerSide when CopyObject refuses it, else CopyServerMultipart
+// when a multipart copy's CompleteMultipartUpload does, else
+// CopyThroughClient. It needs write access; use it once at start-up
+// against S3-compatible endpoints and pass the result as
+// Options.ConditionalCopy.
 func ProbeConditionalCopy(ctx context.Context, api API, bucket, prefix string) (ConditionalCopy, error) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
@@ -247,10 +274,52 @@ func ProbeConditionalCopy(ctx context.Context, api API, bucket, prefix string) (
 	})
 	switch mapped := MapError("s3.ProbeConditionalCopy", bucket, key, err); {
 	case err == nil:
-		return CopyThroughClient, nil // the condition was ignored
+		return probeMultipartCopy(ctx, api, bucket, key) // the condition was ignored
 	case errors.Is(mapped, objectstore.ErrPreconditionFailed):
 		return CopyServerSide, nil
 	default:
 		return CopyServerSide, mapped
+	}
+}
+
+// probeMultipartCopy copies the existing probe onto itself by
+// UploadPartCopy, completed with If-None-Match: *: a 412 means the store
+// enforces the condition there.
+func probeMultipartCopy(ctx context.Context, api API, bucket, key string) (ConditionalCopy, error) {
+	const op = "s3.ProbeConditionalCopy"
+	up, err := api.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		return CopyThroughClient, MapError(op, bucket, key, err)
+	}
+	completed := false
+	defer func() {
+		if !completed {
+			_, _ = api.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{Bucket: &bucket, Key: &key, UploadId: up.UploadId})
+		}
+	}()
+	part, err := api.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
+		Bucket: &bucket, Key: &key, UploadId: up.UploadId, PartNumber: aws.Int32(1),
+		CopySource: aws.String(copySource(bucket, key)),
+	})
+	if err != nil {
+		// No UploadPartCopy: copies go through the client.
+		return CopyThroughClient, nil
+	}
+	var etag *string
+	if part.CopyPartResult != nil {
+		etag = part.CopyPartResult.ETag
+	}
+	_, err = api.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: &bucket, Key: &key, UploadId: up.UploadId, IfNoneMatch: aws.String("*"),
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: []types.CompletedPart{{ETag: etag, PartNumber: aws.Int32(1)}}},
+	})
+	switch mapped := MapError(op, bucket, key, err); {
+	case err == nil:
+		completed = true
+		return CopyThroughClient, nil
+	case errors.Is(mapped, objectstore.ErrPreconditionFailed):
+		return CopyServerMultipart, nil
+	default:
+		return CopyThroughClient, mapped
 	}
 }

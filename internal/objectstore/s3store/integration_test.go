@@ -80,7 +80,8 @@ var (
 )
 
 // copyMode probes the server once: versitygw v1.8.0 ignores If-None-Match
-// and If-Match on CopyObject, so conditional copies go through the client.
+// and If-Match on CopyObject but enforces them on CompleteMultipartUpload,
+// so conditional copies are multipart copies (still server-side).
 func copyMode(t *testing.T, c *s3.Client) s3store.ConditionalCopy {
 	t.Helper()
 	probeOnce.Do(func() {
@@ -97,8 +98,8 @@ func copyMode(t *testing.T, c *s3.Client) s3store.ConditionalCopy {
 // versitygw enforces the conditions this test says so.
 func TestProbeConditionalCopy(t *testing.T) {
 	c, _ := client(t)
-	if m := copyMode(t, c); m != s3store.CopyThroughClient {
-		t.Errorf("probe = %v: this server enforces conditions on CopyObject (versitygw v1.8.0 did not)", m)
+	if m := copyMode(t, c); m != s3store.CopyServerMultipart {
+		t.Errorf("probe = %v: want server-multipart (versitygw v1.8.0 ignores conditions on CopyObject, enforces them on CompleteMultipartUpload)", m)
 	}
 	// Server-side mode against this server: the condition is ignored.
 	bucket := newBucket(t, c)

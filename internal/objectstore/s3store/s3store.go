@@ -13,8 +13,10 @@
 //     enforced again on CompleteMultipartUpload. A 409
 //     ConditionalRequestConflict (a concurrent conditional write) is retried
 //     a few times, as AWS documents, until it resolves to success or 412.
-//     Stores that ignore conditions on CopyObject (versitygw v1.8.0) need
-//     Options.ConditionalCopy = CopyThroughClient.
+//     Stores that ignore conditions on CopyObject but enforce them on
+//     CompleteMultipartUpload (versitygw v1.8.0) take
+//     Options.ConditionalCopy = CopyServerMultipart (still server-side);
+//     CopyThroughClient is the last resort.
 //   - OpenRange: a ranged GET ("bytes=off-end", or "bytes=off-" to the end).
 //
 // Errors are mapped onto the taxonomy by MapError.
@@ -89,8 +91,9 @@ type Options struct {
 	// 1000). Small values exercise paging in tests.
 	ListPageSize int32
 	// ConditionalCopy chooses how conditional copies are enforced
-	// (CopyServerSide on AWS; CopyThroughClient for stores that ignore
-	// conditions on CopyObject — see ProbeConditionalCopy).
+	// (CopyServerSide on AWS; CopyServerMultipart or CopyThroughClient for
+	// stores that ignore conditions on CopyObject — see
+	// ProbeConditionalCopy).
 	ConditionalCopy ConditionalCopy
 }
 

@@ -370,3 +370,50 @@ func sameSet(a, b []string) bool {
 	}
 	return true
 }
+
+// TestCopyServerMultipart: a conditional copy on a store that enforces the
+// condition only on CompleteMultipartUpload is a one-part UploadPartCopy
+// pinned to the source's ETag, completed with If-None-Match; nothing is
+// downloaded. Unconditional copies stay CopyObject; an empty source, which
+// has no range to copy, goes through the client.
+func TestCopyServerMultipart(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		size        int64
+		ifNoneMatch bool
+		want        []string // operations in the log, in order
+		parts       []string
+	}{
+		// One part: no HEAD of the destination first, the condition is
+		// enforced by CompleteMultipartUpload alone.
+		{"conditional", 1 << 20, true, []string{"HeadObject s", "CreateMultipartUpload dst", "CompleteMultipartUpload *"}, []string{"bytes=0-1048575"}},
+		{"unconditional", 1 << 20, false, []string{"HeadObject s", "CopyObject b/s"}, nil},
+		{"empty source", 0, true, []string{"HeadObject s", "HeadObject dst", "HeadBucket b", "GetObject s ", "PutObject dst"}, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeAPI{
+				head: headOK(tt.size, `"e1"`),
+				copyObject: func(*s3.CopyObjectInput) (*s3.CopyObjectOutput, error) {
+					return &s3.CopyObjectOutput{CopyObjectResult: &types.CopyObjectResult{ETag: aws.String(`"e1"`)}}, nil
+				},
+				get: func(*s3.GetObjectInput) (*s3.GetObjectOutput, error) {
+					return &s3.GetObjectOutput{Body: io.NopCloser(strings.NewReader(""))}, nil
+				},
+				put: func(*s3.PutObjectInput) (*s3.PutObjectOutput, error) {
+					return &s3.PutObjectOutput{ETag: aws.String(`"e0"`)}, nil
+				},
+			}
+			_, err := New(f, Options{ConditionalCopy: CopyServerMultipart}).Copy(context.Background(),
+				objectstore.CopyRequest{SrcBucket: "b", SrcKey: "s", DstBucket: "b", DstKey: "dst", IfNoneMatch: tt.ifNoneMatch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(f.log, "|") != strings.Join(tt.want, "|") {
+				t.Errorf("calls %q, want %q", f.log, tt.want)
+			}
+			if strings.Join(f.partCopies, "|") != strings.Join(tt.parts, "|") {
+				t.Errorf("part copies %q, want %q", f.partCopies, tt.parts)
+			}
+		})
+	}
+}

@@ -1,0 +1,27 @@
+# The end-to-end figure: 200 small GeoTIFFs through `geomigrate migrate
+# --backend aws` on the loopback S3 and DynamoDB stand-ins against the
+# source document's Python path (scripts/bench-e2e), paired and alternated;
+# prints "figure: e2e-200-small ratio=…", then the S3 requests per small file
+# (TestRequestsPerSmallFile). Servers of its own, stopped after.
+BENCH_E2E_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/../..)
+BENCH_E2E_FILES ?= 200
+BENCH_E2E_PAIRS ?= 3
+# Debian's Python peers of the seed (rasterio 1.3, boto3 1.26, tenacity 8.2).
+BENCH_E2E_APT := python3-rasterio python3-boto3 python3-tenacity
+
+.PHONY: bench-e2e
+bench-e2e: deps integration-tools ## end to end on the S3/DynamoDB stand-ins: geomigrate --backend aws vs the seed's Python path, 200 small GeoTIFFs, paired runs, ratio
+	@missing=""; for p in $(BENCH_E2E_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	cd $(BENCH_E2E_ROOT) && $(GO) build -o $(BIN)/geomigrate ./cmd/geomigrate
+	cd $(BENCH_E2E_ROOT) && AWS_EC2_METADATA_DISABLED=true scripts/with-integration-servers.sh \
+		scripts/bench-e2e/bench-e2e.sh $(BIN)/geomigrate $(BENCH_E2E_FILES) $(BENCH_E2E_PAIRS)
+	@# The S3 requests per small file, counted (and asserted) by the integration test.
+	@cd $(BENCH_E2E_ROOT) && AWS_EC2_METADATA_DISABLED=true scripts/with-integration-servers.sh \
+		$(GO) test -tags integration -count=1 -timeout 10m -run '^TestRequestsPerSmallFile$$' -v ./cmd/geomigrate/ >$(BIN)/requests-per-file.log 2>&1 \
+		|| { tail -30 $(BIN)/requests-per-file.log; exit 1; }
+	@grep -o 'figure: .*' $(BIN)/requests-per-file.log

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# End-to-end figure: N small GeoTIFFs (default 200, ~1.2 MB striped Byte
+# tiles) migrated from one bucket of the loopback S3 stand-in to another by
+# `geomigrate migrate --backend aws` (DynamoDB stand-in for the state) and by
+# the source document's Python path (rasterio + boto3, sequential: the seed
+# converts a local file, so each object is downloaded first). Runs are paired
+# and alternated (A B, B A, …), every run into fresh buckets/tables; prints
+# the median of the per-pair time ratios and its spread. (The S3 requests per
+# file are counted and asserted by TestRequestsPerSmallFile, make
+# test-integration.)
+#
+#   scripts/with-integration-servers.sh scripts/bench-e2e/bench-e2e.sh BIN [N] [PAIRS]
+#
+# Needs the servers' environment (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB,
+# static credentials) and /usr/bin/python3 with rasterio, boto3 and tenacity.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+BIN="$(realpath "${1:?usage: bench-e2e.sh GEOMIGRATE_BIN [N] [PAIRS]}")"
+N="${2:-200}"
+PAIRS="${3:-3}"
+PY=/usr/bin/python3
+: "${AWS_ENDPOINT_URL_S3:?no S3 stand-in: run under scripts/with-integration-servers.sh}"
+: "${AWS_ENDPOINT_URL_DYNAMODB:?no DynamoDB stand-in: run under scripts/with-integration-servers.sh}"
+export AWS_EC2_METADATA_DISABLED=true
+"$PY" -c 'import rasterio, boto3, tenacity' 2>/dev/null ||
+	{ echo "bench-e2e: $PY lacks rasterio/boto3/tenacity (apt-get install python3-rasterio python3-boto3 python3-tenacity)" >&2; exit 1; }
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/geomigrate-bench-e2e.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+RUN="e2e$(date +%s)"
+SRC="$RUN-src"
+
+"$PY" "$HERE/bench_e2e.py" generate "$WORK/in" "$N"
+"$PY" "$HERE/bench_e2e.py" upload "$WORK/in" "$SRC" in/
+echo "bench-e2e: $N files of $(stat -c %s "$WORK/in/tile_0000.tif") bytes in s3://$SRC/in/; $PAIRS pairs; $(nproc) CPUs"
+
+now() { date +%s.%N; }
+calc() { "$PY" -c "print($1)"; }
+
+run_geomigrate() { # index
+	local dst="$RUN-gm-$1" t0 t1
+	"$PY" "$HERE/bench_e2e.py" mkbucket "$dst"
+	t0=$(now)
+	"$BIN" migrate "s3://$SRC/in/" --backend aws --dest "s3://$dst/out" --state-table "$RUN-state-$1" \
+		--create-table --state-dir "$WORK/state-$1" --progress plain >"$WORK/gm-$1.log" 2>&1 ||
+		{ echo "bench-e2e: geomigrate run $1 failed:" >&2; tail -20 "$WORK/gm-$1.log" >&2; exit 1; }
+	t1=$(now)
+	local report done
+	report="$(sed -n 's/^report: //p' "$WORK/gm-$1.log" | tail -1)"
+	done="$("$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); print(sum(f['status']=='completed' for f in r['files']))" "$report")"
+	[[ "$done" == "$N" ]] || { echo "bench-e2e: geomigrate run $1 completed $done of $N files" >&2; exit 1; }
+	calc "$t1 - $t0"
+}
+
+run_seed() { # index
+	local t0 t1
+	t0=$(now)
+	(cd "$HERE" && "$PY" bench_e2e.py seed "$SRC" in/ "$RUN-py-$1") >"$WORK/py-$1.log" 2>&1 ||
+		{ echo "bench-e2e: seed run $1 failed:" >&2; tail -20 "$WORK/py-$1.log" >&2; exit 1; }
+	t1=$(now)
+	calc "$t1 - $t0"
+}
+
+: >"$WORK/pairs"
+for ((i = 1; i <= PAIRS; i++)); do
+	# Alternate which side goes first, so neither always runs on a warm cache.
+	if ((i % 2)); then
+		g=$(run_geomigrate "$i"); p=$(run_seed "$i")
+	else
+		p=$(run_seed "$i"); g=$(run_geomigrate "$i")
+	fi
+	printf 'pair %d: geomigrate %.2f s, seed %.2f s, ratio %.3f\n' "$i" "$g" "$p" "$(calc "$g / $p")"
+	echo "$g $p" >>"$WORK/pairs"
+done
+"$PY" "$HERE/bench_e2e.py" summarize "$WORK/pairs" "e2e-$N-small"
