@@ -102,7 +102,7 @@ func TestEnvironmentRoundTrip(t *testing.T) {
 	yes := true
 	want := Lambda{
 		Handlers: Handlers{VectorFormat: "FlatGeobuf", ZSTDLevel: 5, StagingPrefix: "stage/", Lease: Seconds(31 * time.Minute),
-			FingerprintThreshold: 1 << 20, WorkDir: "/tmp/w"},
+			FingerprintThreshold: 1 << 20, WorkDir: "/tmp/w", ContainerBytes: 1 << 33, ContainerPixelsBands: 7, ContainerFeatures: 9},
 		AWS: AWS{StateTable: "jobs", Region: "eu-west-1", PathStyle: &yes, MaxAttempts: 3, MaxBackoff: 20 * time.Millisecond,
 			ConditionalCopy: "server", StateTTLDays: 30, DeadLetterQueueURL: "https://sqs/q"},
 		DestBucket: "dst", DestPrefix: "cog/", EngineVersion: "3.9.1", MigrateStateMachineArn: "arn:sm", LogLevel: "warn",

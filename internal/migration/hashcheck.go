@@ -57,7 +57,12 @@ func (h *HashCheck) Handle(ctx context.Context, in HashCheckInput) (HashCheckOut
 	log := logFor(h.log, in.Context, in.Source.Key)
 	out, err := h.check(ctx, in)
 	h.meter().hashCheck(in, err)
-	logOutcome(ctx, log, "hashcheck", err, slog.String("decision", out.Decision), slog.String("reason", out.Reason), slog.String("job", out.Job.ID))
+	attrs := []any{slog.String("decision", out.Decision), slog.String("reason", out.Reason), slog.String("job", out.Job.ID)}
+	if out.Route != nil {
+		attrs = append(attrs, slog.String("engine", out.Route.Engine), slog.Int64("bytes", out.Route.Work.Bytes),
+			slog.Int64("pixels_bands", out.Route.Work.PixelsBands), slog.Int64("features", out.Route.Work.Features))
+	}
+	logOutcome(ctx, log, "hashcheck", err, attrs...)
 	return out, boundary(err, in.Context)
 }
 
@@ -156,6 +161,11 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 			return out, v.err
 		}
 		out.Decision, out.Reason = v.decision, v.reason
+		if out.Decision == DecisionConvert {
+			if out.Route, err = h.route(ctx, job); err != nil {
+				return out, err
+			}
+		}
 		return out, nil
 	}
 

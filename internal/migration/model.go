@@ -118,6 +118,9 @@ type (
 		Job      Job    `json:"job"`
 		Decision string `json:"decision"`
 		Reason   string `json:"reason,omitempty"`
+		// Route is set with DecisionConvert: the job's measured work and
+		// the limits the state machine routes it by.
+		Route *Route `json:"route,omitempty"`
 	}
 	ConvertInput struct {
 		Job     Job        `json:"job"`

@@ -36,6 +36,11 @@ func (h *HashCheck) Preview(ctx context.Context, src Source) (HashCheckOutput, e
 			return out, v.err
 		}
 		out.Decision, out.Reason = v.decision, v.reason
+		if out.Decision == DecisionConvert {
+			if out.Route, err = h.route(ctx, job); err != nil {
+				return out, err
+			}
+		}
 		return out, nil
 	}
 	cur, outcome, recordFound, err := h.tracker.Peek(ctx, job.ID)
