@@ -37,6 +37,11 @@ var serviceErrors = []string{
 	"StepFunctions.ExecutionLimitExceededException", "StepFunctions.SdkClientException", "StepFunctions.AWSStepFunctionsException",
 	"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
 	"Lambda.TooManyRequestsException", "Lambda.ClientExecutionTimeoutException",
+	// ecs:runTask.sync: ECS API and capacity errors (a RunTask answer with
+	// Failures fails the task as AmazonECS.Unknown), and the SDK
+	// integration's S3 errors (ServiceName.ErrorName).
+	"ECS.AmazonECSException", "ECS.SdkClientException", "AmazonECS.Unknown",
+	"S3.SdkClientException", "S3.S3Exception",
 }
 
 func parsed(t *testing.T) *asl.StateMachine { return parse(t, "migrate.asl.json", Migrate) }
@@ -86,6 +91,7 @@ func definitions(t *testing.T) map[string]*asl.StateMachine {
 
 func TestPlaceholdersAreTheDocumentedOnes(t *testing.T) {
 	want := []string{ClassifyFunctionArn, ConvertFunctionArn, DeadLetterQueueURL, HashCheckFunctionArn, PromoteFunctionArn, RemediationQueueURL,
+		ConvertClusterArn, ConvertTaskDefinitionArn, ConvertSubnetIDs, ConvertSecurityGroupID,
 		HashCheckTimeoutSeconds, ConvertTimeoutSeconds, PromoteTimeoutSeconds, ClassifyTimeoutSeconds}
 	slices.Sort(want)
 	if got := asl.Placeholders(Migrate); !slices.Equal(got, want) {
@@ -202,7 +208,7 @@ func TestStateMachineHasAJobDeadline(t *testing.T) {
 // retrier spends attempts on it.
 func TestBreakerOpenIsWaitedOutNotRetried(t *testing.T) {
 	sm := parsed(t)
-	for _, name := range []string{"HashCheck", "Convert", "Promote"} {
+	for _, name := range []string{"HashCheck", "Convert", "ConvertInContainer", "Promote"} {
 		st := sm.States[name]
 		if len(st.Catch) == 0 || !slices.Equal(st.Catch[0].ErrorEquals, []string{"BreakerOpenError"}) || st.Catch[0].Next != "ReadBreakerCause" {
 			t.Errorf("%s: first catcher %+v, want BreakerOpenError → ReadBreakerCause", name, st.Catch)

@@ -51,8 +51,8 @@ type Handlers struct {
 	// machine's ChooseEngine Choice compares the two; a run-time policy
 	// document, where one is deployed, would set them in HashCheck instead.
 	ContainerBytes       int64 `name:"container-bytes" env:"GEOMIGRATE_CONTAINER_BYTES" default:"4294967296" help:"Sources (with sidecars) larger than this many bytes are converted by the container task instead of the Convert Lambda."`
-	ContainerPixelsBands int64 `name:"container-pixels-bands" env:"GEOMIGRATE_CONTAINER_PIXELS_BANDS" default:"4000000000" help:"Rasters whose header declares more than width x height x bands than this are converted by the container task."`
-	ContainerFeatures    int64 `name:"container-features" env:"GEOMIGRATE_CONTAINER_FEATURES" default:"20000000" help:"Vector sources declaring more features than this are converted by the container task."`
+	ContainerPixelsBands int64 `name:"container-pixels-bands" env:"GEOMIGRATE_CONTAINER_PIXELS_BANDS" default:"1500000000" help:"Rasters whose header declares more than width x height x bands than this are converted by the container task."`
+	ContainerFeatures    int64 `name:"container-features" env:"GEOMIGRATE_CONTAINER_FEATURES" default:"10000000" help:"Vector sources declaring more features than this are converted by the container task."`
 }
 
 // Validate checks what the tags cannot (kong calls it after parsing).

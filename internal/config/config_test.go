@@ -192,3 +192,12 @@ func TestBreakerSettings(t *testing.T) {
 		t.Errorf("a breaker turned off needs no cooldown: %v", err)
 	}
 }
+
+// TestContainerDefaultsAreTheHandlers: the flags' defaults are the limits
+// the handlers apply when none are set.
+func TestContainerDefaultsAreTheHandlers(t *testing.T) {
+	got := DefaultLambda().Migration().Container
+	if got != migration.DefaultContainerLimits {
+		t.Fatalf("config defaults %+v, migration defaults %+v", got, migration.DefaultContainerLimits)
+	}
+}

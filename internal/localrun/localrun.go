@@ -28,6 +28,12 @@ const (
 	ClassifyFunction    = "arn:aws:lambda:local:000000000000:function:geomigrate-classify"
 	RemediationQueueURL = "local://queues/remediation"
 	DeadLetterQueueURL  = "local://queues/dead-letter"
+	// The container task's stand-ins: locally it is a child process, and
+	// the cluster, task definition and network only name it.
+	ConvertCluster        = "arn:aws:ecs:local:000000000000:cluster/geomigrate"
+	ConvertTaskDefinition = "arn:aws:ecs:local:000000000000:task-definition/geomigrate-convert:1"
+	ConvertSubnets        = "subnet-local"
+	ConvertSecurityGroup  = "sg-local"
 )
 
 // Substitutions maps every placeholder of the migrate definition to its
@@ -40,6 +46,11 @@ func Substitutions() map[string]string {
 		statemachine.ClassifyFunctionArn:  ClassifyFunction,
 		statemachine.RemediationQueueURL:  RemediationQueueURL,
 		statemachine.DeadLetterQueueURL:   DeadLetterQueueURL,
+
+		statemachine.ConvertClusterArn:        ConvertCluster,
+		statemachine.ConvertTaskDefinitionArn: ConvertTaskDefinition,
+		statemachine.ConvertSubnetIDs:         ConvertSubnets,
+		statemachine.ConvertSecurityGroupID:   ConvertSecurityGroup,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // Engines a claimed job is converted on. The state machine's ChooseEngine
@@ -38,10 +39,12 @@ type ContainerLimits struct {
 }
 
 // DefaultContainerLimits: 4 GiB leaves room in Lambda's 10 GiB of /tmp for
-// a downloaded source and its outputs; 4 G pixel-bands and 20 M features
-// are what Convert gets through well inside 15 minutes on 10 GB of memory
-// (docs/large-objects.md).
-var DefaultContainerLimits = ContainerLimits{Bytes: 4 << 30, PixelsBands: 4_000_000_000, Features: 20_000_000}
+// a downloaded source and its outputs; 1.5 G pixel-bands and 10 M features
+// are what Convert gets through well inside 15 minutes (docs/large-objects.md).
+// They lie below the recipe's default budgets (recipe.DefaultMaxBytes,
+// DefaultMaxPixels, DefaultMaxFeatures), so that the container path is
+// used without raising them.
+var DefaultContainerLimits = ContainerLimits{Bytes: 4 << 30, PixelsBands: 1_500_000_000, Features: 10_000_000}
 
 // Validate refuses a limit that is not positive: the Choice compares with
 // NumericGreaterThanPath, and a limit of 0 would send every job to the
@@ -54,8 +57,13 @@ func (l ContainerLimits) Validate() error {
 }
 
 // Engine is where work goes under these limits: the container when any
-// measure exceeds its limit.
-func (l ContainerLimits) Engine(w Work) string {
+// measure exceeds its limit, unless the work is over the recipe's own
+// budgets (withinBudget false): preflight refuses that on either engine,
+// and the Lambda refuses it soonest and cheapest.
+func (l ContainerLimits) Engine(w Work, withinBudget bool) string {
+	if !withinBudget {
+		return EngineLambda
+	}
 	if w.Bytes > l.Bytes || w.PixelsBands > l.PixelsBands || w.Features > l.Features {
 		return EngineContainer
 	}
@@ -78,10 +86,23 @@ type Work struct {
 type Route struct {
 	Work   Work            `json:"work"`
 	Limits ContainerLimits `json:"limits"`
+	// WithinBudget is false when the work is over the job recipe's own
+	// budgets (max_bytes, max_pixels, max_features): preflight refuses it
+	// with a DataError (BudgetExceeded) on either engine, so the Choice
+	// leaves it to the Lambda. A large object meant for the container
+	// needs a recipe whose budgets admit it.
+	WithinBudget bool `json:"within_budget"`
 	// EphemeralGiB is the container task's ephemeral storage for this job
 	// (Fargate: 21 to 200 GiB), from its bytes.
 	EphemeralGiB int    `json:"ephemeral_gib"`
 	Engine       string `json:"engine"`
+}
+
+// withinBudget reports whether w is within the recipe's budgets (a budget
+// of 0 or less is none).
+func withinBudget(w Work, r recipe.Recipe) bool {
+	over := func(n, limit int64) bool { return limit > 0 && n > limit }
+	return !over(w.Bytes, r.MaxBytes) && !over(w.PixelsBands, r.MaxPixels) && !over(w.Features, r.MaxFeatures)
 }
 
 // Fargate's ephemeral storage bounds (RunTask overrides, ephemeralStorage
@@ -126,7 +147,8 @@ func (h *HashCheck) route(ctx context.Context, job Job) (*Route, error) {
 		}
 	}
 	limits := h.cfg.Container
-	return &Route{Work: w, Limits: limits, EphemeralGiB: EphemeralGiB(w.Bytes), Engine: limits.Engine(w)}, nil
+	ok := withinBudget(w, job.Recipe.WithDefaults())
+	return &Route{Work: w, Limits: limits, WithinBudget: ok, EphemeralGiB: EphemeralGiB(w.Bytes), Engine: limits.Engine(w, ok)}, nil
 }
 
 func extOf(key string) string {

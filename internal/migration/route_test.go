@@ -38,9 +38,12 @@ func TestContainerLimitsEngine(t *testing.T) {
 		{"pixels over", Work{Bytes: 1, PixelsBands: 1001}, EngineContainer},
 		{"features over", Work{Bytes: 1, Features: 11}, EngineContainer},
 	} {
-		if got := l.Engine(c.w); got != c.want {
+		if got := l.Engine(c.w, true); got != c.want {
 			t.Errorf("%s: Engine(%+v) = %s, want %s", c.name, c.w, got, c.want)
 		}
+	}
+	if got := l.Engine(Work{Bytes: 101}, false); got != EngineLambda {
+		t.Errorf("work over the recipe's budgets goes to %s, want the Lambda (preflight refuses it there)", got)
 	}
 	if err := (ContainerLimits{Bytes: 1, PixelsBands: 1}).Validate(); err == nil {
 		t.Error("a zero limit validated: the Choice would send every job to the container")
@@ -77,7 +80,7 @@ func TestHashCheckMeasuresTheWork(t *testing.T) {
 	f.put(t, "big.tfw", "1\n0\n0\n-1\n0\n0\n")
 	hc := f.check(t, "e1", "big.tif")
 	want := Work{Bytes: int64(len(tiffHeader(2000, 1000, 3)) + len("1\n0\n0\n-1\n0\n0\n")), PixelsBands: 6_000_000}
-	if hc.Route == nil || hc.Route.Work != want || hc.Route.Engine != EngineContainer || hc.Route.Limits != f.cfg.Container || hc.Route.EphemeralGiB != MinEphemeralGiB {
+	if hc.Route == nil || hc.Route.Work != want || hc.Route.Engine != EngineContainer || hc.Route.Limits != f.cfg.Container || !hc.Route.WithinBudget || hc.Route.EphemeralGiB != MinEphemeralGiB {
 		t.Fatalf("route = %+v, want work %+v to the container", hc.Route, want)
 	}
 
@@ -95,6 +98,12 @@ func TestHashCheckMeasuresTheWork(t *testing.T) {
 	f.put(t, "notes.tif", "not a tiff")
 	if hc = f.check(t, "e3", "notes.tif"); hc.Route == nil || hc.Route.Work.PixelsBands != 0 || hc.Route.Engine != EngineLambda {
 		t.Fatalf("route = %+v, want an unreadable header measured as unknown (0)", hc.Route)
+	}
+	// A pixel bomb: over the recipe's pixel budget, left to the Lambda
+	// whose preflight refuses it.
+	f.put(t, "bomb.tif", string(tiffHeader(100000, 100000, 1)))
+	if hc = f.check(t, "e5", "bomb.tif"); hc.Route == nil || hc.Route.WithinBudget || hc.Route.Engine != EngineLambda {
+		t.Fatalf("route = %+v, want over budget on the Lambda", hc.Route)
 	}
 	if hc = f.check(t, "e4", "notes.tif"); hc.Route != nil {
 		t.Fatalf("a skipped job (in progress) carries a route: %+v", hc.Route)
