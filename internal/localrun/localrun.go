@@ -14,6 +14,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/statemachine"
@@ -54,12 +55,20 @@ func Substitutions() map[string]string {
 	}
 }
 
-// Handlers are the four steps.
+// Handlers are the four steps, and what the container path needs.
 type Handlers struct {
 	HashCheck *migration.HashCheck
 	Convert   *migration.Convert
 	Promote   *migration.Promote
 	Classify  *migration.Classify
+	// ConvertTask runs ConvertInContainer's task (ecs:runTask.sync): the
+	// same Convert handler in a child process. Nil: a job routed there
+	// fails (no handler for the resource) and is classified like any
+	// task failure.
+	ConvertTask ContainerRunner
+	// Results is the object store the task's result object is read from
+	// (aws-sdk:s3:getObject). Nil: the read fails likewise.
+	Results objectstore.Store
 }
 
 // Recipe is the recipe the handlers convert with.
@@ -166,6 +175,12 @@ func NewExecutor(h Handlers, q Queues, opts ...asl.Option) (*asl.Executor, error
 			}
 			return s.Send(ctx, body)
 		}),
+	}
+	if h.ConvertTask != nil {
+		all = append(all, asl.WithResource(statemachine.ResourceECSRunTaskSync, ecsRunTaskSync(h.ConvertTask)))
+	}
+	if h.Results != nil {
+		all = append(all, asl.WithResource(statemachine.ResourceS3GetObject, s3GetObject(h.Results)))
 	}
 	return asl.NewExecutor(sm, append(all, opts...)...), nil
 }
