@@ -9,6 +9,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/migration"
 )
 
 // errorTypeName is how aws-lambda-go names a returned error (errorType):
@@ -227,5 +228,15 @@ func TestBreakerOpenIsWaitedOutNotRetried(t *testing.T) {
 	}
 	if sm.TimeoutSeconds <= 0 {
 		t.Fatal("the wait loop needs the job deadline (TimeoutSeconds) to end")
+	}
+}
+
+// TestContainerResultKeyIsWhatPromoteRemoves: the result object's key is
+// built in the definition; Promote and the routed jobs' cleanup find it by
+// migration.ContainerResultPrefix.
+func TestContainerResultKeyIsWhatPromoteRemoves(t *testing.T) {
+	want := "States.Format('{}" + migration.ContainerResultPrefix + "{}.json', $.job.staging_prefix, States.UUID())"
+	if !strings.Contains(string(Migrate), want) {
+		t.Fatalf("migrate.asl.json does not build the result key as %s", want)
 	}
 }

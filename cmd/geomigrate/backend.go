@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
@@ -128,6 +129,26 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 		Convert:   be.ports.Convert(engine, validate.Output),
 		Promote:   be.ports.Promote(),
 		Classify:  be.ports.Classify(),
+	}
+	// The container path (ConvertInContainer): the task reads its result
+	// back from the run's store; locally the task is a child process of
+	// this binary. With --backend aws the task is not run from here (the
+	// deployed state machine runs it on ECS): a job over the container
+	// limits fails as a task with no runner and is classified.
+	be.handlers.Results = be.ports.Store
+	if be.local != nil {
+		exe, err := os.Executable()
+		if err != nil {
+			be.Close()
+			return nil, fmt.Errorf("container task: %w", err)
+		}
+		cfg := be.ports.Config
+		ports := localTaskPorts{Buckets: be.local.dirs, DestBucket: cfg.DestBucket, DestPrefix: cfg.DestPrefix, StagingPrefix: cfg.StagingPrefix,
+			WorkDir: cfg.WorkDir, Lease: cfg.Lease, Recipe: cfg.Recipe}
+		if be.handlers.ConvertTask, err = childConvertTask(exe, ports, be.local.db, be.ports.Log); err != nil {
+			be.Close()
+			return nil, err
+		}
 	}
 	closing := be.ports
 	closing.Log = slog.New(slog.DiscardHandler) // what it closes is in the run report

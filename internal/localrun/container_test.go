@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -27,7 +29,7 @@ func (p *pipeline) containerExecutor(t *testing.T, run localrun.ContainerRunner)
 		HashCheck:   migration.NewHashCheck(p.cfg, p.store, p.tracker, finger, quiet),
 		Convert:     migration.NewConvert(p.cfg, p.store, p.tracker, p.engine, validate.Output, quiet),
 		Promote:     migration.NewPromote(p.cfg, p.store, p.tracker, quiet),
-		Classify:    migration.NewClassify(p.tracker, nil, quiet),
+		Classify:    migration.NewClassify(p.tracker, nil, quiet).WithStagingCleanup(p.store, p.cfg),
 		ConvertTask: run,
 		Results:     p.store,
 	}
@@ -97,6 +99,9 @@ func TestContainerRouteEndsLikeTheLambdaRoute(t *testing.T) {
 		states := entered(g)
 		if slices.Contains(states, "ConvertInContainer") {
 			routed++
+			if g.Engine != migration.EngineContainer {
+				t.Errorf("%s: converted in the container, reported engine %q", k, g.Engine)
+			}
 			if slices.Contains(states, "Convert") {
 				t.Errorf("%s: converted on both engines: %v", k, states)
 			}
@@ -107,6 +112,18 @@ func TestContainerRouteEndsLikeTheLambdaRoute(t *testing.T) {
 	}
 	if routed == 0 || int(tasks.Load()) != routed {
 		t.Fatalf("%d executions entered ConvertInContainer, %d tasks ran", routed, tasks.Load())
+	}
+	// Promote and the routed jobs' cleanup removed the result objects with
+	// the staged outputs.
+	all, _ := filepath.Glob(filepath.Join(p.destDir, migration.DefaultStagingPrefix, "*", "*"))
+	var staged []string
+	for _, f := range all {
+		if !strings.HasPrefix(filepath.Base(f), ".geomigrate-") { // the directory store's metadata
+			staged = append(staged, f)
+		}
+	}
+	if len(staged) > 0 {
+		t.Errorf("staging still holds %v", staged)
 	}
 	if o := got["no_crs.tif"]; o.Status != localrun.StatusRemediation || o.Error != "DataError" || o.Code != string(fault.MissingCRS) {
 		t.Fatalf("no_crs.tif through the container: %+v", o)

@@ -96,6 +96,9 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, 
 			return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", collectionStaging(job), err)
 		}
 	}
+	if _, err := removeContainerResults(ctx, p.store, job.DestBucket, job.StagingPrefix); err != nil {
+		return PromoteOutput{}, err
+	}
 	first := in.Converted.Outputs[0]
 	var total int64
 	for _, a := range in.Converted.Outputs {

@@ -47,7 +47,8 @@ func removeStaged(ctx context.Context, store objectstore.Store, cfg Config, job 
 			return i, fmt.Errorf("migration.removeStaged: delete %s: %w", k, err)
 		}
 	}
-	return len(keys), nil
+	n, err := removeContainerResults(ctx, store, bucket, job.StagingPrefix)
+	return len(keys) + n, err
 }
 
 // isOutputOf reports whether rest (a staged key after dir/stem) is one of
