@@ -35,25 +35,25 @@ const (
 
 // Outcome is what became of one input.
 type Outcome struct {
-	Bucket    string   `json:"bucket"`
-	Key       string   `json:"key"`
-	Execution string   `json:"execution"`
-	Status    string   `json:"status"`
-	Reason    string   `json:"reason,omitempty"`
-	JobID     string   `json:"job_id,omitempty"`
-	Tier      string   `json:"tier,omitempty"`
-	Error     string   `json:"error,omitempty"`
-	Code      string   `json:"code,omitempty"`
-	Message   string   `json:"message,omitempty"`
-	Attempts  int      `json:"attempts,omitempty"`
-	Retries   int      `json:"retries"` // retries the state machine scheduled
+	Bucket    string `json:"bucket"`
+	Key       string `json:"key"`
+	Execution string `json:"execution"`
+	Status    string `json:"status"`
+	Reason    string `json:"reason,omitempty"`
+	JobID     string `json:"job_id,omitempty"`
+	Tier      string `json:"tier,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Code      string `json:"code,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Attempts  int    `json:"attempts,omitempty"`
+	Retries   int    `json:"retries"` // retries the state machine scheduled
 	// Engine is where the file was converted: "lambda" (the Convert
 	// task) or "container" (ConvertInContainer, the large-object path);
 	// empty when no conversion was started.
-	Engine string `json:"engine,omitempty"`
-	BytesIn   int64    `json:"bytes_in"`
-	BytesOut  int64    `json:"bytes_out"`
-	Outputs   []string `json:"outputs,omitempty"`
+	Engine   string   `json:"engine,omitempty"`
+	BytesIn  int64    `json:"bytes_in"`
+	BytesOut int64    `json:"bytes_out"`
+	Outputs  []string `json:"outputs,omitempty"`
 	// Warnings are the conversion's non-fatal messages ("promoted to
 	// multi", "written as text", "M values dropped" …), carried from the
 	// engine through Convert's and Promote's outputs.
