@@ -113,17 +113,28 @@ func TestContainerRouteEndsLikeTheLambdaRoute(t *testing.T) {
 	if routed == 0 || int(tasks.Load()) != routed {
 		t.Fatalf("%d executions entered ConvertInContainer, %d tasks ran", routed, tasks.Load())
 	}
-	// Promote and the routed jobs' cleanup removed the result objects with
-	// the staged outputs.
+	// Promote removed the completed jobs' result objects with their staged
+	// outputs; a routed job's is left to the staging expiry.
 	all, _ := filepath.Glob(filepath.Join(p.destDir, migration.DefaultStagingPrefix, "*", "*"))
-	var staged []string
+	routedResults := 0
 	for _, f := range all {
-		if !strings.HasPrefix(filepath.Base(f), ".geomigrate-") { // the directory store's metadata
-			staged = append(staged, f)
+		base := filepath.Base(f)
+		switch {
+		case strings.HasPrefix(base, ".geomigrate-"): // the directory store's metadata
+		case strings.HasPrefix(base, migration.ContainerResultPrefix):
+			routedResults++
+		default:
+			t.Errorf("staging still holds %s", f)
 		}
 	}
-	if len(staged) > 0 {
-		t.Errorf("staging still holds %v", staged)
+	completedInContainer := 0
+	for _, o := range got {
+		if o.Engine == migration.EngineContainer && o.Status == localrun.StatusCompleted {
+			completedInContainer++
+		}
+	}
+	if completedInContainer == 0 || routedResults >= routed {
+		t.Errorf("%d result objects left in staging for %d jobs routed to the container (%d completed there)", routedResults, routed, completedInContainer)
 	}
 	if o := got["no_crs.tif"]; o.Status != localrun.StatusRemediation || o.Error != "DataError" || o.Code != string(fault.MissingCRS) {
 		t.Fatalf("no_crs.tif through the container: %+v", o)

@@ -27,31 +27,11 @@ type ContainerTaskInput struct {
 
 // ContainerResultPrefix starts the name of a container task's result
 // object in its job's staging directory (the state machine names it
-// JOB_STAGING_PREFIX + ContainerResultPrefix + a UUID + ".json"). Promote
-// and the staging cleanup of a routed job delete them with the outputs.
+// JOB_STAGING_PREFIX + ContainerResultPrefix + a UUID + ".json" and passes
+// it to Promote, which deletes it with the staged outputs; a routed job's
+// result object is left to the staging expiry, as on AWS its staged
+// outputs would be without Classify's cleanup).
 const ContainerResultPrefix = "container-result-"
-
-// removeContainerResults deletes the result objects in a job's staging
-// directory; it returns how many.
-func removeContainerResults(ctx context.Context, store objectstore.Store, bucket, stagingPrefix string) (int, error) {
-	if stagingPrefix == "" {
-		return 0, nil
-	}
-	var keys []string
-	err := store.List(ctx, bucket, stagingPrefix+ContainerResultPrefix, func(o objectstore.Object) error {
-		keys = append(keys, o.Key)
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("migration.removeContainerResults: %w", err)
-	}
-	for i, k := range keys {
-		if err := store.Delete(ctx, bucket, k); err != nil {
-			return i, fmt.Errorf("migration.removeContainerResults: delete %s: %w", k, err)
-		}
-	}
-	return len(keys), nil
-}
 
 // ContainerResult is the result object the task writes and the state
 // machine reads back (ReadConvertResult): Convert's output, or its error

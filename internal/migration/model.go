@@ -128,6 +128,10 @@ type (
 	}
 	ConvertOutput struct {
 		Outputs []Artifact `json:"outputs"`
+		// ResultKey is the container task's result object (in the
+		// destination bucket), which Promote deletes with the staged
+		// outputs; empty when the Convert Lambda converted.
+		ResultKey string `json:"result_key,omitempty"`
 	}
 	PromoteInput struct {
 		Job       Job           `json:"job"`

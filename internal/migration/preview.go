@@ -26,7 +26,7 @@ func (h *HashCheck) Preview(ctx context.Context, src Source) (HashCheckOutput, e
 		}
 		return HashCheckOutput{Source: id.src, Decision: v.decision, Reason: v.reason}, nil
 	}
-	job, err := h.identifyContent(ctx, id)
+	job, sidecars, err := h.identifyContent(ctx, id)
 	if err != nil {
 		return HashCheckOutput{}, err
 	}
@@ -37,9 +37,7 @@ func (h *HashCheck) Preview(ctx context.Context, src Source) (HashCheckOutput, e
 		}
 		out.Decision, out.Reason = v.decision, v.reason
 		if out.Decision == DecisionConvert {
-			if out.Route, err = h.route(ctx, job); err != nil {
-				return out, err
-			}
+			out.Route = h.route(ctx, job, sidecars)
 		}
 		return out, nil
 	}

@@ -96,8 +96,13 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput) (PromoteOutput, 
 			return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", collectionStaging(job), err)
 		}
 	}
-	if _, err := removeContainerResults(ctx, p.store, job.DestBucket, job.StagingPrefix); err != nil {
-		return PromoteOutput{}, err
+	if k := in.Converted.ResultKey; k != "" {
+		if !strings.HasPrefix(k, job.StagingPrefix+ContainerResultPrefix) {
+			return PromoteOutput{}, fault.Systemic("migration.Promote", fmt.Errorf("refusing to delete %s: not a result object of this job's staging", k))
+		}
+		if err := p.store.Delete(ctx, job.DestBucket, k); err != nil {
+			return PromoteOutput{}, fmt.Errorf("migration.Promote: delete result %s: %w", k, err)
+		}
 	}
 	first := in.Converted.Outputs[0]
 	var total int64

@@ -123,16 +123,13 @@ func EphemeralGiB(n int64) int {
 	return int(min(max(need, MinEphemeralGiB), MaxEphemeralGiB))
 }
 
-// route measures a claimed job: its bytes with sidecars, the pixels its
-// TIFF header declares, the features its .dbf declares. A header that
-// cannot be read leaves its measure at 0: the Lambda path's own budgets
-// (preflight) still judge the file.
-func (h *HashCheck) route(ctx context.Context, job Job) (*Route, error) {
+// route measures a claimed job from what HashCheck already has (its size,
+// its sidecars' listing) and at most one header read: the pixels a TIFF
+// declares, or the features a Shapefile's .dbf declares. A header that
+// cannot be read leaves its measure at 0 (unknown): the Lambda path's own
+// budgets (preflight) still judge the file.
+func (h *HashCheck) route(ctx context.Context, job Job, sidecars []objectstore.Object) *Route {
 	w := Work{Bytes: job.SourceSize}
-	sidecars, err := listSidecars(ctx, h.store, job.SourceBucket, job.SourceKey)
-	if err != nil {
-		return nil, fmt.Errorf("migration.HashCheck: %w", err)
-	}
 	for _, sc := range sidecars {
 		w.Bytes += sc.Size
 		if strings.EqualFold(extOf(sc.Key), ".dbf") {
@@ -148,7 +145,7 @@ func (h *HashCheck) route(ctx context.Context, job Job) (*Route, error) {
 	}
 	limits := h.cfg.Container
 	ok := withinBudget(w, job.Recipe.WithDefaults())
-	return &Route{Work: w, Limits: limits, WithinBudget: ok, EphemeralGiB: EphemeralGiB(w.Bytes), Engine: limits.Engine(w, ok)}, nil
+	return &Route{Work: w, Limits: limits, WithinBudget: ok, EphemeralGiB: EphemeralGiB(w.Bytes), Engine: limits.Engine(w, ok)}
 }
 
 func extOf(key string) string {

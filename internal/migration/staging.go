@@ -47,8 +47,7 @@ func removeStaged(ctx context.Context, store objectstore.Store, cfg Config, job 
 			return i, fmt.Errorf("migration.removeStaged: delete %s: %w", k, err)
 		}
 	}
-	n, err := removeContainerResults(ctx, store, bucket, job.StagingPrefix)
-	return len(keys) + n, err
+	return len(keys), nil
 }
 
 // isOutputOf reports whether rest (a staged key after dir/stem) is one of
