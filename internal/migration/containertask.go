@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"reflect"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
@@ -53,7 +55,18 @@ func RunContainerTask(ctx context.Context, c *Convert, store objectstore.Store, 
 	if in.Result.Bucket == "" || in.Result.Key == "" {
 		return fmt.Errorf("migration.RunContainerTask: the input names no result object")
 	}
+	// A task may outlast the lease HashCheck took (20 to 30 minutes):
+	// renewed while Convert runs, the job is not taken over by a second
+	// event's execution meanwhile.
+	renewing, stop := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		c.keepLease(renewing, in.Job.ID, in.Context.Execution)
+	}()
 	out, err := c.Handle(ctx, ConvertInput{Job: in.Job, Context: in.Context})
+	stop()
+	<-renewed
 	res := ContainerResult{Outputs: out.Outputs}
 	if err != nil {
 		res = ContainerResult{Error: LambdaError(err)}
@@ -68,6 +81,28 @@ func RunContainerTask(ctx context.Context, c *Convert, store objectstore.Store, 
 		return fmt.Errorf("migration.RunContainerTask: write result s3://%s/%s: %w", in.Result.Bucket, in.Result.Key, perr)
 	}
 	return nil
+}
+
+// keepLease renews the job's lease every third of it until ctx ends. A
+// renewal that fails is logged and tried again at the next tick: the lease
+// still has two thirds to run, and Convert's own writes check it.
+func (c *Convert) keepLease(ctx context.Context, jobID, execution string) {
+	every := c.tracker.Lease() / 3
+	if every <= 0 || c.log == nil {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := c.tracker.Renew(ctx, jobID, execution); err != nil && ctx.Err() == nil {
+				c.log.WarnContext(ctx, "container task: lease not renewed", slog.String("job", jobID), slog.String("error", err.Error()))
+			}
+		}
+	}
 }
 
 // LambdaError is err as Step Functions catches a Lambda function error:

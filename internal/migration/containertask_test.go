@@ -4,9 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
 )
 
 // TestContainerTaskWritesItsResult: the container task writes Convert's
@@ -66,4 +71,49 @@ func TestContainerTaskWritesItsResult(t *testing.T) {
 			t.Fatal("no error without a result location")
 		}
 	})
+}
+
+// slowEngine converts as its Engine does, after a pause: a task longer
+// than the lease.
+type slowEngine struct {
+	*fakeEngine
+	pause time.Duration
+}
+
+func (e slowEngine) Convert(ctx context.Context, src, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
+	time.Sleep(e.pause)
+	return e.fakeEngine.Convert(ctx, src, workDir, r)
+}
+
+// TestContainerTaskKeepsItsLease: a container task that runs longer than
+// the lease renews it while Convert runs, so the job is still held (not
+// taken over by a second execution) when it ends.
+func TestContainerTaskKeepsItsLease(t *testing.T) {
+	ctx := context.Background()
+	const lease = 300 * time.Millisecond
+	f := newFixture(t)
+	tracker := statestore.NewTracker(statestoretest.NewMemory(), statestore.WithLease(lease))
+	quiet := slog.New(slog.DiscardHandler)
+	hash := NewHashCheck(f.cfg, f.store, tracker, StoreFingerprinter{Store: f.store, Threshold: 1 << 20}, quiet)
+	conv := NewConvert(f.cfg, f.store, tracker, slowEngine{fakeEngine: &fakeEngine{}, pause: 3 * lease}, fakeValidator, quiet)
+	f.put(t, "a/dem.img", "raster-bytes")
+	hc, err := hash.Handle(ctx, HashCheckInput{Source: Source{Bucket: "src", Key: "a/dem.img"}, Context: inv("exec-1", 0)})
+	if err != nil || hc.Decision != DecisionConvert {
+		t.Fatalf("hashcheck: %+v %v", hc, err)
+	}
+	in := ContainerTaskInput{Job: hc.Job, Context: Invocation{Execution: "exec-1", State: "ConvertInContainer"}}
+	in.Result.Bucket, in.Result.Key = "dest", hc.Job.StagingPrefix+ContainerResultPrefix+"1.json"
+	start := time.Now()
+	if err := RunContainerTask(ctx, conv, f.store, in); err != nil {
+		t.Fatal(err)
+	}
+	j, err := tracker.Get(ctx, hc.Job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without renewal the lease would end at start + lease (Convert's
+	// BeginAttempt); renewed every lease/3 it ends after the conversion.
+	if !j.LeaseUntil.After(start.Add(2*lease)) || j.LeaseOwner != "exec-1" {
+		t.Fatalf("lease held by %s until %v, %v after the task started; want it renewed past %v", j.LeaseOwner, j.LeaseUntil, j.LeaseUntil.Sub(start), 2*lease)
+	}
 }
