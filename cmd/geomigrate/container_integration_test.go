@@ -4,11 +4,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/localrun"
@@ -74,5 +80,50 @@ func TestContainerRouteThroughTheBinary(t *testing.T) {
 		if o.Status != localrun.StatusSkipped && o.Status != localrun.StatusIgnored {
 			t.Errorf("second run: %s is %s, want skipped", o.Key, o.Status)
 		}
+	}
+}
+
+// TestContainerRouteOnTheAWSBackend: with --backend aws the container task
+// is a child process configured as the container is on AWS (internal/config's
+// environment, the S3 and DynamoDB stand-ins): the samples end as through
+// the Lambda path, converted in the container.
+func TestContainerRouteOnTheAWSBackend(t *testing.T) {
+	cliBinary(t)
+	c := s3Client(t)
+	dir := t.TempDir()
+	samples := filepath.Join(dir, "samples")
+	if _, _, err := run(t, "sample-data", samples); err != nil {
+		t.Fatal(err)
+	}
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	src, dst, table := "fsrc-"+suffix, "fdst-"+suffix, "fstate-"+suffix
+	uploadSamples(t, c, src, samples)
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(dst)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GEOMIGRATE_CONTAINER_BYTES", "1")
+	out, stderr, err := run(t, "migrate", "s3://"+src+"/samples/", "--backend", "aws", "--dest", "s3://"+dst+"/out",
+		"--state-table", table, "--create-table", "--state-dir", filepath.Join(dir, "state"), "--progress", "plain")
+	if err != nil && !strings.Contains(out, "report: ") {
+		t.Fatalf("aws run: %v\n%s\n%s", err, out, stderr)
+	}
+	r := lastReport(t, out) // the routed samples make a failed run: its report says which
+	byName := map[string]localrun.Outcome{}
+	for _, o := range r.Files {
+		byName[filepath.Base(o.Key)] = o
+		if o.Status == localrun.StatusDeadLetter {
+			t.Logf("%s: %s", o.Key, o.Message)
+		}
+	}
+	for _, name := range []string{"dem_utm33.tif", "places.shp", "city.gpkg"} {
+		if o := byName[name]; o.Status != localrun.StatusCompleted || o.Engine != migration.EngineContainer {
+			t.Errorf("%s: %s on %q (%s %s), want completed in the container", name, o.Status, o.Engine, o.Error, o.Message)
+		}
+	}
+	if o := byName["no_crs.tif"]; o.Status != localrun.StatusRemediation || o.Error != "DataError" || o.Code != string(fault.MissingCRS) || o.Engine != migration.EngineContainer {
+		t.Errorf("no_crs.tif: %+v, want remediation DataError MissingCRS from the container", o)
+	}
+	if _, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(dst), Key: aws.String("out/samples/dem_utm33.tif")}); err != nil {
+		t.Errorf("promoted COG missing: %v", err)
 	}
 }

@@ -157,52 +157,70 @@ func (c pipeConn) Close() error {
 // ExitError keeps.
 const childTaskReasonBytes = 2048
 
-// childConvertTask runs the container task as `exe task convert`, a child
-// process of the same binary, serving it the run's state store; this is
-// the local executor's ecs:runTask.sync. Its standard error (JSON logs)
-// is passed on to log at the end, and its tail names a failure.
-func childConvertTask(exe string, ports localTaskPorts, state statestore.Backend, log *slog.Logger) (localrun.ContainerRunner, error) {
-	spec, err := json.Marshal(ports)
-	if err != nil {
-		return nil, fmt.Errorf("childConvertTask: %w", err)
+// cliForTasks is the binary that runs container tasks: GEOMIGRATE_CLI when
+// set (tests run the CLI in their own process, which is not a geomigrate
+// binary), else this executable.
+func cliForTasks() (string, error) {
+	if p := os.Getenv("GEOMIGRATE_CLI"); p != "" {
+		return p, nil
 	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("container task: %w", err)
+	}
+	return exe, nil
+}
+
+// childConvertTask runs the container task as `exe task convert`, a child
+// process of the same binary; this is the local executor's
+// ecs:runTask.sync. env is added to the child's environment (the local
+// ports, or the AWS settings). With state set the child reaches that state
+// store through two pipes served here (a local run: one process holds the
+// embedded store's file); without, it opens its own (DynamoDB). Its
+// standard error (JSON logs) is passed on to log at debug level, and its
+// tail names a failure.
+func childConvertTask(exe string, env []string, state statestore.Backend, log *slog.Logger) localrun.ContainerRunner {
 	return func(ctx context.Context, input json.RawMessage) error {
-		// One pipe each way: the child reads the parent's answers on fd 3
-		// and writes its requests on fd 4 (openLocalTask).
-		toChildR, toChildW, err := os.Pipe()
-		if err != nil {
-			return fmt.Errorf("childConvertTask: %w", err)
-		}
-		fromChildR, fromChildW, err := os.Pipe()
-		if err != nil {
-			toChildR.Close()
-			toChildW.Close()
-			return fmt.Errorf("childConvertTask: %w", err)
-		}
 		cmd := exec.CommandContext(ctx, exe, "task", "convert")
-		cmd.Env = append(os.Environ(), statemachine.TaskInputEnv+"="+string(input), taskLocalEnv+"="+string(spec))
-		cmd.ExtraFiles = []*os.File{toChildR, fromChildW}
+		cmd.Env = append(append(os.Environ(), env...), statemachine.TaskInputEnv+"="+string(input))
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		cmd.Stdout = &stderr
-		if err := cmd.Start(); err != nil {
-			for _, f := range []*os.File{toChildR, toChildW, fromChildR, fromChildW} {
-				f.Close()
+		var served sync.WaitGroup
+		if state != nil {
+			// One pipe each way: the child reads the parent's answers on
+			// fd 3 and writes its requests on fd 4 (openLocalTask).
+			toChildR, toChildW, err := os.Pipe()
+			if err != nil {
+				return fmt.Errorf("childConvertTask: %w", err)
 			}
+			fromChildR, fromChildW, err := os.Pipe()
+			if err != nil {
+				toChildR.Close()
+				toChildW.Close()
+				return fmt.Errorf("childConvertTask: %w", err)
+			}
+			cmd.ExtraFiles = []*os.File{toChildR, fromChildW}
+			if err := cmd.Start(); err != nil {
+				for _, f := range []*os.File{toChildR, toChildW, fromChildR, fromChildW} {
+					f.Close()
+				}
+				return &localrun.ExitError{Code: -1, Reason: err.Error()}
+			}
+			// The child holds its ends now; its exit closes them, which
+			// ends Serve.
+			toChildR.Close()
+			fromChildW.Close()
+			served.Add(1)
+			go func() {
+				defer served.Done()
+				rpcstore.Serve(pipeConn{Reader: fromChildR, Writer: toChildW, closers: []io.Closer{fromChildR, toChildW}}, state)
+			}()
+		} else if err := cmd.Start(); err != nil {
 			return &localrun.ExitError{Code: -1, Reason: err.Error()}
 		}
-		// The child holds its ends now; its exit closes them, which ends
-		// Serve.
-		toChildR.Close()
-		fromChildW.Close()
-		var served sync.WaitGroup
-		served.Add(1)
-		go func() {
-			defer served.Done()
-			rpcstore.Serve(pipeConn{Reader: fromChildR, Writer: toChildW, closers: []io.Closer{fromChildR, toChildW}}, state)
-		}()
 		werr := cmd.Wait()
-		served.Wait() // the child's exit closed its ends: Serve returned
+		served.Wait()
 		if log != nil && stderr.Len() > 0 {
 			log.Debug("container task", slog.String("output", stderr.String()))
 		}
@@ -222,5 +240,5 @@ func childConvertTask(exe string, ports localTaskPorts, state statestore.Backend
 			reason = werr.Error()
 		}
 		return &localrun.ExitError{Code: code, Reason: reason}
-	}, nil
+	}
 }
