@@ -35,8 +35,9 @@ type Requests struct {
 // Collection's extent, also rewrites the Collection (one more GET or
 // less, two PUT/COPY and one DELETE: rare over a dataset of many files,
 // not charged). HashCheck reads the header of a claimed TIFF (or of a
-// Shapefile's .dbf) once, to measure the work it routes by (migration.Route):
-// one GET on the converted and remediation paths.
+// Shapefile's .dbf) to measure the work it routes by (migration.Route):
+// one GET on the converted and remediation paths for a TIFF whose
+// directory lies in its first 64 KiB, as GDAL and COG writers put it.
 var PerFile = map[Path]Requests{
 	Converted:   {S3GetHead: 10, S3PutCopyList: 6, S3Delete: 3, DynamoDBRead: 6, DynamoDBWrite: 4},
 	Skipped:     {S3GetHead: 3, S3PutCopyList: 1, DynamoDBRead: 2},
