@@ -37,7 +37,7 @@ type Requests struct {
 // not charged). HashCheck reads the header of a claimed TIFF (or of a
 // Shapefile's .dbf) to measure the work it routes by (migration.Route):
 // one GET on the converted and remediation paths for a TIFF whose
-// directory lies in its first 64 KiB, as GDAL and COG writers put it.
+// directory lies in its first 64 KiB (a COG keeps it there).
 var PerFile = map[Path]Requests{
 	Converted:   {S3GetHead: 10, S3PutCopyList: 6, S3Delete: 3, DynamoDBRead: 6, DynamoDBWrite: 4},
 	Skipped:     {S3GetHead: 3, S3PutCopyList: 1, DynamoDBRead: 2},
