@@ -21,7 +21,10 @@ type Assets struct {
 	LayerZip     string            // path of the layer zip ("" when LayerArn is used)
 	LayerArn     string
 	Placeholders []string // what was replaced by a stand-in (for the warning)
-	tmp          string
+	// ContainerContext is the stand-in build context of the convert container ("" : the
+	// repository, or the convertImage context value).
+	ContainerContext string
+	tmp              string
 }
 
 const placeholderBootstrap = "#!/bin/sh\necho 'geomigrate placeholder asset: run make build before deploying' >&2\nexit 1\n"
@@ -49,6 +52,16 @@ func ResolveAssets(c *Config) (*Assets, error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s\n  (or pass -c placeholderAssets=true to synthesize without a build; never deploy that)", strings.Join(missing, "\n  "))
+	}
+	// The convert container is built by Docker when the asset is published (deploy); staging
+	// its context (the repository) at every synth is what placeholderAssets spares.
+	if c.PlaceholderAssets && c.ConvertImage == "" {
+		d, err := a.placeholderContainerContext()
+		if err != nil {
+			return nil, err
+		}
+		a.ContainerContext = d
+		a.Placeholders = append(a.Placeholders, "convert container image")
 	}
 	if a.LayerArn != "" {
 		return a, nil

@@ -69,10 +69,14 @@ type Config struct {
 	Recipe string // context recipe
 
 	// Code and definitions. Relative paths are relative to the repository root (where cdk.json is).
-	BuildDir              string // context buildDir: build/<name>/bootstrap
-	GDALLayerZip          string // context gdalLayerZip (default build/gdal-layer-<arch>.zip)
-	GDALLayerArn          string // context gdalLayerArn: use an existing layer version instead of the zip
-	PlaceholderAssets     bool   // context placeholderAssets: synth-only stand-ins for missing build outputs
+	BuildDir          string // context buildDir: build/<name>/bootstrap
+	GDALLayerZip      string // context gdalLayerZip (default build/gdal-layer-<arch>.zip)
+	GDALLayerArn      string // context gdalLayerArn: use an existing layer version instead of the zip
+	PlaceholderAssets bool   // context placeholderAssets: synth-only stand-ins for missing build outputs
+	// The convert container (the large-object path, container.go).
+	ConvertImage          string // context convertImage: an image URI to run instead of building layers/gdal/Dockerfile's container stage
+	ConvertTaskCPU        int    // context convertTaskCpu: Fargate CPU units (arm64)
+	ConvertTaskMemoryMiB  int    // context convertTaskMemoryMiB
 	MigrateDefinitionPath string // context migrateDefinition
 	BackfillDefinition    string // context backfillDefinition
 
@@ -234,6 +238,9 @@ func LoadConfig(scope constructs.Construct) (*Config, error) {
 		BuildDir:                    ctxString(n, "buildDir", "build"),
 		GDALLayerArn:                ctxString(n, "gdalLayerArn", ""),
 		PlaceholderAssets:           getb("placeholderAssets", false),
+		ConvertImage:                ctxString(n, "convertImage", ""),
+		ConvertTaskCPU:              geti("convertTaskCpu", 4096),
+		ConvertTaskMemoryMiB:        geti("convertTaskMemoryMiB", 16384),
 		MigrateDefinitionPath:       ctxString(n, "migrateDefinition", "statemachine/migrate.asl.json"),
 		BackfillDefinition:          ctxString(n, "backfillDefinition", "statemachine/backfill.asl.json"),
 	}

@@ -16,6 +16,7 @@ var (
 	MigratePlaceholders = []string{
 		"HashCheckFunctionArn", "ConvertFunctionArn", "PromoteFunctionArn", "ClassifyFunctionArn",
 		"RemediationQueueUrl", "DeadLetterQueueUrl",
+		statemachine.ConvertClusterArn, statemachine.ConvertTaskDefinitionArn, statemachine.ConvertSubnetIDs, statemachine.ConvertSecurityGroupID,
 		statemachine.HashCheckTimeoutSeconds, statemachine.ConvertTimeoutSeconds,
 		statemachine.PromoteTimeoutSeconds, statemachine.ClassifyTimeoutSeconds,
 	}
@@ -358,4 +359,45 @@ func deepCopy(v any) (any, error) {
 	var out any
 	err = json.Unmarshal(b, &out)
 	return out, err
+}
+
+// WithoutContainerPath removes the migrate definition's large-object path for a workflow that
+// cannot run it (an Express child: no .sync integrations): the container state and every Choice
+// rule leading to it go, so each job is converted by the Convert Lambda.
+func WithoutContainerPath(migrate string) (string, error) {
+	const container = "ConvertInContainer"
+	var m map[string]any
+	if err := json.Unmarshal([]byte(migrate), &m); err != nil {
+		return "", fmt.Errorf("WithoutContainerPath: %w", err)
+	}
+	states, _ := m["States"].(map[string]any)
+	if _, ok := states[container]; !ok {
+		return "", fmt.Errorf("WithoutContainerPath: no %s state", container)
+	}
+	delete(states, container)
+	for name, v := range states {
+		st, _ := v.(map[string]any)
+		choices, _ := st["Choices"].([]any)
+		if choices == nil {
+			continue
+		}
+		kept := choices[:0]
+		for _, c := range choices {
+			if next, _ := c.(map[string]any)["Next"].(string); next != container {
+				kept = append(kept, c)
+			}
+		}
+		if len(kept) == 0 {
+			return "", fmt.Errorf("WithoutContainerPath: Choice %s would have no rule left", name)
+		}
+		st["Choices"] = kept
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("WithoutContainerPath: %w", err)
+	}
+	if strings.Contains(string(out), `"`+container+`"`) {
+		return "", fmt.Errorf("WithoutContainerPath: %s is still referenced", container)
+	}
+	return string(out), nil
 }

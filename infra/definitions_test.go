@@ -215,7 +215,11 @@ func expressBackfill(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := ExpressBackfill(string(b), string(m))
+	lambdaOnly, err := WithoutContainerPath(string(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := ExpressBackfill(string(b), lambdaOnly)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,5 +308,38 @@ func TestExpressBackfillErrors(t *testing.T) {
 		if _, err := ExpressBackfill(tt.backfill, tt.migrate); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: error %v, want one containing %q", name, err, tt.want)
 		}
+	}
+}
+
+// TestWithoutContainerPath: the EXPRESS variant's migrate workflow keeps
+// every state but the container path, and every Choice still has a rule;
+// the full definition is refused by ExpressBackfill (it runs .sync).
+func TestWithoutContainerPath(t *testing.T) {
+	root := repoRoot(t)
+	mig, err := LoadDefinition(filepath.Join(root, "statemachine", "migrate.asl.json"), MigratePlaceholders)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := WithoutContainerPath(mig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "ConvertInContainer") || strings.Contains(out, ".sync") || strings.Contains(out, "ecs:") {
+		t.Fatalf("container path left in %s", out)
+	}
+	var before, after struct{ States map[string]json.RawMessage }
+	_ = json.Unmarshal([]byte(mig), &before)
+	_ = json.Unmarshal([]byte(out), &after)
+	if len(after.States) != len(before.States)-1 {
+		t.Fatalf("%d states left of %d, want all but ConvertInContainer", len(after.States), len(before.States))
+	}
+	if !strings.Contains(string(after.States["ChooseEngine"]), `"Default":"Convert"`) {
+		t.Fatalf("ChooseEngine = %s", after.States["ChooseEngine"])
+	}
+	if _, err := WithoutContainerPath(out); err == nil {
+		t.Fatal("a definition without the container path was accepted twice")
+	}
+	if _, err := ExpressBackfill(`{"StartAt":"x","States":{}}`, mig); err == nil || !strings.Contains(err.Error(), ".sync") {
+		t.Fatalf("ExpressBackfill accepted the container path: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsecs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -56,6 +57,11 @@ type Stack struct {
 	Policy             awsssm.StringParameter
 	MigrateDefinition  string // after substitution (contains CDK tokens)
 	BackfillDefinition string
+	// The large-object path (container.go): the convert container's cluster and task
+	// definition, and the migrate definition's values for their placeholders.
+	ConvertCluster  awsecs.Cluster
+	ConvertTask     awsecs.FargateTaskDefinition
+	containerValues map[string]string
 }
 
 // PolicyParameterName is the SSM parameter of the run-time policy document.
@@ -77,6 +83,7 @@ var StarResourceReasons = map[string]string{
 	"logs:PutResourcePolicy":        "CloudWatch Logs resource policies (for vended logs) are account-level and require Resource *",
 	"logs:DescribeResourcePolicies": "CloudWatch Logs resource policies (for vended logs) are account-level and require Resource *",
 	"logs:DescribeLogGroups":        "CloudWatch Logs DescribeLogGroups does not support resource-level permissions",
+	"ecr:GetAuthorizationToken":     "ECR's GetAuthorizationToken has no resource-level permissions (the convert task's execution role, added by CDK for the image pull)",
 }
 
 func s(v string) *string           { return jsii.String(v) }
@@ -507,7 +514,9 @@ func (st *Stack) functions(assets *Assets) error {
 			suppressIAM5(role, "object-level S3 actions need an object ARN pattern; each pattern is scoped to one configured bucket prefix ("+name+")", sp.iam5...)
 		}
 	}
-	return nil
+	var err error
+	st.containerValues, err = st.container(assets, settings, gdalEnv)
+	return err
 }
 
 // migrateArn is the migrate state machine's ARN built from its name, so the functions created
@@ -571,6 +580,9 @@ func (st *Stack) stateMachines() error {
 		"RemediationQueueUrl":  *st.Remediation.QueueUrl(),
 		"DeadLetterQueueUrl":   *st.DeadLetter.QueueUrl(),
 	}
+	for k, v := range st.containerValues {
+		migrateValues[k] = v
+	}
 	st.MigrateDefinition, err = Substitute(migrateDef, migrateValues)
 	if err != nil {
 		return fmt.Errorf("migrate definition: %w", err)
@@ -592,6 +604,12 @@ func (st *Stack) stateMachines() error {
 	})
 	migrateRole.AddToPrincipalPolicy(invoke)
 	migrateRole.AddToPrincipalPolicy(send)
+	for _, stmt := range st.containerStatements() {
+		migrateRole.AddToPrincipalPolicy(stmt)
+	}
+	suppressIAM5(migrateRole, "ecs:runTask.sync stops and describes the task it started, whose ID is not known before it runs (scoped to the convert cluster's tasks); ReadConvertResult reads the task's result object, named per run under a job's staging directory",
+		`^Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<ConvertCluster[A-Z0-9]+>/\*$`,
+		`^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/`+regexpQuote(c.StagingPrefix)+`\*/`+regexpQuote(migration.ContainerResultPrefix)+`\*$`)
 	migrateLogs := awslogs.NewLogGroup(st.Stack, s("MigrateStateMachineLogs"), &awslogs.LogGroupProps{
 		LogGroupName:  s("/aws/vendedlogs/states/" + migrateName),
 		Retention:     retention(c.LogRetentionDays),
@@ -623,13 +641,21 @@ func (st *Stack) stateMachines() error {
 		"ResultsBucket":          *st.Ops.BucketName(),
 	}
 	if c.BackfillChildExecutionType == "EXPRESS" {
-		backfillDef, err = ExpressBackfill(backfillDef, migrateDef)
+		// Express workflows run no .sync integration and last at most five minutes: the
+		// inlined migrate workflow has no container path (docs/large-objects.md).
+		lambdaOnly, err := WithoutContainerPath(migrateDef)
+		if err != nil {
+			return fmt.Errorf("backfill EXPRESS variant: %w", err)
+		}
+		backfillDef, err = ExpressBackfill(backfillDef, lambdaOnly)
 		if err != nil {
 			return fmt.Errorf("backfill EXPRESS variant: %w", err)
 		}
 		delete(backfillValues, "MigrateStateMachineArn")
 		for k, v := range migrateValues {
-			backfillValues[k] = v
+			if _, container := st.containerValues[k]; !container {
+				backfillValues[k] = v
+			}
 		}
 	}
 	st.BackfillDefinition, err = Substitute(backfillDef, backfillValues)

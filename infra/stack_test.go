@@ -32,6 +32,10 @@ func TestEveryResourceIsThere(t *testing.T) {
 		"AWS::CloudWatch::Dashboard":       1,
 		"Custom::S3BucketNotifications":    1,
 		"AWS::SSM::Parameter":              1, // the run-time policy document
+		// The large-object path: a VPC of public subnets, the cluster, the arm64 task definition.
+		"AWS::EC2::VPC":            1,
+		"AWS::ECS::Cluster":        1,
+		"AWS::ECS::TaskDefinition": 1,
 	}
 	for typ, n := range want {
 		must(t, typ, func() { b.template.ResourceCountIs(jsii.String(typ), jsii.Number(float64(n))) })
@@ -323,7 +327,7 @@ func TestMissingLayerMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Cleanup()
-	if a.FunctionDirs["hashcheck"] != filepath.Join(dir, "hashcheck") || len(a.Placeholders) != 2 {
+	if a.FunctionDirs["hashcheck"] != filepath.Join(dir, "hashcheck") || len(a.Placeholders) != 3 || a.ContainerContext == "" {
 		t.Errorf("real builds must be used where present: %v %v", a.FunctionDirs, a.Placeholders)
 	}
 }
@@ -580,6 +584,23 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			`lambda:InvokeFunction on <GetAtt:(Hashcheck|Convert|Promote|Classify)Function\w+\.Arn>`,
 			`sqs:SendMessage on <GetAtt:(RemediationQueue|DeadLetterQueue)\w+\.Arn>`,
 			`(logs|xray):\w+ on \*`,
+			// ConvertInContainer (ecs:runTask.sync) and its result read.
+			`ecs:RunTask on <Ref:ConvertTaskDefinition\w+>`,
+			`ecs:(StopTask|DescribeTasks) on arn:<Ref:AWS::Partition>:ecs:<Ref:AWS::Region>:<Ref:AWS::AccountId>:task/<Ref:ConvertCluster\w+>/\*`,
+			`events:(PutTargets|PutRule|DescribeRule) on arn:<Ref:AWS::Partition>:events:<Ref:AWS::Region>:<Ref:AWS::AccountId>:rule/StepFunctionsGetEventsForECSTaskRule`,
+			`iam:PassRole on <GetAtt:ConvertTask(Execution)?Role\w+\.Arn>`,
+			`s3:GetObject on <GetAtt:DestinationBucket\w+\.Arn>/_staging/\*/container-result-\*`,
+		},
+		"ConvertTaskRole": {
+			`s3:GetObject on <GetAtt:SourceBucket\w+\.Arn>/incoming/\*`,
+			`s3:ListBucket on <GetAtt:SourceBucket\w+\.Arn>`,
+			`s3:(PutObject|AbortMultipartUpload) on <GetAtt:DestinationBucket\w+\.Arn>/_staging/\*`,
+			`dynamodb:(GetItem|PutItem|UpdateItem|ConditionCheckItem) on <GetAtt:StateTable\w+\.Arn>`,
+		},
+		"ConvertTaskExecutionRole": {
+			`logs:(CreateLogStream|PutLogEvents) on <GetAtt:ConvertTaskLogs\w+\.Arn>`,
+			`ecr:(BatchCheckLayerAvailability|GetDownloadUrlForLayer|BatchGetImage) on .*container-assets.*`,
+			`ecr:GetAuthorizationToken on \*`,
 		},
 		"BackfillStateMachineRole": {
 			`s3:ListBucket on <GetAtt:SourceBucket\w+\.Arn>`,

@@ -23,6 +23,14 @@ func standIn(name string) string {
 		return "https://sqs.eu-west-1.amazonaws.com/123456789012/" + name
 	case strings.HasSuffix(name, "Bucket"):
 		return strings.ToLower(name)
+	case name == ConvertClusterArn:
+		return "arn:aws:ecs:eu-west-1:123456789012:cluster/geomigrate"
+	case name == ConvertTaskDefinitionArn:
+		return "arn:aws:ecs:eu-west-1:123456789012:task-definition/geomigrate-convert:1"
+	case name == ConvertSubnetIDs:
+		return "subnet-0123456789abcdef0,subnet-0fedcba9876543210"
+	case name == ConvertSecurityGroupID:
+		return "sg-0123456789abcdef0"
 	}
 	return ""
 }

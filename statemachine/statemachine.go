@@ -37,6 +37,27 @@ const (
 	ClassifyFunctionArn  = "ClassifyFunctionArn"
 	RemediationQueueURL  = "RemediationQueueUrl"
 	DeadLetterQueueURL   = "DeadLetterQueueUrl"
+
+	// The container task (ConvertInContainer's ecs:runTask.sync): its
+	// cluster, task definition, and the network its tasks run in (subnet
+	// IDs joined by commas, one security group).
+	ConvertClusterArn        = "ConvertClusterArn"
+	ConvertTaskDefinitionArn = "ConvertTaskDefinitionArn"
+	ConvertSubnetIDs         = "ConvertSubnetIds"
+	ConvertSecurityGroupID   = "ConvertSecurityGroupId"
+)
+
+// Resources and names of the container path that infra and the local
+// executor must agree on.
+const (
+	// ResourceECSRunTaskSync runs the container task and waits for it to
+	// stop; ResourceS3GetObject reads its result object back.
+	ResourceECSRunTaskSync = "arn:aws:states:::ecs:runTask.sync"
+	ResourceS3GetObject    = "arn:aws:states:::aws-sdk:s3:getObject"
+	// ConvertContainerName is the container the task overrides.
+	ConvertContainerName = "convert"
+	// TaskInputEnv is the variable that carries the task's input (JSON).
+	TaskInputEnv = "GEOMIGRATE_TASK_INPUT"
 )
 
 // Terminal states of Migrate, as the run report names outcomes.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/migration"
 )
 
 // errorTypeName is how aws-lambda-go names a returned error (errorType):
@@ -37,6 +38,11 @@ var serviceErrors = []string{
 	"StepFunctions.ExecutionLimitExceededException", "StepFunctions.SdkClientException", "StepFunctions.AWSStepFunctionsException",
 	"Lambda.ServiceException", "Lambda.AWSLambdaException", "Lambda.SdkClientException",
 	"Lambda.TooManyRequestsException", "Lambda.ClientExecutionTimeoutException",
+	// ecs:runTask.sync: ECS API and capacity errors (a RunTask answer with
+	// Failures fails the task as AmazonECS.Unknown), and the SDK
+	// integration's S3 errors (ServiceName.ErrorName).
+	"ECS.AmazonECSException", "ECS.SdkClientException", "AmazonECS.Unknown",
+	"S3.SdkClientException", "S3.S3Exception",
 }
 
 func parsed(t *testing.T) *asl.StateMachine { return parse(t, "migrate.asl.json", Migrate) }
@@ -86,6 +92,7 @@ func definitions(t *testing.T) map[string]*asl.StateMachine {
 
 func TestPlaceholdersAreTheDocumentedOnes(t *testing.T) {
 	want := []string{ClassifyFunctionArn, ConvertFunctionArn, DeadLetterQueueURL, HashCheckFunctionArn, PromoteFunctionArn, RemediationQueueURL,
+		ConvertClusterArn, ConvertTaskDefinitionArn, ConvertSubnetIDs, ConvertSecurityGroupID,
 		HashCheckTimeoutSeconds, ConvertTimeoutSeconds, PromoteTimeoutSeconds, ClassifyTimeoutSeconds}
 	slices.Sort(want)
 	if got := asl.Placeholders(Migrate); !slices.Equal(got, want) {
@@ -202,7 +209,7 @@ func TestStateMachineHasAJobDeadline(t *testing.T) {
 // retrier spends attempts on it.
 func TestBreakerOpenIsWaitedOutNotRetried(t *testing.T) {
 	sm := parsed(t)
-	for _, name := range []string{"HashCheck", "Convert", "Promote"} {
+	for _, name := range []string{"HashCheck", "Convert", "ConvertInContainer", "Promote"} {
 		st := sm.States[name]
 		if len(st.Catch) == 0 || !slices.Equal(st.Catch[0].ErrorEquals, []string{"BreakerOpenError"}) || st.Catch[0].Next != "ReadBreakerCause" {
 			t.Errorf("%s: first catcher %+v, want BreakerOpenError → ReadBreakerCause", name, st.Catch)
@@ -221,5 +228,15 @@ func TestBreakerOpenIsWaitedOutNotRetried(t *testing.T) {
 	}
 	if sm.TimeoutSeconds <= 0 {
 		t.Fatal("the wait loop needs the job deadline (TimeoutSeconds) to end")
+	}
+}
+
+// TestContainerResultKeyIsWhatPromoteRemoves: the result object's key is
+// built in the definition; Promote and the routed jobs' cleanup find it by
+// migration.ContainerResultPrefix.
+func TestContainerResultKeyIsWhatPromoteRemoves(t *testing.T) {
+	want := "States.Format('{}" + migration.ContainerResultPrefix + "{}.json', $.job.staging_prefix, States.UUID())"
+	if !strings.Contains(string(Migrate), want) {
+		t.Fatalf("migrate.asl.json does not build the result key as %s", want)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -145,6 +146,41 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 		Convert:   be.ports.Convert(engine, validate.Output),
 		Promote:   be.ports.Promote(),
 		Classify:  be.ports.Classify(),
+	}
+	// The container path (ConvertInContainer): the task reads its result
+	// back from the run's store, and runs as a child process of this
+	// binary (`geomigrate task convert`): locally over the run's
+	// directories and, through this process, its state store; with
+	// --backend aws over the same buckets and table, configured as the
+	// container is on AWS (internal/config's environment).
+	be.handlers.Results = be.ports.Store
+	exe, err := cliForTasks()
+	if err != nil {
+		be.Close()
+		return nil, err
+	}
+	if be.local != nil {
+		cfg := be.ports.Config
+		spec, err := json.Marshal(localTaskPorts{Buckets: be.local.dirs, DestBucket: cfg.DestBucket, DestPrefix: cfg.DestPrefix, StagingPrefix: cfg.StagingPrefix,
+			WorkDir: cfg.WorkDir, Lease: cfg.Lease, Recipe: cfg.Recipe})
+		if err != nil {
+			be.Close()
+			return nil, fmt.Errorf("container task: %w", err)
+		}
+		be.handlers.ConvertTask = childConvertTask(exe, []string{taskLocalEnv + "=" + string(spec)}, be.local.db, be.ports.Log)
+	} else {
+		cfg := be.ports.Config
+		settings := config.DefaultLambda()
+		settings.Handlers, settings.AWS = r.handlers, b.AWS
+		settings.DestBucket, settings.DestPrefix, settings.EngineVersion = cfg.DestBucket, cfg.DestPrefix, engine.Version()
+		var env []string
+		for k, v := range settings.Environment() {
+			env = append(env, k+"="+v)
+		}
+		if b.EndpointURL != "" {
+			env = append(env, "AWS_ENDPOINT_URL="+b.EndpointURL)
+		}
+		be.handlers.ConvertTask = childConvertTask(exe, env, nil, be.ports.Log)
 	}
 	closing := be.ports
 	closing.Log = slog.New(slog.DiscardHandler) // what it closes is in the run report

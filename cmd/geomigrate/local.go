@@ -85,7 +85,10 @@ type sourceRoot struct {
 
 // localBackend is the embedded stand-in for S3, DynamoDB and SQS.
 type localBackend struct {
-	store   *dirstore.Store
+	store *dirstore.Store
+	// dirs are the directories store serves, by bucket: a container task
+	// (a child process) opens the same.
+	dirs    map[string]string
 	db      *boltstore.Store
 	tracker *statestore.Tracker
 	queues  localrun.Queues
@@ -114,15 +117,17 @@ func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.
 	if err := os.MkdirAll(qdir, 0o755); err != nil {
 		return nil, fmt.Errorf("create quarantine dir: %w", err)
 	}
+	dirs := map[string]string{destBucket: dest, quarantineBucket: qdir}
 	opts := []dirstore.Option{dirstore.WithBucketDir(destBucket, dest), dirstore.WithBucketDir(quarantineBucket, qdir)}
 	for _, r := range roots {
 		opts = append(opts, dirstore.WithBucketDir(r.bucket, r.dir))
+		dirs[r.bucket] = r.dir
 	}
 	store, err := dirstore.New("", opts...)
 	if err != nil {
 		return nil, err
 	}
-	b := &localBackend{store: store}
+	b := &localBackend{store: store, dirs: dirs}
 	db, err := boltstore.Open(paths.db)
 	if err != nil {
 		return nil, fmt.Errorf("open state store: %w", err)

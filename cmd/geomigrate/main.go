@@ -47,6 +47,7 @@ type cli struct {
 	Graph      graphCmd      `cmd:"" help:"Print a state machine as a Mermaid flowchart."`
 	SampleData sampleDataCmd `cmd:"" name:"sample-data" help:"Write demo rasters and vectors, a few of them bad."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print geomigrate, GDAL and PROJ versions and the commit."`
+	Task       taskCmd       `cmd:"" help:"Container entry points the state machine runs (task convert: the large-object path)."`
 }
 
 // cmdEnv is what every command's Run receives.

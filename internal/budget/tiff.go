@@ -249,3 +249,19 @@ func CheckOutputTile(bands, bytesPerSample int64, r recipe.Recipe) error {
 	}
 	return nil
 }
+
+// DeclaredTIFF is the work a TIFF declares in its header: width x height x
+// samples per pixel of its first (full-resolution) image, read in Go
+// without GDAL. ok is false when the file is not a TIFF or its header
+// cannot be followed; the caller then knows only the bytes.
+func DeclaredTIFF(ra io.ReaderAt, size int64) (pixelsBands int64, ok bool) {
+	ifds := readTIFFIFDs(ra, size)
+	if len(ifds) == 0 {
+		return 0, false
+	}
+	p := mulSat(ifds[0].width, ifds[0].height, ifds[0].spp)
+	if p > math.MaxInt64 {
+		return math.MaxInt64, true
+	}
+	return int64(p), true
+}

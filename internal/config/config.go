@@ -50,6 +50,15 @@ type Handlers struct {
 	BreakerThreshold int     `name:"breaker-threshold" env:"GEOMIGRATE_BREAKER_THRESHOLD" default:"5" help:"Consecutive transient or systemic failures of a bucket that open its circuit breaker (0: no breaker). At most 5, the attempts per task, so one file's retries open it."`
 	BreakerWindow    Seconds `name:"breaker-window" env:"GEOMIGRATE_BREAKER_WINDOW_SECONDS" default:"2m" help:"Failures further apart than this do not add up towards --breaker-threshold."`
 	BreakerCooldown  Seconds `name:"breaker-cooldown" env:"GEOMIGRATE_BREAKER_COOLDOWN_SECONDS" default:"1m" help:"How long an open breaker refuses calls (files wait, without spending retries) before one call probes the bucket."`
+	// The limits over which a job is converted by the container task (ECS
+	// Fargate on AWS, a child process locally) instead of the Convert
+	// Lambda (migration.ContainerLimits, docs/large-objects.md). HashCheck
+	// puts them in its output beside the job's measures and the state
+	// machine's ChooseEngine Choice compares the two; a run-time policy
+	// document, where one is deployed, would set them in HashCheck instead.
+	ContainerBytes       int64 `name:"container-bytes" env:"GEOMIGRATE_CONTAINER_BYTES" default:"4294967296" help:"Sources (with sidecars) larger than this many bytes are converted by the container task instead of the Convert Lambda."`
+	ContainerPixelsBands int64 `name:"container-pixels-bands" env:"GEOMIGRATE_CONTAINER_PIXELS_BANDS" default:"1500000000" help:"Rasters whose header declares more than width x height x bands than this are converted by the container task."`
+	ContainerFeatures    int64 `name:"container-features" env:"GEOMIGRATE_CONTAINER_FEATURES" default:"10000000" help:"Vector sources declaring more features than this are converted by the container task."`
 }
 
 // Validate checks what the tags cannot (kong calls it after parsing).
@@ -77,6 +86,8 @@ func (h *Handlers) Validate() error {
 		return fmt.Errorf("--breaker-window %s: want a positive duration", h.BreakerWindow)
 	case h.BreakerThreshold > 0 && h.BreakerCooldown.Duration() < time.Second:
 		return fmt.Errorf("--breaker-cooldown %s: want at least 1s (the state machine waits in whole seconds)", h.BreakerCooldown)
+	case h.ContainerBytes <= 0 || h.ContainerPixelsBands <= 0 || h.ContainerFeatures <= 0:
+		return fmt.Errorf("--container-bytes %d, --container-pixels-bands %d, --container-features %d: each must be positive", h.ContainerBytes, h.ContainerPixelsBands, h.ContainerFeatures)
 	}
 	return nil
 }
@@ -93,6 +104,7 @@ func (h Handlers) Migration(destBucket, destPrefix, engine string) migration.Con
 		WorkDir:              h.WorkDir,
 		SourceReadAhead:      h.ReadAhead(),
 		Breaker:              breaker.Policy{Threshold: h.BreakerThreshold, Window: h.BreakerWindow.Duration(), Cooldown: h.BreakerCooldown.Duration()},
+		Container:            migration.ContainerLimits{Bytes: h.ContainerBytes, PixelsBands: h.ContainerPixelsBands, Features: h.ContainerFeatures},
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = os.TempDir()

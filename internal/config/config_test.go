@@ -103,7 +103,8 @@ func TestEnvironmentRoundTrip(t *testing.T) {
 	yes := true
 	want := Lambda{
 		Handlers: Handlers{VectorFormat: "FlatGeobuf", ZSTDLevel: 5, StagingPrefix: "stage/", Lease: Seconds(31 * time.Minute),
-			FingerprintThreshold: 1 << 20, WorkDir: "/tmp/w", SourceReadWhole: 1 << 20, SourceReadBlock: 1 << 20, SourceReadBlocks: 3},
+			FingerprintThreshold: 1 << 20, WorkDir: "/tmp/w", SourceReadWhole: 1 << 20, SourceReadBlock: 1 << 20, SourceReadBlocks: 3,
+			ContainerBytes: 1 << 33, ContainerPixelsBands: 7, ContainerFeatures: 9},
 		AWS: AWS{StateTable: "jobs", Region: "eu-west-1", PathStyle: &yes, MaxAttempts: 3, MaxBackoff: 20 * time.Millisecond,
 			ConditionalCopy: "server", StateTTLDays: 30, DeadLetterQueueURL: "https://sqs/q"},
 		DestBucket: "dst", DestPrefix: "cog/", EngineVersion: "3.9.1", MigrateStateMachineArn: "arn:sm", LogLevel: "warn",
@@ -208,5 +209,14 @@ func TestReadAheadFromHandlers(t *testing.T) {
 		if got := tt.h.ReadAhead(); got != tt.want {
 			t.Errorf("%s: ReadAhead() = %+v, want %+v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestContainerDefaultsAreTheHandlers: the flags' defaults are the limits
+// the handlers apply when none are set.
+func TestContainerDefaultsAreTheHandlers(t *testing.T) {
+	got := DefaultLambda().Migration().Container
+	if got != migration.DefaultContainerLimits {
+		t.Fatalf("config defaults %+v, migration defaults %+v", got, migration.DefaultContainerLimits)
 	}
 }

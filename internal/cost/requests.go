@@ -34,10 +34,13 @@ type Requests struct {
 // dataset's Collection; the first file of a dataset, or one widening the
 // Collection's extent, also rewrites the Collection (one more GET or
 // less, two PUT/COPY and one DELETE: rare over a dataset of many files,
-// not charged).
+// not charged). HashCheck reads the header of a claimed TIFF (or of a
+// Shapefile's .dbf) to measure the work it routes by (migration.Route):
+// one GET on the converted and remediation paths for a TIFF whose
+// directory lies in its first 64 KiB (a COG keeps it there).
 var PerFile = map[Path]Requests{
-	Converted:   {S3GetHead: 9, S3PutCopyList: 6, S3Delete: 3, DynamoDBRead: 6, DynamoDBWrite: 4},
+	Converted:   {S3GetHead: 10, S3PutCopyList: 6, S3Delete: 3, DynamoDBRead: 6, DynamoDBWrite: 4},
 	Skipped:     {S3GetHead: 3, S3PutCopyList: 1, DynamoDBRead: 2},
-	Remediation: {S3GetHead: 4, S3PutCopyList: 3, DynamoDBRead: 4, DynamoDBWrite: 4},
+	Remediation: {S3GetHead: 5, S3PutCopyList: 3, DynamoDBRead: 4, DynamoDBWrite: 4},
 	Rejected:    {S3GetHead: 1, DynamoDBRead: 1, DynamoDBWrite: 1},
 }

@@ -66,6 +66,12 @@ func Walks(ctx context.Context, def []byte) (map[Path]Walk, error) {
 		statemachine.ClassifyFunctionArn:  arn + "classify",
 		statemachine.RemediationQueueURL:  "local://remediation",
 		statemachine.DeadLetterQueueURL:   "local://dead-letter",
+		// The container path is not walked: its task and result read are
+		// never reached on these paths (a job within the limits).
+		statemachine.ConvertClusterArn:        "arn:aws:ecs:local:000000000000:cluster/c",
+		statemachine.ConvertTaskDefinitionArn: "arn:aws:ecs:local:000000000000:task-definition/t:1",
+		statemachine.ConvertSubnetIDs:         "subnet-1",
+		statemachine.ConvertSecurityGroupID:   "sg-1",
 	}
 	def, err = asl.Substitute(def, fns)
 	if err != nil {
@@ -104,6 +110,9 @@ func walk(ctx context.Context, sm *asl.StateMachine, fns map[string]string, p Pa
 	hashcheck := reply(map[string]any{
 		"decision": decision, "reason": "already_migrated",
 		"source": map[string]any{"bucket": "b", "key": "k.tif"}, "job": map[string]any{"id": "j"},
+		// Within the container limits: the Convert Lambda path.
+		"route": map[string]any{"within_budget": true, "work": map[string]any{"bytes": 1, "pixels_bands": 0, "features": 0},
+			"limits": map[string]any{"bytes": 2, "pixels_bands": 2, "features": 2}},
 	})
 	if p == Rejected {
 		hashcheck = func(context.Context, json.RawMessage) (json.RawMessage, error) {

@@ -20,9 +20,9 @@ func TestWalksFollowTheASL(t *testing.T) {
 		lambdas string
 		sqs     int
 	}{
-		{Converted, "Normalize FromManual HashCheck ShouldConvert Convert Promote SummarizeCompleted Completed", "HashCheck Convert Promote", 0},
+		{Converted, "Normalize FromManual HashCheck ShouldConvert ChooseEngine Convert Promote SummarizeCompleted Completed", "HashCheck Convert Promote", 0},
 		{Skipped, "Normalize FromManual HashCheck ShouldConvert SummarizeSkipped Skipped", "HashCheck", 0},
-		{Remediation, "Normalize FromManual HashCheck ShouldConvert Convert Classify Route SendToRemediation RoutedToRemediation", "HashCheck Convert Classify", 1},
+		{Remediation, "Normalize FromManual HashCheck ShouldConvert ChooseEngine Convert Classify Route SendToRemediation RoutedToRemediation", "HashCheck Convert Classify", 1},
 		{Rejected, "Normalize FromManual HashCheck Classify Route SendToRemediation RoutedToRemediation", "HashCheck Classify", 1},
 	}
 	for _, tt := range tests {
@@ -58,8 +58,8 @@ func TestWalksCountAnAddedState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := walks[Converted].Transitions; got != 9 {
-		t.Errorf("converted walk with an extra state: %d transitions, want 9", got)
+	if got := walks[Converted].Transitions; got != 10 {
+		t.Errorf("converted walk with an extra state: %d transitions, want 10", got)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/statemachine"
@@ -28,6 +29,12 @@ const (
 	ClassifyFunction    = "arn:aws:lambda:local:000000000000:function:geomigrate-classify"
 	RemediationQueueURL = "local://queues/remediation"
 	DeadLetterQueueURL  = "local://queues/dead-letter"
+	// The container task's stand-ins: locally it is a child process, and
+	// the cluster, task definition and network only name it.
+	ConvertCluster        = "arn:aws:ecs:local:000000000000:cluster/geomigrate"
+	ConvertTaskDefinition = "arn:aws:ecs:local:000000000000:task-definition/geomigrate-convert:1"
+	ConvertSubnets        = "subnet-local"
+	ConvertSecurityGroup  = "sg-local"
 )
 
 // Substitutions maps every placeholder of the migrate definition to its
@@ -40,15 +47,28 @@ func Substitutions() map[string]string {
 		statemachine.ClassifyFunctionArn:  ClassifyFunction,
 		statemachine.RemediationQueueURL:  RemediationQueueURL,
 		statemachine.DeadLetterQueueURL:   DeadLetterQueueURL,
+
+		statemachine.ConvertClusterArn:        ConvertCluster,
+		statemachine.ConvertTaskDefinitionArn: ConvertTaskDefinition,
+		statemachine.ConvertSubnetIDs:         ConvertSubnets,
+		statemachine.ConvertSecurityGroupID:   ConvertSecurityGroup,
 	}
 }
 
-// Handlers are the four steps.
+// Handlers are the four steps, and what the container path needs.
 type Handlers struct {
 	HashCheck *migration.HashCheck
 	Convert   *migration.Convert
 	Promote   *migration.Promote
 	Classify  *migration.Classify
+	// ConvertTask runs ConvertInContainer's task (ecs:runTask.sync): the
+	// same Convert handler in a child process. Nil: a job routed there
+	// fails (no handler for the resource) and is classified like any
+	// task failure.
+	ConvertTask ContainerRunner
+	// Results is the object store the task's result object is read from
+	// (aws-sdk:s3:getObject). Nil: the read fails likewise.
+	Results objectstore.Store
 }
 
 // Recipe is the recipe the handlers convert with.
@@ -155,6 +175,12 @@ func NewExecutor(h Handlers, q Queues, opts ...asl.Option) (*asl.Executor, error
 			}
 			return s.Send(ctx, body)
 		}),
+	}
+	if h.ConvertTask != nil {
+		all = append(all, asl.WithResource(statemachine.ResourceECSRunTaskSync, ecsRunTaskSync(h.ConvertTask)))
+	}
+	if h.Results != nil {
+		all = append(all, asl.WithResource(statemachine.ResourceS3GetObject, s3GetObject(h.Results)))
 	}
 	return asl.NewExecutor(sm, append(all, opts...)...), nil
 }

@@ -41,16 +41,20 @@ type Outcome struct {
 	Execution string `json:"execution"`
 	// TraceID is the execution's trace id (internal/tracing): every log
 	// line of its handlers and its queue message carry it.
-	TraceID  string   `json:"trace_id,omitempty"`
-	Status   string   `json:"status"`
-	Reason   string   `json:"reason,omitempty"`
-	JobID    string   `json:"job_id,omitempty"`
-	Tier     string   `json:"tier,omitempty"`
-	Error    string   `json:"error,omitempty"`
-	Code     string   `json:"code,omitempty"`
-	Message  string   `json:"message,omitempty"`
-	Attempts int      `json:"attempts,omitempty"`
-	Retries  int      `json:"retries"` // retries the state machine scheduled
+	TraceID  string `json:"trace_id,omitempty"`
+	Status   string `json:"status"`
+	Reason   string `json:"reason,omitempty"`
+	JobID    string `json:"job_id,omitempty"`
+	Tier     string `json:"tier,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Code     string `json:"code,omitempty"`
+	Message  string `json:"message,omitempty"`
+	Attempts int    `json:"attempts,omitempty"`
+	Retries  int    `json:"retries"` // retries the state machine scheduled
+	// Engine is where the file was converted: "lambda" (the Convert
+	// task) or "container" (ConvertInContainer, the large-object path);
+	// empty when no conversion was started.
+	Engine   string   `json:"engine,omitempty"`
 	BytesIn  int64    `json:"bytes_in"`
 	BytesOut int64    `json:"bytes_out"`
 	Outputs  []string `json:"outputs,omitempty"`
@@ -253,8 +257,13 @@ func closeEnded(ctx context.Context, ended func(context.Context, migration.Ended
 func Summarize(res *asl.Result, o *Outcome) {
 	o.History = res.History
 	for _, ev := range res.History {
-		if ev.Type == "RetryScheduled" {
+		switch {
+		case ev.Type == "RetryScheduled":
 			o.Retries++
+		case ev.Type == asl.EventStateEntered && ev.State == "Convert":
+			o.Engine = migration.EngineLambda
+		case ev.Type == asl.EventStateEntered && ev.State == "ConvertInContainer":
+			o.Engine = migration.EngineContainer
 		}
 	}
 	if res.Status == "SUCCEEDED" {

@@ -31,6 +31,9 @@ type Config struct {
 	// Breaker is the circuit breaker policy on each bucket; the zero
 	// policy has no breaker.
 	Breaker breaker.Policy
+	// Container are the limits over which a job is converted by the
+	// container task instead of the Convert Lambda (zero: the defaults).
+	Container ContainerLimits
 }
 
 // Defaults.
@@ -53,6 +56,9 @@ func (c Config) withDefaults() Config {
 	if c.WorkDir == "" {
 		c.WorkDir = "/tmp"
 	}
+	if c.Container == (ContainerLimits{}) {
+		c.Container = DefaultContainerLimits
+	}
 	c.Recipe = c.Recipe.WithDefaults()
 	return c
 }
@@ -68,6 +74,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("migration.Config: staging prefix %q must end in /", c.StagingPrefix)
 	case c.DestPrefix != "" && strings.HasPrefix(c.DestPrefix, c.StagingPrefix):
 		return fmt.Errorf("migration.Config: destination prefix %q lies inside the staging prefix %q", c.DestPrefix, c.StagingPrefix)
+	}
+	if err := c.Container.Validate(); err != nil {
+		return err
 	}
 	return c.Recipe.Validate()
 }

@@ -103,7 +103,12 @@ func (h *HashCheck) Handle(ctx context.Context, in HashCheckInput) (HashCheckOut
 	log := logFor(h.log, in.Context, in.Source.Key)
 	out, err := h.check(ctx, in)
 	h.meter().hashCheck(in, err)
-	logOutcome(ctx, log, "hashcheck", err, slog.String("decision", out.Decision), slog.String("reason", out.Reason), slog.String("job", out.Job.ID))
+	attrs := []any{slog.String("decision", out.Decision), slog.String("reason", out.Reason), slog.String("job", out.Job.ID)}
+	if out.Route != nil {
+		attrs = append(attrs, slog.String("engine", out.Route.Engine), slog.Int64("bytes", out.Route.Work.Bytes),
+			slog.Int64("pixels_bands", out.Route.Work.PixelsBands), slog.Int64("features", out.Route.Work.Features))
+	}
+	logOutcome(ctx, log, "hashcheck", err, attrs...)
 	return out, boundary(err, in.Context)
 }
 
@@ -195,7 +200,7 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 		}
 		return HashCheckOutput{Source: id.src, Decision: v.decision, Reason: v.reason}, nil
 	}
-	job, err := h.identifyContent(ctx, id)
+	job, sidecars, err := h.identifyContent(ctx, id)
 	if err != nil {
 		return HashCheckOutput{}, err
 	}
@@ -205,6 +210,9 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 			return out, v.err
 		}
 		out.Decision, out.Reason = v.decision, v.reason
+		if out.Decision == DecisionConvert {
+			out.Route = h.route(ctx, job, sidecars)
+		}
 		return out, nil
 	}
 
@@ -322,21 +330,21 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 
 // identifyContent fingerprints the object and its sidecars and names the
 // job that converts this content with this recipe.
-func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job, error) {
+func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job, []objectstore.Object, error) {
 	src, key, obj := id.src, id.key, id.obj
 	sum, kind, err := h.finger.Fingerprint(ctx, src.Bucket, key, obj.Size)
 	if err != nil {
-		return Job{}, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
+		return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
 	}
 	sidecars, err := listSidecars(ctx, h.store, src.Bucket, key)
 	if err != nil {
-		return Job{}, fmt.Errorf("migration.HashCheck: %w", err)
+		return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
 	}
 	sums := map[string]string{}
 	for _, sc := range sidecars {
 		s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
 		if err != nil {
-			return Job{}, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
+			return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
 		}
 		sums[path.Base(sc.Key)] = s
 	}
@@ -346,7 +354,7 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 	// for a glob converts again exactly the keys the glob matches.
 	rec, _, err := h.cfg.Recipes.Resolve(h.cfg.Recipe, key)
 	if err != nil {
-		return Job{}, fault.Systemic("hashcheck: recipe of "+key, err)
+		return Job{}, nil, fault.Systemic("hashcheck: recipe of "+key, err)
 	}
 	recipeHash := rec.ShortHash()
 	return Job{
@@ -363,7 +371,7 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		DestBucket:    h.cfg.DestBucket,
 		DestKey:       predictDestKey(h.cfg.DestPrefix, key, rec),
 		StagingPrefix: h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
-	}, nil
+	}, sidecars, nil
 }
 
 // resolve finds the source object. URL-encoded keys are decoded first; if

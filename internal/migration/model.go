@@ -122,6 +122,9 @@ type (
 		Job      Job    `json:"job"`
 		Decision string `json:"decision"`
 		Reason   string `json:"reason,omitempty"`
+		// Route is set with DecisionConvert: the job's measured work and
+		// the limits the state machine routes it by.
+		Route *Route `json:"route,omitempty"`
 	}
 	ConvertInput struct {
 		Job     Job        `json:"job"`
@@ -129,6 +132,10 @@ type (
 	}
 	ConvertOutput struct {
 		Outputs []Artifact `json:"outputs"`
+		// ResultKey is the container task's result object (in the
+		// destination bucket), which Promote deletes with the staged
+		// outputs; empty when the Convert Lambda converted.
+		ResultKey string `json:"result_key,omitempty"`
 	}
 	PromoteInput struct {
 		Job       Job           `json:"job"`

@@ -26,7 +26,7 @@ func (h *HashCheck) Preview(ctx context.Context, src Source) (HashCheckOutput, e
 		}
 		return HashCheckOutput{Source: id.src, Decision: v.decision, Reason: v.reason}, nil
 	}
-	job, err := h.identifyContent(ctx, id)
+	job, sidecars, err := h.identifyContent(ctx, id)
 	if err != nil {
 		return HashCheckOutput{}, err
 	}
@@ -36,6 +36,9 @@ func (h *HashCheck) Preview(ctx context.Context, src Source) (HashCheckOutput, e
 			return out, v.err
 		}
 		out.Decision, out.Reason = v.decision, v.reason
+		if out.Decision == DecisionConvert {
+			out.Route = h.route(ctx, job, sidecars)
+		}
 		return out, nil
 	}
 	cur, outcome, recordFound, err := h.tracker.Peek(ctx, job.ID)

@@ -109,6 +109,14 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput, completed **stat
 			return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", collectionStaging(job), err)
 		}
 	}
+	if k := in.Converted.ResultKey; k != "" {
+		if !strings.HasPrefix(k, job.StagingPrefix+ContainerResultPrefix) {
+			return PromoteOutput{}, fault.Systemic("migration.Promote", fmt.Errorf("refusing to delete %s: not a result object of this job's staging", k))
+		}
+		if err := p.store.Delete(ctx, job.DestBucket, k); err != nil {
+			return PromoteOutput{}, fmt.Errorf("migration.Promote: delete result %s: %w", k, err)
+		}
+	}
 	first := in.Converted.Outputs[0]
 	var total int64
 	for _, a := range in.Converted.Outputs {

@@ -71,6 +71,21 @@ func (c *SourceCache) Take(bucket, key, sum string) ([]byte, bool) {
 	return e.Value.(*sourceEntry).data, true
 }
 
+// Peek returns the bytes of bucket/key with SHA-256 sum and keeps them
+// for a later Take (HashCheck measures a source it is handing to Convert).
+func (c *SourceCache) Peek(bucket, key, sum string) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[sourceKey{bucket, key, sum}]
+	if !ok {
+		return nil, false
+	}
+	return e.Value.(*sourceEntry).data, true
+}
+
 func (c *SourceCache) remove(e *list.Element) {
 	se := e.Value.(*sourceEntry)
 	c.order.Remove(e)

@@ -365,6 +365,33 @@ func (t *Tracker) FindLeasedBy(ctx context.Context, execution string, since time
 	return Job{}, false, nil
 }
 
+// Renew extends the lease an execution holds on an unfinished job by the
+// tracker's lease from now, with no status change and no history entry: a
+// task longer than the lease (the container path) keeps its job while it
+// runs. A job held by another execution, or finished, is ErrLeaseLost.
+func (t *Tracker) Renew(ctx context.Context, id, execution string) error {
+	for {
+		now := t.now().UTC()
+		cur, err := t.backend.Get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("statestore.Renew: %s: %w", id, err)
+		}
+		if cur.LeaseOwner != execution || cur.Status.Terminal() {
+			return fmt.Errorf("statestore.Renew: %s (%s, held by %s): %w", id, cur.Status, cur.LeaseOwner, ErrLeaseLost)
+		}
+		next := cur
+		next.LeaseUntil = now.Add(t.lease)
+		next.UpdatedAt, next.Version = now, cur.Version+1
+		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			return fmt.Errorf("statestore.Renew: %s: %w", id, err)
+		}
+		return nil
+	}
+}
+
 // Note appends a history entry without changing the status, on behalf of
 // the execution that holds or last held the job (what happened after the
 // job's last transition: a message sent about it, for instance).

@@ -253,3 +253,37 @@ func TestRoutingTransitionsKeepTheTier(t *testing.T) {
 		t.Errorf("history %s, job tier %q", got, j.Tier)
 	}
 }
+
+// TestRenewKeepsALongTaskItsJob: renewing moves the lease's end without a
+// status change or a history entry, so a second execution still finds the
+// job in progress after the first lease would have run out; only the
+// holder renews, and never a finished job.
+func TestRenewKeepsALongTaskItsJob(t *testing.T) {
+	tr, c := newTracker()
+	ctx := context.Background()
+	before, _ := claim(t, tr, "exec-1", false)
+	c.advance(50 * time.Second)
+	if err := tr.Renew(ctx, "ds:abc:r1", "exec-1"); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(50 * time.Second) // 100 s after the claim: the first lease (1 min) is over
+	if _, o := claim(t, tr, "exec-2", false); o != statestore.InProgress {
+		t.Fatalf("a second execution got %s; the renewed lease should hold it off", o)
+	}
+	j, err := tr.Get(ctx, "ds:abc:r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != before.Status || len(j.History) != len(before.History) || !j.LeaseUntil.Equal(c.t.Add(10*time.Second)) {
+		t.Fatalf("after renewal: status %s history %d lease until %v; want %s, %d, %v", j.Status, len(j.History), j.LeaseUntil, before.Status, len(before.History), c.t.Add(10*time.Second))
+	}
+	if err := tr.Renew(ctx, "ds:abc:r1", "exec-2"); !errors.Is(err, statestore.ErrLeaseLost) {
+		t.Fatalf("another execution renewed: %v", err)
+	}
+	if err := to(t, tr, "exec-1", statestore.Completed); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Renew(ctx, "ds:abc:r1", "exec-1"); !errors.Is(err, statestore.ErrLeaseLost) {
+		t.Fatalf("a finished job renewed: %v", err)
+	}
+}
