@@ -36,12 +36,27 @@ type HashCheck struct {
 	// (re)enter HashCheck (WithJobDeadline); now is its clock.
 	deadline JobDeadline
 	now      func() time.Time
+	limits   ContainerLimitsSource // nil: cfg.Container
 }
 
 // JobDeadline gives the job deadline in force when it is asked
 // (internal/policy reads it from the run-time document).
 type JobDeadline interface {
 	JobDeadline(ctx context.Context) time.Duration
+}
+
+// ContainerLimitsSource gives the limits in force above which a job goes
+// to the container engine (internal/policy: the run-time document's
+// large_objects over the configured ones).
+type ContainerLimitsSource interface {
+	ContainerLimits(ctx context.Context, configured ContainerLimits) ContainerLimits
+}
+
+// WithContainerLimits makes HashCheck take its engine choice's limits from
+// l at each call instead of the configuration alone.
+func (h *HashCheck) WithContainerLimits(l ContainerLimitsSource) *HashCheck {
+	h.limits = l
+	return h
 }
 
 // WithJobDeadline makes HashCheck refuse to start an execution's job once

@@ -150,6 +150,9 @@ func (h *HashCheck) route(ctx context.Context, job Job, sidecars []objectstore.O
 		}
 	}
 	limits := h.cfg.Container
+	if h.limits != nil {
+		limits = h.limits.ContainerLimits(ctx, limits)
+	}
 	ok := withinBudget(w, job.Recipe.WithDefaults())
 	return &Route{Work: w, Limits: limits, WithinBudget: ok, EphemeralGiB: EphemeralGiB(w.Bytes), Engine: limits.Engine(w, ok)}
 }

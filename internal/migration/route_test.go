@@ -1,6 +1,7 @@
 package migration
 
 import (
+	"context"
 	"encoding/binary"
 	"testing"
 )
@@ -107,5 +108,35 @@ func TestHashCheckMeasuresTheWork(t *testing.T) {
 	}
 	if hc = f.check(t, "e4", "notes.tif"); hc.Route != nil {
 		t.Fatalf("a skipped job (in progress) carries a route: %+v", hc.Route)
+	}
+}
+
+// limitsByCall stands in for the run-time policy: its limits are whatever
+// the test last set.
+type limitsByCall struct{ bytes int64 }
+
+func (l *limitsByCall) ContainerLimits(_ context.Context, configured ContainerLimits) ContainerLimits {
+	if l.bytes > 0 {
+		configured.Bytes = l.bytes
+	}
+	return configured
+}
+
+// TestContainerLimitsChangeAtRunTime: the limits HashCheck's engine choice
+// uses are asked for at each call, so a document lowering the byte limit
+// sends the next job to the container with no restart.
+func TestContainerLimitsChangeAtRunTime(t *testing.T) {
+	f := newFixture(t)
+	src := &limitsByCall{}
+	f.hash.WithContainerLimits(src)
+	f.put(t, "a.tif", string(tiffHeader(10, 10, 1)))
+	f.put(t, "b.tif", string(tiffHeader(10, 10, 2)))
+	if hc := f.check(t, "e1", "a.tif"); hc.Route == nil || hc.Route.Engine != EngineLambda || hc.Route.Limits != DefaultContainerLimits {
+		t.Fatalf("route = %+v, want the Lambda under the default limits", hc.Route)
+	}
+	src.bytes = 1
+	hc := f.check(t, "e2", "b.tif")
+	if hc.Route == nil || hc.Route.Engine != EngineContainer || hc.Route.Limits.Bytes != 1 || hc.Route.Limits.PixelsBands != DefaultContainerLimits.PixelsBands {
+		t.Fatalf("route = %+v, want the container under a 1-byte limit", hc.Route)
 	}
 }

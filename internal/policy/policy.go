@@ -60,8 +60,8 @@ type Document struct {
 	// queue.
 	JobDeadlineSeconds int      `json:"job_deadline_seconds"`
 	Backfill           Backfill `json:"backfill"`
-	// LargeObjects is optional and reserved for the large-object route;
-	// nothing reads it yet.
+	// LargeObjects, optional, replaces the configured limits above which
+	// HashCheck sends a job to the container engine (ChooseEngine).
 	LargeObjects *LargeObjects `json:"large_objects,omitempty"`
 }
 
@@ -100,9 +100,10 @@ type Backfill struct {
 }
 
 // LargeObjects are the thresholds above which a source takes the
-// large-object route (0: no threshold).
+// large-object route (0: the configured limit stays).
 type LargeObjects struct {
-	Bytes    int64 `json:"bytes,omitempty"`
+	Bytes int64 `json:"bytes,omitempty"`
+	// Pixels counts width x height x bands (migration.Work.PixelsBands).
 	Pixels   int64 `json:"pixels,omitempty"`
 	Features int64 `json:"features,omitempty"`
 }

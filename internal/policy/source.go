@@ -105,6 +105,25 @@ func (s *Source) JobDeadline(ctx context.Context) time.Duration {
 	return s.Current(ctx).JobDeadline()
 }
 
+// ContainerLimits implements migration.ContainerLimitsSource: the
+// configured limits with the document's large_objects in their place.
+func (s *Source) ContainerLimits(ctx context.Context, configured migration.ContainerLimits) migration.ContainerLimits {
+	lo := s.Current(ctx).LargeObjects
+	if lo == nil {
+		return configured
+	}
+	if lo.Bytes > 0 {
+		configured.Bytes = lo.Bytes
+	}
+	if lo.Pixels > 0 {
+		configured.PixelsBands = lo.Pixels
+	}
+	if lo.Features > 0 {
+		configured.Features = lo.Features
+	}
+	return configured
+}
+
 // refresh fetches and, for a new revision, parses the stored document;
 // s.mu is held.
 func (s *Source) refresh(ctx context.Context) error {

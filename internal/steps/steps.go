@@ -90,7 +90,7 @@ func (p Ports) HashCheck() *migration.HashCheck {
 	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FingerprintThreshold, Keep: p.Sources}
 	h := migration.NewHashCheck(p.Config, store, p.Tracker, f, p.log()).WithMetrics(p.Metrics)
 	if p.Policy != nil {
-		h.WithJobDeadline(p.Policy)
+		h.WithJobDeadline(p.Policy).WithContainerLimits(p.Policy)
 	}
 	return h
 }
