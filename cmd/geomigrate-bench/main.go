@@ -1,0 +1,205 @@
+// Command geomigrate-bench prints the performance figures of geomigrate
+// against their anchors (make bench): each figure is measured alternately
+// with its anchor in the same run, A, B, A, B …, and reported as the median
+// ratio with its range and a check against its goal. Inputs are generated
+// into a temporary directory and removed afterwards.
+//
+//	geomigrate-bench run [-quick] [-only cog,sha256] [-json results.json] [-include other.json]
+//	geomigrate-bench sha256 FILE   # the project's hash of a file (the SHA-256 figure's subject)
+//
+// The figures are listed in one place, experiments() in figures.go.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/benchpair"
+	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/geomigrate/geomigrate/internal/fingerprint"
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "geomigrate-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "sha256" {
+		if len(args) != 2 {
+			return errors.New("usage: geomigrate-bench sha256 FILE")
+		}
+		return printSHA256(ctx, args[1])
+	}
+	if len(args) > 0 && args[0] == "run" {
+		args = args[1:]
+	}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	b := &bench{}
+	quickEnv, _ := strconv.ParseBool(os.Getenv("BENCH_QUICK"))
+	fs.BoolVar(&b.quick, "quick", quickEnv, "smaller inputs and fewer runs (also BENCH_QUICK=1)")
+	fs.IntVar(&b.runs, "runs", 0, "pairs per figure (0: each figure's default)")
+	only := fs.String("only", "", "comma-separated experiment names to run (default: all)")
+	fs.StringVar(&b.cli, "cli", "bin/geomigrate", "the geomigrate CLI to measure (make cli)")
+	fs.StringVar(&b.localrunTest, "localrun-test", "bin/bench/localrun.test", "internal/localrun's test binary (go test -c)")
+	fs.StringVar(&b.geoparquetTest, "geoparquet-test", "bin/bench/geoparquet.test", "internal/geoparquet's test binary (go test -c)")
+	tmp := fs.String("tmp", "", "where inputs are generated (default: $TMPDIR); removed afterwards")
+	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
+	var includes multiFlag
+	fs.Var(&includes, "include", "a JSON report (or list of figures) written by another benchmark, appended to the table (repeatable)")
+	list := fs.Bool("list", false, "list the experiments and exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	exps := experiments(b.sizes())
+	if *list {
+		for _, e := range exps {
+			fmt.Printf("%-20s %s\n", e.name, e.title)
+		}
+		return nil
+	}
+	selected, err := selectExperiments(exps, *only)
+	if err != nil {
+		return err
+	}
+	for _, p := range []*string{&b.cli, &b.localrunTest, &b.geoparquetTest} {
+		if *p, err = filepath.Abs(*p); err != nil {
+			return err
+		}
+	}
+	if b.self, err = os.Executable(); err != nil {
+		return err
+	}
+	engine, err := gdal.New()
+	if err != nil {
+		return err
+	}
+	b.gdalConfig = engine.Config()
+	dir, err := os.MkdirTemp(*tmp, "geomigrate-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+
+	rep := benchpair.Report{Mode: b.mode(), Started: time.Now().UTC(), Host: benchpair.Host{
+		CPUs: runtime.NumCPU(), GDAL: engine.Version(), Go: runtime.Version(), Revision: buildinfo.Revision, LoadStart: loadAverage(),
+	}}
+	for _, e := range selected {
+		rep.Figures = append(rep.Figures, b.measure(ctx, e, filepath.Join(dir, e.name))...)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	for _, p := range includes {
+		figs, err := readFigures(p)
+		if err != nil {
+			return err
+		}
+		rep.Figures = append(rep.Figures, figs...)
+	}
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.Host.LoadEnd = loadAverage()
+	fmt.Println()
+	if err := rep.WriteText(os.Stdout); err != nil {
+		return err
+	}
+	if *jsonOut != "" {
+		return rep.WriteJSON(*jsonOut)
+	}
+	return nil
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func selectExperiments(all []experiment, only string) ([]experiment, error) {
+	if only == "" {
+		return all, nil
+	}
+	var out []experiment
+	for _, name := range strings.Split(only, ",") {
+		found := false
+		for _, e := range all {
+			if e.name == strings.TrimSpace(name) {
+				out, found = append(out, e), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("-only: no experiment %q (see -list)", name)
+		}
+	}
+	return out, nil
+}
+
+// readFigures reads another benchmark's figures: a benchpair.Report, or a
+// JSON list of benchpair.Figure.
+func readFigures(path string) ([]benchpair.Figure, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("-include: %w", err)
+	}
+	var figs []benchpair.Figure
+	if strings.HasPrefix(strings.TrimSpace(string(b)), "[") {
+		err = jsonUnmarshal(b, &figs)
+	} else {
+		var r benchpair.Report
+		err = jsonUnmarshal(b, &r)
+		figs = r.Figures
+	}
+	if err != nil {
+		return nil, fmt.Errorf("-include %s: %w", path, err)
+	}
+	return figs, nil
+}
+
+// loadAverage is the 1-minute load average (0 where /proc is absent).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(f[0], 64)
+	return v
+}
+
+// printSHA256 hashes a local file the way HashCheck hashes a source
+// (internal/fingerprint through the directory store, default options).
+func printSHA256(ctx context.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	store, err := dirstore.New("", dirstore.WithBucketDir("src", filepath.Dir(abs)))
+	if err != nil {
+		return err
+	}
+	sum, err := fingerprint.SHA256(ctx, store, "src", filepath.Base(abs), -1, fingerprint.Options{})
+	if err != nil {
+		return err
+	}
+	fmt.Println(sum)
+	return nil
+}
