@@ -4,15 +4,13 @@
 // ratio with its range and a check against its goal. Inputs are generated
 // into a temporary directory and removed afterwards.
 //
-//	geomigrate-bench run [-quick] [-only cog,sha256] [-json results.json] [-include other.json]
-//	geomigrate-bench sha256 FILE   # the project's hash of a file (the SHA-256 figure's subject)
+//	geomigrate-bench [run] [-quick] [-only cog,sha256] [-runs N] [-json results.json] [-include other.json]
 //
 // The figures are listed in one place, experiments() in figures.go.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -26,9 +24,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/benchpair"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
-	"github.com/geomigrate/geomigrate/internal/fingerprint"
 	"github.com/geomigrate/geomigrate/internal/gdal"
-	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
 )
 
 func main() {
@@ -42,12 +38,6 @@ func main() {
 }
 
 func run(ctx context.Context, args []string) error {
-	if len(args) > 0 && args[0] == "sha256" {
-		if len(args) != 2 {
-			return errors.New("usage: geomigrate-bench sha256 FILE")
-		}
-		return printSHA256(ctx, args[1])
-	}
 	if len(args) > 0 && args[0] == "run" {
 		args = args[1:]
 	}
@@ -59,6 +49,7 @@ func run(ctx context.Context, args []string) error {
 	only := fs.String("only", "", "comma-separated experiment names to run (default: all)")
 	fs.StringVar(&b.cli, "cli", "bin/geomigrate", "the geomigrate CLI to measure (make cli)")
 	fs.StringVar(&b.localrunTest, "localrun-test", "bin/bench/localrun.test", "internal/localrun's test binary (go test -c)")
+	fs.StringVar(&b.sha256File, "sha256file", "bin/bench/sha256file", "the SHA-256 figure's subject (./cmd/geomigrate-bench/sha256file)")
 	fs.StringVar(&b.geoparquetTest, "geoparquet-test", "bin/bench/geoparquet.test", "internal/geoparquet's test binary (go test -c)")
 	tmp := fs.String("tmp", "", "where inputs are generated (default: $TMPDIR); removed afterwards")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
@@ -79,13 +70,13 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range []*string{&b.cli, &b.localrunTest, &b.geoparquetTest} {
+	for _, p := range []*string{&b.cli, &b.localrunTest, &b.geoparquetTest, &b.sha256File} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
 		}
 	}
-	if b.self, err = os.Executable(); err != nil {
-		return err
+	if _, err := os.Stat(timeCmd); err != nil {
+		return fmt.Errorf("GNU time measures peak memory: install it (apt-get install time): %w", err)
 	}
 	engine, err := gdal.New()
 	if err != nil {
@@ -183,23 +174,4 @@ func loadAverage() float64 {
 	}
 	v, _ := strconv.ParseFloat(f[0], 64)
 	return v
-}
-
-// printSHA256 hashes a local file the way HashCheck hashes a source
-// (internal/fingerprint through the directory store, default options).
-func printSHA256(ctx context.Context, path string) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	store, err := dirstore.New("", dirstore.WithBucketDir("src", filepath.Dir(abs)))
-	if err != nil {
-		return err
-	}
-	sum, err := fingerprint.SHA256(ctx, store, "src", filepath.Base(abs), -1, fingerprint.Options{})
-	if err != nil {
-		return err
-	}
-	fmt.Println(sum)
-	return nil
 }
