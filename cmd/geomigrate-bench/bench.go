@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/benchpair"
@@ -126,6 +127,12 @@ func childIn(ctx context.Context, dir string, env []string, name string, args ..
 	cmd := exec.CommandContext(ctx, timeCmd, append([]string{"-f", "%M %U %S", "-o", usage.Name(), name}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
+	// GNU time and the command it runs form a process group of their own,
+	// stopped together when the benchmark is (Ctrl-C): killing time alone
+	// would leave the command running, holding the output pipes.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()

@@ -92,10 +92,19 @@ func run(ctx context.Context, args []string) error {
 	rep := benchpair.Report{Mode: b.mode(), Started: time.Now().UTC(), Host: benchpair.Host{
 		CPUs: runtime.NumCPU(), GDAL: engine.Version(), Go: runtime.Version(), Revision: buildinfo.Revision, LoadStart: loadAverage(),
 	}}
-	for _, e := range selected {
+	for i, e := range selected {
 		rep.Figures = append(rep.Figures, b.measure(ctx, e, filepath.Join(dir, e.name))...)
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		// A long run leaves what it measured so far, marked partial.
+		if *jsonOut != "" && i < len(selected)-1 {
+			partial := rep
+			partial.Mode += fmt.Sprintf(", partial: %d of %d experiments", i+1, len(selected))
+			partial.Seconds, partial.Host.LoadEnd = time.Since(rep.Started).Seconds(), loadAverage()
+			if err := partial.WriteJSON(*jsonOut); err != nil {
+				return err
+			}
 		}
 	}
 	for _, p := range includes {
