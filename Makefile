@@ -70,7 +70,7 @@ BENCH_FLAGS   ?=
 .PHONY: bench-binaries
 bench-binaries: cli ## build what make bench runs: bin/geomigrate, bin/geomigrate-bench, bin/bench/sha256file and two test binaries
 	@[ -x /usr/bin/time ] || $(MAKE) --no-print-directory deps APT_PACKAGES=time
-	$(GO) build -o $(BIN)/geomigrate-bench ./cmd/geomigrate-bench
+	$(GO) build -ldflags "-X github.com/geomigrate/geomigrate/internal/buildinfo.Revision=$$(git rev-parse --short=12 HEAD 2>/dev/null)" -o $(BIN)/geomigrate-bench ./cmd/geomigrate-bench
 	$(GO) build -o $(BENCH_DIR)/sha256file ./cmd/geomigrate-bench/sha256file
 	$(GO) test -c -o $(BENCH_DIR)/localrun.test ./internal/localrun
 	$(GO) test -c -o $(BENCH_DIR)/geoparquet.test ./internal/geoparquet

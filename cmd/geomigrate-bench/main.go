@@ -54,12 +54,17 @@ func run(ctx context.Context, args []string) error {
 	tmp := fs.String("tmp", "", "where inputs are generated (default: $TMPDIR); removed afterwards")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
 	var includes multiFlag
-	fs.Var(&includes, "include", "a JSON report (or list of figures) written by another benchmark, appended to the table (repeatable)")
+	fs.Var(&includes, "include", "a JSON report (or list of figures) written by another benchmark, put first in the table (repeatable)")
 	list := fs.Bool("list", false, "list the experiments and exit")
+	backfill := fs.String("backfill", "", "BenchmarkBackfillOverhead sub-benchmarks to run, a -test.bench pattern such as '^items=(100|1000)$' (default: all three sizes, or 100 files in quick mode)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	exps := experiments(b.sizes())
+	sz := b.sizes()
+	if *backfill != "" {
+		sz.backfill = *backfill
+	}
+	exps := experiments(sz)
 	if *list {
 		for _, e := range exps {
 			fmt.Printf("%-20s %s\n", e.name, e.title)
@@ -92,6 +97,17 @@ func run(ctx context.Context, args []string) error {
 	rep := benchpair.Report{Mode: b.mode(), Started: time.Now().UTC(), Host: benchpair.Host{
 		CPUs: runtime.NumCPU(), GDAL: engine.Version(), Go: runtime.Version(), Revision: buildinfo.Revision, LoadStart: loadAverage(),
 	}}
+	if *backfill != "" {
+		rep.Mode += ", orchestration sub-benchmarks " + *backfill
+	}
+	// Other benchmarks' figures come first, so that partial reports keep them.
+	for _, p := range includes {
+		figs, err := readFigures(p)
+		if err != nil {
+			return err
+		}
+		rep.Figures = append(rep.Figures, figs...)
+	}
 	for i, e := range selected {
 		rep.Figures = append(rep.Figures, b.measure(ctx, e, filepath.Join(dir, e.name))...)
 		if ctx.Err() != nil {
@@ -106,13 +122,6 @@ func run(ctx context.Context, args []string) error {
 				return err
 			}
 		}
-	}
-	for _, p := range includes {
-		figs, err := readFigures(p)
-		if err != nil {
-			return err
-		}
-		rep.Figures = append(rep.Figures, figs...)
 	}
 	rep.Seconds = time.Since(rep.Started).Seconds()
 	rep.Host.LoadEnd = loadAverage()
