@@ -41,6 +41,9 @@ func (b *bench) mode() string {
 type experiment struct {
 	name, title string
 	runs, quick int // pairs in full and in quick mode
+	// goal is the main figure's, shown on the row of an experiment that
+	// could not be measured.
+	goal *benchpair.Goal
 	// setup writes the inputs into dir and returns the sides and how their
 	// measurements become figures.
 	setup func(ctx context.Context, b *bench, dir string) (*setup, error)
@@ -56,7 +59,7 @@ type setup struct {
 func (b *bench) measure(ctx context.Context, e experiment, dir string) []benchpair.Figure {
 	fail := func(err error) []benchpair.Figure {
 		progress("%s: %v", e.name, err)
-		return []benchpair.Figure{{Key: e.name, Title: e.title, Error: err.Error()}}
+		return []benchpair.Figure{{Key: e.name, Title: e.title, Goal: e.goal, Error: err.Error()}}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)

@@ -60,15 +60,15 @@ func (b *bench) sizes() sizes {
 
 func experiments(s sizes) []experiment {
 	return []experiment{
-		{name: "cog", title: fmt.Sprintf("COG, %d² Float32", s.cogSide), runs: 5, quick: 3, setup: cogTime(s.cogSide)},
-		{name: "orchestration", title: "orchestration per file, --workers 1", runs: 1, quick: 1, setup: orchestration(s.backfill)},
-		{name: "geoparquet-points", title: fmt.Sprintf("%s points GeoJSON → GeoParquet", count(s.points)), runs: 3, quick: 1,
+		{name: "cog", title: fmt.Sprintf("COG, %d² Float32", s.cogSide), runs: 5, quick: 3, goal: goalCOG, setup: cogTime(s.cogSide)},
+		{name: "orchestration", title: "orchestration per file, --workers 1", runs: 1, quick: 1, goal: goalOrchestration, setup: orchestration(s.backfill)},
+		{name: "geoparquet-points", title: fmt.Sprintf("%s points GeoJSON → GeoParquet", count(s.points)), runs: 3, quick: 1, goal: goalGPQBytes,
 			setup: geoParquet("points.geojson", s.points, sampledata.WritePointsGeoJSON, gpqPointsMB, 1_000_000, true)},
-		{name: "geoparquet-polygons", title: fmt.Sprintf("%s polygons GeoJSON → GeoParquet", count(s.polygons)), runs: 3, quick: 1,
+		{name: "geoparquet-polygons", title: fmt.Sprintf("%s polygons GeoJSON → GeoParquet", count(s.polygons)), runs: 3, quick: 1, goal: goalGPQBytes,
 			setup: geoParquet("polygons.geojson", s.polygons, sampledata.WritePolygonsGeoJSON, gpqPolygonsMB, 100_000, false)},
-		{name: "sha256", title: fmt.Sprintf("SHA-256 of %s", gb(float64(s.hashBytes))), runs: 5, quick: 3, setup: sha256Throughput(s.hashBytes)},
-		{name: "cog-rss", title: fmt.Sprintf("%s GeoTIFF → COG", gib(rasterBytes(s.bigSide))), runs: 2, quick: 2, setup: cogPeakRSS(s.bigSide)},
-		{name: "vector-rss", title: fmt.Sprintf("peak RSS, %s-point GeoPackage layer → GeoParquet", count(s.vector)), runs: 1, quick: 1, setup: vectorPeakRSS(s.vector)},
+		{name: "sha256", title: fmt.Sprintf("SHA-256 of %s", gb(float64(s.hashBytes))), runs: 5, quick: 3, goal: goalSHA256, setup: sha256Throughput(s.hashBytes)},
+		{name: "cog-rss", title: fmt.Sprintf("%s GeoTIFF → COG", gib(rasterBytes(s.bigSide))), runs: 2, quick: 2, goal: goalPeakRSS, setup: cogPeakRSS(s.bigSide)},
+		{name: "vector-rss", title: fmt.Sprintf("peak RSS, %s-point GeoPackage layer → GeoParquet", count(s.vector)), runs: 1, quick: 1, goal: goalPeakRSS, setup: vectorPeakRSS(s.vector)},
 		{name: "geoparquet-writer", title: "GeoParquet writer alone, 1,000,000 points", runs: 3, quick: 1, setup: geoParquetWriter},
 	}
 }

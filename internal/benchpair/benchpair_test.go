@@ -199,7 +199,8 @@ func TestFigureVerdict(t *testing.T) {
 			Figure{Title: "RSS", Unit: "MiB", Values: []float64{3000, 3100}, Goal: &Goal{OfValue, AtMost, 1024}},
 			nil, true, false, "3050 MiB (3000–3100)"},
 		{"no goal", Figure{Title: "rows/s", Unit: "rows/s", Values: []float64{239000}}, nil, false, false, "239000 rows/s"},
-		{"not measured", Figure{Title: "10M", Unit: "MiB", Error: "refused", Goal: &Goal{OfValue, AtMost, 1024}}, nil, false, false, "not measured: refused"},
+		{"not measured", Figure{Title: "10M", Unit: "MiB", Error: "refused", Goal: &Goal{OfValue, AtMost, 1024}}, nil, false, false, "10M: not measured: refused"},
+		{"equal samples: no range", Figure{Title: "bytes", Unit: "MB", Values: []float64{49.8, 49.8, 49.8}}, nil, false, false, "49.8 MB  "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := tc.f.Ratios()

@@ -130,7 +130,7 @@ func (f Figure) row() row {
 		}
 	}
 	if f.Error != "" {
-		r.value, r.verdict = "not measured: "+f.Error, "?"
+		r.value, r.verdict = "not measured (why: below the table)", "?"
 		if f.Anchor != nil {
 			r.anchor = f.Anchor.Name
 		}
@@ -162,13 +162,14 @@ func (f Figure) row() row {
 	return r
 }
 
-// withRange is "median unit (min–max)", or "value unit" for one sample.
+// withRange is "median unit (min–max)", or "value unit" for one sample or
+// equal ones.
 func withRange(s Summary, unit string) string {
 	u := ""
 	if unit != "" {
 		u = " " + unit
 	}
-	if s.N <= 1 {
+	if s.N <= 1 || s.Min == s.Max {
 		return Number(s.Median) + u
 	}
 	return fmt.Sprintf("%s%s (%s–%s)", Number(s.Median), u, Number(s.Min), Number(s.Max))
@@ -202,6 +203,11 @@ func (r Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, f := range r.Figures {
+		if f.Error != "" {
+			fmt.Fprintf(w, "\n%s: not measured: %s\n", f.Title, f.Error)
+		}
+	}
 	_, err := fmt.Fprintf(w, "\n%s mode, %.0f s, %d CPUs, GDAL %s, load average %.1f → %.1f\n",
 		r.Mode, r.Seconds, r.Host.CPUs, r.Host.GDAL, r.Host.LoadStart, r.Host.LoadEnd)
 	return err
@@ -215,7 +221,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	if r.Host.Revision != "" {
 		rev = ", commit " + r.Host.Revision
 	}
-	fmt.Fprintf(&b, "Measured %s UTC by `make bench` (%s mode, %s to run%s) on %d CPUs, GDAL %s, %s; load average %.1f at the start, %.1f at the end (other work shared the machine).\n\n",
+	fmt.Fprintf(&b, "Measured %s UTC by `make bench` (mode: %s; %s to run%s) on %d CPUs, GDAL %s, %s; load average %.1f at the start, %.1f at the end (other work shared the machine).\n\n",
 		r.Started.UTC().Format("2006-01-02 15:04"), r.Mode, minutes(r.Seconds), rev, r.Host.CPUs, r.Host.GDAL, r.Host.Go, r.Host.LoadStart, r.Host.LoadEnd)
 	b.WriteString("| figure | geomigrate, median (min–max) | anchor | ratio, median (min–max) | n | goal | |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
@@ -225,11 +231,17 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	}
 	b.WriteString("\nHow each figure was measured:\n\n")
 	for _, f := range r.Figures {
-		fmt.Fprintf(&b, "- **%s**: %s", md(f.Title), md(f.Subject))
-		if f.Note != "" {
-			b.WriteString(" " + md(f.Note))
+		var parts []string
+		if f.Subject != "" {
+			parts = append(parts, md(f.Subject))
 		}
-		b.WriteString("\n")
+		if f.Error != "" {
+			parts = append(parts, "Not measured: "+md(strings.TrimSuffix(f.Error, "."))+".")
+		}
+		if f.Note != "" {
+			parts = append(parts, md(f.Note))
+		}
+		fmt.Fprintf(&b, "- **%s**: %s\n", md(f.Title), strings.Join(parts, " "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
