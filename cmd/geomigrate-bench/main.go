@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string) error {
 	var includes multiFlag
 	fs.Var(&includes, "include", "a JSON report (or list of figures) written by another benchmark, put first in the table (repeatable)")
 	list := fs.Bool("list", false, "list the experiments and exit")
+	note := fs.String("note", "", "a remark added to the report's mode (where the figures of -include come from, …)")
 	backfill := fs.String("backfill", "", "BenchmarkBackfillOverhead sub-benchmarks to run, a -test.bench pattern such as '^items=(100|1000)$' (default: all three sizes, or 100 files in quick mode)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -99,6 +100,9 @@ func run(ctx context.Context, args []string) error {
 	}}
 	if *backfill != "" {
 		rep.Mode += ", orchestration sub-benchmarks " + *backfill
+	}
+	if *note != "" {
+		rep.Mode += "; " + *note
 	}
 	// Other benchmarks' figures come first, so that partial reports keep them.
 	for _, p := range includes {

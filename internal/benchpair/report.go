@@ -208,7 +208,7 @@ func (r Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "\n%s: not measured: %s\n", f.Title, f.Error)
 		}
 	}
-	_, err := fmt.Fprintf(w, "\n%s mode, %.0f s, %d CPUs, GDAL %s, load average %.1f → %.1f\n",
+	_, err := fmt.Fprintf(w, "\nmode: %s; %.0f s, %d CPUs, GDAL %s, load average %.1f → %.1f\n",
 		r.Mode, r.Seconds, r.Host.CPUs, r.Host.GDAL, r.Host.LoadStart, r.Host.LoadEnd)
 	return err
 }
