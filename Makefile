@@ -76,7 +76,7 @@ bench-binaries: cli ## build what make bench runs: bin/geomigrate, bin/geomigrat
 	$(GO) test -c -o $(BENCH_DIR)/geoparquet.test ./internal/geoparquet
 
 .PHONY: bench
-bench: bench-binaries ## figures against their anchors, pairs alternated, median and range (full: ~50 min on 2 busy CPUs; BENCH_QUICK=1: ~5 min)
+bench: bench-binaries ## figures against their anchors, pairs alternated, median and range (full: ~50 min on 2 busy CPUs; BENCH_QUICK=1: 2 to 5 min)
 	./$(BIN)/geomigrate-bench run -json $(BENCH_JSON) $(if $(filter 1 true yes,$(BENCH_QUICK)),-quick) $(foreach f,$(BENCH_INCLUDE),-include $(f)) $(BENCH_FLAGS)
 
 .PHONY: bench-doc
