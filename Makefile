@@ -58,11 +58,35 @@ test: deps hyparquet asl-judges chromium ## install and start what the tests nee
 test-unit: ## unit tests only (no services), -short: the slowest GDAL and race cases run in make test
 	$(GO) test -short -timeout 10m ./...
 
+# make bench: each figure against its anchor, measured alternately in one
+# run (cmd/geomigrate-bench). BENCH_QUICK=1: smaller inputs, fewer runs.
+# BENCH_INCLUDE: JSON figures of other benchmarks appended to the table.
+BENCH_DIR     := $(BIN)/bench
+BENCH_JSON    ?= $(BENCH_DIR)/results.json
+BENCH_QUICK   ?=
+BENCH_INCLUDE ?=
+BENCH_FLAGS   ?=
+
+.PHONY: bench-binaries
+bench-binaries: cli ## build what make bench runs: bin/geomigrate, bin/geomigrate-bench, bin/bench/sha256file and two test binaries
+	@[ -x /usr/bin/time ] || $(MAKE) --no-print-directory deps APT_PACKAGES=time
+	$(GO) build -ldflags "-X github.com/geomigrate/geomigrate/internal/buildinfo.Revision=$$(git rev-parse --short=12 HEAD 2>/dev/null)" -o $(BIN)/geomigrate-bench ./cmd/geomigrate-bench
+	$(GO) build -o $(BENCH_DIR)/sha256file ./cmd/geomigrate-bench/sha256file
+	$(GO) test -c -o $(BENCH_DIR)/localrun.test ./internal/localrun
+	$(GO) test -c -o $(BENCH_DIR)/geoparquet.test ./internal/geoparquet
+
 .PHONY: bench
-bench: deps ## run the benchmarks (conversion speed against gdal_translate, GeoParquet rows/s and memory, cold starts)
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x -timeout 60m ./...
-	$(MAKE) --no-print-directory bench-backfill
+bench: bench-binaries ## figures against their anchors, pairs alternated, median and range (full: ~50 min on 2 busy CPUs; BENCH_QUICK=1: 2 to 5 min)
+	./$(BIN)/geomigrate-bench run -json $(BENCH_JSON) $(if $(filter 1 true yes,$(BENCH_QUICK)),-quick) $(foreach f,$(BENCH_INCLUDE),-include $(f)) $(BENCH_FLAGS)
 	$(MAKE) --no-print-directory bench-e2e
+
+.PHONY: bench-doc
+bench-doc: ## put the last make bench's figures (bin/bench/results.json) into docs/benchmarks.json and docs/benchmarks.md
+	$(GO) run ./internal/benchpair/benchdoc -from $(BENCH_JSON)
+
+.PHONY: bench-go
+bench-go: deps ## the Go benchmarks of every package (conversion vs gdal_translate in-process, GeoParquet rows/s and memory, cold starts, check/convert)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x -timeout 60m ./...
 
 .PHONY: test-scale
 test-scale: deps ## the local backfill over 10,000 files: each ends with exactly one terminal job record (time bound: -timeout)

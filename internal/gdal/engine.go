@@ -157,6 +157,11 @@ func (c Config) settings() map[string]string {
 // Config reports the configuration in effect.
 func (e *Engine) Config() Config { return e.cfg }
 
+// Settings are the GDAL configuration options New sets for c, so that a
+// GDAL command line can run under exactly the same ones (the benchmarks'
+// gdal_translate anchor).
+func (c Config) Settings() map[string]string { return c.settings() }
+
 // Version is GDAL's release name, e.g. "3.6.2" (for Recipe.EngineVersion).
 func (e *Engine) Version() string { return e.version }
 
