@@ -284,7 +284,12 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		return Job{}, fmt.Errorf("migration.HashCheck: %w", err)
 	}
 	sums := map[string]string{}
+	var etags map[string]string
 	for _, sc := range sidecars {
+		if etags == nil {
+			etags = map[string]string{}
+		}
+		etags[sc.Key] = sc.ETag
 		s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
 		if err != nil {
 			return Job{}, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
@@ -314,6 +319,7 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		DestBucket:    h.cfg.DestBucket,
 		DestKey:       predictDestKey(h.cfg.DestPrefix, key, rec),
 		StagingPrefix: h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
+		SidecarETags:  etags,
 	}, nil
 }
 
