@@ -47,7 +47,7 @@ func (p Ports) log() *slog.Logger {
 // HashCheck returns the HashCheck handler.
 func (p Ports) HashCheck() *migration.HashCheck {
 	store := p.objects()
-	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FingerprintThreshold}
+	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FastFingerprintAbove()}
 	return migration.NewHashCheck(p.Config, store, p.Tracker, f, p.log()).WithMetrics(p.Metrics)
 }
 
