@@ -215,6 +215,23 @@ func writeLandCover(p string) error {
 		GeoTransform: [6]float64{10, 0.01, 0, 50, 0, -0.01}, NoData: f64(0), Description: "land cover class", Colors: ct, Data: px})
 }
 
+// WriteFloatField writes a side x side Float32 GeoTIFF (UTM 33N, 10 m,
+// nodata -9999, tiled, DEFLATE) of a smooth field with fine deterministic
+// noise, so that a compressor and its predictor have realistic work: the
+// benchmarks' large raster.
+func WriteFloatField(p string, side int) error {
+	px := make([]float32, side*side)
+	seed := uint32(1)
+	for y := range side {
+		for x := range side {
+			seed = seed*1664525 + 1013904223
+			px[y*side+x] = float32(800 + 300*math.Sin(float64(x)/410)*math.Cos(float64(y)/370) + 0.05*float64(y) + float64(seed>>24)/64)
+		}
+	}
+	return WriteRaster(p, Raster{Width: side, Height: side, Type: godal.Float32, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 10, 0, 5200000, 0, -10}, NoData: f64(-9999), Data: px})
+}
+
 func writeFloat(p string) error {
 	const w, h = 300, 200
 	px := make([]float32, w*h)
