@@ -135,9 +135,17 @@ func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]reci
 			return c.runByRange(ctx, job, re, outDir)
 		}
 	}
-	src, inPlace, err := c.localSource(ctx, job, work)
+	src, digest, err := c.localSource(ctx, job, work)
 	if err != nil {
 		return nil, err
+	}
+	inPlace := digest == ""
+	if !inPlace {
+		// The copy GDAL reads was hashed as it was downloaded: it must be
+		// the content HashCheck fingerprinted (it cannot change after).
+		if err := c.verifySource(job, digest); err != nil {
+			return nil, err
+		}
 	}
 	outputs, err := c.engine.Convert(ctx, src, outDir, recipeFor(job))
 	if err != nil {
@@ -148,7 +156,7 @@ func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]reci
 		// as HashCheck saw them, stand in for hashing it a second time.
 		return outputs, c.checkUnchangedInPlace(ctx, job)
 	}
-	return outputs, c.verifySource(ctx, job, src)
+	return outputs, nil
 }
 
 // recipeFor is the job's recipe with the source's fingerprint, which the
@@ -191,35 +199,42 @@ func (c *Convert) checkUnchanged(ctx context.Context, job Job) error {
 }
 
 // localSource gives GDAL a local path: the object itself where the store
-// keeps files (inPlace), else a copy in the work dir.
-func (c *Convert) localSource(ctx context.Context, job Job, work string) (path string, inPlace bool, err error) {
+// keeps files (digest ""), else a copy in the work dir with its sidecars,
+// whose bundle digest (bundleDigest) is computed as they are downloaded.
+func (c *Convert) localSource(ctx context.Context, job Job, work string) (path, digest string, err error) {
 	if lp, ok := c.store.(objectstore.LocalPather); ok {
 		if p, err := lp.LocalPath(job.SourceBucket, job.SourceKey); err == nil {
-			return p, true, nil
+			return p, "", nil
 		}
 	}
 	// Keep the source's base name: drivers pick sidecars and formats by it.
 	dir := filepath.Join(work, "src")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", false, localError("migration.Convert: download", err)
+		return "", "", localError("migration.Convert: download", err)
 	}
-	dst, err := c.download(ctx, job.SourceBucket, job.SourceKey, dir)
+	dst, mainSum, err := c.download(ctx, job.SourceBucket, job.SourceKey, dir)
 	if err != nil {
-		return "", false, err
+		return "", "", err
 	}
 	// Sidecars (roads.shx, roads.dbf, roads.prj, dem.tfw …) travel with
 	// their main file: GDAL finds them next to it.
 	sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
 	if err != nil {
-		return "", false, fmt.Errorf("migration.Convert: %w", err)
+		return "", "", fmt.Errorf("migration.Convert: %w", err)
 	}
+	sums := map[string]string{}
 	for _, o := range sidecars {
 		// One that vanished since HashCheck shows up as SourceChanged.
-		if _, err := c.download(ctx, job.SourceBucket, o.Key, dir); err != nil && !errors.Is(err, errSourceGone) {
-			return "", false, err
+		_, sum, err := c.download(ctx, job.SourceBucket, o.Key, dir)
+		switch {
+		case errors.Is(err, errSourceGone):
+		case err != nil:
+			return "", "", err
+		default:
+			sums[filepath.Base(o.Key)] = sum
 		}
 	}
-	return dst, false, nil
+	return dst, bundleDigest(filepath.Base(dst), mainSum, sums), nil
 }
 
 // checkUnchangedInPlace compares the source and its sidecars with what
@@ -248,42 +263,43 @@ func (c *Convert) checkUnchangedInPlace(ctx context.Context, job Job) error {
 
 var errSourceGone = errors.New("source gone")
 
-// download copies one object into dir under its base name.
-func (c *Convert) download(ctx context.Context, bucket, key, dir string) (string, error) {
+// download copies one object into dir under its base name and returns
+// the hex SHA-256 of the bytes written.
+func (c *Convert) download(ctx context.Context, bucket, key, dir string) (dst, sum string, err error) {
 	rc, err := c.store.Open(ctx, bucket, key)
 	if err != nil {
 		if errors.Is(err, objectstore.ErrNotFound) {
-			return "", fmt.Errorf("%w: %w", errSourceGone, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared before conversion", bucket, key))
+			return "", "", fmt.Errorf("%w: %w", errSourceGone, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared before conversion", bucket, key))
 		}
-		return "", fmt.Errorf("migration.Convert: open source: %w", err)
+		return "", "", fmt.Errorf("migration.Convert: open source: %w", err)
 	}
 	defer rc.Close()
-	dst := filepath.Join(dir, path.Base(key))
+	dst = filepath.Join(dir, path.Base(key))
 	f, err := os.Create(dst)
 	if err != nil {
-		return "", localError("migration.Convert: download", err)
+		return "", "", localError("migration.Convert: download", err)
 	}
-	if _, err := io.Copy(f, rc); err != nil {
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(f, h), rc); err != nil {
 		f.Close()
-		return "", readError("migration.Convert: download "+key, err)
+		return "", "", readError("migration.Convert: download "+key, err)
 	}
 	if err := f.Close(); err != nil {
-		return "", localError("migration.Convert: download", err)
+		return "", "", localError("migration.Convert: download", err)
 	}
-	return dst, nil
+	return dst, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (c *Convert) verifySource(ctx context.Context, job Job, src string) error {
+// verifySource compares the bundle digest of the downloaded copy with the
+// job's. A fast fingerprint (a source over the threshold) is not a full
+// digest and cannot be compared (docs/decisions/0004, 0082).
+func (c *Convert) verifySource(job Job, digest string) error {
 	if job.Fingerprint != "sha256" {
-		return nil // fast fingerprints are verified in full after promotion
+		return nil
 	}
-	sum, err := localBundleDigest(src)
-	if err != nil {
-		return localError("migration.Convert: verify source", err)
-	}
-	if sum != job.SourceSHA256 {
+	if digest != job.SourceSHA256 {
 		return fault.Data(fault.SourceChanged, "s3://%s/%s (or a sidecar) changed while it was being migrated (sha256 %s, expected %s); the new version is migrated by its own event",
-			job.SourceBucket, job.SourceKey, sum, job.SourceSHA256)
+			job.SourceBucket, job.SourceKey, digest, job.SourceSHA256)
 	}
 	return nil
 }
