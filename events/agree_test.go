@@ -50,7 +50,7 @@ func expectedJob(t *testing.T) migration.Job {
 		t.Fatal(err)
 	}
 	hc := migration.NewHashCheck(cfg, store, statestore.NewTracker(statestoretest.NewMemory()),
-		migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		migration.StoreFingerprinter{Store: store, Threshold: cfg.FastFingerprintAbove()}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	out, err := hc.Handle(ctx, in)
 	if err != nil {
 		t.Fatal(err)

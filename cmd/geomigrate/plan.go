@@ -362,7 +362,7 @@ func (p *planFlags) localSource(srcs []string) (planSource, error) {
 	}
 	src.cfg = p.handlers.Migration(destBucket, "", "")
 	src.hash = func(cfg migration.Config) *migration.HashCheck {
-		return migration.NewHashCheck(cfg, store, statestore.NewTracker(state), migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}, slog.New(slog.DiscardHandler))
+		return migration.NewHashCheck(cfg, store, statestore.NewTracker(state), migration.StoreFingerprinter{Store: store, Threshold: cfg.FastFingerprintAbove()}, slog.New(slog.DiscardHandler))
 	}
 	return src, nil
 }
@@ -456,7 +456,7 @@ func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, e
 		src.inputs = append(src.inputs, in)
 	}
 	src.hash = func(cfg migration.Config) *migration.HashCheck {
-		return migration.NewHashCheck(cfg, store, app.Tracker, migration.StoreFingerprinter{Store: store, Threshold: cfg.FingerprintThreshold}, slog.New(slog.DiscardHandler))
+		return migration.NewHashCheck(cfg, store, app.Tracker, migration.StoreFingerprinter{Store: store, Threshold: cfg.FastFingerprintAbove()}, slog.New(slog.DiscardHandler))
 	}
 	return src, nil
 }

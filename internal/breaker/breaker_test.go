@@ -298,3 +298,49 @@ func TestTransitionsAreCounted(t *testing.T) {
 		t.Fatalf("counted %+v, want %+v", c.got, want)
 	}
 }
+
+// fileStore is a store that keeps local files and renames them
+// (LocalPather and FileMover), recording the renames it was asked for.
+type fileStore struct {
+	*memstore.Store
+	puts, moves int
+}
+
+func (s *fileStore) LocalPath(bucket, key string) (string, error) {
+	return "/" + bucket + "/" + key, nil
+}
+func (s *fileStore) PutFile(context.Context, objectstore.PutFileRequest) (objectstore.Object, error) {
+	s.puts++
+	return objectstore.Object{}, nil
+}
+func (s *fileStore) Move(context.Context, objectstore.CopyRequest) (objectstore.Object, error) {
+	s.moves++
+	return objectstore.Object{}, nil
+}
+
+// TestObjectsKeepTheRenames: behind the breaker, a store that renames
+// files still offers it (Convert and Promote would otherwise copy every
+// output), and the renames go through the breaker like every other write.
+func TestObjectsKeepTheRenames(t *testing.T) {
+	ctx := context.Background()
+	inner := &fileStore{Store: memstore.New("dest")}
+	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	b := breaker.New(breakertest.NewMemory(), policy, breaker.WithClock(c.Now))
+	s := breaker.Objects(inner, b)
+	fm, ok := s.(objectstore.FileMover)
+	if _, local := s.(objectstore.LocalPather); !ok || !local {
+		t.Fatalf("wrapped store: FileMover %v, LocalPather %v; want both", ok, local)
+	}
+	if _, err := fm.PutFile(ctx, objectstore.PutFileRequest{Bucket: "dest", Key: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fm.Move(ctx, objectstore.CopyRequest{SrcBucket: "dest", SrcKey: "k", DstBucket: "dest", DstKey: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if inner.puts != 1 || inner.moves != 1 {
+		t.Errorf("inner store got %d PutFile, %d Move; want 1 each", inner.puts, inner.moves)
+	}
+	if _, ok := breaker.Objects(memstore.New("dest"), b).(objectstore.FileMover); ok {
+		t.Error("a store without renames gained them behind the breaker")
+	}
+}

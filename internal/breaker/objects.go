@@ -20,7 +20,12 @@ func Objects(inner objectstore.Store, b *Breaker) objectstore.Store {
 		return inner
 	}
 	g := &guarded{inner: inner, b: b}
-	if lp, ok := inner.(objectstore.LocalPather); ok {
+	lp, local := inner.(objectstore.LocalPather)
+	fm, moves := inner.(objectstore.FileMover)
+	switch {
+	case local && moves:
+		return &guardedFiles{guardedLocal: &guardedLocal{guarded: g, lp: lp}, fm: fm}
+	case local:
 		return &guardedLocal{guarded: g, lp: lp}
 	}
 	return g
@@ -38,6 +43,21 @@ type guardedLocal struct {
 
 func (g *guardedLocal) LocalPath(bucket, key string) (string, error) {
 	return g.lp.LocalPath(bucket, key)
+}
+
+// guardedFiles keeps a directory store's renames (FileMover) behind the
+// breaker too: without them every output would be copied twice.
+type guardedFiles struct {
+	*guardedLocal
+	fm objectstore.FileMover
+}
+
+func (g *guardedFiles) PutFile(ctx context.Context, req objectstore.PutFileRequest) (objectstore.Object, error) {
+	return call(ctx, g.b, req.Bucket, func() (objectstore.Object, error) { return g.fm.PutFile(ctx, req) })
+}
+
+func (g *guardedFiles) Move(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
+	return call(ctx, g.b, req.DstBucket, func() (objectstore.Object, error) { return g.fm.Move(ctx, req) })
 }
 
 // call runs fn under the breaker of bucket.

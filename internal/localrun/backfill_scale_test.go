@@ -17,6 +17,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
 	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
@@ -105,7 +106,10 @@ type scaleRun struct {
 	keys     []string
 }
 
-func newScaleRun(tb testing.TB, n int) *scaleRun {
+// newScaleRun prepares the run; bolt puts the job records in the embedded
+// bbolt store the CLI uses (its commits and fsyncs are then part of the
+// figures) instead of the in-memory double.
+func newScaleRun(tb testing.TB, n int, bolt bool) *scaleRun {
 	tb.Helper()
 	src := tb.TempDir()
 	dir := filepath.Join(src, "incoming")
@@ -124,6 +128,14 @@ func newScaleRun(tb testing.TB, n int) *scaleRun {
 		}
 	}
 	p := newPipeline(tb, src)
+	if bolt {
+		db, err := boltstore.Open(filepath.Join(tb.TempDir(), "state.db"))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { db.Close() })
+		p.tracker = statestore.NewTracker(db)
+	}
 	eng := &timingEngine{Engine: p.engine.Engine, took: map[string]time.Duration{}}
 	p.engine.Engine = eng
 	p.validate = eng.validate(validate.Output)
@@ -176,7 +188,7 @@ func TestBackfillOverTenThousandObjects(t *testing.T) {
 		t.Skipf("10,000 conversions: run by make test-scale (%s=1), not in every go test ./...", scaleTestEnv)
 	}
 	const n = 10000
-	s := newScaleRun(t, n)
+	s := newScaleRun(t, n, false)
 	outcomes := s.run(t, 4)
 	if len(outcomes) != n {
 		t.Errorf("%d child executions, want %d", len(outcomes), n)
@@ -210,7 +222,8 @@ func TestBackfillOverTenThousandObjects(t *testing.T) {
 // per item: wall time minus GDAL's (conversion and output validation), and
 // CPU time outside GDAL (robust on a loaded machine, where wall time is
 // not), each for the whole run and for its first and last tenth (flat
-// means they match); the bytes allocated per item and the heap the run
+// means they match), with the job records in the embedded bbolt store as
+// the CLI keeps them; the bytes allocated per item and the heap the run
 // left live (the outcomes the report needs, the result writer's input).
 func BenchmarkBackfillOverhead(b *testing.B) {
 	if os.Getenv(scaleBenchEnv) == "" {
@@ -221,7 +234,7 @@ func BenchmarkBackfillOverhead(b *testing.B) {
 			var mean, first, last, convert, cpu, cpuFirst, cpuLast, live, alloc float64
 			for range b.N {
 				b.StopTimer()
-				s := newScaleRun(b, n)
+				s := newScaleRun(b, n, true)
 				runtime.GC()
 				var before runtime.MemStats
 				runtime.ReadMemStats(&before)

@@ -63,6 +63,11 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// FastFingerprintAbove is the size above which HashCheck uses the fast
+// fingerprint: FingerprintThreshold, or its default when unset. (A
+// StoreFingerprinter given 0 hashes everything in full.)
+func (c Config) FastFingerprintAbove() int64 { return c.withDefaults().FingerprintThreshold }
+
 // Validate reports a configuration the handlers cannot work with (after
 // defaults are applied).
 func (c Config) Validate() error {

@@ -3,6 +3,7 @@ package migration
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
@@ -143,15 +145,28 @@ func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]reci
 			return c.runByRange(ctx, job, re, outDir)
 		}
 	}
-	src, err := c.localSource(ctx, job, work)
+	src, digest, err := c.localSource(ctx, job, work)
 	if err != nil {
 		return nil, err
+	}
+	inPlace := digest == ""
+	if !inPlace {
+		// The copy GDAL reads was hashed as it was downloaded: it must be
+		// the content HashCheck fingerprinted (it cannot change after).
+		if err := c.verifySource(job, digest); err != nil {
+			return nil, err
+		}
 	}
 	outputs, err := c.engine.Convert(ctx, src, outDir, recipeFor(job))
 	if err != nil {
 		return nil, fmt.Errorf("migration.Convert: %s: %w", job.SourceKey, err)
 	}
-	return outputs, c.verifySource(ctx, job, src)
+	if inPlace {
+		// GDAL read the store's own file: its ETag (and its sidecars'),
+		// as HashCheck saw them, stand in for hashing it a second time.
+		return outputs, c.checkUnchangedInPlace(ctx, job)
+	}
+	return outputs, nil
 }
 
 // recipeFor is the job's recipe with the source's fingerprint, which the
@@ -200,84 +215,127 @@ func (c *Convert) checkUnchanged(ctx context.Context, job Job) error {
 }
 
 // localSource gives GDAL a local path: the object itself where the store
-// keeps files, else a copy in the work dir.
-func (c *Convert) localSource(ctx context.Context, job Job, work string) (string, error) {
+// keeps files (digest ""), else a copy in the work dir with its sidecars,
+// whose bundle digest (bundleDigest) is computed as they are downloaded.
+func (c *Convert) localSource(ctx context.Context, job Job, work string) (path, digest string, err error) {
 	if lp, ok := c.store.(objectstore.LocalPather); ok {
 		if p, err := lp.LocalPath(job.SourceBucket, job.SourceKey); err == nil {
-			return p, nil
+			return p, "", nil
 		}
 	}
 	// Keep the source's base name: drivers pick sidecars and formats by it.
 	dir := filepath.Join(work, "src")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", localError("migration.Convert: download", err)
+		return "", "", localError("migration.Convert: download", err)
 	}
-	dst, err := c.download(ctx, job.SourceBucket, job.SourceKey, dir)
+	dst, mainSum, err := c.download(ctx, job.SourceBucket, job.SourceKey, dir)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	// Sidecars (roads.shx, roads.dbf, roads.prj, dem.tfw …) travel with
 	// their main file: GDAL finds them next to it.
 	sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
 	if err != nil {
-		return "", fmt.Errorf("migration.Convert: %w", err)
+		return "", "", fmt.Errorf("migration.Convert: %w", err)
 	}
+	sums := map[string]string{}
 	for _, o := range sidecars {
 		// One that vanished since HashCheck shows up as SourceChanged.
-		if _, err := c.download(ctx, job.SourceBucket, o.Key, dir); err != nil && !errors.Is(err, errSourceGone) {
-			return "", err
+		_, sum, err := c.download(ctx, job.SourceBucket, o.Key, dir)
+		switch {
+		case errors.Is(err, errSourceGone):
+		case err != nil:
+			return "", "", err
+		default:
+			sums[filepath.Base(o.Key)] = sum
 		}
 	}
-	return dst, nil
+	return dst, bundleDigest(filepath.Base(dst), mainSum, sums), nil
+}
+
+// checkUnchangedInPlace compares the source and its sidecars with what
+// HashCheck saw, by size and ETag (a directory store's ETag of a file it did
+// not write changes with its inode, size or modification time).
+func (c *Convert) checkUnchangedInPlace(ctx context.Context, job Job) error {
+	if err := c.checkUnchanged(ctx, job); err != nil {
+		return err
+	}
+	sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
+	if err != nil {
+		return fmt.Errorf("migration.Convert: %w", err)
+	}
+	changed := len(sidecars) != len(job.SidecarETags)
+	for _, o := range sidecars {
+		if etag, ok := job.SidecarETags[o.Key]; !ok || etag != o.ETag {
+			changed = true
+		}
+	}
+	if changed {
+		return fault.Data(fault.SourceChanged, "a sidecar of s3://%s/%s changed, appeared or disappeared while it was being migrated; the new version is migrated by its own event",
+			job.SourceBucket, job.SourceKey)
+	}
+	return nil
 }
 
 var errSourceGone = errors.New("source gone")
 
-// download copies one object into dir under its base name.
-func (c *Convert) download(ctx context.Context, bucket, key, dir string) (string, error) {
+// download copies one object into dir under its base name and returns
+// the hex SHA-256 of the bytes written.
+func (c *Convert) download(ctx context.Context, bucket, key, dir string) (dst, sum string, err error) {
 	rc, err := c.store.Open(ctx, bucket, key)
 	if err != nil {
 		if errors.Is(err, objectstore.ErrNotFound) {
-			return "", fmt.Errorf("%w: %w", errSourceGone, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared before conversion", bucket, key))
+			return "", "", fmt.Errorf("%w: %w", errSourceGone, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared before conversion", bucket, key))
 		}
-		return "", fmt.Errorf("migration.Convert: open source: %w", err)
+		return "", "", fmt.Errorf("migration.Convert: open source: %w", err)
 	}
 	defer rc.Close()
-	dst := filepath.Join(dir, path.Base(key))
+	dst = filepath.Join(dir, path.Base(key))
 	f, err := os.Create(dst)
 	if err != nil {
-		return "", localError("migration.Convert: download", err)
+		return "", "", localError("migration.Convert: download", err)
 	}
-	if _, err := io.Copy(f, rc); err != nil {
+	h := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(f, h), rc); err != nil {
 		f.Close()
-		return "", readError("migration.Convert: download "+key, err)
+		return "", "", readError("migration.Convert: download "+key, err)
 	}
 	if err := f.Close(); err != nil {
-		return "", localError("migration.Convert: download", err)
+		return "", "", localError("migration.Convert: download", err)
 	}
-	return dst, nil
+	return dst, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func (c *Convert) verifySource(ctx context.Context, job Job, src string) error {
+// verifySource compares the bundle digest of the downloaded copy with the
+// job's. A fast fingerprint (a source over the threshold) is not a full
+// digest and cannot be compared (docs/decisions/0004, 0083).
+func (c *Convert) verifySource(job Job, digest string) error {
 	if job.Fingerprint != "sha256" {
-		return nil // fast fingerprints are verified in full after promotion
+		return nil
 	}
-	sum, err := localBundleDigest(src)
-	if err != nil {
-		return localError("migration.Convert: verify source", err)
-	}
-	if sum != job.SourceSHA256 {
+	if digest != job.SourceSHA256 {
 		return fault.Data(fault.SourceChanged, "s3://%s/%s (or a sidecar) changed while it was being migrated (sha256 %s, expected %s); the new version is migrated by its own event",
-			job.SourceBucket, job.SourceKey, sum, job.SourceSHA256)
+			job.SourceBucket, job.SourceKey, digest, job.SourceSHA256)
 	}
 	return nil
 }
 
 // stage uploads one output to its staging key with the metadata Promote
 // will carry to the final key, and its STAC item beside it (dated
-// modified when the file declares no time).
+// modified when the file declares no time). Where the store keeps files
+// (objectstore.FileMover) the output is renamed into staging after one
+// read that computes its SHA-256 and the store's MD5 together; elsewhere it
+// is hashed, then uploaded.
 func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi bool, modified time.Time) (Artifact, error) {
-	sum, size, err := fileSHA256(o.Path)
+	fm, moves := c.store.(objectstore.FileMover)
+	var sum, md5sum string
+	var size int64
+	var err error
+	if moves {
+		sum, md5sum, size, err = fileDigests(o.Path)
+	} else {
+		sum, size, err = fileSHA256(o.Path)
+	}
 	if err != nil {
 		return Artifact{}, localError("migration.Convert: hash output", err)
 	}
@@ -293,22 +351,35 @@ func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi boo
 		Warnings:    o.Warnings,
 		Fidelity:    o.Fidelity,
 	}
-	f, err := os.Open(o.Path)
-	if err != nil {
-		return Artifact{}, localError("migration.Convert: open output", err)
-	}
-	defer f.Close()
-	_, err = c.store.Put(ctx, objectstore.PutRequest{
-		Bucket: job.DestBucket, Key: a.StagingKey, Body: f, Size: size,
-		Metadata: promotedMetadata(job, a),
-	})
-	if err != nil {
-		return Artifact{}, fmt.Errorf("migration.Convert: stage %s: %w", a.StagingKey, err)
-	}
+	// The item first: it describes the output file, which PutFile takes.
 	if a.Item, err = c.stageItem(ctx, job, o, a, modified); err != nil {
 		return Artifact{}, err
 	}
+	if moves {
+		_, err = fm.PutFile(ctx, objectstore.PutFileRequest{
+			Bucket: job.DestBucket, Key: a.StagingKey, Path: o.Path, MD5: md5sum,
+			Metadata: promotedMetadata(job, a), Scratch: true,
+		})
+	} else {
+		err = c.putStaged(ctx, job, a, o.Path)
+	}
+	if err != nil {
+		return Artifact{}, fmt.Errorf("migration.Convert: stage %s: %w", a.StagingKey, err)
+	}
 	return a, nil
+}
+
+func (c *Convert) putStaged(ctx context.Context, job Job, a Artifact, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return localError("migration.Convert: open output", err)
+	}
+	defer f.Close()
+	_, err = c.store.Put(ctx, objectstore.PutRequest{
+		Bucket: job.DestBucket, Key: a.StagingKey, Body: f, Size: a.Size,
+		Metadata: promotedMetadata(job, a), Scratch: true,
+	})
+	return err
 }
 
 func promotedMetadata(job Job, a Artifact) map[string]string {
@@ -332,6 +403,48 @@ const MetaOutputSHA256 = "sha256"
 // MetaFidelity records what the engine proved equal between the output
 // and its source (recipe.Fidelity.Summary).
 const MetaFidelity = "fidelity"
+
+// fileDigests reads a file once for its hex SHA-256 and MD5 (the output's
+// own digest and a directory store's ETag). The two run side by side on
+// each buffer, so the file is read once whatever its size.
+func fileDigests(path string) (sha, md5sum string, size int64, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", "", 0, err
+	}
+	defer f.Close()
+	hs, hm := sha256.New(), md5.New()
+	buf := digestBuffers.Get().(*[]byte)
+	defer digestBuffers.Put(buf)
+	for {
+		n, rerr := f.Read(*buf)
+		if n > 0 {
+			b := (*buf)[:n]
+			var wg sync.WaitGroup
+			if n >= 1<<20 {
+				// Large reads hash on two cores: MD5 is the slower of the
+				// two and would otherwise add its whole time to the pass.
+				wg.Go(func() { hm.Write(b) })
+			} else {
+				hm.Write(b)
+			}
+			hs.Write(b)
+			wg.Wait()
+			size += int64(n)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return "", "", 0, rerr
+		}
+	}
+	return hex.EncodeToString(hs.Sum(nil)), hex.EncodeToString(hm.Sum(nil)), size, nil
+}
+
+// digestBuffers are fileDigests' read buffers (4 MiB: few reads for a large
+// output, one for a small one).
+var digestBuffers = sync.Pool{New: func() any { b := make([]byte, 4<<20); return &b }}
 
 func fileSHA256(path string) (string, int64, error) {
 	f, err := os.Open(path)

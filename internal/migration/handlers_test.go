@@ -299,6 +299,9 @@ func TestConvertRefusesAChangedSource(t *testing.T) {
 	if !errors.As(err, &de) || de.Code != fault.SourceChanged {
 		t.Fatalf("err = %v, want SourceChanged", err)
 	}
+	if f.engine.calls != 0 {
+		t.Errorf("the engine converted a download that was hashed as it came and did not match (%d calls)", f.engine.calls)
+	}
 	if keys := f.store.Keys("dest"); len(keys) != 0 {
 		t.Fatalf("dest holds %v after a refused conversion", keys)
 	}

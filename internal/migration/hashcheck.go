@@ -356,7 +356,12 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
 	}
 	sums := map[string]string{}
+	var etags map[string]string
 	for _, sc := range sidecars {
+		if etags == nil {
+			etags = map[string]string{}
+		}
+		etags[sc.Key] = sc.ETag
 		s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
 		if err != nil {
 			return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
@@ -386,6 +391,7 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		DestBucket:    h.cfg.DestBucket,
 		DestKey:       predictDestKey(h.cfg.DestPrefix, key, rec),
 		StagingPrefix: h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
+		SidecarETags:  etags,
 	}, sidecars, nil
 }
 

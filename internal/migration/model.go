@@ -64,6 +64,10 @@ type Job struct {
 	DestBucket    string        `json:"dest_bucket"`
 	DestKey       string        `json:"dest_key"` // predicted primary output key
 	StagingPrefix string        `json:"staging_prefix"`
+	// SidecarETags are the ETags of the sidecars HashCheck fingerprinted
+	// with the source, by key: a source read in place is checked against
+	// them and SourceETag after conversion instead of being hashed again.
+	SidecarETags map[string]string `json:"sidecar_etags,omitempty"`
 }
 
 // JobID is the idempotency key: dataset_id:chunk_hash (docs/decisions/0006),

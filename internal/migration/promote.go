@@ -161,7 +161,7 @@ func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
 	default:
 		req.IfMatch = cur.ETag
 	}
-	_, err = p.store.Copy(ctx, req)
+	_, err = p.publish(ctx, req)
 	switch {
 	case err == nil:
 		return nil
@@ -184,6 +184,16 @@ func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
 	default:
 		return fmt.Errorf("migration.Promote: copy %s → %s: %w", a.StagingKey, a.DestKey, err)
 	}
+}
+
+// publish puts a staged object at its final key: a rename where the store
+// keeps files (objectstore.FileMover; staging is deleted afterwards anyway),
+// else a copy. Both replace the metadata and honour the same conditions.
+func (p *Promote) publish(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
+	if fm, ok := p.store.(objectstore.FileMover); ok && req.SrcBucket == req.DstBucket {
+		return fm.Move(ctx, req)
+	}
+	return p.store.Copy(ctx, req)
 }
 
 func (p *Promote) allPromoted(ctx context.Context, job Job, outs []Artifact) (bool, error) {

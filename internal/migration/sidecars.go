@@ -5,13 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strings"
 
-	"github.com/geomigrate/geomigrate/internal/dirindex"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
@@ -78,36 +75,4 @@ func bundleDigest(main, mainSum string, sidecarSums map[string]string) string {
 		fmt.Fprintf(h, "%s %s\n", n, sidecarSums[n])
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// localBundleDigest computes bundleDigest over a local source and the
-// sidecars beside it, by the same rules as HashCheck over the store.
-func localBundleDigest(src string) (string, error) {
-	mainSum, _, err := fileSHA256(src)
-	if err != nil {
-		return "", err
-	}
-	base := filepath.Base(src)
-	// Every sidecar name starts with the stem: the others are not read.
-	entries, err := dirindex.Entries(filepath.Dir(src), formats.Stem(base))
-	if err != nil {
-		return "", err
-	}
-	sums := map[string]string{}
-	for _, e := range entries {
-		if !formats.SidecarOf(base, e.Name) {
-			continue
-		}
-		p := filepath.Join(filepath.Dir(src), e.Name)
-		// Follow links as the directory store does when it lists them.
-		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		s, _, err := fileSHA256(p)
-		if err != nil {
-			return "", err
-		}
-		sums[e.Name] = s
-	}
-	return bundleDigest(base, mainSum, sums), nil
 }

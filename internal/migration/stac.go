@@ -130,7 +130,7 @@ func (c *Convert) stageItem(ctx context.Context, job Job, o recipe.Output, a Art
 	}
 	_, err = c.store.Put(ctx, objectstore.PutRequest{
 		Bucket: job.DestBucket, Key: staged.StagingKey, Body: bytes.NewReader(body), Size: staged.Size,
-		Metadata: promotedMetadata(job, staged.artifact()),
+		Metadata: promotedMetadata(job, staged.artifact()), Scratch: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("convert: stage %s: %w", staged.StagingKey, err)
@@ -173,7 +173,7 @@ func (p *Promote) includeInCollection(ctx context.Context, job Job, items []*Sta
 		if err != nil {
 			return fault.Systemic("promote: collection", err)
 		}
-		if _, err := p.store.Put(ctx, objectstore.PutRequest{Bucket: job.DestBucket, Key: staging, Body: bytes.NewReader(body), Size: int64(len(body))}); err != nil {
+		if _, err := p.store.Put(ctx, objectstore.PutRequest{Bucket: job.DestBucket, Key: staging, Body: bytes.NewReader(body), Size: int64(len(body)), Scratch: true}); err != nil {
 			return fmt.Errorf("promote: stage collection %s: %w", staging, err)
 		}
 		req := objectstore.CopyRequest{SrcBucket: job.DestBucket, SrcKey: staging, DstBucket: job.DestBucket, DstKey: key,
@@ -183,7 +183,7 @@ func (p *Promote) includeInCollection(ctx context.Context, job Job, items []*Sta
 		} else {
 			req.IfMatch = etag
 		}
-		_, err = p.store.Copy(ctx, req)
+		_, err = p.publish(ctx, req)
 		// Best effort: Promote deletes it again with the job's other staged
 		// objects, and fails (to be retried) if that fails.
 		_ = p.store.Delete(ctx, job.DestBucket, staging)

@@ -58,6 +58,27 @@ type PutRequest struct {
 	Size        int64 // -1 when unknown
 	Metadata    map[string]string
 	IfNoneMatch bool
+	// Scratch marks work in progress (a staging object): a store may skip
+	// making it durable, so a machine crash can lose it, and makes it
+	// durable when it is moved or copied to its final key. S3 ignores it.
+	Scratch bool
+}
+
+// PutFileRequest hands a finished local file to a store that keeps objects
+// as local files (FileMover).
+type PutFileRequest struct {
+	Bucket, Key string
+	// Path is the file. The store takes it over, success or not: it is
+	// renamed into place (copied and removed across file systems).
+	Path        string
+	Metadata    map[string]string
+	IfNoneMatch bool
+	// MD5 is the file's hex MD5 when the caller computed it in its own
+	// pass over the bytes (it becomes the ETag, as on S3); empty, the store
+	// reads the file for it.
+	MD5 string
+	// Scratch: as PutRequest.Scratch.
+	Scratch bool
 }
 
 // Store is what the pipeline needs from object storage.
@@ -73,6 +94,17 @@ type Store interface {
 	Delete(ctx context.Context, bucket, key string) error
 	// List calls fn for every object under prefix, in key order.
 	List(ctx context.Context, bucket, prefix string, fn func(Object) error) error
+}
+
+// FileMover is implemented by stores that keep objects as local files: a
+// finished file is renamed in instead of copied (PutFile), and an object is
+// renamed onto another key instead of copied and deleted (Move, with Copy's
+// metadata and conditions; the source key is gone afterwards, and a Move
+// whose source is gone fails with ErrNotFound). Either is one rename of the
+// data, so an output is written once.
+type FileMover interface {
+	PutFile(ctx context.Context, req PutFileRequest) (Object, error)
+	Move(ctx context.Context, req CopyRequest) (Object, error)
 }
 
 // LocalPather is implemented by stores that keep objects as local files, so

@@ -103,6 +103,17 @@ type Backend interface {
 	List(ctx context.Context, status Status, fn func(Job) error) error
 }
 
+// LazyPutter is a Backend that can hold a write back. LazyPut is Put (the
+// same compare-and-swap, seen at once by every reader of the Backend) whose
+// commit waits for the Backend's next Put, or a short while, so that one
+// durable commit carries both: a kill or a machine crash can lose it. The
+// Tracker uses it only for bookkeeping that recovery does not need (an
+// attempt starting on a job the same execution already holds, its status
+// unchanged). expect must be a stored version (not 0).
+type LazyPutter interface {
+	LazyPut(ctx context.Context, job Job, expect int64) error
+}
+
 // RecentLister is a Backend that lists a status's records updated at or
 // after a time without reading the older ones.
 type RecentLister interface {

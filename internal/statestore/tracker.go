@@ -219,6 +219,12 @@ var ErrLeaseLost = errors.New("statestore: lease held by another execution")
 // already has by the same execution is a no-op apart from Mutate, so a
 // retried task can repeat it.
 func (t *Tracker) Transition(ctx context.Context, u Update) (Job, error) {
+	return t.transition(ctx, u, false)
+}
+
+// transition is Transition; lazy lets a Backend that is a LazyPutter hold
+// the write back when it changes neither the status nor the lease owner.
+func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, error) {
 	for {
 		now := t.now().UTC()
 		cur, err := t.backend.Get(ctx, u.ID)
@@ -254,7 +260,11 @@ func (t *Tracker) Transition(ctx context.Context, u Update) (Job, error) {
 		} else {
 			next.LeaseUntil = now.Add(t.lease)
 		}
-		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
+		put := t.backend.Put
+		if lp, ok := t.backend.(LazyPutter); ok && lazy && same && cur.Version > 0 {
+			put = lp.LazyPut
+		}
+		if err := put(ctx, next, cur.Version); err != nil {
 			if errors.Is(err, ErrConflict) {
 				continue
 			}
@@ -267,17 +277,20 @@ func (t *Tracker) Transition(ctx context.Context, u Update) (Job, error) {
 // BeginAttempt records that a task attempt starts on a claimed job: the
 // first attempt keeps PROCESSING, a retry moves it to RETRYING. Either way
 // the lease is renewed and the attempt counted, which is what later tells
-// first attempts from retries and how many were made.
+// first attempts from retries and how many were made. When the status does
+// not change, a LazyPutter backend commits the record with the job's next
+// state change (docs/decisions/0083): after a crash the claim, held by the
+// same execution, is all recovery needs.
 func (t *Tracker) BeginAttempt(ctx context.Context, id, execution, state string, attempt int) (Job, error) {
 	to := Processing
 	if attempt > 0 {
 		to = Retrying
 	}
-	return t.Transition(ctx, Update{
+	return t.transition(ctx, Update{
 		ID: id, Execution: execution, Attempt: attempt, To: to,
 		Note:   fmt.Sprintf("%s attempt %d", state, attempt+1),
 		Mutate: func(j *Job) { j.Attempts++ },
-	})
+	}, true)
 }
 
 func (t *Tracker) record(j *Job, to Status, execution string, attempt int, note string, now time.Time) {

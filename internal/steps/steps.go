@@ -87,7 +87,7 @@ func (p Ports) log() *slog.Logger {
 // deadline.
 func (p Ports) HashCheck() *migration.HashCheck {
 	store := p.objects()
-	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FingerprintThreshold, Keep: p.Sources}
+	f := migration.StoreFingerprinter{Store: store, Threshold: p.Config.FastFingerprintAbove(), Keep: p.Sources}
 	h := migration.NewHashCheck(p.Config, store, p.Tracker, f, p.log()).WithMetrics(p.Metrics)
 	if p.Policy != nil {
 		h.WithJobDeadline(p.Policy).WithContainerLimits(p.Policy)

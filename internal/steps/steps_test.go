@@ -103,3 +103,27 @@ func TestHandlersShareTheConfiguration(t *testing.T) {
 		t.Errorf("HashCheck recipe vector format %q", got)
 	}
 }
+
+// TestHashCheckUsesTheFastFingerprintAboveTheThreshold: the wired HashCheck
+// takes the configured threshold, and its default (1 GiB) when none is set,
+// never "hash everything in full" for an unset one.
+func TestHashCheckUsesTheFastFingerprintAboveTheThreshold(t *testing.T) {
+	if got := (migration.Config{}).FastFingerprintAbove(); got != migration.DefaultFingerprintThreshold {
+		t.Errorf("unset threshold: fast above %d, want the default %d", got, migration.DefaultFingerprintThreshold)
+	}
+	for _, tc := range []struct {
+		threshold int64
+		want      string
+	}{{0, "sha256"}, {3, "fast"}, {4, "sha256"}} {
+		p := ports(t, nil)
+		p.Config.FingerprintThreshold = tc.threshold
+		out, err := p.HashCheck().Handle(context.Background(), migration.HashCheckInput{
+			Source: migration.Source{Bucket: "src", Key: "a.tif"}, Context: migration.Invocation{Execution: "e", State: "HashCheck"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Job.Fingerprint != tc.want {
+			t.Errorf("threshold %d, 4-byte source: fingerprint %q, want %q", tc.threshold, out.Job.Fingerprint, tc.want)
+		}
+	}
+}

@@ -64,6 +64,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -498,11 +499,11 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectst
 		return objectstore.Object{}, fmt.Errorf("%s: %w", w,
 			fault.Data(fault.InvalidInput, "body has %d bytes, request said %d", n, req.Size))
 	}
-	e, err := finishTemp(tmp, hex.EncodeToString(h.Sum(nil)), req.Metadata)
+	e, err := finishTemp(tmp, hex.EncodeToString(h.Sum(nil)), req.Metadata, !req.Scratch)
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	return s.commit(ctx, op, bdir, req.Bucket, req.Key, path, tmp.Name(), e, req.IfNoneMatch, "")
+	return s.commit(ctx, op, bdir, req.Bucket, req.Key, path, tmp.Name(), e, req.IfNoneMatch, "", !req.Scratch)
 }
 
 // Copy copies an object onto another key with new metadata
@@ -543,11 +544,11 @@ func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if err != nil {
 		return objectstore.Object{}, classify(w+": copying from "+req.SrcBucket+"/"+req.SrcKey, err)
 	}
-	e, err := finishTemp(tmp, etag, req.Metadata)
+	e, err := finishTemp(tmp, etag, req.Metadata, true)
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	return s.commit(ctx, op, bdir, req.DstBucket, req.DstKey, path, tmp.Name(), e, req.IfNoneMatch, req.IfMatch)
+	return s.commit(ctx, op, bdir, req.DstBucket, req.DstKey, path, tmp.Name(), e, req.IfNoneMatch, req.IfMatch, true)
 }
 
 // createTemp creates a temporary file in dir, creating dir when needed. A
@@ -594,10 +595,13 @@ func abandon(bdir string, f *os.File, err *error) {
 	}
 }
 
-// finishTemp makes a temporary file durable and describes it.
-func finishTemp(f *os.File, etag string, meta map[string]string) (*entry, error) {
-	if err := f.Sync(); err != nil {
-		return nil, err
+// finishTemp makes a temporary file durable (unless it is scratch) and
+// describes it.
+func finishTemp(f *os.File, etag string, meta map[string]string, durable bool) (*entry, error) {
+	if durable {
+		if err := fsync(f); err != nil {
+			return nil, err
+		}
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -624,8 +628,9 @@ func lowerKeys(m map[string]string) map[string]string {
 }
 
 // commit renames a finished temporary file onto path under the key's lock,
-// after checking the preconditions.
-func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath string, e *entry, ifNoneMatch bool, ifMatch string) (objectstore.Object, error) {
+// after checking the preconditions; durable makes the rename and the
+// sidecar survive a machine crash before it returns.
+func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath string, e *entry, ifNoneMatch bool, ifMatch string, durable bool) (objectstore.Object, error) {
 	w := where(op, bucket, key)
 	unlock, err := s.lock(ctx, bdir, key)
 	if err != nil {
@@ -633,38 +638,50 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 	}
 	defer unlock()
 
-	cur, curEntry, exists, err := describe(path)
+	curEntry, err := checkPreconditions(w, bucket, key, path, ifNoneMatch, ifMatch)
 	if err != nil {
-		return objectstore.Object{}, classify(w, err)
-	}
-	if ifNoneMatch && exists {
-		return objectstore.Object{}, fmt.Errorf("%s: If-None-Match: object exists: %w", w, objectstore.ErrPreconditionFailed)
-	}
-	if ifMatch != "" {
-		if !exists {
-			return objectstore.Object{}, fmt.Errorf("%s: If-Match %s: object does not exist: %w", w, ifMatch, objectstore.ErrPreconditionFailed)
-		}
-		if etag := objectOf(bucket, key, cur, curEntry).ETag; etag != ifMatch {
-			return objectstore.Object{}, fmt.Errorf("%s: If-Match %s: ETag is %s: %w", w, ifMatch, etag, objectstore.ErrPreconditionFailed)
-		}
+		return objectstore.Object{}, err
 	}
 	// Sidecar first, holding both the new entry and the current one: if we
 	// stop before the data rename the current file keeps its metadata.
 	sc := &sidecar{V: 1, Cur: e, Prev: curEntry}
-	if err := sc.write(path); err != nil {
+	if err := sc.write(path, durable); err != nil {
 		return objectstore.Object{}, classify(w+": sidecar", err)
 	}
 	if err := os.Rename(tmpPath, path); err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		return objectstore.Object{}, classify(w, err)
+	if durable {
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			return objectstore.Object{}, classify(w, err)
+		}
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
 	return objectOf(bucket, key, fi, e), nil
+}
+
+// checkPreconditions checks If-None-Match and If-Match against the object
+// at path (under its key's lock) and returns its current sidecar entry.
+func checkPreconditions(w, bucket, key, path string, ifNoneMatch bool, ifMatch string) (*entry, error) {
+	cur, curEntry, exists, err := describe(path)
+	if err != nil {
+		return nil, classify(w, err)
+	}
+	if ifNoneMatch && exists {
+		return nil, fmt.Errorf("%s: If-None-Match: object exists: %w", w, objectstore.ErrPreconditionFailed)
+	}
+	if ifMatch != "" {
+		if !exists {
+			return nil, fmt.Errorf("%s: If-Match %s: object does not exist: %w", w, ifMatch, objectstore.ErrPreconditionFailed)
+		}
+		if etag := objectOf(bucket, key, cur, curEntry).ETag; etag != ifMatch {
+			return nil, fmt.Errorf("%s: If-Match %s: ETag is %s: %w", w, ifMatch, etag, objectstore.ErrPreconditionFailed)
+		}
+	}
+	return curEntry, nil
 }
 
 // describe stats path and finds its sidecar entry; exists is false when
@@ -896,10 +913,19 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
+	if err := fsync(d); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOTSUP) {
 		return err
 	}
 	return nil
+}
+
+// syncs counts the store's fsync(2) calls, for the tests that pin how many
+// a write costs.
+var syncs atomic.Int64
+
+func fsync(f *os.File) error {
+	syncs.Add(1)
+	return f.Sync()
 }
 
 func randHex(n int) string {

@@ -70,7 +70,7 @@ func TestCrashBetweenRenames(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp.WriteString("v2 longer")
-	e, err := finishTemp(tmp, "etag2", map[string]string{"v": "2"})
+	e, err := finishTemp(tmp, "etag2", map[string]string{"v": "2"}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestCrashBetweenRenames(t *testing.T) {
 	if cur == nil {
 		t.Fatal("no entry for v1")
 	}
-	if err := (&sidecar{V: 1, Cur: e, Prev: cur}).write(path); err != nil {
+	if err := (&sidecar{V: 1, Cur: e, Prev: cur}).write(path, true); err != nil {
 		t.Fatal(err)
 	}
 	// "Crash": the data rename never happens.

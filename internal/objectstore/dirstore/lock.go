@@ -32,9 +32,39 @@ func (s *Store) sem(id string) chan struct{} {
 // lock takes the exclusive lock of key's stripe in bucket directory bdir,
 // in this process and across processes, and returns its release.
 func (s *Store) lock(ctx context.Context, bdir, key string) (func(), error) {
+	return s.lockStripe(ctx, bdir, stripeOf(key))
+}
+
+func stripeOf(key string) uint32 {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	stripe := h.Sum32() % lockStripes
+	return h.Sum32() % lockStripes
+}
+
+// lockPair takes the stripes of two keys of one bucket directory (once
+// when they share one), always in stripe order so that two movers cannot
+// deadlock.
+func (s *Store) lockPair(ctx context.Context, bdir, a, b string) (func(), error) {
+	sa, sb := stripeOf(a), stripeOf(b)
+	if sa == sb {
+		return s.lockStripe(ctx, bdir, sa)
+	}
+	if sb < sa {
+		sa, sb = sb, sa
+	}
+	first, err := s.lockStripe(ctx, bdir, sa)
+	if err != nil {
+		return nil, err
+	}
+	second, err := s.lockStripe(ctx, bdir, sb)
+	if err != nil {
+		first()
+		return nil, err
+	}
+	return func() { second(); first() }, nil
+}
+
+func (s *Store) lockStripe(ctx context.Context, bdir string, stripe uint32) (func(), error) {
 	sem := s.sem(fmt.Sprintf("%s\x00%d", bdir, stripe))
 	select {
 	case sem <- struct{}{}:

@@ -93,8 +93,9 @@ func readSidecar(path string) *sidecar {
 	return &sc
 }
 
-// write replaces the sidecar of the object at path atomically.
-func (sc *sidecar) write(path string) error {
+// write replaces the sidecar of the object at path atomically; durable
+// makes the new sidecar survive a machine crash before it returns.
+func (sc *sidecar) write(path string, durable bool) error {
 	b, err := json.Marshal(sc)
 	if err != nil {
 		return err
@@ -109,14 +110,19 @@ func (sc *sidecar) write(path string) error {
 	if _, err := f.Write(b); err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		return err
+	if durable {
+		if err := fsync(f); err != nil {
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
 	}
 	if err := os.Rename(f.Name(), sp); err != nil {
 		return err
+	}
+	if !durable {
+		return nil
 	}
 	return syncDir(dir)
 }

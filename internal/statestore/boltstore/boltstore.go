@@ -31,6 +31,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -96,11 +98,28 @@ const listPage = 256
 type Store struct {
 	db   *bolt.DB
 	path string
+
+	// wmu serialises the job writes (Put, LazyPut, flush), so a write's
+	// compare-and-swap sees the lazy writes before it.
+	wmu sync.Mutex
+	// omu guards pending: records written by LazyPut and not yet
+	// committed, by ID, JSON as stored. Readers see them first.
+	omu     sync.Mutex
+	pending map[string][]byte
+	flusher *time.Timer
+	// commits counts job-bucket commits (the tests pin how many a job's
+	// life costs).
+	commits atomic.Int64
 }
 
+// lazyFlushAfter bounds how long a lazy write waits for a durable one to
+// carry it.
+const lazyFlushAfter = time.Second
+
 var (
-	_ statestore.Backend = (*Store)(nil)
-	_ breaker.Store      = (*Store)(nil)
+	_ statestore.Backend    = (*Store)(nil)
+	_ statestore.LazyPutter = (*Store)(nil)
+	_ breaker.Store         = (*Store)(nil)
 )
 
 type options struct {
@@ -153,7 +172,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		}
 		return nil, fault.Systemic("boltstore.Open: "+path, err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, pending: map[string][]byte{}}
 	if err := s.guard(func() error {
 		return db.Update(func(tx *bolt.Tx) error {
 			if _, err := tx.CreateBucketIfNotExists(bucketName); err != nil {
@@ -229,12 +248,77 @@ func (s *Store) guard(fn func() error) error { return guard(s.path, fn) }
 // Path returns the database file.
 func (s *Store) Path() string { return s.path }
 
-// Close releases the database (and its file lock).
+// Close commits the lazy writes and releases the database (and its file
+// lock).
 func (s *Store) Close() error {
+	ferr := s.flush()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("boltstore.Close: %s: %w", s.path, err)
 	}
+	if ferr != nil {
+		return fmt.Errorf("boltstore.Close: %w", ferr)
+	}
 	return nil
+}
+
+// lazy returns the pending record of id, if any.
+func (s *Store) lazy(id string) ([]byte, bool) {
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	v, ok := s.pending[id]
+	return v, ok
+}
+
+// flush commits the pending lazy writes (the timer's, and Close's).
+func (s *Store) flush() error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.omu.Lock()
+	if s.flusher != nil {
+		s.flusher.Stop()
+		s.flusher = nil
+	}
+	n := len(s.pending)
+	s.omu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	err := s.guard(func() error {
+		return s.db.Update(func(tx *bolt.Tx) error { return s.writePending(tx, "") })
+	})
+	if err != nil {
+		return dbErr("boltstore.flush", err)
+	}
+	s.commits.Add(1)
+	s.clearPending()
+	return nil
+}
+
+// writePending puts every pending record but skip into tx. Callers hold
+// wmu, so pending does not change until clearPending.
+func (s *Store) writePending(tx *bolt.Tx, skip string) error {
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	b := tx.Bucket(bucketName)
+	for id, v := range s.pending {
+		if id == skip {
+			continue
+		}
+		if err := b.Put([]byte(id), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Store) clearPending() {
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	clear(s.pending)
+	if s.flusher != nil {
+		s.flusher.Stop()
+		s.flusher = nil
+	}
 }
 
 // dbErr classifies a bbolt failure: a closed database or a full disk is
@@ -253,6 +337,12 @@ func (s *Store) Get(ctx context.Context, id string) (statestore.Job, error) {
 		job   statestore.Job
 		found bool
 	)
+	if v, ok := s.lazy(id); ok {
+		if err := json.Unmarshal(v, &job); err != nil {
+			return statestore.Job{}, fmt.Errorf("%s: %w", where, err)
+		}
+		return job, nil
+	}
 	var bad error
 	err := s.guard(func() error {
 		return s.db.View(func(tx *bolt.Tx) error {
@@ -296,26 +386,19 @@ func (s *Store) Put(ctx context.Context, job statestore.Job, expect int64) error
 	if err != nil {
 		return fmt.Errorf("%s: %w", where, err)
 	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	var conflict error
 	err = s.guard(func() error {
 		return s.db.Update(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucketName)
-			var have int64
-			if cur := b.Get([]byte(job.ID)); cur != nil {
-				var v struct {
-					Version int64 `json:"version"`
-				}
-				if err := json.Unmarshal(cur, &v); err != nil {
-					return fmt.Errorf("%w: record %q is not a job (%v); %s", ErrCorrupt, job.ID, err, recovery(s.path))
-				}
-				have = v.Version
-				if have == 0 {
-					have = -1 // a stored record never matches "must not exist"
-				}
+			var err error
+			if conflict, err = s.check(tx, where, job.ID, expect); err != nil || conflict != nil {
+				return err
 			}
-			if have != expect {
-				conflict = fmt.Errorf("%s: version is %d, expected %d: %w", where, max(have, 0), expect, statestore.ErrConflict)
-				return nil
+			// The lazy writes before this one ride in its commit.
+			if err := s.writePending(tx, job.ID); err != nil {
+				return err
 			}
 			return b.Put([]byte(job.ID), val)
 		})
@@ -326,7 +409,83 @@ func (s *Store) Put(ctx context.Context, job statestore.Job, expect int64) error
 	case conflict != nil:
 		return conflict
 	}
+	s.commits.Add(1)
+	s.clearPending()
 	return nil
+}
+
+// LazyPut is Put whose commit waits for the next Put (of any job), Close,
+// or lazyFlushAfter, whichever comes first (statestore.LazyPutter). Get
+// and List see it at once.
+func (s *Store) LazyPut(ctx context.Context, job statestore.Job, expect int64) error {
+	where := "boltstore.LazyPut: " + job.ID
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	switch {
+	case job.ID == "":
+		return fmt.Errorf("%s: %w", where, fault.Data(fault.InvalidInput, "job has no ID"))
+	case expect <= 0:
+		return fmt.Errorf("%s: %w", where, fault.Data(fault.InvalidInput, "a lazy write needs a stored version, got %d", expect))
+	}
+	job.Version = expect + 1
+	val, err := json.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var conflict error
+	err = s.guard(func() error {
+		return s.db.View(func(tx *bolt.Tx) (err error) {
+			conflict, err = s.check(tx, where, job.ID, expect)
+			return err
+		})
+	})
+	switch {
+	case err != nil:
+		return dbErr(where, err)
+	case conflict != nil:
+		return conflict
+	}
+	s.omu.Lock()
+	defer s.omu.Unlock()
+	s.pending[job.ID] = val
+	if s.flusher == nil {
+		s.flusher = time.AfterFunc(lazyFlushAfter, func() {
+			if err := s.flush(); err != nil {
+				slog.Warn("state store: committing lazy writes failed; the next write retries", "db", s.path, "error", err)
+			}
+		})
+	}
+	return nil
+}
+
+// check is the compare-and-swap of a write of id expecting version expect,
+// against the pending record if there is one, else the stored one: a
+// statestore.ErrConflict, or err for a damaged record. Callers hold wmu.
+func (s *Store) check(tx *bolt.Tx, where, id string, expect int64) (conflict, err error) {
+	cur, ok := s.lazy(id)
+	if !ok {
+		cur = tx.Bucket(bucketName).Get([]byte(id))
+	}
+	var have int64
+	if cur != nil {
+		var v struct {
+			Version int64 `json:"version"`
+		}
+		if err := json.Unmarshal(cur, &v); err != nil {
+			return nil, fmt.Errorf("%w: record %q is not a job (%v); %s", ErrCorrupt, id, err, recovery(s.path))
+		}
+		have = v.Version
+		if have == 0 {
+			have = -1 // a stored record never matches "must not exist"
+		}
+	}
+	if have != expect {
+		return fmt.Errorf("%s: version is %d, expected %d: %w", where, max(have, 0), expect, statestore.ErrConflict), nil
+	}
+	return nil, nil
 }
 
 // List calls fn for every job with the given status ("" for all), in ID
@@ -361,6 +520,9 @@ func (s *Store) List(ctx context.Context, status statestore.Status, fn func(stat
 						return nil
 					}
 					after = append(after[:0], k...)
+					if lv, ok := s.lazy(string(k)); ok {
+						v = lv // written lazily: newer than the stored record
+					}
 					if status != "" && !statusIs(v, status) {
 						continue
 					}

@@ -1,0 +1,217 @@
+package dirstore
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/geomigrate/geomigrate/internal/fault"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+)
+
+var _ objectstore.FileMover = (*Store)(nil)
+
+// PutFile takes a finished local file in as an object: it is renamed into
+// a temporary name beside the object (copied there when it lies on another
+// file system), then committed as Put commits. The bytes are never copied
+// on one file system. The file is the store's from the call on: it is
+// removed when the put fails.
+func (s *Store) PutFile(ctx context.Context, req objectstore.PutFileRequest) (_ objectstore.Object, err error) {
+	const op = "PutFile"
+	w := where(op, req.Bucket, req.Key)
+	if err := ctx.Err(); err != nil {
+		_ = os.Remove(req.Path)
+		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
+	}
+	bdir, path, err := s.resolve(op, req.Bucket, req.Key)
+	if err != nil {
+		_ = os.Remove(req.Path)
+		return objectstore.Object{}, err
+	}
+	tmp, err := createTemp(filepath.Dir(path))
+	if err != nil {
+		_ = os.Remove(req.Path)
+		return objectstore.Object{}, classify(w, err)
+	}
+	defer abandon(bdir, tmp, &err)
+	// The empty temporary reserves a unique name in the right directory;
+	// the rename replaces it with the file.
+	_ = tmp.Close()
+	etag := req.MD5
+	switch err := os.Rename(req.Path, tmp.Name()); {
+	case errors.Is(err, syscall.EXDEV):
+		if etag, err = copyInto(ctx, tmp.Name(), req.Path); err != nil {
+			return objectstore.Object{}, classify(w+": copying "+req.Path, err)
+		}
+	case err != nil:
+		_ = os.Remove(req.Path)
+		return objectstore.Object{}, classify(w+": taking "+req.Path, err)
+	}
+	f, err := os.OpenFile(tmp.Name(), os.O_RDWR, 0)
+	if err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	if etag == "" {
+		h := md5.New()
+		buf := copyBuffers.Get().(*[]byte)
+		_, err = io.CopyBuffer(h, ctxReader{ctx, f}, *buf)
+		copyBuffers.Put(buf)
+		if err != nil {
+			f.Close()
+			return objectstore.Object{}, classify(w+": reading", err)
+		}
+		etag = hex.EncodeToString(h.Sum(nil))
+	}
+	e, err := finishTemp(f, etag, req.Metadata, !req.Scratch)
+	if err != nil {
+		f.Close()
+		return objectstore.Object{}, classify(w, err)
+	}
+	return s.commit(ctx, op, bdir, req.Bucket, req.Key, path, tmp.Name(), e, req.IfNoneMatch, "", !req.Scratch)
+}
+
+// copyInto copies src over the file dst and removes src, returning the
+// copy's hex MD5 (PutFile across file systems).
+func copyInto(ctx context.Context, dst, src string) (string, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(src)
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		return "", err
+	}
+	h := md5.New()
+	buf := copyBuffers.Get().(*[]byte)
+	_, err = io.CopyBuffer(io.MultiWriter(out, h), ctxReader{ctx, in}, *buf)
+	copyBuffers.Put(buf)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return hex.EncodeToString(h.Sum(nil)), err
+}
+
+// Move renames an object onto another key of the same bucket with new
+// metadata (Copy's MetadataDirective REPLACE and conditions), under both
+// keys' locks. The data is made durable first (a scratch object was not),
+// then the destination's sidecar, then the rename: a crash leaves the old
+// destination with its metadata, or the new one with its own. Across
+// buckets, or file systems, it is Copy then Delete.
+func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ objectstore.Object, err error) {
+	const op = "Move"
+	w := where(op, req.DstBucket, req.DstKey)
+	if err := ctx.Err(); err != nil {
+		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
+	}
+	bdir, path, err := s.resolve(op, req.DstBucket, req.DstKey)
+	if err != nil {
+		return objectstore.Object{}, err
+	}
+	sbdir, spath, err := s.resolve(op, req.SrcBucket, req.SrcKey)
+	if err != nil {
+		return objectstore.Object{}, err
+	}
+	if sbdir != bdir {
+		return s.copyThenDelete(ctx, req)
+	}
+	if spath == path {
+		return objectstore.Object{}, fmt.Errorf("%s: %w", w, fault.Data(fault.InvalidInput, "source and destination are the same key"))
+	}
+	if link, err := checkLink(w, sbdir, spath); err != nil || link {
+		if err != nil {
+			return objectstore.Object{}, err
+		}
+		return s.copyThenDelete(ctx, req) // a link moves as what it points to
+	}
+	unlockPair, err := s.lockPair(ctx, bdir, req.SrcKey, req.DstKey)
+	if err != nil {
+		return objectstore.Object{}, classify(w+": lock", err)
+	}
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			unlockPair()
+		}
+	}
+	defer unlock()
+
+	src, err := os.Open(spath)
+	switch {
+	case notFound(err):
+		return objectstore.Object{}, fmt.Errorf("%s: source %s/%s: %w", w, req.SrcBucket, req.SrcKey, objectstore.ErrNotFound)
+	case err != nil:
+		return objectstore.Object{}, classify(w, err)
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return objectstore.Object{}, fmt.Errorf("%s: source %s/%s: %w", w, req.SrcBucket, req.SrcKey, objectstore.ErrNotFound)
+	}
+	srcEntry := readSidecar(spath).match(fi)
+	if srcEntry == nil {
+		// Not written by the store (or changed behind its back): a copy
+		// computes the ETag, and leaves such a file where it is.
+		unlock()
+		return s.copyThenDelete(ctx, req)
+	}
+	curEntry, err := checkPreconditions(w, req.DstBucket, req.DstKey, path, req.IfNoneMatch, req.IfMatch)
+	if err != nil {
+		return objectstore.Object{}, err
+	}
+	if err := fsync(src); err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	// A rename keeps the inode, size and mtime the entry is matched by.
+	e := *srcEntry
+	e.Metadata = lowerKeys(req.Metadata)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	sc := &sidecar{V: 1, Cur: &e, Prev: curEntry}
+	if err := sc.write(path, true); err != nil {
+		return objectstore.Object{}, classify(w+": sidecar", err)
+	}
+	switch err := os.Rename(spath, path); {
+	case errors.Is(err, syscall.EXDEV):
+		unlock()
+		return s.copyThenDelete(ctx, req)
+	case err != nil:
+		return objectstore.Object{}, classify(w, err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	// The source's name is gone; its sidecar now describes nothing. Its
+	// directory is not synced: a source name that a crash brings back is a
+	// staging leftover, removed with the job's other staged objects.
+	_ = os.Remove(sidecarPath(spath))
+	pruneEmptyDirs(sbdir, filepath.Dir(spath))
+	dfi, err := os.Stat(path)
+	if err != nil {
+		return objectstore.Object{}, classify(w, err)
+	}
+	return objectOf(req.DstBucket, req.DstKey, dfi, &e), nil
+}
+
+func (s *Store) copyThenDelete(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
+	obj, err := s.Copy(ctx, req)
+	if err != nil {
+		return obj, err
+	}
+	if err := s.Delete(ctx, req.SrcBucket, req.SrcKey); err != nil {
+		return obj, err
+	}
+	return obj, nil
+}

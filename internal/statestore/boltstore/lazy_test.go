@@ -1,0 +1,130 @@
+package boltstore_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
+	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
+)
+
+// TestLazyPut: a lazy write is seen at once by Get and List and by the next
+// compare-and-swap, and is committed with the next Put (one commit for
+// both), by Close, or on its own after a short while.
+func TestLazyPut(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := boltstore.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := statestoretest.FullJob("a")
+	if err := s.Put(ctx, a, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.LazyPut(ctx, a, 0); err == nil {
+		t.Error("LazyPut of a new record (expect 0) was accepted")
+	}
+	a.Attempts = 7
+	commits := boltstore.Commits(s)
+	if err := s.LazyPut(ctx, a, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, "a"); err != nil || got.Attempts != 7 || got.Version != 2 {
+		t.Errorf("Get after LazyPut = attempts %d version %d, %v; want 7, 2", got.Attempts, got.Version, err)
+	}
+	var listed []statestore.Job
+	if err := s.List(ctx, a.Status, func(j statestore.Job) error { listed = append(listed, j); return nil }); err != nil || len(listed) != 1 || listed[0].Attempts != 7 {
+		t.Errorf("List after LazyPut = %+v, %v", listed, err)
+	}
+	if err := s.Put(ctx, a, 1); !errors.Is(err, statestore.ErrConflict) {
+		t.Errorf("Put expecting the version the lazy write replaced: %v, want ErrConflict", err)
+	}
+	if err := s.LazyPut(ctx, a, 1); !errors.Is(err, statestore.ErrConflict) {
+		t.Errorf("LazyPut expecting the replaced version: %v, want ErrConflict", err)
+	}
+	if n := boltstore.Commits(s) - commits; n != 0 {
+		t.Errorf("lazy writes and refused writes made %d commits, want 0", n)
+	}
+	// The next durable write, of another job, carries it.
+	if err := s.Put(ctx, statestoretest.FullJob("b"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := boltstore.Commits(s) - commits; n != 1 {
+		t.Errorf("%d commits for a lazy write and a Put, want 1", n)
+	}
+	// Close commits what is still pending.
+	a.Attempts = 8
+	if err := s.LazyPut(ctx, a, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	if got, err := s.Get(ctx, "a"); err != nil || got.Attempts != 8 || got.Version != 3 {
+		t.Errorf("after reopening: attempts %d version %d, %v; want 8, 3", got.Attempts, got.Version, err)
+	}
+	// Left alone, a lazy write is committed within about a second.
+	a.Attempts = 9
+	commits = boltstore.Commits(s)
+	if err := s.LazyPut(ctx, a, 3); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for boltstore.Commits(s) == commits && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if boltstore.Commits(s) == commits {
+		t.Error("a lazy write was not committed on its own")
+	}
+}
+
+// TestJobLifeCommits: a job's life on the happy path — claim, Convert's
+// attempt, Promote's attempt, COMPLETED — is two commits (each two
+// fdatasyncs in bbolt) instead of four: the attempts change neither status
+// nor lease owner and ride in the next state change. The record is the same
+// as with a backend that writes each at once.
+func TestJobLifeCommits(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "state.db"))
+	mem := statestoretest.NewMemory()
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := statestore.WithClock(func() time.Time { return now })
+	var records []statestore.Job
+	for _, b := range []statestore.Backend{s, mem} {
+		tr := statestore.NewTracker(b, clock)
+		before := boltstore.Commits(s)
+		if _, outcome, err := tr.Claim(ctx, statestore.ClaimRequest{Job: statestore.Job{ID: "j", SourceKey: "k"}, Execution: "e1"}); err != nil || outcome != statestore.Claimed {
+			t.Fatalf("claim: %s %v", outcome, err)
+		}
+		for _, state := range []string{"Convert", "Promote"} {
+			if _, err := tr.BeginAttempt(ctx, "j", "e1", state, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tr.Transition(ctx, statestore.Update{ID: "j", Execution: "e1", To: statestore.Completed, Note: "promoted"}); err != nil {
+			t.Fatal(err)
+		}
+		if b == statestore.Backend(s) {
+			if n := boltstore.Commits(s) - before; n != 2 {
+				t.Errorf("%d commits for a job's life, want 2", n)
+			}
+		}
+		j, err := b.Get(ctx, "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, j)
+	}
+	if diff := statestoretest.JobsEqual(records[0], records[1]); diff != "" {
+		t.Errorf("bolt record differs from the in-memory one: %s", diff)
+	}
+	if records[0].Attempts != 2 || len(records[0].History) != 2 {
+		t.Errorf("record: %d attempts, history %+v; want 2 attempts, claim and completion", records[0].Attempts, records[0].History)
+	}
+}
