@@ -78,27 +78,29 @@ func (t *table) coveringArray(mem memory.Allocator, idx []int32, cov coveringKin
 	for i := 0; i < 4; i++ {
 		sb.FieldBuilder(i).Reserve(len(idx))
 	}
+	var appendBox func(b [4]float64)
 	if cov == doubleCovering {
 		var fbs [4]*array.Float64Builder
 		for i := range fbs {
 			fbs[i] = sb.FieldBuilder(i).(*array.Float64Builder)
 		}
-		for _, r := range idx {
-			b, ok := t.box(r)
-			if !ok {
-				sb.AppendNull()
-				continue
-			}
-			sb.Append(true)
+		appendBox = func(b [4]float64) {
 			for i, fb := range fbs {
 				fb.Append(b[i])
 			}
 		}
-		return sb.NewArray()
-	}
-	var fbs [4]*array.Float32Builder
-	for i := range fbs {
-		fbs[i] = sb.FieldBuilder(i).(*array.Float32Builder)
+	} else {
+		var fbs [4]*array.Float32Builder
+		for i := range fbs {
+			fbs[i] = sb.FieldBuilder(i).(*array.Float32Builder)
+		}
+		// Rounded outwards, so the box still contains the geometry.
+		appendBox = func(b [4]float64) {
+			fbs[0].Append(floorFloat32(b[0]))
+			fbs[1].Append(floorFloat32(b[1]))
+			fbs[2].Append(ceilFloat32(b[2]))
+			fbs[3].Append(ceilFloat32(b[3]))
+		}
 	}
 	for _, r := range idx {
 		b, ok := t.box(r)
@@ -107,10 +109,7 @@ func (t *table) coveringArray(mem memory.Allocator, idx []int32, cov coveringKin
 			continue
 		}
 		sb.Append(true)
-		fbs[0].Append(floorFloat32(b[0]))
-		fbs[1].Append(floorFloat32(b[1]))
-		fbs[2].Append(ceilFloat32(b[2]))
-		fbs[3].Append(ceilFloat32(b[3]))
+		appendBox(b)
 	}
 	return sb.NewArray()
 }

@@ -58,22 +58,16 @@ func (c *SourceCache) Put(bucket, key, sum string, data []byte) {
 
 // Take returns and forgets the bytes of bucket/key with SHA-256 sum.
 func (c *SourceCache) Take(bucket, key, sum string) ([]byte, bool) {
-	if c == nil {
-		return nil, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[sourceKey{bucket, key, sum}]
-	if !ok {
-		return nil, false
-	}
-	c.remove(e)
-	return e.Value.(*sourceEntry).data, true
+	return c.get(bucket, key, sum, true)
 }
 
 // Peek returns the bytes of bucket/key with SHA-256 sum and keeps them
 // for a later Take (HashCheck measures a source it is handing to Convert).
 func (c *SourceCache) Peek(bucket, key, sum string) ([]byte, bool) {
+	return c.get(bucket, key, sum, false)
+}
+
+func (c *SourceCache) get(bucket, key, sum string, forget bool) ([]byte, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -82,6 +76,9 @@ func (c *SourceCache) Peek(bucket, key, sum string) ([]byte, bool) {
 	e, ok := c.m[sourceKey{bucket, key, sum}]
 	if !ok {
 		return nil, false
+	}
+	if forget {
+		c.remove(e)
 	}
 	return e.Value.(*sourceEntry).data, true
 }
