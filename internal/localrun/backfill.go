@@ -18,6 +18,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/policy"
 	"github.com/geomigrate/geomigrate/internal/tracing"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -57,6 +58,10 @@ type BackfillConfig struct {
 	// unfinished, as Runner.Ended does (on AWS the children are Standard
 	// executions and executionfailed gets their events).
 	Ended func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
+	// Policy is the run-time policy document the definition's ReadPolicy
+	// task reads (aws-sdk:ssm:getParameter), the --policy file locally.
+	// Nil: no parameter, so the input's values or the defaults apply.
+	Policy policy.Fetcher
 }
 
 // ParsedBackfill is the backfill definition as the local executor runs
@@ -69,9 +74,10 @@ func ParsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string)
 		return nil, fmt.Errorf("localrun.ParsedBackfill: %w", err)
 	}
 	def, err = asl.Substitute(def, map[string]string{
-		"MigrateStateMachineArn": MigrateStateMachine,
-		"SourceBucket":           sourceBucket,
-		"ResultsBucket":          resultsBucket,
+		"MigrateStateMachineArn":         MigrateStateMachine,
+		"SourceBucket":                   sourceBucket,
+		"ResultsBucket":                  resultsBucket,
+		statemachine.PolicyParameterName: statemachine.LocalPolicyParameter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("localrun.ParsedBackfill: %w", err)
@@ -96,6 +102,7 @@ func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
 		asl.WithResource(resourceGetObject, readManifest(cfg.Store)),
 		asl.WithResource(resourcePutObject, writeResults(cfg.Store)),
 		asl.WithResource(resourceStartExecution, b.startChild(cfg.Migrate)),
+		asl.WithResource(statemachine.ResourceSSMGetParameter, ssmGetParameter(cfg.Policy)),
 	}
 	b.exec = asl.NewExecutor(sm, append(all, opts...)...)
 	return b, nil
