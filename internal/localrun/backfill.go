@@ -62,6 +62,9 @@ type BackfillConfig struct {
 	// task reads (aws-sdk:ssm:getParameter), the --policy file locally.
 	// Nil: no parameter, so the input's values or the defaults apply.
 	Policy policy.Fetcher
+	// PolicyParameter is the parameter name substituted for
+	// ${PolicyParameterName}; "" is statemachine.LocalPolicyParameter.
+	PolicyParameter string
 }
 
 // ParsedBackfill is the backfill definition as the local executor runs
@@ -69,6 +72,10 @@ type BackfillConfig struct {
 // filter expanded, the placeholders substituted with the local stand-ins.
 // `geomigrate graph --backfill` draws it.
 func ParsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string) (*asl.StateMachine, error) {
+	return parsedBackfill(sourceBucket, resultsBucket, sourcePrefixes, statemachine.LocalPolicyParameter)
+}
+
+func parsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string, policyParameter string) (*asl.StateMachine, error) {
 	def, err := statemachine.ExpandBackfill(statemachine.Backfill, sourcePrefixes)
 	if err != nil {
 		return nil, fmt.Errorf("localrun.ParsedBackfill: %w", err)
@@ -77,7 +84,7 @@ func ParsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string)
 		"MigrateStateMachineArn":         MigrateStateMachine,
 		"SourceBucket":                   sourceBucket,
 		"ResultsBucket":                  resultsBucket,
-		statemachine.PolicyParameterName: statemachine.LocalPolicyParameter,
+		statemachine.PolicyParameterName: policyParameter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("localrun.ParsedBackfill: %w", err)
@@ -91,7 +98,10 @@ func ParsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string)
 
 // NewBackfill parses the backfill definition and binds its resources.
 func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
-	sm, err := ParsedBackfill(cfg.SourceBucket, cfg.ResultsBucket, cfg.SourcePrefixes)
+	if cfg.PolicyParameter == "" {
+		cfg.PolicyParameter = statemachine.LocalPolicyParameter
+	}
+	sm, err := parsedBackfill(cfg.SourceBucket, cfg.ResultsBucket, cfg.SourcePrefixes, cfg.PolicyParameter)
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +112,7 @@ func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
 		asl.WithResource(resourceGetObject, readManifest(cfg.Store)),
 		asl.WithResource(resourcePutObject, writeResults(cfg.Store)),
 		asl.WithResource(resourceStartExecution, b.startChild(cfg.Migrate)),
-		asl.WithResource(statemachine.ResourceSSMGetParameter, ssmGetParameter(cfg.Policy)),
+		asl.WithResource(statemachine.ResourceSSMGetParameter, ssmGetParameter(cfg.PolicyParameter, cfg.Policy)),
 	}
 	b.exec = asl.NewExecutor(sm, append(all, opts...)...)
 	return b, nil

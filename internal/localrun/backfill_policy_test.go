@@ -68,12 +68,10 @@ func childMigrate(t *testing.T, p *concurrencyProbe) *asl.Executor {
 	return asl.NewExecutor(sm, asl.WithResource("arn:aws:states:::test:probe", p.child))
 }
 
-// TestBackfillReadsThePolicyDocument runs backfill.asl.json in the local
-// executor with the policy read stood in for by a file: the Map runs with
-// the input's max_concurrency and tolerated_failure_percentage, else the
-// document's, else 100 and 100, and a missing or unusable document never
-// fails the backfill; the output says what was read.
-func TestBackfillReadsThePolicyDocument(t *testing.T) {
+// eightItems is a source bucket "src" of eight objects under in/, one of
+// which (in/bad.tif) the probe fails, and a results bucket "ops".
+func eightItems(t *testing.T) *dirstore.Store {
+	t.Helper()
 	src := t.TempDir()
 	for i := range 8 {
 		name := fmt.Sprintf("ok%d.tif", i)
@@ -91,6 +89,16 @@ func TestBackfillReadsThePolicyDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return store
+}
+
+// TestBackfillReadsThePolicyDocument runs backfill.asl.json in the local
+// executor with the policy read stood in for by a file: the Map runs with
+// the input's max_concurrency and tolerated_failure_percentage, else the
+// document's, else 100 and 100, and a missing or unusable document never
+// fails the backfill; the output says what was read.
+func TestBackfillReadsThePolicyDocument(t *testing.T) {
+	store := eightItems(t)
 	dir := t.TempDir()
 	file := func(content string) policy.Fetcher {
 		p := filepath.Join(dir, fmt.Sprintf("policy-%d.json", time.Now().UnixNano()))

@@ -10,11 +10,10 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/policy"
-	"github.com/geomigrate/geomigrate/statemachine"
 )
 
 // ssmGetParameter stands in for arn:aws:states:::aws-sdk:ssm:getParameter
-// on the local policy document (--policy FILE): {Name} in, the
+// with doc (the --policy file) as the parameter name: {Name} in, the
 // GetParameter answer out, {Parameter: {Name, Type, Value, Version, ...}}
 // (https://docs.aws.amazon.com/systems-manager/latest/APIReference/API_GetParameter.html).
 // Errors are named as the SDK integration names SSM's,
@@ -25,14 +24,14 @@ import (
 // Ssm.SsmException. A file has no version: it is reported as version 1.
 // The content is passed as it is, unvalidated, as SSM would: the state
 // machine must cope with whatever the parameter holds.
-func ssmGetParameter(doc policy.Fetcher) asl.ResourceFunc {
+func ssmGetParameter(name string, doc policy.Fetcher) asl.ResourceFunc {
 	return func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 		var p struct{ Name string }
 		if err := json.Unmarshal(raw, &p); err != nil || p.Name == "" {
 			return nil, asl.TaskError{Name: "Ssm.SsmException", Cause: fmt.Sprintf("Name is required: %s", raw)}
 		}
 		notFound := asl.TaskError{Name: "Ssm.ParameterNotFoundException", Cause: "parameter " + p.Name + " not found"}
-		if doc == nil || p.Name != statemachine.LocalPolicyParameter {
+		if doc == nil || p.Name != name {
 			return nil, notFound
 		}
 		data, _, err := doc.Fetch(ctx)
