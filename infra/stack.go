@@ -639,6 +639,9 @@ func (st *Stack) stateMachines() error {
 		"MigrateStateMachineArn": *st.Migrate.StateMachineArn(),
 		"SourceBucket":           *st.Source.BucketName(),
 		"ResultsBucket":          *st.Ops.BucketName(),
+		// ReadPolicy reads the run-time policy document for the Map's
+		// concurrency and tolerated failure percentage.
+		statemachine.PolicyParameterName: *st.Policy.ParameterName(),
 	}
 	if c.BackfillChildExecutionType == "EXPRESS" {
 		// Express workflows run no .sync integration and last at most five minutes: the
@@ -674,6 +677,7 @@ func (st *Stack) stateMachines() error {
 	add("WriteResults", []string{"s3:PutObject", "s3:GetObject", "s3:ListMultipartUploadParts", "s3:AbortMultipartUpload"}, st.Ops.ArnForObjects(s("backfill-results/*")))
 	add("RunOwnMapRunChildren", []string{"states:StartExecution"}, backfillArn)
 	add("ManageOwnMapRunChildren", []string{"states:DescribeExecution", "states:StopExecution"}, backfillExecs)
+	add("ReadPolicyDocument", []string{"ssm:GetParameter"}, st.Policy.ParameterArn())
 	if c.BackfillChildExecutionType == "EXPRESS" {
 		backfillRole.AddToPrincipalPolicy(invoke)
 		backfillRole.AddToPrincipalPolicy(send)

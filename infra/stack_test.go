@@ -16,6 +16,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
 	"github.com/geomigrate/geomigrate/internal/policy"
+	"github.com/geomigrate/geomigrate/statemachine"
 )
 
 func TestEveryResourceIsThere(t *testing.T) {
@@ -609,6 +610,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			`states:StartExecution on arn:<Ref:AWS::Partition>:states:<Ref:AWS::Region>:<Ref:AWS::AccountId>:stateMachine:geomigrate-(backfill|migrate)`,
 			`states:(DescribeExecution|StopExecution) on arn:<Ref:AWS::Partition>:states:<Ref:AWS::Region>:<Ref:AWS::AccountId>:execution:geomigrate-(backfill/|migrate:)\*`,
 			`events:(PutTargets|PutRule|DescribeRule) on arn:<Ref:AWS::Partition>:events:<Ref:AWS::Region>:<Ref:AWS::AccountId>:rule/StepFunctionsGetEventsForStepFunctionsExecutionRule`,
+			policyGrant,
 			`(logs|xray):\w+ on \*`,
 		},
 		"MigrateStateMachineEventsRole": {
@@ -674,8 +676,9 @@ const policyGrant = `ssm:GetParameter on arn:<Ref:AWS::Partition>:ssm:<Ref:AWS::
 
 // TestPolicyParameter: the stack stores the default run-time policy
 // document, valid against the schema, and only hashcheck (job deadline) and
-// classify (routing rules) are told its name and may read it; the name is
-// a stack output for `geomigrate policy put`.
+// classify (routing rules) are told its name and may read it, with the
+// backfill state machine (its ReadPolicy task, for the Map's concurrency)
+// and nothing else; the name is a stack output for `geomigrate policy put`.
 func TestPolicyParameter(t *testing.T) {
 	b := defaultStack(t)
 	_, p := b.one(t, "AWS::SSM::Parameter", "PolicyParameter")
@@ -707,6 +710,23 @@ func TestPolicyParameter(t *testing.T) {
 		if granted != reads {
 			t.Errorf("%s: may read the policy parameter: %v, want %v", name, granted, reads)
 		}
+	}
+	for _, role := range []string{"BackfillStateMachineRole", "MigrateStateMachineRole"} {
+		granted := slices.ContainsFunc(grants(b.statements(t, role)), re.MatchString)
+		if want := role == "BackfillStateMachineRole"; granted != want {
+			t.Errorf("%s: may read the policy parameter: %v, want %v", role, granted, want)
+		}
+	}
+	for _, g := range grants(b.statements(t, "BackfillStateMachineRole")) {
+		if strings.HasPrefix(g, "ssm:") && !re.MatchString(g) {
+			t.Errorf("BackfillStateMachineRole: SSM grant beyond the policy parameter: %s", g)
+		}
+	}
+	_, backfill := definition(t, b, "BackfillStateMachine")
+	read, _ := backfill["States"].(map[string]any)["ReadPolicy"].(map[string]any)
+	name, _ := read["Parameters"].(map[string]any)["Name"].(string)
+	if read["Resource"] != statemachine.ResourceSSMGetParameter || !regexp.MustCompile(`^<Ref:PolicyParameter\w+>$`).MatchString(name) {
+		t.Errorf("backfill ReadPolicy reads %v %q, want the policy parameter", read["Resource"], name)
 	}
 	b.template.HasOutput(jsii.String("PolicyParameterName"), map[string]any{"Value": map[string]any{"Ref": assertions.Match_StringLikeRegexp(jsii.String("PolicyParameter.*"))}})
 }

@@ -31,6 +31,8 @@ func standIn(name string) string {
 		return "subnet-0123456789abcdef0,subnet-0fedcba9876543210"
 	case name == ConvertSecurityGroupID:
 		return "sg-0123456789abcdef0"
+	case name == PolicyParameterName:
+		return "/geomigrate/policy"
 	}
 	return ""
 }

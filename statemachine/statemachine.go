@@ -75,3 +75,14 @@ const (
 //
 //go:embed backfill.asl.json
 var Backfill []byte
+
+// Backfill's run-time policy read: the placeholder of the SSM parameter
+// holding the policy document (internal/policy), substituted by CDK with
+// the stack's parameter and locally with LocalPolicyParameter, and the
+// SDK integration that reads it (the local executor stands in for it with
+// the --policy file).
+const (
+	PolicyParameterName     = "PolicyParameterName"
+	ResourceSSMGetParameter = "arn:aws:states:::aws-sdk:ssm:getParameter"
+	LocalPolicyParameter    = "/geomigrate/policy"
+)

@@ -43,6 +43,11 @@ var serviceErrors = []string{
 	// integration's S3 errors (ServiceName.ErrorName).
 	"ECS.AmazonECSException", "ECS.SdkClientException", "AmazonECS.Unknown",
 	"S3.SdkClientException", "S3.S3Exception",
+	// The backfill's policy read (aws-sdk:ssm:getParameter): GetParameter's
+	// InternalServerError and the integration's generic service and client
+	// errors, as ServiceName.ErrorName with the Exception suffix
+	// (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html).
+	"Ssm.InternalServerErrorException", "Ssm.SsmException", "Ssm.SdkClientException",
 }
 
 func parsed(t *testing.T) *asl.StateMachine { return parse(t, "migrate.asl.json", Migrate) }

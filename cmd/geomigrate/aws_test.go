@@ -43,8 +43,25 @@ func TestBackfillStartsTheDeployedStateMachine(t *testing.T) {
 	if input["prefix"] != "incoming/" || input["dataset_id"] != "tiles" || input["max_concurrency"] != float64(50) {
 		t.Fatalf("execution input %v", input)
 	}
+	if _, ok := input["tolerated_failure_percentage"]; ok {
+		t.Errorf("execution input %v: tolerated_failure_percentage was not given", input)
+	}
 	if !strings.Contains(out, "execution:backfill:b1") {
 		t.Fatalf("output %q", out)
+	}
+	// Given neither flag nor document, the command leaves both out: the
+	// state machine reads the stack's policy parameter (ReadPolicy).
+	if _, _, err := run(t, "backfill", "--backend", "aws", "--state-machine-arn", arn, "--endpoint-url", srv.URL, "--prefix", "incoming/", "--dest", "unused"); err != nil {
+		t.Fatal(err)
+	}
+	input = nil
+	if err := json.Unmarshal([]byte(got.body["input"]), &input); err != nil {
+		t.Fatal(err)
+	}
+	_, hasMax := input["max_concurrency"]
+	_, hasTolerated := input["tolerated_failure_percentage"]
+	if input["prefix"] != "incoming/" || hasMax || hasTolerated {
+		t.Errorf("execution input %v: want the Map settings left to the state machine", input)
 	}
 	// Without the ARN it says what to pass.
 	if _, _, err := run(t, "backfill", "--backend", "aws", "--prefix", "x/", "--dest", "unused"); err == nil || !strings.Contains(err.Error(), "state-machine-arn") {

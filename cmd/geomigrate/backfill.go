@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/policy"
 )
 
 // resultsBucket is the local stand-in for the backfill's results bucket.
@@ -32,30 +33,40 @@ type backfillCmd struct {
 }
 
 // mapSettings are the Distributed Map's MaxConcurrency and
-// ToleratedFailurePercentage, written into the backfill's input (its
+// ToleratedFailurePercentage written into the backfill's input (its
 // MaxConcurrencyPath and ToleratedFailurePercentagePath): a flag the user
-// gave, else the run-time policy document's (--policy, or with --backend
-// aws --policy-parameter), else the flags' defaults. Here, where the
-// children share this machine, the document's concurrency is capped at
-// --workers.
-func (c *backfillCmd) mapSettings(ctx context.Context, k *kong.Context) (maxConcurrency, tolerated int, err error) {
+// gave, else the run-time policy document given to the command (--policy,
+// or with --backend aws --policy-parameter). With --backend aws and
+// neither, a value is left out: the state machine reads the stack's policy
+// parameter itself (its ReadPolicy state) and falls back to its defaults.
+// Locally, where the children share this machine, both are always written
+// and the concurrency is capped at --workers.
+func (c *backfillCmd) mapSettings(ctx context.Context, k *kong.Context) (map[string]any, error) {
 	f := &c.Options
-	maxConcurrency, tolerated = f.Workers, c.Tolerated
+	workersGiven, toleratedGiven := flagGiven(k, "workers", ""), flagGiven(k, "tolerated-failure-percentage", "")
+	out := map[string]any{}
+	if workersGiven || !f.Where.aws() {
+		out["max_concurrency"] = f.Workers
+	}
+	if toleratedGiven || !f.Where.aws() {
+		out["tolerated_failure_percentage"] = c.Tolerated
+	}
 	src, err := f.policySource(ctx, nil)
 	if err != nil || src == nil {
-		return maxConcurrency, tolerated, err
+		return out, err
 	}
 	doc := src.Current(ctx)
-	if !flagGiven(k, "workers", "") {
-		maxConcurrency = doc.Backfill.MaxConcurrency
+	if !workersGiven {
+		maxConcurrency := doc.Backfill.MaxConcurrency
 		if !f.Where.aws() {
 			maxConcurrency = min(maxConcurrency, f.Workers)
 		}
+		out["max_concurrency"] = maxConcurrency
 	}
-	if !flagGiven(k, "tolerated-failure-percentage", "") {
-		tolerated = doc.Backfill.ToleratedFailurePercentage
+	if !toleratedGiven {
+		out["tolerated_failure_percentage"] = doc.Backfill.ToleratedFailurePercentage
 	}
-	return maxConcurrency, tolerated, nil
+	return out, nil
 }
 
 // Validate checks the percentage.
@@ -69,12 +80,11 @@ func (c *backfillCmd) Validate() error {
 func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	c.Options.kctx = k
 	f := &c.Options
-	maxConcurrency, tolerated, err := c.mapSettings(e.ctx, k)
+	input, err := c.mapSettings(e.ctx, k)
 	if err != nil {
 		return err
 	}
 	if f.Where.aws() {
-		input := map[string]any{"max_concurrency": maxConcurrency, "tolerated_failure_percentage": tolerated}
 		if c.Dataset != "" {
 			input["dataset_id"] = c.Dataset
 		}
@@ -115,14 +125,21 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	if err != nil {
 		return err
 	}
-	bf, err := localrun.NewBackfill(localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: be.local.store, Migrate: exec, Ended: be.closer.Close})
+	cfg := localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: be.local.store, Migrate: exec, Ended: be.closer.Close}
+	if f.Policy != "" {
+		// The state machine's ReadPolicy reads the same file; the input's
+		// values, taken from it above, come first.
+		cfg.Policy = policy.File{Path: f.Policy}
+	}
+	bf, err := localrun.NewBackfill(cfg)
 	if err != nil {
 		return err
 	}
-	input, _ := json.Marshal(map[string]any{"prefix": c.Prefix, "dataset_id": c.Dataset, "max_concurrency": maxConcurrency, "tolerated_failure_percentage": tolerated})
-	fmt.Fprintf(e.stderr, "geomigrate %s: backfill of %s/%s → %s (%d at a time)\n", buildinfo.Version, roots[0].dir, c.Prefix, f.Dest, maxConcurrency)
+	input["prefix"], input["dataset_id"] = c.Prefix, c.Dataset
+	inputJSON, _ := json.Marshal(input)
+	fmt.Fprintf(e.stderr, "geomigrate %s: backfill of %s/%s → %s (%d at a time)\n", buildinfo.Version, roots[0].dir, c.Prefix, f.Dest, input["max_concurrency"])
 	started := time.Now()
-	res, outcomes, err := bf.Run(e.ctx, localrun.ExecutionName("backfill"), input)
+	res, outcomes, err := bf.Run(e.ctx, localrun.ExecutionName("backfill"), inputJSON)
 	if err != nil {
 		return err
 	}

@@ -6,12 +6,15 @@ import (
 	"fmt"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
+	"github.com/geomigrate/geomigrate/internal/policy"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
 // BackfillWalk is what statemachine/backfill.asl.json adds around the
 // migrate executions it starts: the transitions of one backfill execution
-// (input defaults, the choice of item source, the Map state, its end) and
+// (the policy read, the Map settings taken from the stack's default
+// policy document, the input defaults, the choice of item source, the Map
+// state, its end) and
 // those of each item's child workflow (its folder-marker check and the
 // task that starts and waits for the item's migrate execution). Step
 // Functions bills a Distributed Map's Standard child workflow executions
@@ -31,9 +34,10 @@ func WalkBackfill(ctx context.Context, def []byte) (BackfillWalk, error) {
 		return BackfillWalk{}, fmt.Errorf("cost.WalkBackfill: %w", err)
 	}
 	def, err = asl.Substitute(def, map[string]string{
-		"MigrateStateMachineArn": "arn:aws:states:local:000000000000:stateMachine:migrate",
-		"SourceBucket":           "src",
-		"ResultsBucket":          "results",
+		"MigrateStateMachineArn":         "arn:aws:states:local:000000000000:stateMachine:migrate",
+		"SourceBucket":                   "src",
+		"ResultsBucket":                  "results",
+		statemachine.PolicyParameterName: "/geomigrate/policy",
 	})
 	if err != nil {
 		return BackfillWalk{}, fmt.Errorf("cost.WalkBackfill: %w", err)
@@ -60,6 +64,10 @@ func WalkBackfill(ctx context.Context, def []byte) (BackfillWalk, error) {
 				return json.RawMessage(`{}`), nil
 			}),
 			asl.WithResource("arn:aws:states:::states:startExecution.sync:2", ok),
+			// The parameter holds what the stack stores: the default document.
+			asl.WithResource(statemachine.ResourceSSMGetParameter, func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				return json.Marshal(map[string]any{"Parameter": map[string]any{"Name": "/geomigrate/policy", "Value": string(policy.Default().JSON()), "Version": 1}})
+			}),
 			asl.WithHistory(func(ev asl.Event) {
 				if ev.Type == asl.EventStateEntered {
 					entered++

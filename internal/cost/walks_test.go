@@ -68,17 +68,20 @@ func TestWalkBackfill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// CheckMaxConcurrency, DefaultMaxConcurrency, CheckToleratedFailure,
-	// DefaultToleratedFailure, CheckDatasetId, DefaultDatasetId,
+	// ReadPolicy, CheckPolicyDocument, ParsePolicy, CheckMaxConcurrency,
+	// CheckPolicyMaxConcurrency, CheckPolicyMaxConcurrencyBounds,
+	// PolicyMaxConcurrency, CheckToleratedFailure,
+	// CheckPolicyToleratedFailure, CheckPolicyToleratedFailureBounds,
+	// PolicyToleratedFailure, CheckDatasetId, DefaultDatasetId,
 	// ChooseItemSource, BackfillFromPrefix, BackfillDone; per item
 	// IsFolderMarker, MigrateObject.
-	if w.PerRun != 9 || w.PerItem != 2 {
-		t.Errorf("backfill walk %+v, want 9 per run and 2 per item", w)
+	if w.PerRun != 16 || w.PerItem != 2 {
+		t.Errorf("backfill walk %+v, want 16 per run and 2 per item", w)
 	}
 	m := Model{Prices: DefaultPrices(), Backfill: w}
-	// 9 + 2 × 2,500 = 5,009 transitions × $0.025/1,000 = $0.125225; 3
+	// 16 + 2 × 2,500 = 5,016 transitions × $0.025/1,000 = $0.1254; 3
 	// ListObjectsV2 pages × $0.005/1,000 = $0.000015.
-	if x := BackfillCost(m, 2500); x.Transitions != 5009 || x.ListRequests != 3 || math.Abs(x.Cost-0.12524) > 1e-12 {
+	if x := BackfillCost(m, 2500); x.Transitions != 5016 || x.ListRequests != 3 || math.Abs(x.Cost-0.125415) > 1e-12 {
 		t.Errorf("BackfillCost = %+v", x)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/policy"
 	"github.com/geomigrate/geomigrate/internal/tracing"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -57,6 +58,13 @@ type BackfillConfig struct {
 	// unfinished, as Runner.Ended does (on AWS the children are Standard
 	// executions and executionfailed gets their events).
 	Ended func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
+	// Policy is the run-time policy document the definition's ReadPolicy
+	// task reads (aws-sdk:ssm:getParameter), the --policy file locally.
+	// Nil: no parameter, so the input's values or the defaults apply.
+	Policy policy.Fetcher
+	// PolicyParameter is the parameter name substituted for
+	// ${PolicyParameterName}; "" is statemachine.LocalPolicyParameter.
+	PolicyParameter string
 }
 
 // ParsedBackfill is the backfill definition as the local executor runs
@@ -64,14 +72,19 @@ type BackfillConfig struct {
 // filter expanded, the placeholders substituted with the local stand-ins.
 // `geomigrate graph --backfill` draws it.
 func ParsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string) (*asl.StateMachine, error) {
+	return parsedBackfill(sourceBucket, resultsBucket, sourcePrefixes, statemachine.LocalPolicyParameter)
+}
+
+func parsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string, policyParameter string) (*asl.StateMachine, error) {
 	def, err := statemachine.ExpandBackfill(statemachine.Backfill, sourcePrefixes)
 	if err != nil {
 		return nil, fmt.Errorf("localrun.ParsedBackfill: %w", err)
 	}
 	def, err = asl.Substitute(def, map[string]string{
-		"MigrateStateMachineArn": MigrateStateMachine,
-		"SourceBucket":           sourceBucket,
-		"ResultsBucket":          resultsBucket,
+		"MigrateStateMachineArn":         MigrateStateMachine,
+		"SourceBucket":                   sourceBucket,
+		"ResultsBucket":                  resultsBucket,
+		statemachine.PolicyParameterName: policyParameter,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("localrun.ParsedBackfill: %w", err)
@@ -85,7 +98,10 @@ func ParsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string)
 
 // NewBackfill parses the backfill definition and binds its resources.
 func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
-	sm, err := ParsedBackfill(cfg.SourceBucket, cfg.ResultsBucket, cfg.SourcePrefixes)
+	if cfg.PolicyParameter == "" {
+		cfg.PolicyParameter = statemachine.LocalPolicyParameter
+	}
+	sm, err := parsedBackfill(cfg.SourceBucket, cfg.ResultsBucket, cfg.SourcePrefixes, cfg.PolicyParameter)
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +112,7 @@ func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
 		asl.WithResource(resourceGetObject, readManifest(cfg.Store)),
 		asl.WithResource(resourcePutObject, writeResults(cfg.Store)),
 		asl.WithResource(resourceStartExecution, b.startChild(cfg.Migrate)),
+		asl.WithResource(statemachine.ResourceSSMGetParameter, ssmGetParameter(cfg.PolicyParameter, cfg.Policy)),
 	}
 	b.exec = asl.NewExecutor(sm, append(all, opts...)...)
 	return b, nil

@@ -6,6 +6,7 @@
 package ssmpolicy
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -47,8 +48,12 @@ func (p Parameter) Fetch(ctx context.Context) ([]byte, string, error) {
 
 // Put validates doc and, only when it is valid, stores it as the new
 // version of the parameter, returning that version. A refused document is
-// a *policy.InvalidError and the parameter is left as it was.
+// a *policy.InvalidError and the parameter is left as it was. The white
+// space around the document is not stored: the backfill state machine
+// parses the value only when it starts with { and ends with } (its
+// CheckPolicyDocument state).
 func (p Parameter) Put(ctx context.Context, doc []byte) (int64, error) {
+	doc = bytes.TrimSpace(doc)
 	if _, err := policy.Parse(doc); err != nil {
 		return 0, fmt.Errorf("ssmpolicy.Put: %s: %w", p.Name, err)
 	}

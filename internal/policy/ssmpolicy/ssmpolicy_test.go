@@ -43,9 +43,10 @@ func TestParameter(t *testing.T) {
 	if _, err := p.Put(ctx, []byte(`{"version": 1, "backfill": {"max_concurrency": 0}}`)); err == nil || f.puts != 0 {
 		t.Fatalf("a bad document was stored: %v, %d puts", err, f.puts)
 	}
-	if v, err := p.Put(ctx, []byte(`{"version": 1}`)); err != nil || v != 1 {
+	if v, err := p.Put(ctx, []byte("\n {\"version\": 1}\n")); err != nil || v != 1 {
 		t.Fatalf("Put: %d %v", v, err)
 	}
+	// Stored without the white space around it.
 	data, rev, err := p.Fetch(ctx)
 	if err != nil || string(data) != `{"version": 1}` || rev != "/geomigrate/policy:1" {
 		t.Fatalf("Fetch: %s %s %v", data, rev, err)
