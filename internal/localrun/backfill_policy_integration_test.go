@@ -3,18 +3,16 @@
 package localrun_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/aws/smithy-go"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
@@ -23,26 +21,28 @@ import (
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
-// ssmGetParameterOn answers the ReadPolicy task with a real GetParameter
-// call, as the SDK integration does: the response members under their
-// API names, an API error as Ssm.<Code> with the Exception suffix
-// (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html).
-func ssmGetParameterOn(client *ssm.Client) asl.ResourceFunc {
-	return func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-		var p struct{ Name string }
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, err
-		}
-		out, err := client.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(p.Name)})
-		var api smithy.APIError
-		switch {
-		case errors.As(err, &api):
-			return nil, asl.TaskError{Name: "Ssm." + strings.TrimSuffix(api.ErrorCode(), "Exception") + "Exception", Cause: api.ErrorMessage()}
-		case err != nil:
-			return nil, asl.TaskError{Name: "Ssm.SdkClientException", Cause: err.Error()}
-		}
-		return json.Marshal(map[string]any{"Parameter": out.Parameter})
+// motoPutParameter stores value as the parameter name with moto's SSM
+// API (JSON protocol, unsigned: moto does not check signatures), around
+// the validation ssmpolicy.Parameter.Put does.
+func motoPutParameter(ctx context.Context, endpoint, name, value string) error {
+	body, _ := json.Marshal(map[string]any{"Name": name, "Value": value, "Type": "String", "Overwrite": true})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return err
 	}
+	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+	req.Header.Set("X-Amz-Target", "AmazonSSM.PutParameter")
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=geomigrate-test/20260101/us-east-1/ssm/aws4_request, SignedHeaders=host, Signature=0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("PutParameter: %s: %s", resp.Status, msg)
+	}
+	return nil
 }
 
 // TestBackfillReadsThePolicyParameterOnMoto runs backfill.asl.json with its
@@ -64,9 +64,6 @@ func TestBackfillReadsThePolicyParameterOnMoto(t *testing.T) {
 	}
 	client := ssmpolicy.NewClient(cfg, ep)
 	name := fmt.Sprintf("/geomigrate-test/backfill-policy-%d", time.Now().UnixNano())
-	t.Cleanup(func() {
-		_, _ = client.DeleteParameter(context.Background(), &ssm.DeleteParameterInput{Name: aws.String(name)})
-	})
 	param := ssmpolicy.Parameter{Client: client, Name: name}
 	store := eightItems(t)
 
@@ -88,9 +85,7 @@ func TestBackfillReadsThePolicyParameterOnMoto(t *testing.T) {
 			return err
 		}, 2, 2, 100, `"version":2`},
 		{"written around the validation", func() error {
-			_, err := client.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(name), Overwrite: aws.Bool(true),
-				Value: aws.String(`{"version": 1, "backfill": {"max_concurrency": 20000, "tolerated_failure_percentage": -1}}`)})
-			return err
+			return motoPutParameter(ctx, ep, name, `{"version": 1, "backfill": {"max_concurrency": 20000, "tolerated_failure_percentage": -1}}`)
 		}, 8, 100, 100, `"max_concurrency":20000`},
 	} {
 		t.Run(step.name, func(t *testing.T) {
@@ -99,7 +94,7 @@ func TestBackfillReadsThePolicyParameterOnMoto(t *testing.T) {
 			}
 			probe := newProbe(step.peak, 8)
 			bf, err := localrun.NewBackfill(localrun.BackfillConfig{SourceBucket: "src", ResultsBucket: "ops", Store: store, Migrate: childMigrate(t, probe), PolicyParameter: name},
-				asl.WithResource(statemachine.ResourceSSMGetParameter, ssmGetParameterOn(client)))
+				asl.WithResource(statemachine.ResourceSSMGetParameter, ssmpolicy.GetParameterTask(client)))
 			if err != nil {
 				t.Fatal(err)
 			}
