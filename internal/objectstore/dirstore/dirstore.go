@@ -113,13 +113,23 @@ type Store struct {
 
 	mu   sync.Mutex
 	sems map[string]chan struct{}
+
+	// scratch holds the entries of scratch objects this process wrote, by
+	// path, instead of sidecar files: a staging object lives for one job
+	// and is renamed or deleted by the process that wrote it, so writing,
+	// renaming and removing a sidecar (and its directory) for each was most
+	// of a small file's system calls. Another process (a later run that
+	// takes the job over) finds no entry and treats the file as one the
+	// store did not write: Move then copies it and computes its ETag.
+	scratchMu sync.Mutex
+	scratch   map[string]*entry
 }
 
 // New returns a store whose buckets are the directories under root. root may
 // be empty when every bucket is given with WithBucketDir. Buckets are not
 // created; see CreateBucket.
 func New(root string, opts ...Option) (*Store, error) {
-	s := &Store{sems: map[string]chan struct{}{}}
+	s := &Store{sems: map[string]chan struct{}{}, scratch: map[string]*entry{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -291,6 +301,26 @@ var ErrNotInPlace = errors.New("dirstore: the object is a symbolic link: read it
 // It reports whether the object itself is a link. A path that does not
 // resolve is left to the caller (not found).
 func checkLink(w, bdir, path string) (isLink bool, err error) {
+	// Most objects have no link on the way: an lstat of each element below
+	// the bucket directory shows it without resolving the whole path (the
+	// bucket's own ancestors are not the key's business).
+	if rel, ok := strings.CutPrefix(path, bdir+string(filepath.Separator)); ok {
+		p, plain := bdir, true
+		for part := range strings.SplitSeq(rel, string(filepath.Separator)) {
+			p += string(filepath.Separator) + part
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return false, nil // does not resolve: the caller's not found
+			}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return false, nil
+		}
+	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return false, nil
@@ -353,8 +383,7 @@ func (s *Store) Head(ctx context.Context, bucket, key string) (objectstore.Objec
 		if err != nil || !fi.Mode().IsRegular() {
 			return objectstore.Object{}, s.readErr(op, bucket, key, err)
 		}
-		sc := readSidecar(path)
-		if e := sc.match(fi); e != nil {
+		if e, _ := s.entryFor(path, fi); e != nil {
 			return objectOf(bucket, key, fi, e), nil
 		}
 		obj = objectOf(bucket, key, fi, nil)
@@ -396,8 +425,7 @@ func (s *Store) openObject(op, bucket, key string) (*os.File, objectstore.Object
 			f.Close()
 			return nil, objectstore.Object{}, nil, classify(where(op, bucket, key), err)
 		}
-		sc := readSidecar(path)
-		if e := sc.match(fi); e != nil {
+		if e, _ := s.entryFor(path, fi); e != nil {
 			return f, objectOf(bucket, key, fi, e), e, nil
 		}
 		fi2, err := os.Stat(path)
@@ -638,10 +666,24 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 	}
 	defer unlock()
 
-	curEntry, err := checkPreconditions(w, bucket, key, path, ifNoneMatch, ifMatch)
+	curEntry, err := s.checkPreconditions(w, bucket, key, path, ifNoneMatch, ifMatch)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
+	if !durable && curEntry == nil {
+		// A scratch object over nothing the store described: its entry is
+		// kept in memory (Store.scratch), no sidecar.
+		if err := os.Rename(tmpPath, path); err != nil {
+			return objectstore.Object{}, classify(w, err)
+		}
+		s.setScratch(path, e)
+		fi, err := os.Stat(path)
+		if err != nil {
+			return objectstore.Object{}, classify(w, err)
+		}
+		return objectOf(bucket, key, fi, e), nil
+	}
+	s.setScratch(path, nil)
 	// Sidecar first, holding both the new entry and the current one: if we
 	// stop before the data rename the current file keeps its metadata.
 	sc := &sidecar{V: 1, Cur: e, Prev: curEntry}
@@ -665,8 +707,8 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 
 // checkPreconditions checks If-None-Match and If-Match against the object
 // at path (under its key's lock) and returns its current sidecar entry.
-func checkPreconditions(w, bucket, key, path string, ifNoneMatch bool, ifMatch string) (*entry, error) {
-	cur, curEntry, exists, err := describe(path)
+func (s *Store) checkPreconditions(w, bucket, key, path string, ifNoneMatch bool, ifMatch string) (*entry, error) {
+	cur, curEntry, exists, err := s.describe(path)
 	if err != nil {
 		return nil, classify(w, err)
 	}
@@ -686,7 +728,7 @@ func checkPreconditions(w, bucket, key, path string, ifNoneMatch bool, ifMatch s
 
 // describe stats path and finds its sidecar entry; exists is false when
 // there is no file.
-func describe(path string) (fi fs.FileInfo, e *entry, exists bool, err error) {
+func (s *Store) describe(path string) (fi fs.FileInfo, e *entry, exists bool, err error) {
 	fi, err = os.Stat(path)
 	switch {
 	case notFound(err):
@@ -694,7 +736,31 @@ func describe(path string) (fi fs.FileInfo, e *entry, exists bool, err error) {
 	case err != nil:
 		return nil, nil, false, err
 	}
-	return fi, readSidecar(path).match(fi), true, nil
+	e, _ = s.entryFor(path, fi)
+	return fi, e, true, nil
+}
+
+// entryFor returns the entry describing the file fi at path: the scratch
+// entry this process keeps for it, else its sidecar's; inMemory tells which.
+func (s *Store) entryFor(path string, fi fs.FileInfo) (e *entry, inMemory bool) {
+	s.scratchMu.Lock()
+	me := s.scratch[path]
+	s.scratchMu.Unlock()
+	if me != nil && me.id() == fileIDOf(fi) {
+		return me, true
+	}
+	return readSidecar(path).match(fi), false
+}
+
+// setScratch records the entry of a scratch object at path (nil forgets it).
+func (s *Store) setScratch(path string, e *entry) {
+	s.scratchMu.Lock()
+	defer s.scratchMu.Unlock()
+	if e == nil {
+		delete(s.scratch, path)
+		return
+	}
+	s.scratch[path] = e
 }
 
 // Delete removes an object and its sidecar; a missing object is not an
@@ -726,6 +792,7 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	if err := os.Remove(path); err != nil && !notFound(err) {
 		return classify(w, err)
 	}
+	s.setScratch(path, nil)
 	if err := os.Remove(sidecarPath(path)); err != nil && !notFound(err) {
 		return classify(w+": sidecar", err)
 	}
@@ -828,7 +895,7 @@ func (s *Store) walk(ctx context.Context, w, bucket, dir, base, namePrefix strin
 			}
 			continue
 		}
-		fi, e, exists, err := describe(path)
+		fi, e, exists, err := s.describe(path)
 		if err != nil {
 			return classify(w, err)
 		}

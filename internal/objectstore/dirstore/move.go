@@ -159,14 +159,14 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if !fi.Mode().IsRegular() {
 		return objectstore.Object{}, fmt.Errorf("%s: source %s/%s: %w", w, req.SrcBucket, req.SrcKey, objectstore.ErrNotFound)
 	}
-	srcEntry := readSidecar(spath).match(fi)
+	srcEntry, srcInMemory := s.entryFor(spath, fi)
 	if srcEntry == nil {
 		// Not written by the store (or changed behind its back): a copy
 		// computes the ETag, and leaves such a file where it is.
 		unlock()
 		return s.copyThenDelete(ctx, req)
 	}
-	curEntry, err := checkPreconditions(w, req.DstBucket, req.DstKey, path, req.IfNoneMatch, req.IfMatch)
+	curEntry, err := s.checkPreconditions(w, req.DstBucket, req.DstKey, path, req.IfNoneMatch, req.IfMatch)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
@@ -196,7 +196,11 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 	// The source's name is gone; its sidecar now describes nothing. Its
 	// directory is not synced: a source name that a crash brings back is a
 	// staging leftover, removed with the job's other staged objects.
-	_ = os.Remove(sidecarPath(spath))
+	s.setScratch(spath, nil)
+	s.setScratch(path, nil)
+	if !srcInMemory {
+		_ = os.Remove(sidecarPath(spath))
+	}
 	pruneEmptyDirs(sbdir, filepath.Dir(spath))
 	dfi, err := os.Stat(path)
 	if err != nil {
