@@ -112,7 +112,7 @@ type Store struct {
 	mapped map[string]string
 
 	mu   sync.Mutex
-	sems map[string]chan struct{}
+	sems map[string]*stripeLock
 
 	// scratch holds the entries of scratch objects this process wrote, by
 	// path, instead of sidecar files: a staging object lives for one job
@@ -129,7 +129,7 @@ type Store struct {
 // be empty when every bucket is given with WithBucketDir. Buckets are not
 // created; see CreateBucket.
 func New(root string, opts ...Option) (*Store, error) {
-	s := &Store{sems: map[string]chan struct{}{}, scratch: map[string]*entry{}}
+	s := &Store{sems: map[string]*stripeLock{}, scratch: map[string]*entry{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -617,10 +617,17 @@ func cleanupTemp(f *os.File) {
 // and, when the write failed, the directories it created for nothing, so a
 // failed Put of "a/b" cannot leave an empty "a" that blocks key "a".
 func abandon(bdir string, f *os.File, err *error) {
-	cleanupTemp(f)
-	if *err != nil {
-		pruneEmptyDirs(bdir, filepath.Dir(f.Name()))
+	_ = f.Close()
+	abandonName(bdir, f.Name(), err)
+}
+
+// abandonName is abandon for a temporary known by its name.
+func abandonName(bdir, name string, err *error) {
+	if *err == nil {
+		return // committed: the name was renamed onto the object
 	}
+	_ = os.Remove(name)
+	pruneEmptyDirs(bdir, filepath.Dir(name))
 }
 
 // finishTemp makes a temporary file durable (unless it is scratch) and
@@ -775,6 +782,13 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	if err != nil {
 		return err
 	}
+	// Nothing there: done without the lock (as if the delete came just
+	// before any write racing it). Staging keys already moved are the
+	// common case.
+	if _, err := os.Lstat(path); notFound(err) {
+		s.setScratch(path, nil)
+		return nil
+	}
 	unlock, err := s.lock(ctx, bdir, key)
 	if err != nil {
 		return classify(w+": lock", err)
@@ -810,8 +824,9 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 // filling them, and createTemp recreates what it needs.
 func pruneEmptyDirs(bdir, dir string) {
 	for dir != bdir && strings.HasPrefix(dir, bdir+string(filepath.Separator)) {
-		_ = os.Remove(filepath.Join(dir, metaDirName))
-		if os.Remove(dir) != nil {
+		// rmdir(2) directly: os.Remove tries unlink(2) first.
+		_ = syscall.Rmdir(filepath.Join(dir, metaDirName))
+		if syscall.Rmdir(dir) != nil {
 			return
 		}
 		dir = filepath.Dir(dir)
