@@ -21,7 +21,10 @@
 //     rather than carrying someone else's. The sidecar keeps the entry of the
 //     previous version too, and is renamed into place before the data file:
 //     at every instant (also after a crash between the two renames) it holds
-//     the entry of whatever data file is in place.
+//     the entry of whatever data file is in place. A scratch object (a
+//     staging write, PutRequest.Scratch) has none: the Store that wrote it
+//     keeps its entry in memory; to any other Store it is a file the store
+//     did not write.
 //   - <bucket>/.geomigrate-locks/NN.lock: lock stripes. Every write (Put,
 //     Copy, Delete) holds its key's stripe, an in-process semaphore plus an
 //     flock(2) on the stripe file, while it checks its precondition and
