@@ -18,6 +18,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"golang.org/x/sys/unix"
 )
 
 // Convert converts the local file src into workDir following r.
@@ -99,12 +100,11 @@ func checkWorkDir(dir string) error {
 	if !fi.IsDir() {
 		return fault.Systemic("gdal.Convert: work dir", fmt.Errorf("%s is not a directory", dir))
 	}
-	f, err := os.CreateTemp(dir, ".probe-*")
-	if err != nil {
-		return fault.Systemic("gdal.Convert: work dir not writable", err)
+	// access(2) rather than a probe file: one system call, no inode made
+	// and removed per conversion; it reports a read-only mount (EROFS) too.
+	if err := unix.Access(dir, unix.W_OK|unix.X_OK); err != nil {
+		return fault.Systemic("gdal.Convert: work dir not writable", fmt.Errorf("%s: %w", dir, err))
 	}
-	f.Close()
-	os.Remove(f.Name())
 	return nil
 }
 

@@ -81,10 +81,10 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 	}
 	defer os.RemoveAll(work)
 
-	outDir := filepath.Join(work, "out")
-	if err := os.Mkdir(outDir, 0o755); err != nil {
-		return ConvertOutput{}, localError("migration.Convert: work dir", err)
-	}
+	// Outputs are written in the work dir itself (a downloaded source goes
+	// to its "src" subdirectory; outputs are named with their format's
+	// extension): a directory made and removed per file is not free.
+	outDir := work
 	outputs, err := c.run(ctx, job, work, outDir)
 	if err != nil {
 		return ConvertOutput{}, err

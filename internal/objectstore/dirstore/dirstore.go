@@ -21,7 +21,10 @@
 //     rather than carrying someone else's. The sidecar keeps the entry of the
 //     previous version too, and is renamed into place before the data file:
 //     at every instant (also after a crash between the two renames) it holds
-//     the entry of whatever data file is in place.
+//     the entry of whatever data file is in place. A scratch object (a
+//     staging write, PutRequest.Scratch) has none: the Store that wrote it
+//     keeps its entry in memory; to any other Store it is a file the store
+//     did not write.
 //   - <bucket>/.geomigrate-locks/NN.lock: lock stripes. Every write (Put,
 //     Copy, Delete) holds its key's stripe, an in-process semaphore plus an
 //     flock(2) on the stripe file, while it checks its precondition and
@@ -112,14 +115,24 @@ type Store struct {
 	mapped map[string]string
 
 	mu   sync.Mutex
-	sems map[string]chan struct{}
+	sems map[string]*stripeLock
+
+	// scratch holds the entries of scratch objects this process wrote, by
+	// path, instead of sidecar files: a staging object lives for one job
+	// and is renamed or deleted by the process that wrote it, so writing,
+	// renaming and removing a sidecar (and its directory) for each was most
+	// of a small file's system calls. Another process (a later run that
+	// takes the job over) finds no entry and treats the file as one the
+	// store did not write: Move then copies it and computes its ETag.
+	scratchMu sync.Mutex
+	scratch   map[string]*entry
 }
 
 // New returns a store whose buckets are the directories under root. root may
 // be empty when every bucket is given with WithBucketDir. Buckets are not
 // created; see CreateBucket.
 func New(root string, opts ...Option) (*Store, error) {
-	s := &Store{sems: map[string]chan struct{}{}}
+	s := &Store{sems: map[string]*stripeLock{}, scratch: map[string]*entry{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -291,6 +304,26 @@ var ErrNotInPlace = errors.New("dirstore: the object is a symbolic link: read it
 // It reports whether the object itself is a link. A path that does not
 // resolve is left to the caller (not found).
 func checkLink(w, bdir, path string) (isLink bool, err error) {
+	// Most objects have no link on the way: an lstat of each element below
+	// the bucket directory shows it without resolving the whole path (the
+	// bucket's own ancestors are not the key's business).
+	if rel, ok := strings.CutPrefix(path, bdir+string(filepath.Separator)); ok {
+		p, plain := bdir, true
+		for part := range strings.SplitSeq(rel, string(filepath.Separator)) {
+			p += string(filepath.Separator) + part
+			fi, err := os.Lstat(p)
+			if err != nil {
+				return false, nil // does not resolve: the caller's not found
+			}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return false, nil
+		}
+	}
 	real, err := filepath.EvalSymlinks(path)
 	if err != nil {
 		return false, nil
@@ -353,8 +386,7 @@ func (s *Store) Head(ctx context.Context, bucket, key string) (objectstore.Objec
 		if err != nil || !fi.Mode().IsRegular() {
 			return objectstore.Object{}, s.readErr(op, bucket, key, err)
 		}
-		sc := readSidecar(path)
-		if e := sc.match(fi); e != nil {
+		if e, _ := s.entryFor(path, fi); e != nil {
 			return objectOf(bucket, key, fi, e), nil
 		}
 		obj = objectOf(bucket, key, fi, nil)
@@ -396,8 +428,7 @@ func (s *Store) openObject(op, bucket, key string) (*os.File, objectstore.Object
 			f.Close()
 			return nil, objectstore.Object{}, nil, classify(where(op, bucket, key), err)
 		}
-		sc := readSidecar(path)
-		if e := sc.match(fi); e != nil {
+		if e, _ := s.entryFor(path, fi); e != nil {
 			return f, objectOf(bucket, key, fi, e), e, nil
 		}
 		fi2, err := os.Stat(path)
@@ -589,10 +620,17 @@ func cleanupTemp(f *os.File) {
 // and, when the write failed, the directories it created for nothing, so a
 // failed Put of "a/b" cannot leave an empty "a" that blocks key "a".
 func abandon(bdir string, f *os.File, err *error) {
-	cleanupTemp(f)
-	if *err != nil {
-		pruneEmptyDirs(bdir, filepath.Dir(f.Name()))
+	_ = f.Close()
+	abandonName(bdir, f.Name(), err)
+}
+
+// abandonName is abandon for a temporary known by its name.
+func abandonName(bdir, name string, err *error) {
+	if *err == nil {
+		return // committed: the name was renamed onto the object
 	}
+	_ = os.Remove(name)
+	pruneEmptyDirs(bdir, filepath.Dir(name))
 }
 
 // finishTemp makes a temporary file durable (unless it is scratch) and
@@ -638,10 +676,24 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 	}
 	defer unlock()
 
-	curEntry, err := checkPreconditions(w, bucket, key, path, ifNoneMatch, ifMatch)
+	curEntry, err := s.checkPreconditions(w, bucket, key, path, ifNoneMatch, ifMatch)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
+	if !durable && curEntry == nil {
+		// A scratch object over nothing the store described: its entry is
+		// kept in memory (Store.scratch), no sidecar.
+		if err := os.Rename(tmpPath, path); err != nil {
+			return objectstore.Object{}, classify(w, err)
+		}
+		s.setScratch(path, e)
+		fi, err := os.Stat(path)
+		if err != nil {
+			return objectstore.Object{}, classify(w, err)
+		}
+		return objectOf(bucket, key, fi, e), nil
+	}
+	s.setScratch(path, nil)
 	// Sidecar first, holding both the new entry and the current one: if we
 	// stop before the data rename the current file keeps its metadata.
 	sc := &sidecar{V: 1, Cur: e, Prev: curEntry}
@@ -665,8 +717,8 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 
 // checkPreconditions checks If-None-Match and If-Match against the object
 // at path (under its key's lock) and returns its current sidecar entry.
-func checkPreconditions(w, bucket, key, path string, ifNoneMatch bool, ifMatch string) (*entry, error) {
-	cur, curEntry, exists, err := describe(path)
+func (s *Store) checkPreconditions(w, bucket, key, path string, ifNoneMatch bool, ifMatch string) (*entry, error) {
+	cur, curEntry, exists, err := s.describe(path)
 	if err != nil {
 		return nil, classify(w, err)
 	}
@@ -686,7 +738,7 @@ func checkPreconditions(w, bucket, key, path string, ifNoneMatch bool, ifMatch s
 
 // describe stats path and finds its sidecar entry; exists is false when
 // there is no file.
-func describe(path string) (fi fs.FileInfo, e *entry, exists bool, err error) {
+func (s *Store) describe(path string) (fi fs.FileInfo, e *entry, exists bool, err error) {
 	fi, err = os.Stat(path)
 	switch {
 	case notFound(err):
@@ -694,7 +746,31 @@ func describe(path string) (fi fs.FileInfo, e *entry, exists bool, err error) {
 	case err != nil:
 		return nil, nil, false, err
 	}
-	return fi, readSidecar(path).match(fi), true, nil
+	e, _ = s.entryFor(path, fi)
+	return fi, e, true, nil
+}
+
+// entryFor returns the entry describing the file fi at path: the scratch
+// entry this process keeps for it, else its sidecar's; inMemory tells which.
+func (s *Store) entryFor(path string, fi fs.FileInfo) (e *entry, inMemory bool) {
+	s.scratchMu.Lock()
+	me := s.scratch[path]
+	s.scratchMu.Unlock()
+	if me != nil && me.id() == fileIDOf(fi) {
+		return me, true
+	}
+	return readSidecar(path).match(fi), false
+}
+
+// setScratch records the entry of a scratch object at path (nil forgets it).
+func (s *Store) setScratch(path string, e *entry) {
+	s.scratchMu.Lock()
+	defer s.scratchMu.Unlock()
+	if e == nil {
+		delete(s.scratch, path)
+		return
+	}
+	s.scratch[path] = e
 }
 
 // Delete removes an object and its sidecar; a missing object is not an
@@ -708,6 +784,13 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	bdir, path, err := s.resolve(op, bucket, key)
 	if err != nil {
 		return err
+	}
+	// Nothing there: done without the lock (as if the delete came just
+	// before any write racing it). Staging keys already moved are the
+	// common case.
+	if _, err := os.Lstat(path); notFound(err) {
+		s.setScratch(path, nil)
+		return nil
 	}
 	unlock, err := s.lock(ctx, bdir, key)
 	if err != nil {
@@ -726,6 +809,7 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	if err := os.Remove(path); err != nil && !notFound(err) {
 		return classify(w, err)
 	}
+	s.setScratch(path, nil)
 	if err := os.Remove(sidecarPath(path)); err != nil && !notFound(err) {
 		return classify(w+": sidecar", err)
 	}
@@ -743,8 +827,9 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 // filling them, and createTemp recreates what it needs.
 func pruneEmptyDirs(bdir, dir string) {
 	for dir != bdir && strings.HasPrefix(dir, bdir+string(filepath.Separator)) {
-		_ = os.Remove(filepath.Join(dir, metaDirName))
-		if os.Remove(dir) != nil {
+		// rmdir(2) directly: os.Remove tries unlink(2) first.
+		_ = syscall.Rmdir(filepath.Join(dir, metaDirName))
+		if syscall.Rmdir(dir) != nil {
 			return
 		}
 		dir = filepath.Dir(dir)
@@ -828,7 +913,7 @@ func (s *Store) walk(ctx context.Context, w, bucket, dir, base, namePrefix strin
 			}
 			continue
 		}
-		fi, e, exists, err := describe(path)
+		fi, e, exists, err := s.describe(path)
 		if err != nil {
 			return classify(w, err)
 		}

@@ -74,7 +74,7 @@ func TestCrashBetweenRenames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fi, cur, _, _ := describe(path)
+	fi, cur, _, _ := s.describe(path)
 	if cur == nil {
 		t.Fatal("no entry for v1")
 	}

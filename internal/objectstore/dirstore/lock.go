@@ -15,15 +15,25 @@ import (
 // sharing a stripe only serialise their (short) commits.
 const lockStripes = 64
 
-// sem returns the in-process semaphore of one stripe. flock(2) alone would
-// exclude goroutines too (each lock opens its own file description), but
-// waiting on a channel costs no thread and honours the context.
-func (s *Store) sem(id string) chan struct{} {
+// stripeLock is one lock stripe of a bucket directory in this process: a
+// semaphore and, opened at its first use and kept, its lock file.
+type stripeLock struct {
+	sem chan struct{}
+	f   *os.File // used only by the semaphore's holder
+}
+
+// stripe returns the in-process state of one stripe. flock(2) alone would
+// exclude goroutines too (each lock opening its own file description), but
+// waiting on a channel costs no thread and honours the context; the file
+// is kept open (the semaphore gives it one user at a time) so that a lock
+// costs no open and close. The files close with the Store (os.File's
+// cleanup) or the process.
+func (s *Store) stripe(id string) *stripeLock {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.sems[id]
 	if !ok {
-		c = make(chan struct{}, 1)
+		c = &stripeLock{sem: make(chan struct{}, 1)}
 		s.sems[id] = c
 	}
 	return c
@@ -65,26 +75,27 @@ func (s *Store) lockPair(ctx context.Context, bdir, a, b string) (func(), error)
 }
 
 func (s *Store) lockStripe(ctx context.Context, bdir string, stripe uint32) (func(), error) {
-	sem := s.sem(fmt.Sprintf("%s\x00%d", bdir, stripe))
+	st := s.stripe(fmt.Sprintf("%s\x00%d", bdir, stripe))
 	select {
-	case sem <- struct{}{}:
+	case st.sem <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	f, err := openLockFile(bdir, stripe)
-	if err != nil {
-		<-sem
-		return nil, err
+	if st.f == nil {
+		f, err := openLockFile(bdir, stripe)
+		if err != nil {
+			<-st.sem
+			return nil, err
+		}
+		st.f = f
 	}
-	if err := filelock.Lock(ctx, f); err != nil {
-		f.Close()
-		<-sem
+	if err := filelock.Lock(ctx, st.f); err != nil {
+		<-st.sem
 		return nil, err
 	}
 	return func() {
-		_ = filelock.Unlock(f)
-		_ = f.Close()
-		<-sem
+		_ = filelock.Unlock(st.f)
+		<-st.sem
 	}, nil
 }
 

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -34,26 +37,13 @@ func (s *Store) PutFile(ctx context.Context, req objectstore.PutFileRequest) (_ 
 		_ = os.Remove(req.Path)
 		return objectstore.Object{}, err
 	}
-	tmp, err := createTemp(filepath.Dir(path))
+	tmpName, etag, err := takeFile(ctx, filepath.Dir(path), req.Path, req.MD5)
 	if err != nil {
-		_ = os.Remove(req.Path)
-		return objectstore.Object{}, classify(w, err)
-	}
-	defer abandon(bdir, tmp, &err)
-	// The empty temporary reserves a unique name in the right directory;
-	// the rename replaces it with the file.
-	_ = tmp.Close()
-	etag := req.MD5
-	switch err := os.Rename(req.Path, tmp.Name()); {
-	case errors.Is(err, syscall.EXDEV):
-		if etag, err = copyInto(ctx, tmp.Name(), req.Path); err != nil {
-			return objectstore.Object{}, classify(w+": copying "+req.Path, err)
-		}
-	case err != nil:
 		_ = os.Remove(req.Path)
 		return objectstore.Object{}, classify(w+": taking "+req.Path, err)
 	}
-	f, err := os.OpenFile(tmp.Name(), os.O_RDWR, 0)
+	defer abandonName(bdir, tmpName, &err)
+	f, err := os.OpenFile(tmpName, os.O_RDWR, 0)
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
@@ -73,7 +63,59 @@ func (s *Store) PutFile(ctx context.Context, req objectstore.PutFileRequest) (_ 
 		f.Close()
 		return objectstore.Object{}, classify(w, err)
 	}
-	return s.commit(ctx, op, bdir, req.Bucket, req.Key, path, tmp.Name(), e, req.IfNoneMatch, "", !req.Scratch)
+	return s.commit(ctx, op, bdir, req.Bucket, req.Key, path, tmpName, e, req.IfNoneMatch, "", !req.Scratch)
+}
+
+// takeFile renames the file src to a new temporary name in dir, creating
+// dir when needed, and returns the name and etag (unchanged, or the MD5 of
+// a copy). rename(2) with RENAME_NOREPLACE takes a unique name without
+// creating an empty file first; across file systems, or where the flag is
+// not supported, it creates the temporary and copies or renames over it.
+func takeFile(ctx context.Context, dir, src, etag string) (string, string, error) {
+	for attempt := 0; ; attempt++ {
+		name := filepath.Join(dir, tempPrefix+randHex(8))
+		err := unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, name, unix.RENAME_NOREPLACE)
+		switch {
+		case err == nil:
+			return name, etag, nil
+		case attempt >= 10:
+			return "", "", err
+		case errors.Is(err, syscall.EEXIST):
+		case errors.Is(err, syscall.ENOENT):
+			if _, serr := os.Lstat(src); serr != nil {
+				return "", "", serr
+			}
+			// As in createTemp: a concurrent Delete may prune dir again.
+			if err := os.MkdirAll(dir, 0o755); err != nil && !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, fs.ErrExist) {
+				return "", "", err
+			}
+		case errors.Is(err, syscall.EXDEV), errors.Is(err, syscall.EINVAL), errors.Is(err, syscall.ENOSYS), errors.Is(err, syscall.ENOTSUP):
+			return takeFileByCopy(ctx, dir, src, etag)
+		default:
+			return "", "", err
+		}
+	}
+}
+
+// takeFileByCopy reserves a temporary name by creating it, then renames
+// src over it (copies it across file systems).
+func takeFileByCopy(ctx context.Context, dir, src, etag string) (string, string, error) {
+	tmp, err := createTemp(dir)
+	if err != nil {
+		return "", "", err
+	}
+	_ = tmp.Close()
+	switch err := os.Rename(src, tmp.Name()); {
+	case errors.Is(err, syscall.EXDEV):
+		if etag, err = copyInto(ctx, tmp.Name(), src); err != nil {
+			_ = os.Remove(tmp.Name())
+			return "", "", err
+		}
+	case err != nil:
+		_ = os.Remove(tmp.Name())
+		return "", "", err
+	}
+	return tmp.Name(), etag, nil
 }
 
 // copyInto copies src over the file dst and removes src, returning the
@@ -159,14 +201,14 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if !fi.Mode().IsRegular() {
 		return objectstore.Object{}, fmt.Errorf("%s: source %s/%s: %w", w, req.SrcBucket, req.SrcKey, objectstore.ErrNotFound)
 	}
-	srcEntry := readSidecar(spath).match(fi)
+	srcEntry, srcInMemory := s.entryFor(spath, fi)
 	if srcEntry == nil {
 		// Not written by the store (or changed behind its back): a copy
 		// computes the ETag, and leaves such a file where it is.
 		unlock()
 		return s.copyThenDelete(ctx, req)
 	}
-	curEntry, err := checkPreconditions(w, req.DstBucket, req.DstKey, path, req.IfNoneMatch, req.IfMatch)
+	curEntry, err := s.checkPreconditions(w, req.DstBucket, req.DstKey, path, req.IfNoneMatch, req.IfMatch)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
@@ -196,7 +238,11 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 	// The source's name is gone; its sidecar now describes nothing. Its
 	// directory is not synced: a source name that a crash brings back is a
 	// staging leftover, removed with the job's other staged objects.
-	_ = os.Remove(sidecarPath(spath))
+	s.setScratch(spath, nil)
+	s.setScratch(path, nil)
+	if !srcInMemory {
+		_ = os.Remove(sidecarPath(spath))
+	}
 	pruneEmptyDirs(sbdir, filepath.Dir(spath))
 	dfi, err := os.Stat(path)
 	if err != nil {

@@ -200,3 +200,84 @@ func TestFsyncsPerWrite(t *testing.T) {
 	count("Delete", 1, func() error { return s.Delete(ctx, "b", "_staging/p") })
 	count("Delete of a moved key", 0, func() error { return s.Delete(ctx, "b", "_staging/f") })
 }
+
+// A scratch object's entry lives in the writing Store, not in a sidecar: the
+// writer sees its ETag and metadata and moves it by rename; another Store
+// on the same root (a later process taking the job over) sees a file the
+// store did not write, and Move copies it with an MD5 ETag.
+func TestScratchEntryInMemory(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		sameStore  bool
+		wantRename bool
+	}{
+		{"writer moves by rename", true, true},
+		{"another process copies", false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, bdir := newMoveStore(t)
+			body := "scratch body"
+			sum := md5.Sum([]byte(body))
+			etag := hex.EncodeToString(sum[:])
+			if _, err := s.Put(ctx, objectstore.PutRequest{Bucket: "b", Key: "_staging/j/x", Body: strings.NewReader(body),
+				Size: int64(len(body)), Metadata: map[string]string{"Stage": "1"}, Scratch: true}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(bdir, "_staging", "j", metaDirName)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("scratch Put made a sidecar directory (stat: %v)", err)
+			}
+			reader := s
+			if !tc.sameStore {
+				var err error
+				if reader, err = New(filepath.Dir(bdir)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h, err := reader.Head(ctx, "b", "_staging/j/x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := h.ETag == etag && h.Metadata["stage"] == "1"; got != tc.sameStore {
+				t.Errorf("Head = %+v; described by the writer's entry: %v, want %v", h, got, tc.sameStore)
+			}
+			before, err := os.Stat(filepath.Join(bdir, "_staging", "j", "x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj, err := reader.Move(ctx, objectstore.CopyRequest{SrcBucket: "b", SrcKey: "_staging/j/x", DstBucket: "b", DstKey: "out/x",
+				Metadata: map[string]string{"Final": "1"}, IfNoneMatch: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if obj.ETag != etag {
+				t.Errorf("Move ETag = %s, want the MD5 %s", obj.ETag, etag)
+			}
+			after, err := os.Stat(filepath.Join(bdir, "out", "x"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := os.SameFile(before, after); got != tc.wantRename {
+				t.Errorf("moved by rename: %v, want %v", got, tc.wantRename)
+			}
+			// The final object is durable: a fresh Store reads its metadata.
+			fresh, err := New(filepath.Dir(bdir))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h, err := fresh.Head(ctx, "b", "out/x"); err != nil || h.ETag != etag || h.Metadata["final"] != "1" {
+				t.Errorf("final object from a fresh Store = %+v, %v", h, err)
+			}
+			if err := reader.Delete(ctx, "b", "_staging/j/x"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(bdir, "_staging")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("staging directory left behind (stat: %v)", err)
+			}
+			if n := len(reader.scratch); n != 0 {
+				t.Errorf("%d scratch entries kept after the move", n)
+			}
+		})
+	}
+}

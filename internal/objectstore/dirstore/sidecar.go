@@ -106,7 +106,12 @@ func (sc *sidecar) write(path string, durable bool) error {
 	if err != nil {
 		return err
 	}
-	defer cleanupTemp(f)
+	renamed := false
+	defer func() {
+		if !renamed {
+			cleanupTemp(f)
+		}
+	}()
 	if _, err := f.Write(b); err != nil {
 		return err
 	}
@@ -121,6 +126,7 @@ func (sc *sidecar) write(path string, durable bool) error {
 	if err := os.Rename(f.Name(), sp); err != nil {
 		return err
 	}
+	renamed = true
 	if !durable {
 		return nil
 	}
