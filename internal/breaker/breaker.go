@@ -119,7 +119,13 @@ type Breaker struct {
 	cacheFor time.Duration
 
 	mu    sync.Mutex
-	clean map[string]time.Time // dependency → healthy until (cacheFor)
+	clean map[string]cleanRead // dependency → the healthy record read last
+}
+
+// cleanRead is a healthy record's read, trusted until until.
+type cleanRead struct {
+	until  time.Time
+	opened int
 }
 
 // Option configures New.
@@ -142,7 +148,7 @@ func WithClosedCache(d time.Duration) Option { return func(b *Breaker) { b.cache
 // New returns a breaker over store with policy.
 func New(store Store, policy Policy, opts ...Option) *Breaker {
 	b := &Breaker{store: store, policy: policy, now: time.Now, log: slog.New(slog.DiscardHandler),
-		cacheFor: DefaultClosedCache, clean: map[string]time.Time{}}
+		cacheFor: DefaultClosedCache, clean: map[string]cleanRead{}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -160,6 +166,18 @@ func (b *Breaker) Policy() Policy { return b.policy }
 type Ticket struct {
 	dependency string
 	clean      bool // CLOSED without counted failures when allowed
+	// opened is Record.Opened when allowed (known: the record was read):
+	// an answer to a call allowed before the breaker's latest opening
+	// says nothing about the dependency since, so it neither closes nor
+	// reopens that opening (see Done).
+	opened int
+	known  bool
+}
+
+// stale reports whether the call of t was allowed before rec's latest
+// opening while rec is still OPEN or HALF_OPEN.
+func (t Ticket) stale(rec Record) bool {
+	return t.known && rec.State != Closed && t.opened < rec.Opened
 }
 
 // Allow decides whether a call to dependency may be made. It returns a
@@ -173,8 +191,8 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 		t.clean = true
 		return t, nil
 	}
-	if b.healthy(dependency) {
-		t.clean = true
+	if opened, ok := b.healthy(dependency); ok {
+		t.clean, t.opened, t.known = true, opened, true
 		return t, nil
 	}
 	for {
@@ -191,10 +209,11 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 		if !allow {
 			return t, openError(rec, now, nil)
 		}
+		t.opened, t.known = rec.Opened, true
 		if next == nil {
 			t.clean = rec.State == Closed && rec.Failures == 0
 			if t.clean {
-				b.remember(dependency, now)
+				b.remember(dependency, now, rec.Opened)
 			}
 			return t, nil
 		}
@@ -232,6 +251,17 @@ func (b *Breaker) Done(ctx context.Context, t Ticket, callErr error) error {
 			return callErr
 		}
 		now := b.now()
+		if t.stale(rec) {
+			// Allowed before the breaker (re)opened and answered since: the
+			// opening stands (a late success does not close it, a late
+			// failure does not end the probe in flight) and a failure is
+			// reported as the open breaker, so the job waits instead of
+			// spending a retry against a dependency known to be down.
+			if failed {
+				return openError(rec, now, callErr)
+			}
+			return callErr
+		}
 		next := decideDone(rec, now, b.policy, callErr)
 		if next == nil {
 			if failed && rec.State == Open {
@@ -350,24 +380,24 @@ func openError(rec Record, now time.Time, cause error) error {
 }
 
 // healthy reports whether a healthy record of dependency was read within
-// cacheFor.
-func (b *Breaker) healthy(dependency string) bool {
+// cacheFor, and its Opened.
+func (b *Breaker) healthy(dependency string) (int, bool) {
 	if b.cacheFor <= 0 {
-		return false
+		return 0, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	until, ok := b.clean[dependency]
-	return ok && b.now().Before(until)
+	r, ok := b.clean[dependency]
+	return r.opened, ok && b.now().Before(r.until)
 }
 
-func (b *Breaker) remember(dependency string, now time.Time) {
+func (b *Breaker) remember(dependency string, now time.Time, opened int) {
 	if b.cacheFor <= 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.clean[dependency] = now.Add(b.cacheFor)
+	b.clean[dependency] = cleanRead{until: now.Add(b.cacheFor), opened: opened}
 }
 
 func (b *Breaker) forget(dependency string) {
