@@ -120,6 +120,10 @@ type Breaker struct {
 
 	mu    sync.Mutex
 	clean map[string]cleanRead // dependency → the healthy record read last
+	// forgets counts forget calls: a healthy record read before one of
+	// this process's failures (on another worker) must not be remembered
+	// after it.
+	forgets uint64
 }
 
 // cleanRead is a healthy record's read, trusted until until.
@@ -196,6 +200,7 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 		return t, nil
 	}
 	for {
+		gen := b.generation()
 		rec, err := b.get(ctx, dependency)
 		if err != nil {
 			// Fail open: the breaker saves calls to a dead dependency; when
@@ -213,7 +218,7 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 		if next == nil {
 			t.clean = rec.State == Closed && rec.Failures == 0
 			if t.clean {
-				b.remember(dependency, now, rec.Opened)
+				b.remember(dependency, now, rec.Opened, gen)
 			}
 			return t, nil
 		}
@@ -391,19 +396,31 @@ func (b *Breaker) healthy(dependency string) (int, bool) {
 	return r.opened, ok && b.now().Before(r.until)
 }
 
-func (b *Breaker) remember(dependency string, now time.Time, opened int) {
+// remember trusts a healthy record read when forgets was gen, unless a
+// failure was recorded since: it may have been read before that failure.
+func (b *Breaker) remember(dependency string, now time.Time, opened int, gen uint64) {
 	if b.cacheFor <= 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.forgets != gen {
+		return
+	}
 	b.clean[dependency] = cleanRead{until: now.Add(b.cacheFor), opened: opened}
 }
 
 func (b *Breaker) forget(dependency string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.forgets++
 	delete(b.clean, dependency)
+}
+
+func (b *Breaker) generation() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.forgets
 }
 
 func (b *Breaker) get(ctx context.Context, dependency string) (Record, error) {

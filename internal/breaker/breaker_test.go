@@ -439,3 +439,54 @@ func TestAnswersFromBeforeAnOpeningLeaveItStanding(t *testing.T) {
 		})
 	}
 }
+
+// racingStore runs during before the first read of the record returns
+// the record as it was before: other workers' failures recorded while
+// this worker's read was on its way back.
+type racingStore struct {
+	breaker.Store
+	during func()
+}
+
+func (r *racingStore) GetBreaker(ctx context.Context, dep string) (breaker.Record, error) {
+	rec, err := r.Store.GetBreaker(ctx, dep)
+	if f := r.during; f != nil {
+		r.during = nil
+		f()
+	}
+	return rec, err
+}
+
+// TestAHealthyReadOlderThanAFailureIsNotCached: the workers of a process
+// share one Breaker and its cache. Worker a reads a healthy record while
+// worker b's failures are recorded and open the breaker; a must not cache
+// that read, or its calls skip the open breaker for the cache time (calls
+// against a dead bucket, the ones the breaker exists to save).
+func TestAHealthyReadOlderThanAFailureIsNotCached(t *testing.T) {
+	ctx := context.Background()
+	store := &racingStore{Store: breakertest.NewMemory()}
+	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	shared := breaker.New(store, policy, breaker.WithClock(c.Now))
+	fail := func() {
+		tk, err := shared.Allow(ctx, "s3:dest")
+		if err == nil {
+			_ = shared.Done(ctx, tk, down)
+		}
+	}
+	store.during = func() { // b's failures open the breaker during a's read
+		for range policy.Threshold {
+			fail()
+		}
+	}
+	if _, err := shared.Allow(ctx, "s3:dest"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.GetBreaker(ctx, "s3:dest")
+	if err != nil || rec.State != breaker.Open {
+		t.Fatalf("record %+v (%v), want OPEN", rec, err)
+	}
+	var boe *fault.BreakerOpenError
+	if _, err := shared.Allow(ctx, "s3:dest"); !errors.As(err, &boe) {
+		t.Fatalf("worker a after the opening: %v, want BreakerOpenError (no cached healthy read from before b's failure)", err)
+	}
+}
