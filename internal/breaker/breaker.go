@@ -173,15 +173,15 @@ type Ticket struct {
 	// opened is Record.Opened when allowed (known: the record was read):
 	// an answer to a call allowed before the breaker's latest opening
 	// says nothing about the dependency since, so it neither closes nor
-	// reopens that opening (see Done).
+	// reopens that opening nor counts after it (see Done).
 	opened int
 	known  bool
 }
 
-// stale reports whether the call of t was allowed before rec's latest
-// opening while rec is still OPEN or HALF_OPEN.
-func (t Ticket) stale(rec Record) bool {
-	return t.known && rec.State != Closed && t.opened < rec.Opened
+// predates reports whether the call of t was allowed before rec's latest
+// opening.
+func (t Ticket) predates(rec Record) bool {
+	return t.known && t.opened < rec.Opened
 }
 
 // Allow decides whether a call to dependency may be made. It returns a
@@ -256,12 +256,13 @@ func (b *Breaker) Done(ctx context.Context, t Ticket, callErr error) error {
 			return callErr
 		}
 		now := b.now()
-		if t.stale(rec) {
+		if t.predates(rec) && (failed || rec.State != Closed) {
 			// Allowed before the breaker (re)opened and answered since: the
 			// opening stands (a late success does not close it, a late
-			// failure does not end the probe in flight) and a failure is
-			// reported as the open breaker, so the job waits instead of
-			// spending a retry against a dependency known to be down.
+			// failure does not end the probe in flight), and a failure, even
+			// after the breaker closed again, belongs to the outage it
+			// covered: not counted, and reported as the breaker (CLOSED: wait
+			// a second), so the job starts again instead of spending a retry.
 			if failed {
 				return openError(rec, now, callErr)
 			}

@@ -360,6 +360,8 @@ func TestAnswersFromBeforeAnOpeningLeaveItStanding(t *testing.T) {
 		refused bool          // Allow: refused
 		open    bool          // Done: the caller sees a BreakerOpenError
 		state   breaker.State // after the op
+		// failures: the record's count after the op (checked with state)
+		failures int
 	}
 	opensByB := []op{
 		{worker: "b", allow: true}, {worker: "b", err: down},
@@ -392,9 +394,17 @@ func TestAnswersFromBeforeAnOpeningLeaveItStanding(t *testing.T) {
 			op{worker: "a", err: nil, state: breaker.HalfOpen},
 			op{worker: "b", err: down, open: true, state: breaker.Open},
 		)},
-		{"an answer after the breaker closed again counts as usual", append(opensByB,
+		{"a late failure after the breaker closed again is not counted: the job waits a second", append(opensByB,
 			op{worker: "b", wait: 30 * time.Second, allow: true}, op{worker: "b", err: nil, state: breaker.Closed},
-			op{worker: "a", err: down, state: breaker.Closed},
+			op{worker: "a", err: down, open: true, state: breaker.Closed, failures: 0},
+		)},
+		{"a late success after the breaker closed again changes nothing", append(opensByB,
+			op{worker: "b", wait: 30 * time.Second, allow: true}, op{worker: "b", err: nil, state: breaker.Closed},
+			op{worker: "a", err: nil, state: breaker.Closed, failures: 0},
+		)},
+		{"a call allowed after the closing counts as usual", append(opensByB,
+			op{worker: "b", wait: 30 * time.Second, allow: true}, op{worker: "b", err: nil, state: breaker.Closed},
+			op{worker: "a", allow: true}, op{worker: "a", err: down, state: breaker.Closed, failures: 1},
 		)},
 	}
 	for _, tt := range tests {
@@ -433,6 +443,9 @@ func TestAnswersFromBeforeAnOpeningLeaveItStanding(t *testing.T) {
 					}
 					if rec.State != o.state {
 						t.Fatalf("op %d (%s): state %s, want %s", i, o.worker, rec.State, o.state)
+					}
+					if o.state == breaker.Closed && rec.Failures != o.failures {
+						t.Fatalf("op %d (%s): %d failures counted, want %d", i, o.worker, rec.Failures, o.failures)
 					}
 				}
 			}
