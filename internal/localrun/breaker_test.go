@@ -77,11 +77,10 @@ func TestBreakerHoldsJobsWhileTheDestinationIsDown(t *testing.T) {
 			mu.Unlock()
 		}))
 	faulty := outage(q, q.clock.Now().Add(down))
-	// One file at a time: with two workers a file is still dead-lettered
-	// about once in a thousand runs (five TransientErrors from HashCheck's
-	// Head of the dead bucket; cause open, see docs/operations.md), and the
-	// proof must not depend on scheduling. A failure logs the file's history.
-	t.Setenv("W1", "1")
+	// Two workers (the pipeline's default here): executions fail, wait and
+	// probe concurrently against the one shared record, and a call can be
+	// in flight across a whole outage (the clock advances by every
+	// worker's waits). A failure logs the file's history.
 	var waits int
 	got := q.run(t, breaker.Objects(faulty, br), keys, asl.WithHistory(func(ev asl.Event) {
 		if ev.Type == asl.EventWaitStarted && ev.State == "WaitForBreaker" {
