@@ -119,7 +119,17 @@ type Breaker struct {
 	cacheFor time.Duration
 
 	mu    sync.Mutex
-	clean map[string]time.Time // dependency → healthy until (cacheFor)
+	clean map[string]cleanRead // dependency → the healthy record read last
+	// forgets counts forget calls: a healthy record read before one of
+	// this process's failures (on another worker) must not be remembered
+	// after it.
+	forgets uint64
+}
+
+// cleanRead is a healthy record's read, trusted until until.
+type cleanRead struct {
+	until  time.Time
+	opened int
 }
 
 // Option configures New.
@@ -142,7 +152,7 @@ func WithClosedCache(d time.Duration) Option { return func(b *Breaker) { b.cache
 // New returns a breaker over store with policy.
 func New(store Store, policy Policy, opts ...Option) *Breaker {
 	b := &Breaker{store: store, policy: policy, now: time.Now, log: slog.New(slog.DiscardHandler),
-		cacheFor: DefaultClosedCache, clean: map[string]time.Time{}}
+		cacheFor: DefaultClosedCache, clean: map[string]cleanRead{}}
 	for _, o := range opts {
 		o(b)
 	}
@@ -160,6 +170,18 @@ func (b *Breaker) Policy() Policy { return b.policy }
 type Ticket struct {
 	dependency string
 	clean      bool // CLOSED without counted failures when allowed
+	// opened is Record.Opened when allowed (known: the record was read):
+	// an answer to a call allowed before the breaker's latest opening
+	// says nothing about the dependency since, so it neither closes nor
+	// reopens that opening nor counts after it (see Done).
+	opened int
+	known  bool
+}
+
+// predates reports whether the call of t was allowed before rec's latest
+// opening.
+func (t Ticket) predates(rec Record) bool {
+	return t.known && t.opened < rec.Opened
 }
 
 // Allow decides whether a call to dependency may be made. It returns a
@@ -173,11 +195,12 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 		t.clean = true
 		return t, nil
 	}
-	if b.healthy(dependency) {
-		t.clean = true
+	if opened, ok := b.healthy(dependency); ok {
+		t.clean, t.opened, t.known = true, opened, true
 		return t, nil
 	}
 	for {
+		gen := b.generation()
 		rec, err := b.get(ctx, dependency)
 		if err != nil {
 			// Fail open: the breaker saves calls to a dead dependency; when
@@ -191,10 +214,11 @@ func (b *Breaker) Allow(ctx context.Context, dependency string) (Ticket, error) 
 		if !allow {
 			return t, openError(rec, now, nil)
 		}
+		t.opened, t.known = rec.Opened, true
 		if next == nil {
 			t.clean = rec.State == Closed && rec.Failures == 0
 			if t.clean {
-				b.remember(dependency, now)
+				b.remember(dependency, now, rec.Opened, gen)
 			}
 			return t, nil
 		}
@@ -232,6 +256,18 @@ func (b *Breaker) Done(ctx context.Context, t Ticket, callErr error) error {
 			return callErr
 		}
 		now := b.now()
+		if t.predates(rec) && (failed || rec.State != Closed) {
+			// Allowed before the breaker (re)opened and answered since: the
+			// opening stands (a late success does not close it, a late
+			// failure does not end the probe in flight), and a failure, even
+			// after the breaker closed again, belongs to the outage it
+			// covered: not counted, and reported as the breaker (CLOSED: wait
+			// a second), so the job starts again instead of spending a retry.
+			if failed {
+				return openError(rec, now, callErr)
+			}
+			return callErr
+		}
 		next := decideDone(rec, now, b.policy, callErr)
 		if next == nil {
 			if failed && rec.State == Open {
@@ -350,30 +386,42 @@ func openError(rec Record, now time.Time, cause error) error {
 }
 
 // healthy reports whether a healthy record of dependency was read within
-// cacheFor.
-func (b *Breaker) healthy(dependency string) bool {
+// cacheFor, and its Opened.
+func (b *Breaker) healthy(dependency string) (int, bool) {
 	if b.cacheFor <= 0 {
-		return false
+		return 0, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	until, ok := b.clean[dependency]
-	return ok && b.now().Before(until)
+	r, ok := b.clean[dependency]
+	return r.opened, ok && b.now().Before(r.until)
 }
 
-func (b *Breaker) remember(dependency string, now time.Time) {
+// remember trusts a healthy record read when forgets was gen, unless a
+// failure was recorded since: it may have been read before that failure.
+func (b *Breaker) remember(dependency string, now time.Time, opened int, gen uint64) {
 	if b.cacheFor <= 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.clean[dependency] = now.Add(b.cacheFor)
+	if b.forgets != gen {
+		return
+	}
+	b.clean[dependency] = cleanRead{until: now.Add(b.cacheFor), opened: opened}
 }
 
 func (b *Breaker) forget(dependency string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.forgets++
 	delete(b.clean, dependency)
+}
+
+func (b *Breaker) generation() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.forgets
 }
 
 func (b *Breaker) get(ctx context.Context, dependency string) (Record, error) {

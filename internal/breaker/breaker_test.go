@@ -344,3 +344,162 @@ func TestObjectsKeepTheRenames(t *testing.T) {
 		t.Error("a store without renames gained them behind the breaker")
 	}
 }
+
+// TestAnswersFromBeforeAnOpeningLeaveItStanding: two workers share a
+// breaker; worker "a" was allowed a call before worker "b"'s failures
+// opened it, and answers after. Its answer must neither close the opening
+// (the jobs waiting would start again and spend their retries against a
+// dependency known to be down) nor end the probe in flight, and its
+// failure is the open breaker (the job waits) rather than a retry spent.
+func TestAnswersFromBeforeAnOpeningLeaveItStanding(t *testing.T) {
+	type op struct {
+		worker  string
+		allow   bool          // Allow (else Done with err for the worker's ticket)
+		wait    time.Duration // before the op
+		err     error         // Done: the call's answer
+		refused bool          // Allow: refused
+		open    bool          // Done: the caller sees a BreakerOpenError
+		state   breaker.State // after the op
+		// failures: the record's count after the op (checked with state)
+		failures int
+	}
+	opensByB := []op{
+		{worker: "b", allow: true}, {worker: "b", err: down},
+		{worker: "a", allow: true}, // CLOSED with one failure: a's call goes
+		{worker: "b", allow: true}, {worker: "b", err: down},
+		{worker: "b", allow: true}, {worker: "b", err: down, open: true, state: breaker.Open},
+	}
+	tests := []struct {
+		name string
+		ops  []op
+	}{
+		{"a late success does not close it", append(opensByB,
+			op{worker: "a", err: nil, state: breaker.Open},
+			op{worker: "b", allow: true, refused: true},
+		)},
+		{"a late answer about the data does not close it", append(opensByB,
+			op{worker: "a", err: notFound, state: breaker.Open},
+			op{worker: "b", allow: true, refused: true},
+		)},
+		{"a late failure is the open breaker, not a retry", append(opensByB,
+			op{worker: "a", err: down, open: true, state: breaker.Open},
+		)},
+		{"a late failure does not end the probe in flight; the probe decides", append(opensByB,
+			op{worker: "b", wait: 30 * time.Second, allow: true, state: breaker.HalfOpen},
+			op{worker: "a", err: down, open: true, state: breaker.HalfOpen},
+			op{worker: "b", err: nil, state: breaker.Closed},
+		)},
+		{"a late success does not end the probe in flight either", append(opensByB,
+			op{worker: "b", wait: 30 * time.Second, allow: true, state: breaker.HalfOpen},
+			op{worker: "a", err: nil, state: breaker.HalfOpen},
+			op{worker: "b", err: down, open: true, state: breaker.Open},
+		)},
+		{"a late failure after the breaker closed again is not counted: the job waits a second", append(opensByB,
+			op{worker: "b", wait: 30 * time.Second, allow: true}, op{worker: "b", err: nil, state: breaker.Closed},
+			op{worker: "a", err: down, open: true, state: breaker.Closed, failures: 0},
+		)},
+		{"a late success after the breaker closed again changes nothing", append(opensByB,
+			op{worker: "b", wait: 30 * time.Second, allow: true}, op{worker: "b", err: nil, state: breaker.Closed},
+			op{worker: "a", err: nil, state: breaker.Closed, failures: 0},
+		)},
+		{"a call allowed after the closing counts as usual", append(opensByB,
+			op{worker: "b", wait: 30 * time.Second, allow: true}, op{worker: "b", err: nil, state: breaker.Closed},
+			op{worker: "a", allow: true}, op{worker: "a", err: down, state: breaker.Closed, failures: 1},
+		)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := breakertest.NewMemory()
+			c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+			// One Breaker per worker, as on AWS (one per Lambda instance);
+			// no cache, so every Allow reads the shared record.
+			workers := map[string]*breaker.Breaker{}
+			tickets := map[string]breaker.Ticket{}
+			for i, o := range tt.ops {
+				c.Advance(o.wait)
+				b := workers[o.worker]
+				if b == nil {
+					b = breaker.New(store, policy, breaker.WithClock(c.Now), breaker.WithClosedCache(0))
+					workers[o.worker] = b
+				}
+				if o.allow {
+					tk, err := b.Allow(ctx, "s3:dest")
+					if (err != nil) != o.refused {
+						t.Fatalf("op %d (%s): Allow = %v, want refused %v", i, o.worker, err, o.refused)
+					}
+					tickets[o.worker] = tk
+				} else {
+					err := b.Done(ctx, tickets[o.worker], o.err)
+					var boe *fault.BreakerOpenError
+					if got := errors.As(err, &boe); got != o.open {
+						t.Fatalf("op %d (%s): Done = %v, want a BreakerOpenError: %v", i, o.worker, err, o.open)
+					}
+				}
+				if o.state != "" {
+					rec, err := store.GetBreaker(ctx, "s3:dest")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if rec.State != o.state {
+						t.Fatalf("op %d (%s): state %s, want %s", i, o.worker, rec.State, o.state)
+					}
+					if o.state == breaker.Closed && rec.Failures != o.failures {
+						t.Fatalf("op %d (%s): %d failures counted, want %d", i, o.worker, rec.Failures, o.failures)
+					}
+				}
+			}
+		})
+	}
+}
+
+// racingStore runs during before the first read of the record returns
+// the record as it was before: other workers' failures recorded while
+// this worker's read was on its way back.
+type racingStore struct {
+	breaker.Store
+	during func()
+}
+
+func (r *racingStore) GetBreaker(ctx context.Context, dep string) (breaker.Record, error) {
+	rec, err := r.Store.GetBreaker(ctx, dep)
+	if f := r.during; f != nil {
+		r.during = nil
+		f()
+	}
+	return rec, err
+}
+
+// TestAHealthyReadOlderThanAFailureIsNotCached: the workers of a process
+// share one Breaker and its cache. Worker a reads a healthy record while
+// worker b's failures are recorded and open the breaker; a must not cache
+// that read, or its calls skip the open breaker for the cache time (calls
+// against a dead bucket, the ones the breaker exists to save).
+func TestAHealthyReadOlderThanAFailureIsNotCached(t *testing.T) {
+	ctx := context.Background()
+	store := &racingStore{Store: breakertest.NewMemory()}
+	c := &clock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	shared := breaker.New(store, policy, breaker.WithClock(c.Now))
+	fail := func() {
+		tk, err := shared.Allow(ctx, "s3:dest")
+		if err == nil {
+			_ = shared.Done(ctx, tk, down)
+		}
+	}
+	store.during = func() { // b's failures open the breaker during a's read
+		for range policy.Threshold {
+			fail()
+		}
+	}
+	if _, err := shared.Allow(ctx, "s3:dest"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := store.GetBreaker(ctx, "s3:dest")
+	if err != nil || rec.State != breaker.Open {
+		t.Fatalf("record %+v (%v), want OPEN", rec, err)
+	}
+	var boe *fault.BreakerOpenError
+	if _, err := shared.Allow(ctx, "s3:dest"); !errors.As(err, &boe) {
+		t.Fatalf("worker a after the opening: %v, want BreakerOpenError (no cached healthy read from before b's failure)", err)
+	}
+}

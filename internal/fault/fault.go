@@ -89,8 +89,11 @@ func (e *DataError) Unwrap() error { return e.Err }
 // Its message is a small JSON document so the state machine can read the
 // wait from the caught Cause with States.StringToJson.
 type BreakerOpenError struct {
-	Dependency        string
-	State             string // "OPEN" or "HALF_OPEN" (a probe is in flight)
+	Dependency string
+	// State is "OPEN", "HALF_OPEN" (a probe is in flight) or "CLOSED" (the
+	// call was allowed before an opening the breaker has since closed: its
+	// failure belongs to that outage and is not retried, RetryAfterSeconds 1).
+	State             string
 	RetryAfterSeconds int
 	Err               error // the failure that opened it, when this call did
 }

@@ -1,7 +1,9 @@
 package localrun_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -61,17 +63,24 @@ func TestBreakerHoldsJobsWhileTheDestinationIsDown(t *testing.T) {
 		transitions []breaker.Transition
 	)
 	policy := breaker.Policy{Threshold: 5, Window: 2 * time.Minute, Cooldown: 5 * time.Minute}
+	var breakerLog lockedBuffer // shown when the proof fails
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("breaker log:\n%s", breakerLog.String())
+		}
+	})
 	br := breaker.New(db, policy, breaker.WithClock(q.clock.Now),
+		breaker.WithLogger(slog.New(slog.NewTextHandler(&breakerLog, nil))),
 		breaker.WithObserver(func(tr breaker.Transition) {
 			mu.Lock()
 			transitions = append(transitions, tr)
 			mu.Unlock()
 		}))
 	faulty := outage(q, q.clock.Now().Add(down))
-	// One file at a time: with two, a file was once dead-lettered with its
-	// retries spent (CI, under load; not explained yet, see
-	// docs/operations.md), and the proof must not depend on scheduling.
-	t.Setenv("W1", "1")
+	// Two workers (the pipeline's default here): executions fail, wait and
+	// probe concurrently against the one shared record, and a call can be
+	// in flight across a whole outage (the clock advances by every
+	// worker's waits). A failure logs the file's history.
 	var waits int
 	got := q.run(t, breaker.Objects(faulty, br), keys, asl.WithHistory(func(ev asl.Event) {
 		if ev.Type == asl.EventWaitStarted && ev.State == "WaitForBreaker" {
@@ -85,6 +94,9 @@ func TestBreakerHoldsJobsWhileTheDestinationIsDown(t *testing.T) {
 	for k, o := range got {
 		if o.Status != localrun.StatusCompleted {
 			t.Errorf("with the breaker %s is %s (%s: %s), want completed after the recovery", k, o.Status, o.Error, o.Message)
+			for _, ev := range o.History {
+				t.Logf("  %s %s %s %s %.160s", ev.Timestamp.Format("15:04:05.000"), ev.Type, ev.State, ev.Error, ev.Cause)
+			}
 		}
 	}
 	if n := len(q.deadLetter.messages(t)) + len(q.remediation.messages(t)); n != 0 {
@@ -135,6 +147,24 @@ func TestBreakerHoldsJobsWhileTheDestinationIsDown(t *testing.T) {
 }
 
 var _ objectstore.Store = (*faultstore.Store)(nil)
+
+// lockedBuffer is a log destination the workers share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // TestBreakerOpensDuringConvertRetries: six failed staging PUTs. The fifth
 // opens the breaker, so Convert's fifth attempt ends in BreakerOpenError
