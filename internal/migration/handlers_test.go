@@ -603,3 +603,40 @@ func TestFidelityAndLineageTravelWithTheOutput(t *testing.T) {
 		t.Fatalf("final metadata %v (%v)", final.Metadata, err)
 	}
 }
+
+// deleteFailing fails every Delete, as a store with a transient outage
+// after the copies went through.
+type deleteFailing struct{ objectstore.Store }
+
+func (deleteFailing) Delete(context.Context, string, string) error {
+	return fault.Transient("test.Delete", errors.New("503 SlowDown"))
+}
+
+// TestPromoteCompletesWhenStagingCannotBeRemoved: the outputs are final and
+// the job COMPLETED although removing the staged copies fails; they are
+// left to the staging expiry instead of sending a migrated file to the
+// dead-letter queue.
+func TestPromoteCompletesWhenStagingCannotBeRemoved(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.put(t, "x.tif", "x")
+	hc := f.check(t, "e1", "x.tif")
+	conv, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPromote(f.cfg, deleteFailing{f.store}, f.tracker, slog.New(slog.DiscardHandler))
+	if _, err := p.Handle(ctx, PromoteInput{Job: hc.Job, Converted: conv, Context: inv("e1", 0)}); err != nil {
+		t.Fatalf("promote: %v", err)
+	}
+	rec, err := f.tracker.Get(ctx, hc.Job.ID)
+	if err != nil || rec.Status != statestore.Completed {
+		t.Fatalf("job %+v, %v; want COMPLETED", rec.Status, err)
+	}
+	if _, err := f.store.Head(ctx, "dest", conv.Outputs[0].DestKey); err != nil {
+		t.Fatalf("final key: %v", err)
+	}
+	if _, err := f.store.Head(ctx, "dest", conv.Outputs[0].StagingKey); err != nil {
+		t.Fatalf("staged copy: %v; want it left for the expiry", err)
+	}
+}

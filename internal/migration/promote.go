@@ -33,7 +33,7 @@ func NewPromote(cfg Config, store objectstore.Store, tracker *statestore.Tracker
 func (p *Promote) Handle(ctx context.Context, in PromoteInput) (PromoteOutput, error) {
 	log := logFor(p.log, in.Context, in.Job.SourceKey)
 	var completed *statestore.Job
-	out, err := p.promote(ctx, in, &completed)
+	out, err := p.promote(ctx, log, in, &completed)
 	p.meter().promote(in, out, err)
 	if completed != nil {
 		p.meter().jobEnded(completed.SourceKey, "", p.fallbackThresholds())
@@ -50,7 +50,7 @@ func (p *Promote) Handle(ctx context.Context, in PromoteInput) (PromoteOutput, e
 // promote does the work; completed is set to the job's record when this
 // call is the one that marked it COMPLETED (a retry that finds it done
 // already leaves it nil, so the job's end is counted once).
-func (p *Promote) promote(ctx context.Context, in PromoteInput, completed **statestore.Job) (PromoteOutput, error) {
+func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput, completed **statestore.Job) (PromoteOutput, error) {
 	job := in.Job
 	if job.ID == "" || len(in.Converted.Outputs) == 0 {
 		return PromoteOutput{}, fault.Systemic("migration.Promote", errors.New("input carries no job or no outputs"))
@@ -92,30 +92,26 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput, completed **stat
 	if err := p.includeInCollection(ctx, job, items); err != nil {
 		return PromoteOutput{}, err
 	}
-	// Staging is removed only once every output is final: a retry after a
-	// partial promotion still finds what it needs.
+	// Staging is removed only once every output is final (a retry after a
+	// partial promotion still finds what it needs), and after the job is
+	// COMPLETED: a staged copy left behind is housekeeping, not a failure
+	// of the file, so a store error here is logged and the object left to
+	// the staging lifecycle rule on AWS and the end-of-run sweep locally.
+	var staged []string
 	for _, a := range in.Converted.Outputs {
-		if err := p.store.Delete(ctx, job.DestBucket, a.StagingKey); err != nil {
-			return PromoteOutput{}, fmt.Errorf("migration.Promote: delete staging %s: %w", a.StagingKey, err)
-		}
+		staged = append(staged, a.StagingKey)
 		if a.Item != nil {
-			if err := p.store.Delete(ctx, job.DestBucket, a.Item.StagingKey); err != nil {
-				return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", a.Item.StagingKey, err)
-			}
+			staged = append(staged, a.Item.StagingKey)
 		}
 	}
 	if len(items) > 0 {
-		if err := p.store.Delete(ctx, job.DestBucket, collectionStaging(job)); err != nil {
-			return PromoteOutput{}, fmt.Errorf("promote: delete staging %s: %w", collectionStaging(job), err)
-		}
+		staged = append(staged, collectionStaging(job))
 	}
 	if k := in.Converted.ResultKey; k != "" {
 		if !strings.HasPrefix(k, job.StagingPrefix+ContainerResultPrefix) {
 			return PromoteOutput{}, fault.Systemic("migration.Promote", fmt.Errorf("refusing to delete %s: not a result object of this job's staging", k))
 		}
-		if err := p.store.Delete(ctx, job.DestBucket, k); err != nil {
-			return PromoteOutput{}, fmt.Errorf("migration.Promote: delete result %s: %w", k, err)
-		}
+		staged = append(staged, k)
 	}
 	first := in.Converted.Outputs[0]
 	var total int64
@@ -133,6 +129,12 @@ func (p *Promote) promote(ctx context.Context, in PromoteInput, completed **stat
 		return PromoteOutput{}, leaseError("migration.Promote: mark completed", err)
 	}
 	*completed = &rec
+	for _, k := range staged {
+		if err := p.store.Delete(ctx, job.DestBucket, k); err != nil {
+			log.WarnContext(ctx, "promote: staged object left to the staging expiry", slog.String("job", job.ID),
+				slog.String("key", k), slog.String("error", err.Error()))
+		}
+	}
 	return PromoteOutput{Outputs: in.Converted.Outputs}, nil
 }
 
