@@ -111,6 +111,19 @@ func inv(exec string, attempt int) Invocation {
 	return Invocation{Execution: exec, State: "S", Attempt: attempt}
 }
 
+// converted puts body at key in the source bucket and runs HashCheck and
+// Convert on it as execution exec.
+func (f *fixture) converted(t *testing.T, exec, key, body string) (HashCheckOutput, ConvertOutput) {
+	t.Helper()
+	f.put(t, key, body)
+	hc := f.check(t, exec, key)
+	conv, err := f.convert.Handle(context.Background(), ConvertInput{Job: hc.Job, Context: inv(exec, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hc, conv
+}
+
 // check runs HashCheck on a key of the source bucket as execution exec.
 func (f *fixture) check(t *testing.T, exec, key string) HashCheckOutput {
 	t.Helper()
@@ -250,12 +263,7 @@ func TestHashCheckDecisions(t *testing.T) {
 func TestPromoteIsIdempotentAndConditional(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.put(t, "x.tif", "x")
-	hc := f.check(t, "e1", "x.tif")
-	conv, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc, conv := f.converted(t, "e1", "x.tif", "x")
 	in := PromoteInput{Job: hc.Job, Converted: conv, Context: inv("e1", 0)}
 	if _, err := f.promote.Handle(ctx, in); err != nil {
 		t.Fatal(err)
@@ -576,12 +584,7 @@ func TestOutputWithoutFidelityNeverReachesStaging(t *testing.T) {
 func TestFidelityAndLineageTravelWithTheOutput(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.put(t, "x.tif", "x")
-	hc := f.check(t, "e1", "x.tif")
-	conv, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc, conv := f.converted(t, "e1", "x.tif", "x")
 	lin := f.engine.recipe.Lineage()
 	if lin.SourceSHA256 != hc.Job.SourceSHA256 || lin.RecipeHash != hc.Job.RecipeHash || lin.Fingerprint != hc.Job.Fingerprint ||
 		lin.ToolVersion != "test" || lin.EngineVersion != "fake-1" {
@@ -619,12 +622,7 @@ func (deleteFailing) Delete(context.Context, string, string) error {
 func TestPromoteCompletesWhenStagingCannotBeRemoved(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.put(t, "x.tif", "x")
-	hc := f.check(t, "e1", "x.tif")
-	conv, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc, conv := f.converted(t, "e1", "x.tif", "x")
 	p := NewPromote(f.cfg, deleteFailing{f.store}, f.tracker, slog.New(slog.DiscardHandler))
 	if _, err := p.Handle(ctx, PromoteInput{Job: hc.Job, Converted: conv, Context: inv("e1", 0)}); err != nil {
 		t.Fatalf("promote: %v", err)
