@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -130,12 +131,36 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 	}
 	*completed = &rec
 	for _, k := range staged {
-		if err := p.store.Delete(ctx, job.DestBucket, k); err != nil {
+		if err := p.removeStaged(ctx, job.DestBucket, k); err != nil {
 			log.WarnContext(ctx, "promote: staged object left to the staging expiry", slog.String("job", job.ID),
 				slog.String("key", k), slog.String("error", err.Error()))
 		}
 	}
 	return PromoteOutput{Outputs: in.Converted.Outputs}, nil
+}
+
+// stagedDeleteAttempts bounds removeStaged: a store failing transiently
+// leaves a staged copy behind only after this many tries.
+const stagedDeleteAttempts = 5
+
+// removeStaged deletes a staged object, trying again (50 ms, doubling)
+// while the store fails transiently: the job is already COMPLETED, so this
+// is the only chance to remove it before the lifecycle rule does.
+func (p *Promote) removeStaged(ctx context.Context, bucket, key string) error {
+	wait := 50 * time.Millisecond
+	var err error
+	for range stagedDeleteAttempts {
+		if err = p.store.Delete(ctx, bucket, key); err == nil || fault.TierOf(err) != fault.TierTransient {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+	return err
 }
 
 // promoteOne makes a.DestKey hold the staged object. The destination is
