@@ -3,11 +3,9 @@
 package sfn_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -98,22 +96,8 @@ func runPolicyGo(t *testing.T, def, input []byte, answer parameterAnswer) policy
 
 func runPolicyNode(t *testing.T, node, dir string, def, input []byte, answer parameterAnswer) policyRun {
 	t.Helper()
-	job, _ := json.Marshal(map[string]any{"definition": string(def), "input": json.RawMessage(input), "parameter": answer})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "backfillpolicy.mjs")
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(job)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node backfillpolicy.mjs: %v\n%s", err, stderr.String())
-	}
-	var run policyRun
-	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
-		t.Fatalf("backfillpolicy.mjs output %q: %v", stdout.String(), err)
-	}
-	return run
+	job := map[string]any{"definition": string(def), "input": json.RawMessage(input), "parameter": answer}
+	return runNodeScript[policyRun](t, node, dir, "backfillpolicy.mjs", job, time.Minute)
 }
 
 // TestEnginesAgreeOnTheBackfillPolicyRead: the project's executor and

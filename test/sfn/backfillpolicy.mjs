@@ -9,22 +9,11 @@
 // }
 // stdout: {"status", "output", "error", "reads": n}
 import { StateMachine } from 'aws-local-stepfunctions';
+import { readJob, named } from './job.mjs';
 
-async function readStdin() {
-  const chunks = [];
-  for await (const c of process.stdin) chunks.push(c);
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-}
-
-const job = await readStdin();
+const job = await readJob();
 const definition = JSON.parse(job.definition);
 const report = { reads: 0 };
-
-function named(name, message) {
-  const e = new Error(message);
-  e.name = name;
-  return e;
-}
 
 const taskResourceLocalHandlers = {
   ReadPolicy: async (params) => {

@@ -3,12 +3,10 @@
 package sfn_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -121,22 +119,8 @@ func runContainerGo(t *testing.T, def []byte, input []byte, sc containerScript) 
 
 func runContainerNode(t *testing.T, node, dir string, def, input []byte, sc containerScript) containerRun {
 	t.Helper()
-	job, _ := json.Marshal(map[string]any{"definition": string(def), "input": json.RawMessage(input), "tasks": sc.Tasks, "results": sc.Results})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "container.mjs")
-	cmd.Dir = dir
-	cmd.Stdin = bytes.NewReader(job)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node container.mjs: %v\n%s", err, stderr.String())
-	}
-	var run containerRun
-	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
-		t.Fatalf("container.mjs output %q: %v", stdout.String(), err)
-	}
-	return run
+	job := map[string]any{"definition": string(def), "input": json.RawMessage(input), "tasks": sc.Tasks, "results": sc.Results}
+	return runNodeScript[containerRun](t, node, dir, "container.mjs", job, time.Minute)
 }
 
 // TestEnginesAgreeOnTheContainerPath: the project's executor and

@@ -12,7 +12,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -282,31 +281,14 @@ func (r *recorder) sender(queueURL string) senderFunc {
 // runNode runs the execution on aws-local-stepfunctions through run.mjs.
 func (h *harness) runNode(t *testing.T, name string, input []byte) engineRun {
 	t.Helper()
-	job, err := json.Marshal(map[string]any{
+	run := runNodeScript[engineRun](t, h.node, h.sfnDir, "run.mjs", map[string]any{
 		"definition":      string(h.def),
 		"input":           json.RawMessage(input),
 		"executionName":   name,
 		"executionArn":    "arn:aws:states:local:000000000000:execution:StateMachine:" + name,
 		"lambdas":         h.urls,
 		"retryIntervalMs": 0,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, h.node, "run.mjs")
-	cmd.Dir = h.sfnDir
-	cmd.Stdin = bytes.NewReader(job)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node run.mjs: %v\n%s", err, stderr.String())
-	}
-	var run engineRun
-	if err := json.Unmarshal(stdout.Bytes(), &run); err != nil {
-		t.Fatalf("run.mjs output %q: %v\nstderr %s", stdout.String(), err, stderr.String())
-	}
+	}, 3*time.Minute)
 	if run.Retries == nil {
 		run.Retries = map[string]float64{}
 	}

@@ -18,17 +18,12 @@
 //   sqs:sendMessage → an in-memory recorder (MessageBody serialized to JSON
 //     text when it is not a string, as Step Functions does).
 import { StateMachine } from 'aws-local-stepfunctions';
+import { readJob } from './job.mjs';
 import { createHash } from 'node:crypto';
 
 const INVOKE_PATH = '/2015-03-31/functions/function/invocations';
 
-async function readStdin() {
-  const chunks = [];
-  for await (const c of process.stdin) chunks.push(c);
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-}
-
-const job = await readStdin();
+const job = await readJob();
 const definition = JSON.parse(job.definition);
 const calls = [];
 const messages = [];
