@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -108,20 +107,7 @@ func TestBackfillReadsThePolicyParameterOnMoto(t *testing.T) {
 			if probe.peak != step.peak {
 				t.Errorf("%d child executions at once, want %d", probe.peak, step.peak)
 			}
-			var out struct {
-				MaxConcurrency float64         `json:"max_concurrency"`
-				Tolerated      float64         `json:"tolerated_failure_percentage"`
-				Policy         json.RawMessage `json:"policy"`
-			}
-			if err := json.Unmarshal(res.Output, &out); err != nil {
-				t.Fatal(err)
-			}
-			if out.MaxConcurrency != step.maxConc || out.Tolerated != step.tolerated {
-				t.Errorf("ran with max_concurrency %v, tolerated_failure_percentage %v; want %v, %v", out.MaxConcurrency, out.Tolerated, step.maxConc, step.tolerated)
-			}
-			if !strings.Contains(string(out.Policy), step.policyHas) {
-				t.Errorf("output's policy %s, want it to hold %s", out.Policy, step.policyHas)
-			}
+			checkBackfillOutput(t, res.Output, step.maxConc, step.tolerated, step.policyHas)
 		})
 	}
 }

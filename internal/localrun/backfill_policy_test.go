@@ -171,20 +171,27 @@ func TestBackfillReadsThePolicyDocument(t *testing.T) {
 				}
 				return
 			}
-			var out struct {
-				MaxConcurrency float64         `json:"max_concurrency"`
-				Tolerated      float64         `json:"tolerated_failure_percentage"`
-				Policy         json.RawMessage `json:"policy"`
-			}
-			if err := json.Unmarshal(res.Output, &out); err != nil {
-				t.Fatal(err)
-			}
-			if out.MaxConcurrency != tc.maxConc || out.Tolerated != tc.tolerated {
-				t.Errorf("ran with max_concurrency %v, tolerated_failure_percentage %v; want %v, %v", out.MaxConcurrency, out.Tolerated, tc.maxConc, tc.tolerated)
-			}
-			if !strings.Contains(string(out.Policy), tc.policyHas) {
-				t.Errorf("output's policy %s, want it to hold %s", out.Policy, tc.policyHas)
-			}
+			checkBackfillOutput(t, res.Output, tc.maxConc, tc.tolerated, tc.policyHas)
 		})
+	}
+}
+
+// checkBackfillOutput checks a backfill's output: the Map settings it ran
+// with and what the policy read left in policy.
+func checkBackfillOutput(t *testing.T, output json.RawMessage, maxConc, tolerated float64, policyHas string) {
+	t.Helper()
+	var out struct {
+		MaxConcurrency float64         `json:"max_concurrency"`
+		Tolerated      float64         `json:"tolerated_failure_percentage"`
+		Policy         json.RawMessage `json:"policy"`
+	}
+	if err := json.Unmarshal(output, &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.MaxConcurrency != maxConc || out.Tolerated != tolerated {
+		t.Errorf("ran with max_concurrency %v, tolerated_failure_percentage %v; want %v, %v", out.MaxConcurrency, out.Tolerated, maxConc, tolerated)
+	}
+	if !strings.Contains(string(out.Policy), policyHas) {
+		t.Errorf("output's policy %s, want it to hold %s", out.Policy, policyHas)
 	}
 }
