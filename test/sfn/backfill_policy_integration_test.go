@@ -5,13 +5,10 @@ package sfn_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/geomigrate/geomigrate/functions/lambdatest"
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -108,15 +105,7 @@ func runPolicyNode(t *testing.T, node, dir string, def, input []byte, answer par
 // Ssm.SsmException and caught. Only braces around text that is not JSON
 // fail the execution, on both.
 func TestEnginesAgreeOnTheBackfillPolicyRead(t *testing.T) {
-	root, err := lambdatest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := nodeBinary(t, root)
-	dir := filepath.Join(root, "test", "sfn")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "aws-local-stepfunctions")); err != nil {
-		t.Skip("test/sfn/node_modules/aws-local-stepfunctions missing: run `make test-sfn-tools`")
-	}
+	_, node, dir := secondEngine(t)
 	def := policyMachine(t)
 	doc := func(s string) parameterAnswer { return parameterAnswer{Value: s} }
 	for _, c := range []struct {

@@ -6,14 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/geomigrate/geomigrate/functions/lambdatest"
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/localrun"
@@ -131,15 +128,7 @@ func runContainerNode(t *testing.T, node, dir string, def, input []byte, sc cont
 // error is retried on the task itself; a success passes the outputs and
 // the result key on to Promote.
 func TestEnginesAgreeOnTheContainerPath(t *testing.T) {
-	root, err := lambdatest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := nodeBinary(t, root)
-	dir := filepath.Join(root, "test", "sfn")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "aws-local-stepfunctions")); err != nil {
-		t.Skip("test/sfn/node_modules/aws-local-stepfunctions missing: run `make test-sfn-tools`")
-	}
+	_, node, dir := secondEngine(t)
 	def := containerMachine(t)
 	input := []byte(`{"job":{"id":"ds:abc:r1","dest_bucket":"dest","staging_prefix":"_staging/abc-r1/"},"route":{"ephemeral_gib":42}}`)
 	lambdaErr := func(err error) migration.ContainerResult {

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,31 +97,11 @@ type harness struct {
 	lastRuns []engineRun
 }
 
-func nodeBinary(t *testing.T, root string) string {
-	arch := "x64"
-	if runtime.GOARCH == "arm64" {
-		arch = "arm64"
-	}
-	p := filepath.Join(root, ".tools", "node22", "node_modules", "node-linux-"+arch, "bin", "node")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("Node 22 not installed at %s: run `make test-sfn-tools`", p)
-	}
-	return p
-}
-
 // newHarness starts the four bootstraps with the servers' environment
 // plus extraEnv.
 func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	t.Helper()
-	root, err := lambdatest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := nodeBinary(t, root)
-	sfnDir := filepath.Join(root, "test", "sfn")
-	if _, err := os.Stat(filepath.Join(sfnDir, "node_modules", "aws-local-stepfunctions")); err != nil {
-		t.Skip("test/sfn/node_modules/aws-local-stepfunctions missing: run `make test-sfn-tools`")
-	}
+	root, node, sfnDir := secondEngine(t)
 	rie := lambdatest.RIE(t)
 	srv := lambdatest.RequireServers(t)
 	srv.CreateBucket(t, srcBucket)
