@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,18 +57,7 @@ func (b *Backend) PutBreaker(ctx context.Context, rec breaker.Record, expect int
 	if err != nil {
 		return fmt.Errorf("dynamodb.PutBreaker: %s: %w", rec.Dependency, err)
 	}
-	in := &dynamodb.PutItemInput{TableName: &b.table, Item: item}
-	if expect == 0 {
-		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-		in.ExpressionAttributeNames = map[string]string{"#pk": AttrPK}
-	} else {
-		in.ConditionExpression = aws.String("#v = :expect")
-		in.ExpressionAttributeNames = map[string]string{"#v": AttrVersion}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{
-			":expect": &types.AttributeValueMemberN{Value: strconv.FormatInt(expect, 10)},
-		}
-	}
-	if _, err := b.api.PutItem(ctx, in); err != nil {
+	if _, err := b.api.PutItem(ctx, b.versionedPut(item, expect)); err != nil {
 		err = MapError("dynamodb.PutBreaker: table "+b.table+" "+rec.Dependency, err)
 		if isConflict(err) {
 			return fmt.Errorf("%w: %w", breaker.ErrConflict, err)

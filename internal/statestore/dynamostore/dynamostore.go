@@ -128,18 +128,7 @@ func (b *Backend) Put(ctx context.Context, job statestore.Job, expect int64) err
 	if err != nil {
 		return fmt.Errorf("dynamodb.Put: %s: %w", job.ID, err)
 	}
-	in := &dynamodb.PutItemInput{TableName: &b.table, Item: item}
-	if expect == 0 {
-		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-		in.ExpressionAttributeNames = map[string]string{"#pk": AttrPK}
-	} else {
-		in.ConditionExpression = aws.String("#v = :expect")
-		in.ExpressionAttributeNames = map[string]string{"#v": AttrVersion}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{
-			":expect": &types.AttributeValueMemberN{Value: strconv.FormatInt(expect, 10)},
-		}
-	}
-	if _, err := b.api.PutItem(ctx, in); err != nil {
+	if _, err := b.api.PutItem(ctx, b.versionedPut(item, expect)); err != nil {
 		return MapError("dynamodb.Put: table "+b.table+" "+job.ID, err)
 	}
 	return nil
@@ -330,4 +319,23 @@ func MapError(op string, err error) error {
 		return fault.Transient(op, err)
 	}
 	return awsconfig.Wrap(op, err)
+}
+
+// versionedPut is the PutItem of an item whose version was expect: the
+// item must not exist yet when expect is 0, and must still carry version
+// expect otherwise (optimistic locking; a failed condition is
+// ConditionalCheckFailedException).
+func (b *Backend) versionedPut(item map[string]types.AttributeValue, expect int64) *dynamodb.PutItemInput {
+	in := &dynamodb.PutItemInput{TableName: &b.table, Item: item}
+	if expect == 0 {
+		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+		in.ExpressionAttributeNames = map[string]string{"#pk": AttrPK}
+		return in
+	}
+	in.ConditionExpression = aws.String("#v = :expect")
+	in.ExpressionAttributeNames = map[string]string{"#v": AttrVersion}
+	in.ExpressionAttributeValues = map[string]types.AttributeValue{
+		":expect": &types.AttributeValueMemberN{Value: strconv.FormatInt(expect, 10)},
+	}
+	return in
 }
