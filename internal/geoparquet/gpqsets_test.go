@@ -82,3 +82,36 @@ func (s *parcelSet) Next() (Feature, error) {
 	}
 	return Feature{WKB: s.wkb[:], Values: []any{int32(i), printed(float64(i%977)/7, 3), "owner " + strconv.Itoa(i%1000)}}, nil
 }
+
+var quadSetLayer = Layer{Name: "polygons", Fields: []Field{
+	{Name: "id", Type: Int32, Nullable: true}, {Name: "zone", Type: String, Nullable: true},
+}, IsCRS84: true}
+
+// quadSet is the polygon set of make bench (sampledata.WritePolygonsGeoJSON):
+// skewed quadrilaterals, rings of five points a few hundred metres across,
+// {"id": i, "zone": "z<i%500>"}.
+type quadSet struct {
+	n, i int
+	wkb  [13 + 5*16]byte
+}
+
+func (s *quadSet) Next() (Feature, error) {
+	if s.i >= s.n {
+		return Feature{}, io.EOF
+	}
+	i := s.i
+	s.i++
+	x, y := scatter(i)
+	d := 0.002 + 0.002*math.Mod(float64(i)*0.381966, 1)
+	k := 0.0005 * math.Mod(float64(i)*0.2247, 1)
+	ring := [10]float64{x, y, x + d, y + k, x + d + k, y + d, x + k, y + d - k, x, y}
+	le := binary.LittleEndian
+	s.wkb[0] = 1
+	le.PutUint32(s.wkb[1:], 3)
+	le.PutUint32(s.wkb[5:], 1)
+	le.PutUint32(s.wkb[9:], 5)
+	for j, v := range ring {
+		le.PutUint64(s.wkb[13+8*j:], math.Float64bits(printed(v, 6)))
+	}
+	return Feature{WKB: s.wkb[:], Values: []any{int32(i), "z" + strconv.Itoa(i%500)}}, nil
+}

@@ -25,6 +25,7 @@ type gpqSet struct {
 var gpqSets = []gpqSet{
 	{"points-1M", 1_000_000, pointSetLayer, func() FeatureSource { return &pointSet{n: 1_000_000} }, 20_900_000},
 	{"parcels-100k", 100_000, parcelSetLayer, func() FeatureSource { return &parcelSet{n: 100_000} }, 0},
+	{"quads-100k", 100_000, quadSetLayer, func() FeatureSource { return &quadSet{n: 100_000} }, 0},
 }
 
 // columnSize is one column's compressed and uncompressed bytes over all
