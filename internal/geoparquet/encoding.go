@@ -126,6 +126,21 @@ const (
 	attributeLevel = 3
 )
 
+// geometryEncoding is the WKB column's encoding (decision 0026).
+// DELTA_BYTE_ARRAY stores each value's prefix shared with the previous one
+// (the WKB header of a polygon: byte order, type, ring and point counts)
+// once and the rest back to back: the geometry of 100k parcels and of
+// 100k quadrilaterals took 2.6 % and 4.4 % less than PLAIN under ZSTD.
+// Points share only their 5-byte header, and the varying suffixes then
+// compress worse (+7 %); DELTA_LENGTH_BYTE_ARRAY (the lengths apart, the
+// values back to back) took 0.3 % less than PLAIN for 1M points.
+func (t *table) geometryEncoding() parquet.Encoding {
+	if t.pointsOnly() {
+		return parquet.Encodings.DeltaLengthByteArray
+	}
+	return parquet.Encodings.DeltaByteArray
+}
+
 // dictionaryShare: a column is dictionary-encoded when the layer holds
 // at most one distinct value per dictionaryShare rows of a row group.
 const dictionaryShare = 4
@@ -141,7 +156,7 @@ func (t *table) columnProperties(geomCol, bboxName string, codec compress.Compre
 		return parquet.WithCompressionLevelFor(path, l)
 	}
 	var props []parquet.WriterProperty
-	props = append(props, parquet.WithDictionaryFor(geomCol, false), parquet.WithEncodingFor(geomCol, parquet.Encodings.Plain))
+	props = append(props, parquet.WithDictionaryFor(geomCol, false), parquet.WithEncodingFor(geomCol, t.geometryEncoding()))
 	if zstd {
 		props = append(props, level(geomCol, geometryLevel))
 	}

@@ -2,8 +2,9 @@
 //
 // The writer takes features from a FeatureSource (internal/gdal adapts OGR
 // layers to it), holds them compactly in memory (or, past Options.SpillBytes,
-// sorts them externally through temporary files: spill.go), orders them
-// along a Hilbert curve of their bounding-box centres and writes WKB geometries, typed
+// sorts them externally through temporary files: spill.go), fills each row
+// group with the next features along a Hilbert curve of their bounding-box
+// centres (in input order inside the group) and writes WKB geometries, typed
 // attribute columns and a "bbox" covering column with ZSTD compression and
 // per-row-group statistics, plus the "geo" file metadata.
 //
@@ -105,12 +106,18 @@ type Options struct {
 	ZSTDLevel int
 	// Compression is the column codec: zstd ("" too), snappy, gzip,
 	// brotli, lz4 (LZ4_RAW) or none.
-	Compression  string
-	SpatialOrder bool // Hilbert order of bbox centres (stable)
+	Compression string
+	// SpatialOrder fills the row groups along a Hilbert curve of the
+	// bbox centres (stable), so that the covering's row-group statistics
+	// let readers skip groups by location; the rows of a group keep their
+	// input order. A file without a covering has nothing to skip groups
+	// on and stays in input order (docs/decisions/0026).
+	SpatialOrder bool
 	// Covering writes the "bbox" struct column and declares it as the
 	// geometry's covering: FLOAT fields rounded outwards, except for a
 	// layer of points only, which gets none (its bbox would repeat its
-	// coordinates). See docs/decisions/0025.
+	// coordinates) and so stays in input order. See docs/decisions/0025
+	// and 0026.
 	Covering bool
 	// CoverPoints writes the covering for a layer of points only too.
 	CoverPoints bool

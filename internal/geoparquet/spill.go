@@ -13,14 +13,16 @@ package geoparquet
 //  3. merge: the runs are merged by (Hilbert key, input row), at most
 //     mergeFanIn at once, into row groups written as they fill.
 //
-// The order is the in-memory path's (a stable sort by key, ties by input
-// row), so both paths write the same bytes.
+// Each row group takes the next rows in (key, row) order and writes them
+// in input order. This is the in-memory path's order (a stable sort by
+// key, ties by input row), so both paths write the same bytes.
 //
 // Temporary files are unlinked as soon as they are created: they vanish
 // when closed or when the process dies, whatever happens in between.
 
 import (
 	"bufio"
+	"cmp"
 	"container/heap"
 	"encoding/binary"
 	"errors"
@@ -450,15 +452,17 @@ func (s *spiller) reduceRuns() error {
 	return nil
 }
 
-// write finishes the external sort and writes the row groups: last holds
-// the rows read since the last spill (and the layer's types and extent).
-func (s *spiller) write(last *table, opts Options, writeGroup func(g *table, idx []int32) error) error {
+// write finishes the external sort and writes the row groups of
+// groupRows rows: last holds the rows read since the last spill (and the
+// layer's types and extent). As in memory, the (key, row) order picks the
+// rows of each group and the rows of a group are written in input order.
+func (s *spiller) write(last *table, spatial bool, groupRows int, writeGroup func(g *table, idx []int32) error) error {
 	extent := last.extent
-	if err := s.sortRun(last, last.base, opts.SpatialOrder, extent); err != nil {
+	if err := s.sortRun(last, last.base, spatial, extent); err != nil {
 		return err
 	}
 	// last is now scratch for the chunks, one at a time.
-	if err := s.sortChunks(last, opts.SpatialOrder, extent); err != nil {
+	if err := s.sortChunks(last, spatial, extent); err != nil {
 		return err
 	}
 	last.reset()
@@ -472,23 +476,32 @@ func (s *spiller) write(last *table, opts Options, writeGroup func(g *table, idx
 			g.cols[i].offs = []int64{0}
 		}
 	}
-	idx := make([]int32, 0, opts.RowGroupRows)
+	idx := make([]int32, 0, groupRows)
+	// inputRow is each held row's input row number and position.
+	type held struct {
+		row uint64
+		pos int32
+	}
+	inputRow := make([]held, 0, groupRows)
 	flush := func() error {
+		slices.SortFunc(inputRow, func(a, b held) int { return cmp.Compare(a.row, b.row) })
 		idx = idx[:0]
-		for r := range g.rows {
-			idx = append(idx, int32(r))
+		for _, h := range inputRow {
+			idx = append(idx, h.pos)
 		}
 		err := writeGroup(g, idx)
 		g.reset()
+		inputRow = inputRow[:0]
 		return err
 	}
 	runs := s.runs
 	s.runs = nil
 	err := merge(runs, func(rr *runReader) error {
+		inputRow = append(inputRow, held{rr.row, int32(g.rows)})
 		if err := g.readRow(rr.body); err != nil {
 			return fmt.Errorf("geoparquet.Write: spill: %w", err)
 		}
-		if g.rows == opts.RowGroupRows {
+		if g.rows == groupRows {
 			return flush()
 		}
 		return nil

@@ -184,13 +184,22 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 		groups++
 		return nil
 	}
+	// The Hilbert order picks the rows of each row group, so that the
+	// covering's row-group statistics let a reader skip groups by
+	// location; inside a group the rows keep their input order, which
+	// compresses ids and attributes far better and changes no group's
+	// statistics. Without a covering nothing in the file can prune by
+	// location, so the rows stay in input order (decision 0026).
+	spatial := opts.SpatialOrder && cov != noCovering
 	if sp == nil {
-		order := t.order(opts.SpatialOrder)
+		order := t.order(spatial)
 		for start := 0; start < t.rows && err == nil; start += opts.RowGroupRows {
-			err = writeGroup(t, order[start:min(start+opts.RowGroupRows, t.rows)])
+			group := order[start:min(start+opts.RowGroupRows, t.rows)]
+			slices.Sort(group)
+			err = writeGroup(t, group)
 		}
 	} else {
-		err = sp.write(t, opts, writeGroup)
+		err = sp.write(t, spatial, opts.RowGroupRows, writeGroup)
 	}
 	if err != nil {
 		fw.Close()
