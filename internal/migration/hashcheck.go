@@ -205,31 +205,12 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 	if err := h.checkDeadline(ctx, in.Context); err != nil {
 		return HashCheckOutput{}, err
 	}
-	id, err := h.identify(ctx, in.Source)
-	if err != nil {
-		return HashCheckOutput{}, err
+	out, sidecars, decided, err := h.examine(ctx, in.Source)
+	if decided || err != nil {
+		return out, err
 	}
-	if v := decideSource(id); v.final {
-		if v.err != nil {
-			return HashCheckOutput{}, v.err
-		}
-		return HashCheckOutput{Source: id.src, Decision: v.decision, Reason: v.reason}, nil
-	}
-	job, sidecars, err := h.identifyContent(ctx, id)
-	if err != nil {
-		return HashCheckOutput{}, err
-	}
-	out := HashCheckOutput{Source: id.src, Job: job}
-	done := func(v verdict) (HashCheckOutput, error) {
-		if v.err != nil {
-			return out, v.err
-		}
-		out.Decision, out.Reason = v.decision, v.reason
-		if out.Decision == DecisionConvert {
-			out.Route = h.route(ctx, job, sidecars)
-		}
-		return out, nil
-	}
+	job := out.Job
+	done := func(v verdict) (HashCheckOutput, error) { return h.decide(ctx, out, sidecars, v) }
 
 	// Fast path and adoption: the destination already carries this content
 	// hash and recipe (the destination's source-hash metadata is the proof).
@@ -281,6 +262,37 @@ func (h *HashCheck) check(ctx context.Context, in HashCheckInput) (HashCheckOutp
 		v = decideClaim(outcome, false, true)
 	}
 	return done(v)
+}
+
+// examine identifies src up to its content: decided is true when the
+// source alone settles the outcome (out holds the decision, or err the
+// refusal); otherwise out holds the job that converts this content with
+// this recipe, for the state store to decide on.
+func (h *HashCheck) examine(ctx context.Context, src Source) (out HashCheckOutput, sidecars []objectstore.Object, decided bool, err error) {
+	id, err := h.identify(ctx, src)
+	if err != nil {
+		return HashCheckOutput{}, nil, true, err
+	}
+	if v := decideSource(id); v.final {
+		return HashCheckOutput{Source: id.src, Decision: v.decision, Reason: v.reason}, nil, true, v.err
+	}
+	job, sidecars, err := h.identifyContent(ctx, id)
+	if err != nil {
+		return HashCheckOutput{}, nil, true, err
+	}
+	return HashCheckOutput{Source: id.src, Job: job}, sidecars, false, nil
+}
+
+// decide puts verdict v into out, with the route a conversion takes.
+func (h *HashCheck) decide(ctx context.Context, out HashCheckOutput, sidecars []objectstore.Object, v verdict) (HashCheckOutput, error) {
+	if v.err != nil {
+		return out, v.err
+	}
+	out.Decision, out.Reason = v.decision, v.reason
+	if out.Decision == DecisionConvert {
+		out.Route = h.route(ctx, out.Job, sidecars)
+	}
+	return out, nil
 }
 
 // identify gathers what the key and the store say about the source, up to

@@ -16,31 +16,12 @@ import (
 // give. An error is what HashCheck would fail with (an invalid key, a
 // pipeline output given as a source, a store failure).
 func (h *HashCheck) Preview(ctx context.Context, src Source) (HashCheckOutput, error) {
-	id, err := h.identify(ctx, src)
-	if err != nil {
-		return HashCheckOutput{}, err
+	out, sidecars, decided, err := h.examine(ctx, src)
+	if decided || err != nil {
+		return out, err
 	}
-	if v := decideSource(id); v.final {
-		if v.err != nil {
-			return HashCheckOutput{Source: id.src}, v.err
-		}
-		return HashCheckOutput{Source: id.src, Decision: v.decision, Reason: v.reason}, nil
-	}
-	job, sidecars, err := h.identifyContent(ctx, id)
-	if err != nil {
-		return HashCheckOutput{}, err
-	}
-	out := HashCheckOutput{Source: id.src, Job: job}
-	done := func(v verdict) (HashCheckOutput, error) {
-		if v.err != nil {
-			return out, v.err
-		}
-		out.Decision, out.Reason = v.decision, v.reason
-		if out.Decision == DecisionConvert {
-			out.Route = h.route(ctx, job, sidecars)
-		}
-		return out, nil
-	}
+	job := out.Job
+	done := func(v verdict) (HashCheckOutput, error) { return h.decide(ctx, out, sidecars, v) }
 	cur, outcome, recordFound, err := h.tracker.Peek(ctx, job.ID)
 	if err != nil {
 		return out, fmt.Errorf("hashcheck preview: %w", err)
