@@ -41,16 +41,20 @@ type Outcome struct {
 	Execution string `json:"execution"`
 	// TraceID is the execution's trace id (internal/tracing): every log
 	// line of its handlers and its queue message carry it.
-	TraceID  string `json:"trace_id,omitempty"`
-	Status   string `json:"status"`
-	Reason   string `json:"reason,omitempty"`
-	JobID    string `json:"job_id,omitempty"`
-	Tier     string `json:"tier,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Code     string `json:"code,omitempty"`
-	Message  string `json:"message,omitempty"`
-	Attempts int    `json:"attempts,omitempty"`
-	Retries  int    `json:"retries"` // retries the state machine scheduled
+	TraceID string `json:"trace_id,omitempty"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	JobID   string `json:"job_id,omitempty"`
+	// RecipeHash is the recipe HashCheck resolved for the file (the
+	// run-wide recipe refined by the recipe file's rules for its key): the
+	// hash in JobID, and what `geomigrate plan` predicts per file.
+	RecipeHash string `json:"recipe_hash,omitempty"`
+	Tier       string `json:"tier,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Code       string `json:"code,omitempty"`
+	Message    string `json:"message,omitempty"`
+	Attempts   int    `json:"attempts,omitempty"`
+	Retries    int    `json:"retries"` // retries the state machine scheduled
 	// Engine is where the file was converted: "lambda" (the Convert
 	// task) or "container" (ConvertInContainer, the large-object path);
 	// empty when no conversion was started.
@@ -274,7 +278,7 @@ func Summarize(res *asl.Result, o *Outcome) {
 			Out    []migration.Artifact `json:"outputs"`
 		}
 		_ = json.Unmarshal(res.Output, &done)
-		o.Status, o.Reason, o.JobID = done.Status, done.Reason, done.Job.ID
+		o.Status, o.Reason, o.JobID, o.RecipeHash = done.Status, done.Reason, done.Job.ID, done.Job.RecipeHash
 		if o.Status == StatusCompleted {
 			o.BytesIn = done.Job.SourceSize
 		}
@@ -310,7 +314,8 @@ func Summarize(res *asl.Result, o *Outcome) {
 		if res.Status == asl.StatusAborted {
 			o.Error, o.Message = "Aborted", "the run was interrupted"
 		}
-		o.JobID = claimedJob(res.History)
+		job := claimedJob(res.History)
+		o.JobID, o.RecipeHash = job.ID, job.RecipeHash
 		return
 	}
 	// The routed message is Classify's output (or ClassifyFailed's).
@@ -328,6 +333,7 @@ func Summarize(res *asl.Result, o *Outcome) {
 		if json.Unmarshal(ev.Output, &st) == nil {
 			m := st.Classified.Message
 			o.Tier, o.JobID, o.Error, o.Code, o.Message, o.Attempts = st.Classified.Tier, m.JobID, m.Error, m.Code, m.Message, m.Attempts
+			o.RecipeHash = m.RecipeHash
 			o.Hint, o.Bundle = m.Hint, m.Bundle
 		}
 		break
@@ -336,7 +342,7 @@ func Summarize(res *asl.Result, o *Outcome) {
 
 // claimedJob is the job HashCheck claimed in an execution, if it got that
 // far.
-func claimedJob(history []asl.Event) string {
+func claimedJob(history []asl.Event) migration.Job {
 	for _, ev := range history {
 		if ev.Type != "StateExited" || ev.State != "HashCheck" {
 			continue
@@ -346,8 +352,8 @@ func claimedJob(history []asl.Event) string {
 			Job      migration.Job `json:"job"`
 		}
 		if json.Unmarshal(ev.Output, &out) == nil && out.Decision == migration.DecisionConvert {
-			return out.Job.ID
+			return out.Job
 		}
 	}
-	return ""
+	return migration.Job{}
 }
