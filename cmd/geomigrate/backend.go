@@ -193,10 +193,19 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 	return be, nil
 }
 
+// runConfig is the handlers' configuration for a run into bucket/prefix
+// with GDAL engineVersion: the handler flags' recipe as the base, refined
+// per key by book. Runs (local and AWS) and plan build theirs here, so a
+// plan's HashCheck names the same job for each file as the run's.
+func runConfig(h config.Handlers, book *recipe.Book, bucket, prefix, engineVersion string) migration.Config {
+	cfg := h.Migration(bucket, prefix, engineVersion)
+	cfg.Recipes = book
+	return cfg
+}
+
 // openLocalBackend wires the embedded backends under dest.
 func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
-	cfg := r.handlers.Migration(destBucket, "", engine.Version())
-	cfg.Recipes = r.book
+	cfg := runConfig(r.handlers, r.book, destBucket, "", engine.Version())
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -261,8 +270,7 @@ func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion
 		prefix += "/"
 	}
 	// The recipe names the GDAL and geomigrate versions, as on Lambda.
-	cfg := r.handlers.Migration(bucket, prefix, engineVersion)
-	cfg.Recipes = r.book
+	cfg := runConfig(r.handlers, r.book, bucket, prefix, engineVersion)
 	checks := awsapp.Resources{
 		Buckets:     append(append([]string(nil), r.sourceBuckets...), bucket),
 		Table:       b.AWS.StateTable,

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/alecthomas/kong"
+
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
@@ -36,8 +38,10 @@ import (
 
 // planCmd is `geomigrate plan`: what migrate would do, writing nothing,
 // and what running it on AWS would cost. The recipe settings are migrate's
-// own (config.Handlers); the cost model's are its flags, with
-// cost.DefaultSettings as defaults (kong variables set in newParser).
+// own (config.Handlers, --recipe and --co, resolved per key as migrate
+// does: recipeFlags.commandBook, runConfig); the cost model's are its
+// flags, with cost.DefaultSettings as defaults (kong variables set in
+// newParser).
 type planCmd struct {
 	Sources  []string        `arg:"" name:"SRC" help:"Source files and directories (a directory is one dataset), or s3://BUCKET[/PREFIX] with --backend aws."`
 	Dest     string          `name:"dest" placeholder:"DIR" help:"Destination of earlier runs, consulted read-only (a directory, or s3://BUCKET[/PREFIX] with --backend aws); none: every file is new."`
@@ -46,6 +50,7 @@ type planCmd struct {
 	Workers  int             `name:"workers" default:"${workers}" help:"Files hashed and preflighted at once."`
 	Prices   string          `name:"prices" placeholder:"FILE" help:"JSON file overriding fields of the price table (internal/cost/prices.json)."`
 	Handlers config.Handlers `embed:""`
+	Recipes  recipeFlags     `embed:""`
 
 	Architecture string  `name:"architecture" enum:"arm64,x86_64" default:"${plan_architecture}" help:"Lambda architecture: arm64 or x86_64."`
 	ConvertMB    int     `name:"convert-memory" default:"${plan_convert_memory}" help:"Convert function memory in MB (infra convertMemoryMB)."`
@@ -84,11 +89,15 @@ as HashCheck does); the state store and the destination are only read.
   geomigrate plan s3://archive/rasters/ --backend aws --state-table T --dest s3://cloud-native/out`
 }
 
-func (c *planCmd) Run(e *cmdEnv) error {
+func (c *planCmd) Run(e *cmdEnv, k *kong.Context) error {
 	if c.Workers < 1 {
 		return usagef("--workers %d: want at least 1", c.Workers)
 	}
-	p := planFlags{dest: c.Dest, stateDir: c.StateDir, backend: c.Backend, handlers: c.Handlers, workers: c.Workers,
+	book, err := c.Recipes.commandBook(k, c.Handlers)
+	if err != nil {
+		return err
+	}
+	p := planFlags{dest: c.Dest, stateDir: c.StateDir, backend: c.Backend, handlers: c.Handlers, book: book, workers: c.Workers,
 		asJSON: c.JSON, pricesFile: c.Prices, aws: c.AWS, endpointURL: c.EndpointURL, settings: cost.DefaultSettings()}
 	p.settings.Architecture, p.settings.ConvertMemoryMB, p.settings.SmallMemoryMB = c.Architecture, c.ConvertMB, c.SmallMB
 	p.settings.Concurrency, p.settings.HashReadMBPerSecond, p.settings.StepMS = c.Concurrency, c.HashReadMBps, c.StepMS
@@ -100,12 +109,16 @@ func (c *planCmd) Run(e *cmdEnv) error {
 type planFlags struct {
 	dest, stateDir, backend string
 	handlers                config.Handlers
-	workers                 int
-	asJSON                  bool
-	pricesFile              string
-	settings                cost.Settings
-	aws                     config.AWS
-	endpointURL             string
+	// book is the recipe book (--recipe, --co and the handler flags
+	// given), as migrate builds it.
+	book          *recipe.Book
+	engineVersion string // GDAL's, named by every recipe
+	workers       int
+	asJSON        bool
+	pricesFile    string
+	settings      cost.Settings
+	aws           config.AWS
+	endpointURL   string
 }
 
 // Plan actions: what a migrate would do with a file.
@@ -135,6 +148,11 @@ type planFile struct {
 	Driver string `json:"driver,omitempty"`
 	// Preflight is "passed", or why it was not run.
 	Preflight string `json:"preflight,omitempty"`
+	// RecipeHash is the recipe this file is converted (or was migrated)
+	// with: the run-wide recipe refined by --recipe's rules for its key, as
+	// in migrate's report (files[].recipe_hash). Empty when decided before
+	// the recipe matters (ignored, excluded, refused by HashCheck).
+	RecipeHash string `json:"recipe_hash,omitempty"`
 	// rangeRead: on AWS, Convert would read it by ranged GETs (a format
 	// that allows it, and no sidecar: migration.Convert.run), whatever the
 	// backend of the plan.
@@ -174,20 +192,24 @@ func (c *planCounts) add(f planFile) {
 
 // planReport is the plan (the --json document).
 type planReport struct {
-	Geomigrate string                 `json:"geomigrate"`
-	Backend    string                 `json:"backend"`
-	Sources    []string               `json:"sources"`
-	Dest       string                 `json:"dest,omitempty"`
-	GDAL       string                 `json:"gdal"`
+	Geomigrate string   `json:"geomigrate"`
+	Backend    string   `json:"backend"`
+	Sources    []string `json:"sources"`
+	Dest       string   `json:"dest,omitempty"`
+	GDAL       string   `json:"gdal"`
+	// RecipeHash is the run-wide recipe (the handler flags'); each file's
+	// own, refined by the recipe book, is in Files and ByRecipe.
 	RecipeHash string                 `json:"recipe_hash"`
 	Written    string                 `json:"written"`
 	RunRefused string                 `json:"run_refused,omitempty"`
 	Totals     planCounts             `json:"totals"`
 	ByFormat   map[string]*planCounts `json:"by_format"`
 	ByDataset  map[string]*planCounts `json:"by_dataset"`
-	Files      []planFile             `json:"files"`
-	Estimate   cost.Estimate          `json:"estimate"`
-	Model      planModel              `json:"model"`
+	// ByRecipe counts the files by their recipe hash.
+	ByRecipe map[string]*planCounts `json:"by_recipe"`
+	Files    []planFile             `json:"files"`
+	Estimate cost.Estimate          `json:"estimate"`
+	Model    planModel              `json:"model"`
 }
 
 // planModel is what the estimate assumed.
@@ -210,7 +232,10 @@ func runPlan(ctx context.Context, p *planFlags, srcs []string, stdout io.Writer)
 	if err != nil {
 		return fmt.Errorf("GDAL: %w", err)
 	}
-	runRecipe := p.handlers.Migration(destBucket, "", engine.Version()).Recipe
+	if err := checkCreationOptions(p.book); err != nil {
+		return err
+	}
+	p.engineVersion = engine.Version()
 	var src planSource
 	switch p.backend {
 	case "local":
@@ -229,7 +254,7 @@ func runPlan(ctx context.Context, p *planFlags, srcs []string, stdout io.Writer)
 		return err
 	}
 	defer src.close()
-	report, err := plan(ctx, src, engine, runRecipe, model, p.workers)
+	report, err := plan(ctx, src, engine, model, p.workers)
 	if err != nil {
 		return err
 	}
@@ -360,7 +385,7 @@ func (p *planFlags) localSource(srcs []string) (planSource, error) {
 		src.pre = append(src.pre, planFile{Dataset: o.Bucket, Bucket: o.Bucket, Key: o.Key, Format: formatOf(o.Key), Action: actionIgnore, Reason: o.Reason,
 			Bytes: fileSizeIn(roots, o.Bucket, o.Key)})
 	}
-	src.cfg = p.handlers.Migration(destBucket, "", "")
+	src.cfg = runConfig(p.handlers, p.book, destBucket, "", p.engineVersion)
 	src.hash = func(cfg migration.Config) *migration.HashCheck {
 		return migration.NewHashCheck(cfg, store, statestore.NewTracker(state), migration.StoreFingerprinter{Store: store, Threshold: cfg.FastFingerprintAbove()}, slog.New(slog.DiscardHandler))
 	}
@@ -413,7 +438,7 @@ func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, e
 		}
 		buckets = append(buckets, b)
 	}
-	mcfg := p.handlers.Migration(destBucket, "", "")
+	mcfg := runConfig(p.handlers, p.book, destBucket, "", p.engineVersion)
 	if p.dest != "" {
 		bucket, prefix, err := s3URI(p.dest)
 		if err != nil {
@@ -472,18 +497,19 @@ func formatOf(key string) string {
 }
 
 // plan decides every input with HashCheck.Preview and GDAL's preflight, and
-// estimates the cost.
-func plan(ctx context.Context, src planSource, engine *gdal.Engine, runRecipe recipe.Recipe, model cost.Model, workers int) (*planReport, error) {
+// estimates the cost. Each file's recipe is the one HashCheck resolves for
+// its key (src.cfg: the run-wide recipe refined by the recipe book), as in
+// the run.
+func plan(ctx context.Context, src planSource, engine *gdal.Engine, model cost.Model, workers int) (*planReport, error) {
 	cfg := src.cfg
-	cfg.Recipe = runRecipe
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	hc := src.hash(cfg)
 	r := &planReport{Geomigrate: buildinfo.Version, GDAL: engine.Version(), RecipeHash: hc.Recipe().ShortHash(),
 		Written:  "nothing: no state record, output, staging object or queue message",
-		ByFormat: map[string]*planCounts{}, ByDataset: map[string]*planCounts{}}
-	if err := checkOutputCollisions(src.inputs, func(string) recipe.Recipe { return runRecipe }, src.dest); err != nil {
+		ByFormat: map[string]*planCounts{}, ByDataset: map[string]*planCounts{}, ByRecipe: map[string]*planCounts{}}
+	if err := checkOutputCollisions(src.inputs, hc.RecipeFor, src.dest); err != nil {
 		r.RunRefused = "migrate would refuse to start: " + err.Error()
 	}
 	sizes := sidecarSizes{store: src.store, dirs: map[string][]objectstore.Object{}}
@@ -498,7 +524,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, runRecipe re
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				files[i], errs[i] = planOne(ctx, hc, engine, src, cfg.Recipe, src.inputs[i], &sizes)
+				files[i], errs[i] = planOne(ctx, hc, engine, src, src.inputs[i], &sizes)
 			}
 		}()
 	}
@@ -524,7 +550,10 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, runRecipe re
 		for _, m := range []struct {
 			into map[string]*planCounts
 			key  string
-		}{{r.ByFormat, f.Format}, {r.ByDataset, f.Dataset}} {
+		}{{r.ByFormat, f.Format}, {r.ByDataset, f.Dataset}, {r.ByRecipe, f.RecipeHash}} {
+			if m.key == "" {
+				continue // ByRecipe: a file decided before its recipe mattered
+			}
 			if m.into[m.key] == nil {
 				m.into[m.key] = &planCounts{}
 			}
@@ -541,9 +570,10 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, runRecipe re
 			k.path = cost.Remediation
 		case f.Action == actionRefuse:
 			k.path = cost.Rejected
-		case f.Action == actionIgnore && migration.NotGeospatial(f.Key) != "":
+		case f.Action == actionIgnore && (migration.NotGeospatial(f.Key) != "" || f.Reason == migration.ReasonExcluded):
 			// On AWS an event or a backfill item starts an execution that
-			// HashCheck skips on the name.
+			// HashCheck skips on the name (an excluded key after one HEAD,
+			// not charged: nothing is read or claimed).
 			k.path, k.name = cost.Skipped, true
 		default:
 			continue // not an object on S3 (a link not followed, a sidecar alone)
@@ -575,7 +605,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, runRecipe re
 }
 
 // planOne decides one input.
-func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, src planSource, runRecipe recipe.Recipe, in migration.Source, sizes *sidecarSizes) (planFile, error) {
+func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, src planSource, in migration.Source, sizes *sidecarSizes) (planFile, error) {
 	f := planFile{Dataset: in.DatasetID, Bucket: in.Bucket, Key: in.Key, Format: formatOf(in.Key)}
 	if f.Dataset == "" {
 		f.Dataset = in.Bucket
@@ -589,7 +619,11 @@ func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, 
 		f.fillError(err)
 		return f, nil
 	}
-	f.Key = out.Source.Key
+	f.Key, f.RecipeHash = out.Source.Key, out.Job.RecipeHash
+	if out.Decision == migration.DecisionSkip && ignoredByRun(out.Reason) {
+		f.Action, f.Reason = actionIgnore, out.Reason
+		return f, nil
+	}
 	if out.Decision == migration.DecisionSkip {
 		f.Action, f.Reason = actionSkip, out.Reason
 		if out.Job.ID != "" {
@@ -601,7 +635,7 @@ func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, 
 	var sidecars int
 	f.Bytes, sidecars = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
 	f.rangeRead = formats.ReadableByRange(out.Job.SourceKey) && sidecars == 0
-	f.Driver, f.Preflight, err = preflightOne(ctx, engine, src, runRecipe, out.Job)
+	f.Driver, f.Preflight, err = preflightOne(ctx, engine, src, out.Job)
 	if err != nil {
 		if fault.TierOf(err) != fault.TierDataSpecific {
 			return f, fmt.Errorf("plan %s/%s: preflight: %w", in.Bucket, in.Key, err)
@@ -610,6 +644,13 @@ func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, 
 		f.fillError(err)
 	}
 	return f, nil
+}
+
+// ignoredByRun: HashCheck skips of these reasons are reported as ignored
+// by a run (localrun.Summarize), not skipped: the files are not the
+// pipeline's to convert.
+func ignoredByRun(reason string) bool {
+	return reason == migration.ReasonNotGeospatial || reason == migration.ReasonExcluded
 }
 
 func (f *planFile) fillError(err error) {
@@ -640,12 +681,13 @@ func errorTypeName(err error) string {
 // preflightOne runs GDAL's preflight on the job's source: in place on a
 // local store, by ranged reads of an S3 object that is read that way by
 // Convert too; other S3 sources (several files, or formats whose library
-// opens the file itself) would have to be downloaded, and are not.
-func preflightOne(ctx context.Context, engine *gdal.Engine, src planSource, runRecipe recipe.Recipe, job migration.Job) (driver, note string, err error) {
+// opens the file itself) would have to be downloaded, and are not. The
+// recipe is the job's, which Convert converts with (budgets, formats).
+func preflightOne(ctx context.Context, engine *gdal.Engine, src planSource, job migration.Job) (driver, note string, err error) {
 	if lp, ok := src.store.(objectstore.LocalPather); ok && src.local {
 		p, perr := lp.LocalPath(job.SourceBucket, job.SourceKey)
 		if perr == nil {
-			driver, err = engine.Preflight(ctx, p, runRecipe)
+			driver, err = engine.Preflight(ctx, p, job.Recipe)
 			return driver, "passed", err
 		}
 	}
@@ -653,7 +695,7 @@ func preflightOne(ctx context.Context, engine *gdal.Engine, src planSource, runR
 		return "", "not run: the source would have to be downloaded (several files, or a library that opens the file itself)", nil
 	}
 	ra := objectstore.NewReaderAt(ctx, src.store, job.SourceBucket, job.SourceKey, job.SourceSize)
-	driver, err = engine.PreflightReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), runRecipe)
+	driver, err = engine.PreflightReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), job.Recipe)
 	return driver, "passed", err
 }
 
@@ -697,8 +739,13 @@ func (s *sidecarSizes) total(ctx context.Context, bucket, key string, size int64
 
 func (r *planReport) print(w io.Writer) {
 	t := r.Totals
-	fmt.Fprintf(w, "geomigrate plan: %d file(s), %s in %s (%s backend, GDAL %s, recipe %s); written: %s\n",
-		t.Files, humanBytes(t.Bytes), strings.Join(r.Sources, ", "), r.Backend, r.GDAL, r.RecipeHash, r.Written)
+	perFile := r.recipesPerFile()
+	recipes := "recipe " + r.RecipeHash
+	if perFile {
+		recipes = fmt.Sprintf("%d recipe(s) by file, see By recipe", len(r.ByRecipe))
+	}
+	fmt.Fprintf(w, "geomigrate plan: %d file(s), %s in %s (%s backend, GDAL %s, %s); written: %s\n",
+		t.Files, humanBytes(t.Bytes), strings.Join(r.Sources, ", "), r.Backend, r.GDAL, recipes, r.Written)
 	if r.RunRefused != "" {
 		fmt.Fprintf(w, "\n%s\n", r.RunRefused)
 	}
@@ -720,6 +767,9 @@ func (r *planReport) print(w io.Writer) {
 	}
 	printCounts(w, "format", r.ByFormat)
 	printCounts(w, "dataset", r.ByDataset)
+	if perFile {
+		r.printRecipes(w)
+	}
 	// Refusals are what a user acts on; long lists of skipped and ignored
 	// files are cut (--json lists every file).
 	sections := []struct {
@@ -742,6 +792,9 @@ func (r *planReport) print(w io.Writer) {
 			why := f.Reason
 			if f.Code != "" {
 				why = fmt.Sprintf("%s at %s: %s", f.Error, f.Stage, f.Reason) // Reason starts with the code
+			}
+			if perFile && f.RecipeHash != "" {
+				why += "  (recipe " + f.RecipeHash + ")"
 			}
 			lines = append(lines, fmt.Sprintf("  %s/%s  %s", f.Bucket, localrun.QuoteKey(f.Key), why))
 		}
@@ -783,6 +836,41 @@ func (r *planReport) print(w io.Writer) {
 		rates = append(rates, fmt.Sprintf("%s %.1f MB/s", ext, tp.Formats[ext].MBPerSecond))
 	}
 	fmt.Fprintf(w, "Conversion throughput measured %s on %s (1 thread; %s): %s\n", tp.MeasuredAt, tp.Machine, tp.Command, strings.Join(rates, ", "))
+}
+
+// recipesPerFile tells whether the files' recipes differ from the run-wide
+// one (a recipe file, --co): the text then shows each file's.
+func (r *planReport) recipesPerFile() bool {
+	for h := range r.ByRecipe {
+		if h != r.RecipeHash {
+			return true
+		}
+	}
+	return false
+}
+
+// printRecipes is the table of recipe hashes: what each would do, and the
+// first file of each (`geomigrate recipe show` prints a key's settings).
+func (r *planReport) printRecipes(w io.Writer) {
+	first := map[string]string{}
+	for _, f := range r.Files {
+		if _, ok := first[f.RecipeHash]; !ok && f.RecipeHash != "" {
+			first[f.RecipeHash] = f.Bucket + "/" + localrun.QuoteKey(f.Key)
+		}
+	}
+	var hashes []string
+	for h := range r.ByRecipe {
+		hashes = append(hashes, h)
+	}
+	sort.Strings(hashes)
+	fmt.Fprintf(w, "\nBy recipe:\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  recipe\tfiles\tbytes\tconvert\tskip\trefuse\tfirst file\n")
+	for _, h := range hashes {
+		c := r.ByRecipe[h]
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%d\t%s\n", h, c.Files, humanBytes(c.Bytes), c.Convert, c.Skip, c.Refuse, first[h])
+	}
+	tw.Flush()
 }
 
 // countStage counts the files refused at stage.

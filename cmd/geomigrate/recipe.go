@@ -14,6 +14,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/migration"
@@ -21,7 +22,7 @@ import (
 )
 
 // recipeFlags are --recipe FILE and --co KEY=VALUE, shared by the commands
-// that convert (migrate, backfill, replay).
+// that convert (migrate, backfill, replay) and by plan, which predicts them.
 type recipeFlags struct {
 	File string   `name:"recipe" placeholder:"FILE" help:"Recipe file (YAML): per-glob conversion settings (see examples/recipe.yaml); flags override it."`
 	CO   []string `name:"co" sep:"none" placeholder:"KEY=VALUE" help:"Raster creation option passed to GDAL's COG driver (repeatable; overrides the recipe file)."`
@@ -63,14 +64,22 @@ func (f *runFlags) recipeBook(k *kong.Context, stderr io.Writer) (*recipe.Book, 
 	if !f.Where.aws() {
 		f.Recipes.fromState(pathsFor(f.Dest, f.StateDir).dir, stderr)
 	}
+	return f.Recipes.commandBook(k, f.Handlers)
+}
+
+// commandBook is the recipe book of a parsed command line: the recipe file
+// with the handler flags the user gave (--vector-format, --zstd-level) and
+// --co over it. migrate, backfill, replay and plan build theirs here, so a
+// plan resolves each key's recipe as the run it predicts.
+func (rf *recipeFlags) commandBook(k *kong.Context, h config.Handlers) (*recipe.Book, error) {
 	vectorFormat, zstdLevel := "", 0
 	if flagGiven(k, "vector-format", "GEOMIGRATE_VECTOR_FORMAT") {
-		vectorFormat = f.Handlers.VectorFormat
+		vectorFormat = h.VectorFormat
 	}
 	if flagGiven(k, "zstd-level", "GEOMIGRATE_ZSTD_LEVEL") {
-		zstdLevel = f.Handlers.ZSTDLevel
+		zstdLevel = h.ZSTDLevel
 	}
-	return f.Recipes.book(vectorFormat, zstdLevel)
+	return rf.book(vectorFormat, zstdLevel)
 }
 
 // book is the recipe file (if any) with the flags over it: the command
