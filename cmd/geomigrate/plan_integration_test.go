@@ -135,3 +135,80 @@ func TestPlanAWSBackend(t *testing.T) {
 		t.Errorf("plan --backend aws text: %v\n%s", err, text)
 	}
 }
+
+// TestPlanAWSBackendWithRecipe: with --backend aws and --recipe, plan gives
+// every file the recipe hash the migrate that follows reports for it,
+// ignores the excluded glob as the run does, and afterwards skips exactly
+// the files the run converted.
+func TestPlanAWSBackendWithRecipe(t *testing.T) {
+	c := s3Client(t)
+	dir := t.TempDir()
+	samples := filepath.Join(dir, "samples")
+	if _, _, err := run(t, "sample-data", samples); err != nil {
+		t.Fatal(err)
+	}
+	recipePath := filepath.Join(dir, "recipe.yaml")
+	recipeText := `version: 1
+exclude: ["samples/temperature_*"]
+defaults:
+  raster: {compression: ZSTD, level: 9}
+rules:
+  - match: "samples/dem_*"
+    raster: {compression: DEFLATE, level: 6}
+`
+	if err := os.WriteFile(recipePath, []byte(recipeText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	src, dst, table := "planrsrc-"+suffix, "planrdst-"+suffix, "planrstate-"+suffix
+	uploadSamples(t, c, src, samples)
+	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(dst)}); err != nil {
+		t.Fatal(err)
+	}
+	where := []string{"s3://" + src + "/samples/", "--backend", "aws", "--dest", "s3://" + dst + "/out", "--state-table", table, "--recipe", recipePath}
+	// The table must exist for plan: migrate --create-table makes it, so a
+	// run over nothing (an empty prefix) creates it first.
+	if _, _, err := run(t, "migrate", "s3://"+src+"/none/", "--backend", "aws", "--dest", "s3://"+dst+"/out", "--state-table", table,
+		"--create-table", "--state-dir", filepath.Join(dir, "state0")); err == nil || !strings.Contains(err.Error(), "nothing to migrate") {
+		t.Fatalf("migrate over an empty prefix: %v", err)
+	}
+	planned := map[string]planFile{}
+	for _, f := range planJSON(t, where...).Files {
+		planned[f.Key] = f
+	}
+	out, stderr, err := run(t, append([]string{"migrate"}, append(where, "--state-dir", filepath.Join(dir, "state"), "--progress", "plain")...)...)
+	if err != nil {
+		t.Fatalf("migrate: %v\n%s\n%s", err, out, stderr)
+	}
+	report := lastReport(t, out)
+	replanned := map[string]planFile{}
+	for _, f := range planJSON(t, where...).Files {
+		replanned[f.Key] = f
+	}
+	hashes := map[string]bool{}
+	for _, o := range report.Files {
+		p, again := planned[o.Key], replanned[o.Key]
+		if p.Key == "" {
+			t.Errorf("%s: not in the plan", o.Key)
+			continue
+		}
+		if p.RecipeHash != o.RecipeHash || again.RecipeHash != o.RecipeHash {
+			t.Errorf("%s: plan's recipe %q (after the run %q), the report's %q", o.Key, p.RecipeHash, again.RecipeHash, o.RecipeHash)
+		}
+		if (p.Action == actionIgnore) != (o.Status == "ignored") {
+			t.Errorf("%s: plan %s (%s), migrate %s (%s)", o.Key, p.Action, p.Reason, o.Status, o.Reason)
+		}
+		if strings.HasPrefix(o.Key, "samples/temperature_") && p.Reason != migration.ReasonExcluded {
+			t.Errorf("%s: plan %s (%s), want ignored as %s", o.Key, p.Action, p.Reason, migration.ReasonExcluded)
+		}
+		if (o.Status == "completed") != (again.Action == actionSkip && again.Reason == migration.ReasonAlreadyMigrated) {
+			t.Errorf("%s: migrate %s, plan after it %s (%s)", o.Key, o.Status, again.Action, again.Reason)
+		}
+		if o.RecipeHash != "" {
+			hashes[o.RecipeHash] = true
+		}
+	}
+	if len(planned) != len(report.Files) || len(hashes) != 2 {
+		t.Errorf("plan lists %d file(s), the report %d; recipes %v (want the dem rule's and the defaults')", len(planned), len(report.Files), hashes)
+	}
+}
