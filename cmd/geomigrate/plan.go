@@ -82,10 +82,13 @@ func planVars() map[string]string {
 func (*planCmd) Help() string {
 	return `What migrate would do, without writing anything: the files it would convert,
 skip (already migrated with this recipe, in progress, awaiting remediation),
-refuse (HashCheck or GDAL preflight, with the reason) and ignore, by format
-and dataset, and what running it on AWS would cost. Sources are read (hashed,
+refuse (HashCheck or GDAL preflight, with the reason) and ignore, by format,
+dataset and recipe, and what running it on AWS would cost. Sources are read (hashed,
 as HashCheck does); the state store and the destination are only read.
+Give the recipe flags migrate will get (--recipe, --co, --zstd-level,
+--vector-format): each file's recipe is resolved as migrate resolves it.
   geomigrate plan samples/ --dest out/
+  geomigrate plan samples/ --dest out/ --recipe recipe.yaml
   geomigrate plan s3://archive/rasters/ --backend aws --state-table T --dest s3://cloud-native/out`
 }
 
