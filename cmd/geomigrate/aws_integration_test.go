@@ -18,6 +18,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
@@ -150,13 +151,30 @@ func TestAWSBackendMatchesTheEmbeddedBackends(t *testing.T) {
 	if err != nil || !strings.Contains(status, "COMPLETED") || !strings.Contains(status, "REMEDIAL") {
 		t.Errorf("status --backend aws: %v\n%s", err, status)
 	}
-	// Again: everything skipped.
-	out, _, err = run(t, awsArgs(filepath.Join(dir, "aws2"))...)
+	// A process killed between Promote's COMPLETED record and its deletes
+	// leaves the job's staged copies; another execution's staging is not
+	// this run's to remove.
+	ctx := context.Background()
+	leftover := migration.DefaultStagingPrefix + head.Metadata["src-sha256"][:32] + "-" + head.Metadata["recipe"] + "/out/samples/dem_utm33.tif"
+	foreign := migration.DefaultStagingPrefix + strings.Repeat("0", 32) + "-other/out/x.tif"
+	for _, k := range []string{leftover, foreign} {
+		if _, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(dst), Key: aws.String(k), Body: strings.NewReader("staged")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Again: everything skipped, and the skipped job's staging cleared.
+	out, stderr, err = run(t, awsArgs(filepath.Join(dir, "aws2"))...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := lastReport(t, out); r.Totals.Skipped != r.Totals.Files {
 		t.Errorf("second aws run: %+v", r.Totals)
+	}
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(dst), Key: aws.String(leftover)}); err == nil {
+		t.Errorf("s3://%s/%s: the migrated file's staged copy is still there after the second run\n%s", dst, leftover, stderr)
+	}
+	if _, err := c.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(dst), Key: aws.String(foreign)}); err != nil {
+		t.Errorf("s3://%s/%s: another job's staging was removed: %v", dst, foreign, err)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/signals"
+	"github.com/geomigrate/geomigrate/internal/steps"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -264,6 +265,47 @@ func sweepStaging(ctx context.Context, be *backend) (int, error) {
 	return n, nil
 }
 
+// sweepMigratedStaging removes, on the AWS backend, what is left under the
+// staging prefixes of this run's jobs that ended migrated: completed now,
+// or skipped as already migrated. Promote deletes its staged copies after
+// recording COMPLETED, so a process killed between the two (or a store
+// that refused the deletes) leaves them, and the next run skips the file.
+// Only these jobs' prefixes are touched: other executions on the same
+// bucket (Step Functions, other runs) keep their staging, and the bucket's
+// lifecycle rule still expires anything else. One listing of the staging
+// prefix, and only when some job ended migrated.
+func sweepMigratedStaging(ctx context.Context, ports steps.Ports, outcomes []localrun.Outcome) (int, error) {
+	prefixes := map[string]bool{}
+	for _, o := range outcomes {
+		migrated := o.Status == localrun.StatusCompleted || (o.Status == localrun.StatusSkipped && o.Reason == migration.ReasonAlreadyMigrated)
+		if migrated && strings.HasPrefix(o.StagingPrefix, ports.Config.StagingPrefix) && o.StagingPrefix != ports.Config.StagingPrefix {
+			prefixes[o.StagingPrefix] = true
+		}
+	}
+	if len(prefixes) == 0 {
+		return 0, nil
+	}
+	bucket := ports.Config.DestBucket
+	var keys []string
+	err := ports.Store.List(ctx, bucket, ports.Config.StagingPrefix, func(o objectstore.Object) error {
+		// A job's staging prefix is STAGING/<dir>/: its first two levels.
+		rest := strings.TrimPrefix(o.Key, ports.Config.StagingPrefix)
+		if dir, _, ok := strings.Cut(rest, "/"); ok && prefixes[ports.Config.StagingPrefix+dir+"/"] {
+			keys = append(keys, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweepMigratedStaging: %w", err)
+	}
+	for i, k := range keys {
+		if err := ports.Store.Delete(ctx, bucket, k); err != nil {
+			return i, fmt.Errorf("sweepMigratedStaging: %w", err)
+		}
+	}
+	return len(keys), nil
+}
+
 // execution is one run of inputs through an executor over a backend.
 type execution struct {
 	exec   *asl.Executor
@@ -314,6 +356,10 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		} else if n > 0 {
 			prog.notice(fmt.Sprintf("geomigrate: removed %d staged object(s) left by unfinished jobs", n))
 		}
+	} else if n, serr := sweepMigratedStaging(context.WithoutCancel(ctx), x.be.ports, outcomes); serr != nil {
+		prog.notice(fmt.Sprintf("geomigrate: staging sweep: %v", serr))
+	} else if n > 0 {
+		prog.notice(fmt.Sprintf("geomigrate: removed %d staged object(s) of migrated files", n))
 	}
 
 	report := localrun.NewReport(started, append(outcomes, x.pre...))

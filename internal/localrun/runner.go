@@ -49,12 +49,16 @@ type Outcome struct {
 	// run-wide recipe refined by the recipe file's rules for its key): the
 	// hash in JobID, and what `geomigrate plan` predicts per file.
 	RecipeHash string `json:"recipe_hash,omitempty"`
-	Tier       string `json:"tier,omitempty"`
-	Error      string `json:"error,omitempty"`
-	Code       string `json:"code,omitempty"`
-	Message    string `json:"message,omitempty"`
-	Attempts   int    `json:"attempts,omitempty"`
-	Retries    int    `json:"retries"` // retries the state machine scheduled
+	// StagingPrefix is the job's staging prefix in the destination bucket
+	// (not reported): what the end-of-run sweep of the AWS backend clears
+	// for jobs that ended migrated.
+	StagingPrefix string `json:"-"`
+	Tier          string `json:"tier,omitempty"`
+	Error         string `json:"error,omitempty"`
+	Code          string `json:"code,omitempty"`
+	Message       string `json:"message,omitempty"`
+	Attempts      int    `json:"attempts,omitempty"`
+	Retries       int    `json:"retries"` // retries the state machine scheduled
 	// Engine is where the file was converted: "lambda" (the Convert
 	// task) or "container" (ConvertInContainer, the large-object path);
 	// empty when no conversion was started.
@@ -279,6 +283,7 @@ func Summarize(res *asl.Result, o *Outcome) {
 		}
 		_ = json.Unmarshal(res.Output, &done)
 		o.Status, o.Reason, o.JobID, o.RecipeHash = done.Status, done.Reason, done.Job.ID, done.Job.RecipeHash
+		o.StagingPrefix = done.Job.StagingPrefix
 		if o.Status == StatusCompleted {
 			o.BytesIn = done.Job.SourceSize
 		}

@@ -97,7 +97,8 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 	// partial promotion still finds what it needs), and after the job is
 	// COMPLETED: a staged copy left behind is housekeeping, not a failure
 	// of the file, so a store error here is logged and the object left to
-	// the staging lifecycle rule on AWS and the end-of-run sweep locally.
+	// the staging lifecycle rule on AWS and to the end-of-run sweeps of the
+	// CLI (every staged object locally; migrated jobs' with --backend aws).
 	var staged []string
 	for _, a := range in.Converted.Outputs {
 		staged = append(staged, a.StagingKey)
