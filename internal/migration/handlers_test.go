@@ -637,4 +637,16 @@ func TestPromoteCompletesWhenStagingCannotBeRemoved(t *testing.T) {
 	if _, err := f.store.Head(ctx, "dest", conv.Outputs[0].StagingKey); err != nil {
 		t.Fatalf("staged copy: %v; want it left for the expiry", err)
 	}
+	// The state machine's retry of Promote (its earlier attempt ended
+	// after COMPLETED, before its deletes) finds the job completed and
+	// removes what is left.
+	if _, err := f.promote.Handle(ctx, PromoteInput{Job: hc.Job, Converted: conv, Context: inv("e1", 1)}); err != nil {
+		t.Fatalf("retried promote: %v", err)
+	}
+	if _, err := f.store.Head(ctx, "dest", conv.Outputs[0].StagingKey); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Fatalf("staged copy after the retry: %v; want it removed", err)
+	}
+	if _, err := f.store.Head(ctx, "dest", conv.Outputs[0].DestKey); err != nil {
+		t.Fatalf("final key after the retry: %v", err)
+	}
 }

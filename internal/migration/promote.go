@@ -59,8 +59,16 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 	// A retry whose earlier attempt finished (only the response was lost)
 	// finds the job completed: confirm the outputs and succeed again.
 	if rec, err := p.tracker.Get(ctx, job.ID); err == nil && rec.Status == statestore.Completed {
-		if done, err := p.allPromoted(ctx, job, in.Converted.Outputs); err != nil || done {
+		done, err := p.allPromoted(ctx, job, in.Converted.Outputs)
+		if err != nil {
 			return PromoteOutput{Outputs: in.Converted.Outputs}, err
+		}
+		if done {
+			// The earlier attempt may have ended before its deletes.
+			if staged, err := stagedKeys(job, in.Converted); err == nil {
+				p.removeAllStaged(ctx, log, job, staged)
+			}
+			return PromoteOutput{Outputs: in.Converted.Outputs}, nil
 		}
 	}
 	if _, err := p.tracker.BeginAttempt(ctx, job.ID, in.Context.Execution, in.Context.State, in.Context.Attempt); err != nil {
@@ -99,21 +107,9 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 	// of the file, so a store error here is logged and the object left to
 	// the staging lifecycle rule on AWS and to the end-of-run sweeps of the
 	// CLI (every staged object locally; migrated jobs' with --backend aws).
-	var staged []string
-	for _, a := range in.Converted.Outputs {
-		staged = append(staged, a.StagingKey)
-		if a.Item != nil {
-			staged = append(staged, a.Item.StagingKey)
-		}
-	}
-	if len(items) > 0 {
-		staged = append(staged, collectionStaging(job))
-	}
-	if k := in.Converted.ResultKey; k != "" {
-		if !strings.HasPrefix(k, job.StagingPrefix+ContainerResultPrefix) {
-			return PromoteOutput{}, fault.Systemic("migration.Promote", fmt.Errorf("refusing to delete %s: not a result object of this job's staging", k))
-		}
-		staged = append(staged, k)
+	staged, err := stagedKeys(job, in.Converted)
+	if err != nil {
+		return PromoteOutput{}, err
 	}
 	first := in.Converted.Outputs[0]
 	var total int64
@@ -131,13 +127,44 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 		return PromoteOutput{}, leaseError("migration.Promote: mark completed", err)
 	}
 	*completed = &rec
+	p.removeAllStaged(ctx, log, job, staged)
+	return PromoteOutput{Outputs: in.Converted.Outputs}, nil
+}
+
+// stagedKeys lists what a job staged for its outputs: each output, its
+// item, the collection when an item was staged, and the container's
+// result object.
+func stagedKeys(job Job, converted ConvertOutput) ([]string, error) {
+	var staged []string
+	items := false
+	for _, a := range converted.Outputs {
+		staged = append(staged, a.StagingKey)
+		if a.Item != nil {
+			staged = append(staged, a.Item.StagingKey)
+			items = true
+		}
+	}
+	if items {
+		staged = append(staged, collectionStaging(job))
+	}
+	if k := converted.ResultKey; k != "" {
+		if !strings.HasPrefix(k, job.StagingPrefix+ContainerResultPrefix) {
+			return nil, fault.Systemic("migration.Promote", fmt.Errorf("refusing to delete %s: not a result object of this job's staging", k))
+		}
+		staged = append(staged, k)
+	}
+	return staged, nil
+}
+
+// removeAllStaged deletes a completed job's staged objects, logging what
+// it leaves to the staging expiry.
+func (p *Promote) removeAllStaged(ctx context.Context, log *slog.Logger, job Job, staged []string) {
 	for _, k := range staged {
 		if err := p.removeStaged(ctx, job.DestBucket, k); err != nil {
 			log.WarnContext(ctx, "promote: staged object left to the staging expiry", slog.String("job", job.ID),
 				slog.String("key", k), slog.String("error", err.Error()))
 		}
 	}
-	return PromoteOutput{Outputs: in.Converted.Outputs}, nil
 }
 
 // stagedDeleteAttempts bounds removeStaged: a store failing transiently
