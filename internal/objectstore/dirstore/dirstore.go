@@ -25,6 +25,12 @@
 //     staging write, PutRequest.Scratch) has none: the Store that wrote it
 //     keeps its entry in memory; to any other Store it is a file the store
 //     did not write.
+//   - <bucket>/.geomigrate-scratch/<escaped key>: scratch objects (staging
+//     writes), all in this one directory, made once and never pruned, each
+//     named by its key with "%" and "/" escaped; a key too long for one
+//     file name keeps the nested layout. Every read, List, Delete and Move
+//     finds a key here first, then in the tree; a write to either place
+//     removes the key's file at the other.
 //   - <bucket>/.geomigrate-locks/NN.lock: lock stripes. Every write (Put,
 //     Copy, Delete) holds its key's stripe, an in-process semaphore plus an
 //     flock(2) on the stripe file, while it checks its precondition and
@@ -348,6 +354,7 @@ func (s *Store) LocalPath(bucket, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	path = located(bdir, key, path)
 	switch link, err := checkLink(where("LocalPath", bucket, key), bdir, path); {
 	case err != nil:
 		return "", err
@@ -374,6 +381,7 @@ func (s *Store) Head(ctx context.Context, bucket, key string) (objectstore.Objec
 	if err != nil {
 		return objectstore.Object{}, err
 	}
+	path = located(bdir, key, path)
 	if _, err := checkLink(where(op, bucket, key), bdir, path); err != nil {
 		return objectstore.Object{}, err
 	}
@@ -411,6 +419,7 @@ func (s *Store) openObject(op, bucket, key string) (*os.File, objectstore.Object
 	if err != nil {
 		return nil, objectstore.Object{}, nil, err
 	}
+	path = located(bdir, key, path)
 	if _, err := checkLink(where(op, bucket, key), bdir, path); err != nil {
 		return nil, objectstore.Object{}, nil, err
 	}
@@ -507,10 +516,11 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectst
 	if err := ctx.Err(); err != nil {
 		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
 	}
-	bdir, path, err := s.resolve(op, req.Bucket, req.Key)
+	bdir, nested, err := s.resolve(op, req.Bucket, req.Key)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
+	path := writePath(bdir, req.Key, nested, req.Scratch)
 	if req.Body == nil {
 		req.Body = strings.NewReader("")
 	}
@@ -534,7 +544,18 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectst
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	return s.commit(ctx, op, bdir, req.Bucket, req.Key, path, tmp.Name(), e, req.IfNoneMatch, "", !req.Scratch)
+	return s.commit(ctx, op, bdir, req.Bucket, req.Key, nested, path, tmp.Name(), e, req.IfNoneMatch, "", !req.Scratch)
+}
+
+// writePath is where a write of key puts its file: the bucket's scratch
+// directory for a scratch write (scratchDirName), else the nested path.
+func writePath(bdir, key, nested string, scratch bool) string {
+	if scratch {
+		if sp := scratchPath(bdir, key); sp != "" {
+			return sp
+		}
+	}
+	return nested
 }
 
 // Copy copies an object onto another key with new metadata
@@ -579,7 +600,7 @@ func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	return s.commit(ctx, op, bdir, req.DstBucket, req.DstKey, path, tmp.Name(), e, req.IfNoneMatch, req.IfMatch, true)
+	return s.commit(ctx, op, bdir, req.DstBucket, req.DstKey, path, path, tmp.Name(), e, req.IfNoneMatch, req.IfMatch, true)
 }
 
 // createTemp creates a temporary file in dir, creating dir when needed. A
@@ -665,10 +686,12 @@ func lowerKeys(m map[string]string) map[string]string {
 	return out
 }
 
-// commit renames a finished temporary file onto path under the key's lock,
-// after checking the preconditions; durable makes the rename and the
-// sidecar survive a machine crash before it returns.
-func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath string, e *entry, ifNoneMatch bool, ifMatch string, durable bool) (objectstore.Object, error) {
+// commit renames a finished temporary file onto path (nested, the key's
+// path in the tree, or its scratch file) under the key's lock, after
+// checking the preconditions, and removes the key's file at the other
+// location; durable makes the rename and the sidecar survive a machine
+// crash before it returns.
+func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, nested, path, tmpPath string, e *entry, ifNoneMatch bool, ifMatch string, durable bool) (objectstore.Object, error) {
 	w := where(op, bucket, key)
 	unlock, err := s.lock(ctx, bdir, key)
 	if err != nil {
@@ -676,17 +699,20 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 	}
 	defer unlock()
 
-	curEntry, err := s.checkPreconditions(w, bucket, key, path, ifNoneMatch, ifMatch)
+	other := otherPath(bdir, key, nested, path)
+	curEntry, err := s.checkPreconditions(w, bucket, key, path, other, ifNoneMatch, ifMatch)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
-	if !durable && curEntry == nil {
-		// A scratch object over nothing the store described: its entry is
-		// kept in memory (Store.scratch), no sidecar.
+	if !durable && (curEntry == nil || path != nested) {
+		// A scratch object (in the scratch directory, or over nothing the
+		// store described): its entry is kept in memory (Store.scratch), no
+		// sidecar.
 		if err := os.Rename(tmpPath, path); err != nil {
 			return objectstore.Object{}, classify(w, err)
 		}
 		s.setScratch(path, e)
+		s.removeOther(bdir, other, false)
 		fi, err := os.Stat(path)
 		if err != nil {
 			return objectstore.Object{}, classify(w, err)
@@ -708,6 +734,7 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 			return objectstore.Object{}, classify(w, err)
 		}
 	}
+	s.removeOther(bdir, other, durable)
 	fi, err := os.Stat(path)
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
@@ -716,9 +743,13 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 }
 
 // checkPreconditions checks If-None-Match and If-Match against the object
-// at path (under its key's lock) and returns its current sidecar entry.
-func (s *Store) checkPreconditions(w, bucket, key, path string, ifNoneMatch bool, ifMatch string) (*entry, error) {
+// at path, or else at other (the key's other location, see otherPath),
+// under its key's lock, and returns its current entry.
+func (s *Store) checkPreconditions(w, bucket, key, path, other string, ifNoneMatch bool, ifMatch string) (*entry, error) {
 	cur, curEntry, exists, err := s.describe(path)
+	if err == nil && !exists && other != "" {
+		cur, curEntry, exists, err = s.describe(other)
+	}
 	if err != nil {
 		return nil, classify(w, err)
 	}
@@ -785,6 +816,12 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	if err != nil {
 		return err
 	}
+	if sp := located(bdir, key, path); sp != path {
+		if err := s.deleteScratch(ctx, w, bdir, key, sp); err != nil {
+			return err
+		}
+		// A nested file of the same key (a crash left both) goes too.
+	}
 	// Nothing there: done without the lock (as if the delete came just
 	// before any write racing it). Staging keys already moved are the
 	// common case.
@@ -826,6 +863,9 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 // while they are empty. Failures are ignored: a concurrent writer may be
 // filling them, and createTemp recreates what it needs.
 func pruneEmptyDirs(bdir, dir string) {
+	if dir == filepath.Join(bdir, scratchDirName) {
+		return // made once, kept
+	}
 	for dir != bdir && strings.HasPrefix(dir, bdir+string(filepath.Separator)) {
 		// rmdir(2) directly: os.Remove tries unlink(2) first.
 		_ = syscall.Rmdir(filepath.Join(dir, metaDirName))
@@ -864,7 +904,18 @@ func (s *Store) List(ctx context.Context, bucket, prefix string, fn func(objects
 		}
 		start, base = filepath.Join(bdir, filepath.FromSlash(dirPart)), dirPart+"/"
 	}
-	return s.walk(ctx, w, bucket, start, base, rest, fn)
+	scratch, err := s.scratchObjects(ctx, w, bucket, bdir, prefix)
+	if err != nil {
+		return err
+	}
+	if len(scratch) == 0 {
+		return s.walk(ctx, w, bucket, start, base, rest, fn)
+	}
+	emit, flush := mergeScratch(scratch, fn)
+	if err := s.walk(ctx, w, bucket, start, base, rest, emit); err != nil {
+		return err
+	}
+	return flush()
 }
 
 func (s *Store) walk(ctx context.Context, w, bucket, dir, base, namePrefix string, fn func(objectstore.Object) error) error {

@@ -79,7 +79,7 @@ func TestPutFileAndMove(t *testing.T) {
 			if _, err := os.Stat(src); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the put file is still at %s (%v)", src, err)
 			}
-			staged, err := os.Stat(filepath.Join(bdir, "_staging/j/out.tif"))
+			staged, err := os.Stat(writePath(bdir, "_staging/j/out.tif", filepath.Join(bdir, "_staging/j/out.tif"), tc.scratch))
 			if err != nil || !os.SameFile(before, staged) {
 				t.Errorf("staged file is not the put file renamed (%v)", err)
 			}
@@ -153,6 +153,7 @@ func TestMoveOfAFileTheStoreDidNotWrite(t *testing.T) {
 // directory), a scratch one none, a Move 4 (the data it did not sync as
 // scratch, the sidecar and its directory, the destination directory). A
 // staged-then-promoted output is so 4 instead of the 8 of Put and Copy.
+// Deleting a scratch object syncs nothing, a durable one its directory.
 func TestFsyncsPerWrite(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newMoveStore(t)
@@ -197,7 +198,8 @@ func TestFsyncsPerWrite(t *testing.T) {
 		_, err := s.Copy(ctx, objectstore.CopyRequest{SrcBucket: "b", SrcKey: "_staging/p", DstBucket: "b", DstKey: "out/p", IfNoneMatch: true})
 		return err
 	})
-	count("Delete", 1, func() error { return s.Delete(ctx, "b", "_staging/p") })
+	count("Delete scratch", 0, func() error { return s.Delete(ctx, "b", "_staging/p") })
+	count("Delete", 1, func() error { return s.Delete(ctx, "b", "p") })
 	count("Delete of a moved key", 0, func() error { return s.Delete(ctx, "b", "_staging/f") })
 }
 
@@ -242,7 +244,7 @@ func TestScratchEntryInMemory(t *testing.T) {
 			if got := h.ETag == etag && h.Metadata["stage"] == "1"; got != tc.sameStore {
 				t.Errorf("Head = %+v; described by the writer's entry: %v, want %v", h, got, tc.sameStore)
 			}
-			before, err := os.Stat(filepath.Join(bdir, "_staging", "j", "x"))
+			before, err := os.Stat(filepath.Join(bdir, scratchDirName, "_staging%2Fj%2Fx"))
 			if err != nil {
 				t.Fatal(err)
 			}
