@@ -14,6 +14,10 @@
 //     place, so a reader sees the old object or the new one, never a part.
 //     Stale temporaries left by a crash are removed by Attach (when no other
 //     process writes to the bucket) or SweepTemps (by age).
+//   - The entry of a durable object (ETag, identity, user metadata) is the
+//     extended attribute user.geomigrate.entry of its own file, set before
+//     the data's fsync, so bytes and entry are published by one rename.
+//     Where the file system takes no user attributes, it is a sidecar:
 //   - <dir>/.geomigrate-meta/<name>.json: the sidecar of <dir>/<name>: ETag
 //     (hex MD5 of the content), size, mtime, inode and user metadata. A
 //     sidecar describes an object only while the file's inode, size and mtime
@@ -654,24 +658,26 @@ func abandonName(bdir, name string, err *error) {
 	pruneEmptyDirs(bdir, filepath.Dir(name))
 }
 
-// finishTemp makes a temporary file durable (unless it is scratch) and
-// describes it.
+// finishTemp describes a temporary file and, unless it is scratch, stores
+// the entry on it (xattrName, where the file system takes it) and makes
+// both durable.
 func finishTemp(f *os.File, etag string, meta map[string]string, durable bool) (*entry, error) {
-	if durable {
-		if err := fsync(f); err != nil {
-			return nil, err
-		}
-	}
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
 		return nil, err
 	}
 	e := entryOf(fi)
 	e.ETag = etag
 	e.Metadata = lowerKeys(meta)
+	if durable {
+		setXattrEntry(f, e)
+		if err := fsync(f); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -720,14 +726,19 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, nested, path,
 		return objectOf(bucket, key, fi, e), nil
 	}
 	s.setScratch(path, nil)
-	// Sidecar first, holding both the new entry and the current one: if we
-	// stop before the data rename the current file keeps its metadata.
-	sc := &sidecar{V: 1, Cur: e, Prev: curEntry}
-	if err := sc.write(path, durable); err != nil {
-		return objectstore.Object{}, classify(w+": sidecar", err)
+	if !e.inXattr {
+		// Sidecar first, holding both the new entry and the current one: if
+		// we stop before the data rename the current file keeps its metadata.
+		sc := &sidecar{V: 1, Cur: e, Prev: curEntry}
+		if err := sc.write(path, durable); err != nil {
+			return objectstore.Object{}, classify(w+": sidecar", err)
+		}
 	}
 	if err := os.Rename(tmpPath, path); err != nil {
 		return objectstore.Object{}, classify(w, err)
+	}
+	if e.inXattr {
+		removeStaleSidecar(path)
 	}
 	if durable {
 		if err := syncDir(filepath.Dir(path)); err != nil {
@@ -782,15 +793,28 @@ func (s *Store) describe(path string) (fi fs.FileInfo, e *entry, exists bool, er
 }
 
 // entryFor returns the entry describing the file fi at path: the scratch
-// entry this process keeps for it, else its sidecar's; inMemory tells which.
+// entry this process keeps for it, else the one on the file (xattrName),
+// else its sidecar's; inMemory tells whether it was the first.
 func (s *Store) entryFor(path string, fi fs.FileInfo) (e *entry, inMemory bool) {
 	s.scratchMu.Lock()
 	me := s.scratch[path]
 	s.scratchMu.Unlock()
-	if me != nil && me.id() == fileIDOf(fi) {
+	id := fileIDOf(fi)
+	if me != nil && me.id() == id {
 		return me, true
 	}
+	if xe := readXattrEntry(path); xe != nil && xe.id() == id {
+		return xe, false
+	}
 	return readSidecar(path).match(fi), false
+}
+
+// removeStaleSidecar removes the sidecar of a file replaced by one that
+// carries its entry itself (it describes only the replaced file's inode).
+// Not synced: a sidecar a crash brings back matches no file.
+func removeStaleSidecar(path string) {
+	_ = syscall.Unlink(sidecarPath(path))
+	_ = syscall.Rmdir(filepath.Join(filepath.Dir(path), metaDirName))
 }
 
 // setScratch records the entry of a scratch object at path (nil forgets it).

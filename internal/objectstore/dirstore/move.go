@@ -216,18 +216,21 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if err != nil {
 		return objectstore.Object{}, err
 	}
+	// A rename keeps the inode, size and mtime the entry is matched by.
+	e := *srcEntry
+	e.Metadata, e.inXattr = lowerKeys(req.Metadata), false
+	setXattrEntry(src, &e)
 	if err := fsync(src); err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	// A rename keeps the inode, size and mtime the entry is matched by.
-	e := *srcEntry
-	e.Metadata = lowerKeys(req.Metadata)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	sc := &sidecar{V: 1, Cur: &e, Prev: curEntry}
-	if err := sc.write(path, true); err != nil {
-		return objectstore.Object{}, classify(w+": sidecar", err)
+	if !e.inXattr {
+		sc := &sidecar{V: 1, Cur: &e, Prev: curEntry}
+		if err := sc.write(path, true); err != nil {
+			return objectstore.Object{}, classify(w+": sidecar", err)
+		}
 	}
 	switch err := os.Rename(spath, path); {
 	case errors.Is(err, syscall.EXDEV):
@@ -238,6 +241,9 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 	}
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return objectstore.Object{}, classify(w, err)
+	}
+	if e.inXattr {
+		removeStaleSidecar(path)
 	}
 	// The source's name is gone; its sidecar now describes nothing. Its
 	// directory is not synced: a source name that a crash brings back is a

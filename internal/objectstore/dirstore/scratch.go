@@ -20,7 +20,8 @@ import (
 // away from its parent's, so the mkdir, the first file in it and its
 // removal each touch cold inode tables. The scratch directory is made once
 // and never pruned. Its files are found by key (the name is the escaped
-// key), so another process sees them as it saw the nested files.
+// key), so another process sees them as it saw the nested files
+// (docs/decisions/0084).
 const scratchDirName = ".geomigrate-scratch"
 
 // maxNameLen is the longest file name Linux file systems take.
