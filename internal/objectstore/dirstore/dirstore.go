@@ -706,7 +706,7 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, nested, path,
 	defer unlock()
 
 	other := otherPath(bdir, key, nested, path)
-	curEntry, err := s.checkPreconditions(w, bucket, key, path, other, ifNoneMatch, ifMatch)
+	curEntry, replacing, err := s.checkPreconditions(w, bucket, key, path, other, ifNoneMatch, ifMatch)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
@@ -737,7 +737,7 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, nested, path,
 	if err := os.Rename(tmpPath, path); err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	if e.inXattr {
+	if e.inXattr && replacing {
 		removeStaleSidecar(path)
 	}
 	if durable {
@@ -755,27 +755,29 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, nested, path,
 
 // checkPreconditions checks If-None-Match and If-Match against the object
 // at path, or else at other (the key's other location, see otherPath),
-// under its key's lock, and returns its current entry.
-func (s *Store) checkPreconditions(w, bucket, key, path, other string, ifNoneMatch bool, ifMatch string) (*entry, error) {
+// under its key's lock, and returns its current entry and whether a file
+// is at path (the write replaces it).
+func (s *Store) checkPreconditions(w, bucket, key, path, other string, ifNoneMatch bool, ifMatch string) (_ *entry, atPath bool, _ error) {
 	cur, curEntry, exists, err := s.describe(path)
+	atPath = exists
 	if err == nil && !exists && other != "" {
 		cur, curEntry, exists, err = s.describe(other)
 	}
 	if err != nil {
-		return nil, classify(w, err)
+		return nil, false, classify(w, err)
 	}
 	if ifNoneMatch && exists {
-		return nil, fmt.Errorf("%s: If-None-Match: object exists: %w", w, objectstore.ErrPreconditionFailed)
+		return nil, false, fmt.Errorf("%s: If-None-Match: object exists: %w", w, objectstore.ErrPreconditionFailed)
 	}
 	if ifMatch != "" {
 		if !exists {
-			return nil, fmt.Errorf("%s: If-Match %s: object does not exist: %w", w, ifMatch, objectstore.ErrPreconditionFailed)
+			return nil, false, fmt.Errorf("%s: If-Match %s: object does not exist: %w", w, ifMatch, objectstore.ErrPreconditionFailed)
 		}
 		if etag := objectOf(bucket, key, cur, curEntry).ETag; etag != ifMatch {
-			return nil, fmt.Errorf("%s: If-Match %s: ETag is %s: %w", w, ifMatch, etag, objectstore.ErrPreconditionFailed)
+			return nil, false, fmt.Errorf("%s: If-Match %s: ETag is %s: %w", w, ifMatch, etag, objectstore.ErrPreconditionFailed)
 		}
 	}
-	return curEntry, nil
+	return curEntry, atPath, nil
 }
 
 // describe stats path and finds its sidecar entry; exists is false when

@@ -212,7 +212,7 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 		return s.copyThenDelete(ctx, req)
 	}
 	other := scratchPath(bdir, req.DstKey)
-	curEntry, err := s.checkPreconditions(w, req.DstBucket, req.DstKey, path, other, req.IfNoneMatch, req.IfMatch)
+	curEntry, replacing, err := s.checkPreconditions(w, req.DstBucket, req.DstKey, path, other, req.IfNoneMatch, req.IfMatch)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
@@ -242,7 +242,7 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	if e.inXattr {
+	if e.inXattr && replacing {
 		removeStaleSidecar(path)
 	}
 	// The source's name is gone; its sidecar now describes nothing. Its

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/geomigrate/geomigrate/internal/dirindex"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -100,7 +101,7 @@ func (s *Store) removeOther(bdir, other string, durable bool) {
 		return
 	}
 	s.setScratch(other, nil)
-	if err := os.Remove(other); err != nil {
+	if err := syscall.Unlink(other); err != nil {
 		return // nothing there: the common case
 	}
 	if dir := filepath.Dir(other); dir == filepath.Join(bdir, scratchDirName) {
