@@ -3,8 +3,13 @@ package asl
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -99,5 +104,92 @@ func TestPlainNumber(t *testing.T) {
 		if got := plainNumber(s); got != want {
 			t.Errorf("plainNumber(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// parseValue gives what the decoder gives, and declines (for encoding/json
+// to answer) everything it does not handle.
+func TestParseValueMatchesDecoder(t *testing.T) {
+	std := func(raw string) (any, error) {
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		err := dec.Decode(&v)
+		if err == nil {
+			if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+				err = errors.New("trailing data")
+			}
+		}
+		return v, err
+	}
+	docs := []string{
+		`{}`, `[]`, `null`, `true`, `false`, `0`, `-1.5e3`, `"x"`, ` {"a" : [1, "b", null, true, {"c": {}}], "a": 2} `,
+		`{"job":{"id":"ds:abc","size":141,"outputs":[{"key":"a/b.parquet","sha":"é"}]}}`,
+		`"esc\"aped"`, `"tab\there"`, "\"ctl\x01\"", "\"bad \xff\"", `01`, `1.`, `-`, `+1`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `[1 2]`, `tru`, `nul`,
+		`{"a":1}x`, `"unterminated`, `{`, `[`, `{"a":`, `1e`, `"\u00e9"`, `[` + strings.Repeat(`[`, 300) + strings.Repeat(`]`, 301),
+	}
+	for _, raw := range docs {
+		want, werr := std(raw)
+		if v, ok := parseValue([]byte(raw)); ok {
+			if werr != nil {
+				t.Errorf("parseValue(%q) accepted what encoding/json refuses (%v)", raw, werr)
+			} else if !reflect.DeepEqual(v, want) {
+				t.Errorf("parseValue(%q) = %#v, want %#v", raw, v, want)
+			}
+		}
+		got, gerr := decodeValue([]byte(raw))
+		if (gerr != nil) != (werr != nil) || (gerr == nil && !reflect.DeepEqual(got, want)) {
+			t.Errorf("decodeValue(%q) = %#v, %v; want %#v, %v", raw, got, gerr, want, werr)
+		}
+	}
+	// Round trips of random trees.
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 1000 {
+		var buf bytes.Buffer
+		writeRandomJSON(r, &buf, 0)
+		want, werr := std(buf.String())
+		if werr != nil {
+			t.Fatalf("generated invalid JSON %s: %v", buf.String(), werr)
+		}
+		v, ok := parseValue(buf.Bytes())
+		if !ok || !reflect.DeepEqual(v, want) {
+			t.Fatalf("parseValue(%s) = %#v, %v; want %#v", buf.String(), v, ok, want)
+		}
+	}
+}
+
+func writeRandomJSON(r *rand.Rand, b *bytes.Buffer, depth int) {
+	ws := func() { b.WriteString([]string{"", " ", "\n\t", ""}[r.IntN(4)]) }
+	switch k := r.IntN(7); {
+	case k == 0 || depth > 4:
+		b.WriteString([]string{`"a"`, `""`, `"key é"`, `"日本"`, `"x y"`}[r.IntN(5)])
+	case k == 1:
+		b.WriteString([]string{`0`, `-12`, `3.25`, `1e9`, `-0.5E-3`, `1234567890123456789012`}[r.IntN(6)])
+	case k == 2:
+		b.WriteString([]string{`true`, `false`, `null`}[r.IntN(3)])
+	case k == 3:
+		b.WriteByte('[')
+		for i := range r.IntN(4) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			ws()
+			writeRandomJSON(r, b, depth+1)
+			ws()
+		}
+		b.WriteByte(']')
+	default:
+		b.WriteByte('{')
+		for i := range r.IntN(4) {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			ws()
+			fmt.Fprintf(b, `"k%d"`, r.IntN(3))
+			ws()
+			b.WriteByte(':')
+			writeRandomJSON(r, b, depth+1)
+		}
+		b.WriteByte('}')
 	}
 }
