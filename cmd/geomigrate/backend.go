@@ -141,9 +141,11 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 			return nil, fmt.Errorf("--policy-parameter %s: %w", b.AWS.PolicyParameter, err)
 		}
 	}
+	convert := be.ports.Convert(engine, validate.Output)
+	be.closers = append(be.closers, convert.Close)
 	be.handlers = localrun.Handlers{
 		HashCheck: be.ports.HashCheck(),
-		Convert:   be.ports.Convert(engine, validate.Output),
+		Convert:   convert,
 		Promote:   be.ports.Promote(),
 		Classify:  be.ports.Classify(),
 	}

@@ -407,7 +407,8 @@ func localOutputs(t *testing.T, dest string) (outputs map[string]string, leftove
 			return filepath.SkipDir
 		case d.IsDir():
 			return nil
-		case strings.HasPrefix(name, ".geomigrate-tmp-"), strings.HasPrefix(rel, migration.DefaultStagingPrefix):
+		case strings.HasPrefix(name, ".geomigrate-tmp-"), strings.HasPrefix(rel, migration.DefaultStagingPrefix),
+			strings.HasPrefix(rel, ".geomigrate-scratch/"): // the directory store's staged (scratch) objects
 			leftovers = append(leftovers, rel)
 			return nil
 		case inMeta:

@@ -153,8 +153,11 @@ func TestLeftoverStagingIsSwept(t *testing.T) {
 	}
 	// An empty source is refused before the run: give it one file.
 	copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(samples, "dem.tif"))
-	// An output staged by a killed run, and a quarantine bundle file.
-	leftovers := []string{filepath.Join(dest, "_staging", "abc-123", "dem.tif"),
+	// An output staged by a killed run (in the directory store's scratch
+	// directory, and nested as older versions staged it), and a quarantine
+	// bundle file.
+	leftovers := []string{filepath.Join(dest, ".geomigrate-scratch", "_staging%2Fabc-124%2Fdem.tif"),
+		filepath.Join(dest, "_staging", "abc-123", "dem.tif"),
 		filepath.Join(dest, quarantineDirName, "_staging", "job", "exec", "manifest.json")}
 	for _, leftover := range leftovers {
 		if err := os.MkdirAll(filepath.Dir(leftover), 0o755); err != nil {
@@ -164,7 +167,7 @@ func TestLeftoverStagingIsSwept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, stderr, err := run(t, "migrate", samples, "--dest", dest); err != nil || !strings.Contains(stderr, "removed 2 staged object") {
+	if _, stderr, err := run(t, "migrate", samples, "--dest", dest); err != nil || !strings.Contains(stderr, "removed 3 staged object") {
 		t.Fatalf("migrate: %v\n%s", err, stderr)
 	}
 	for _, leftover := range leftovers {

@@ -104,7 +104,8 @@ func openAWSTask(ctx context.Context) (*migration.Convert, objectstore.Store, fu
 		return nil, nil, nil, err
 	}
 	ports := app.Ports()
-	return ports.Convert(engine, validate.Output), ports.Store, func() error { return nil }, nil
+	conv := ports.Convert(engine, validate.Output)
+	return conv, ports.Store, conv.Close, nil
 }
 
 // openLocalTask wires Convert over the parent's directories and, through
@@ -135,7 +136,8 @@ func openLocalTask(spec string, log *slog.Logger) (*migration.Convert, objectsto
 	}
 	cfg := migration.Config{DestBucket: p.DestBucket, DestPrefix: p.DestPrefix, StagingPrefix: p.StagingPrefix, WorkDir: p.WorkDir, Lease: p.Lease, Recipe: p.Recipe}
 	ports := steps.Ports{Config: cfg, Store: wrapObjects(store), Tracker: statestore.NewTracker(client, statestore.WithLease(p.Lease)), Log: log}
-	return ports.Convert(engine, validate.Output), ports.Store, client.Close, nil
+	conv := ports.Convert(engine, validate.Output)
+	return conv, ports.Store, func() error { return errors.Join(conv.Close(), client.Close()) }, nil
 }
 
 // pipeConn is a pair of pipes as one connection.

@@ -55,6 +55,13 @@ func EachGeometry(r io.ReaderAt, size int64, fn func(wkb []byte) error) (crs jso
 	return crs, nil
 }
 
+// readBatch is how many values a column read takes at a time: 4,096, or
+// the file's row count when smaller (a one-feature file allocated 100 KiB
+// of buffers for its one value).
+func readBatch(rdr *file.Reader) int64 {
+	return max(1, min(4096, rdr.NumRows()))
+}
+
 // eachPrimaryValue calls fn with every row's value of the binary column
 // named primary, in row order, and whether it is null. ReadInfo counts the
 // nulls and EachGeometry hands the rest on; both read it this way, in
@@ -66,7 +73,7 @@ func eachPrimaryValue(rdr *file.Reader, primary string, fn func(wkb []byte, null
 		return fmt.Errorf("no column %q", primary)
 	}
 	maxDef := md.Schema.Column(leaf).MaxDefinitionLevel()
-	const batch = 4096
+	batch := readBatch(rdr)
 	vals := make([]parquet.ByteArray, batch)
 	defs := make([]int16, batch)
 	for g := 0; g < rdr.NumRowGroups(); g++ {

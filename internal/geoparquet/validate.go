@@ -337,7 +337,7 @@ func validateColumnData(rdr *file.Reader, c geoColumnCheck, rep *Report, p *prob
 	found := map[string]bool{}
 	ext := [4]float64{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
 	var row int64
-	const batch = 4096
+	batch := readBatch(rdr)
 	vals := make([]parquet.ByteArray, batch)
 	defs := make([]int16, batch)
 	maxDef := rdr.MetaData().Schema.Column(c.leaf).MaxDefinitionLevel()

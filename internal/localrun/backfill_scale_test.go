@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -127,6 +128,10 @@ func newScaleRun(tb testing.TB, n int, bolt bool) *scaleRun {
 			tb.Fatal(err)
 		}
 	}
+	// The sources exist before a migration starts: their data and inodes
+	// are written out here, or the run's first fsyncs would flush them
+	// (ext4 commits the journal, and with it every file written so far).
+	syscall.Sync()
 	p := newPipeline(tb, src)
 	if bolt {
 		db, err := boltstore.Open(filepath.Join(tb.TempDir(), "state.db"))

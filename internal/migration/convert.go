@@ -34,7 +34,76 @@ type Convert struct {
 	log      *slog.Logger
 	// sources holds sources HashCheck read whole in this process.
 	sources *objectstore.SourceCache
+	// workMu guards idleWork: emptied work directories kept for the next
+	// conversions. Making a directory and removing it for every file was
+	// a millisecond of a tiny file's conversion (a new directory's inode
+	// is placed away from its parent's, in cold inode tables).
+	workMu   sync.Mutex
+	idleWork []string
 	metered
+}
+
+// maxIdleWork bounds the work directories kept (one per concurrent
+// conversion is all that is ever reused).
+const maxIdleWork = 64
+
+// takeWorkDir returns an empty work directory: a kept one, else a new one.
+func (c *Convert) takeWorkDir() (string, error) {
+	c.workMu.Lock()
+	if n := len(c.idleWork); n > 0 {
+		dir := c.idleWork[n-1]
+		c.idleWork = c.idleWork[:n-1]
+		c.workMu.Unlock()
+		return dir, nil
+	}
+	c.workMu.Unlock()
+	return os.MkdirTemp(c.cfg.WorkDir, "geomigrate-convert-")
+}
+
+// releaseWorkDir empties dir and keeps it for the next conversion, or
+// removes it: after a failed conversion (the engine may have left a child
+// or a write behind it), when it cannot be emptied, or when enough are kept.
+func (c *Convert) releaseWorkDir(dir string, reuse bool) {
+	if reuse && emptyDir(dir) == nil {
+		c.workMu.Lock()
+		if len(c.idleWork) < maxIdleWork {
+			c.idleWork = append(c.idleWork, dir)
+			c.workMu.Unlock()
+			return
+		}
+		c.workMu.Unlock()
+	}
+	_ = os.RemoveAll(dir)
+}
+
+// emptyDir removes everything in dir, keeping dir.
+func emptyDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close removes the work directories kept for reuse. The handler stays
+// usable (it makes new ones).
+func (c *Convert) Close() error {
+	c.workMu.Lock()
+	dirs := c.idleWork
+	c.idleWork = nil
+	c.workMu.Unlock()
+	var errs []error
+	for _, d := range dirs {
+		if err := os.RemoveAll(d); err != nil {
+			errs = append(errs, fmt.Errorf("migration.Convert.Close: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // WithSources makes c convert from the bytes HashCheck left in sources,
@@ -64,7 +133,7 @@ func (c *Convert) Handle(ctx context.Context, in ConvertInput) (ConvertOutput, e
 	return out, boundary(err, in.Context)
 }
 
-func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger) (ConvertOutput, error) {
+func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger) (_ ConvertOutput, retErr error) {
 	job := in.Job
 	if job.ID == "" || job.SourceSHA256 == "" {
 		return ConvertOutput{}, fault.Systemic("migration.Convert", errors.New("input carries no job (was HashCheck skipped?)"))
@@ -75,11 +144,11 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 	if _, err := c.tracker.BeginAttempt(ctx, job.ID, in.Context.Execution, in.Context.State, in.Context.Attempt); err != nil {
 		return ConvertOutput{}, leaseError("migration.Convert", err)
 	}
-	work, err := os.MkdirTemp(c.cfg.WorkDir, "geomigrate-convert-")
+	work, err := c.takeWorkDir()
 	if err != nil {
 		return ConvertOutput{}, localError("migration.Convert: work dir", err)
 	}
-	defer os.RemoveAll(work)
+	defer func() { c.releaseWorkDir(work, retErr == nil && ctx.Err() == nil) }()
 
 	// Outputs are written in the work dir itself (a downloaded source goes
 	// to its "src" subdirectory; outputs are named with their format's

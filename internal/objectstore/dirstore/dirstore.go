@@ -14,6 +14,10 @@
 //     place, so a reader sees the old object or the new one, never a part.
 //     Stale temporaries left by a crash are removed by Attach (when no other
 //     process writes to the bucket) or SweepTemps (by age).
+//   - The entry of a durable object (ETag, identity, user metadata) is the
+//     extended attribute user.geomigrate.entry of its own file, set before
+//     the data's fsync, so bytes and entry are published by one rename.
+//     Where the file system takes no user attributes, it is a sidecar:
 //   - <dir>/.geomigrate-meta/<name>.json: the sidecar of <dir>/<name>: ETag
 //     (hex MD5 of the content), size, mtime, inode and user metadata. A
 //     sidecar describes an object only while the file's inode, size and mtime
@@ -25,6 +29,12 @@
 //     staging write, PutRequest.Scratch) has none: the Store that wrote it
 //     keeps its entry in memory; to any other Store it is a file the store
 //     did not write.
+//   - <bucket>/.geomigrate-scratch/<escaped key>: scratch objects (staging
+//     writes), all in this one directory, made once and never pruned, each
+//     named by its key with "%" and "/" escaped; a key too long for one
+//     file name keeps the nested layout. Every read, List, Delete and Move
+//     finds a key here first, then in the tree; a write to either place
+//     removes the key's file at the other.
 //   - <bucket>/.geomigrate-locks/NN.lock: lock stripes. Every write (Put,
 //     Copy, Delete) holds its key's stripe, an in-process semaphore plus an
 //     flock(2) on the stripe file, while it checks its precondition and
@@ -348,6 +358,7 @@ func (s *Store) LocalPath(bucket, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	path = located(bdir, key, path)
 	switch link, err := checkLink(where("LocalPath", bucket, key), bdir, path); {
 	case err != nil:
 		return "", err
@@ -374,6 +385,7 @@ func (s *Store) Head(ctx context.Context, bucket, key string) (objectstore.Objec
 	if err != nil {
 		return objectstore.Object{}, err
 	}
+	path = located(bdir, key, path)
 	if _, err := checkLink(where(op, bucket, key), bdir, path); err != nil {
 		return objectstore.Object{}, err
 	}
@@ -411,6 +423,7 @@ func (s *Store) openObject(op, bucket, key string) (*os.File, objectstore.Object
 	if err != nil {
 		return nil, objectstore.Object{}, nil, err
 	}
+	path = located(bdir, key, path)
 	if _, err := checkLink(where(op, bucket, key), bdir, path); err != nil {
 		return nil, objectstore.Object{}, nil, err
 	}
@@ -507,10 +520,11 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectst
 	if err := ctx.Err(); err != nil {
 		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
 	}
-	bdir, path, err := s.resolve(op, req.Bucket, req.Key)
+	bdir, nested, err := s.resolve(op, req.Bucket, req.Key)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
+	path := writePath(bdir, req.Key, nested, req.Scratch)
 	if req.Body == nil {
 		req.Body = strings.NewReader("")
 	}
@@ -534,7 +548,18 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectst
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	return s.commit(ctx, op, bdir, req.Bucket, req.Key, path, tmp.Name(), e, req.IfNoneMatch, "", !req.Scratch)
+	return s.commit(ctx, op, bdir, req.Bucket, req.Key, nested, path, tmp.Name(), e, req.IfNoneMatch, "", !req.Scratch)
+}
+
+// writePath is where a write of key puts its file: the bucket's scratch
+// directory for a scratch write (scratchDirName), else the nested path.
+func writePath(bdir, key, nested string, scratch bool) string {
+	if scratch {
+		if sp := scratchPath(bdir, key); sp != "" {
+			return sp
+		}
+	}
+	return nested
 }
 
 // Copy copies an object onto another key with new metadata
@@ -579,7 +604,7 @@ func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	return s.commit(ctx, op, bdir, req.DstBucket, req.DstKey, path, tmp.Name(), e, req.IfNoneMatch, req.IfMatch, true)
+	return s.commit(ctx, op, bdir, req.DstBucket, req.DstKey, path, path, tmp.Name(), e, req.IfNoneMatch, req.IfMatch, true)
 }
 
 // createTemp creates a temporary file in dir, creating dir when needed. A
@@ -633,24 +658,26 @@ func abandonName(bdir, name string, err *error) {
 	pruneEmptyDirs(bdir, filepath.Dir(name))
 }
 
-// finishTemp makes a temporary file durable (unless it is scratch) and
-// describes it.
+// finishTemp describes a temporary file and, unless it is scratch, stores
+// the entry on it (xattrName, where the file system takes it) and makes
+// both durable.
 func finishTemp(f *os.File, etag string, meta map[string]string, durable bool) (*entry, error) {
-	if durable {
-		if err := fsync(f); err != nil {
-			return nil, err
-		}
-	}
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
-	}
-	if err := f.Close(); err != nil {
 		return nil, err
 	}
 	e := entryOf(fi)
 	e.ETag = etag
 	e.Metadata = lowerKeys(meta)
+	if durable {
+		setXattrEntry(f, e)
+		if err := fsync(f); err != nil {
+			return nil, err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -665,10 +692,12 @@ func lowerKeys(m map[string]string) map[string]string {
 	return out
 }
 
-// commit renames a finished temporary file onto path under the key's lock,
-// after checking the preconditions; durable makes the rename and the
-// sidecar survive a machine crash before it returns.
-func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath string, e *entry, ifNoneMatch bool, ifMatch string, durable bool) (objectstore.Object, error) {
+// commit renames a finished temporary file onto path (nested, the key's
+// path in the tree, or its scratch file) under the key's lock, after
+// checking the preconditions, and removes the key's file at the other
+// location; durable makes the rename and the sidecar survive a machine
+// crash before it returns.
+func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, nested, path, tmpPath string, e *entry, ifNoneMatch bool, ifMatch string, durable bool) (objectstore.Object, error) {
 	w := where(op, bucket, key)
 	unlock, err := s.lock(ctx, bdir, key)
 	if err != nil {
@@ -676,17 +705,20 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 	}
 	defer unlock()
 
-	curEntry, err := s.checkPreconditions(w, bucket, key, path, ifNoneMatch, ifMatch)
+	other := otherPath(bdir, key, nested, path)
+	curEntry, replacing, err := s.checkPreconditions(w, bucket, key, path, other, ifNoneMatch, ifMatch)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
-	if !durable && curEntry == nil {
-		// A scratch object over nothing the store described: its entry is
-		// kept in memory (Store.scratch), no sidecar.
+	if !durable && (curEntry == nil || path != nested) {
+		// A scratch object (in the scratch directory, or over nothing the
+		// store described): its entry is kept in memory (Store.scratch), no
+		// sidecar.
 		if err := os.Rename(tmpPath, path); err != nil {
 			return objectstore.Object{}, classify(w, err)
 		}
 		s.setScratch(path, e)
+		s.removeOther(bdir, other, false)
 		fi, err := os.Stat(path)
 		if err != nil {
 			return objectstore.Object{}, classify(w, err)
@@ -694,20 +726,26 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 		return objectOf(bucket, key, fi, e), nil
 	}
 	s.setScratch(path, nil)
-	// Sidecar first, holding both the new entry and the current one: if we
-	// stop before the data rename the current file keeps its metadata.
-	sc := &sidecar{V: 1, Cur: e, Prev: curEntry}
-	if err := sc.write(path, durable); err != nil {
-		return objectstore.Object{}, classify(w+": sidecar", err)
+	if !e.inXattr {
+		// Sidecar first, holding both the new entry and the current one: if
+		// we stop before the data rename the current file keeps its metadata.
+		sc := &sidecar{V: 1, Cur: e, Prev: curEntry}
+		if err := sc.write(path, durable); err != nil {
+			return objectstore.Object{}, classify(w+": sidecar", err)
+		}
 	}
 	if err := os.Rename(tmpPath, path); err != nil {
 		return objectstore.Object{}, classify(w, err)
+	}
+	if e.inXattr && replacing {
+		removeStaleSidecar(path)
 	}
 	if durable {
 		if err := syncDir(filepath.Dir(path)); err != nil {
 			return objectstore.Object{}, classify(w, err)
 		}
 	}
+	s.removeOther(bdir, other, durable)
 	fi, err := os.Stat(path)
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
@@ -716,24 +754,30 @@ func (s *Store) commit(ctx context.Context, op, bdir, bucket, key, path, tmpPath
 }
 
 // checkPreconditions checks If-None-Match and If-Match against the object
-// at path (under its key's lock) and returns its current sidecar entry.
-func (s *Store) checkPreconditions(w, bucket, key, path string, ifNoneMatch bool, ifMatch string) (*entry, error) {
+// at path, or else at other (the key's other location, see otherPath),
+// under its key's lock, and returns its current entry and whether a file
+// is at path (the write replaces it).
+func (s *Store) checkPreconditions(w, bucket, key, path, other string, ifNoneMatch bool, ifMatch string) (_ *entry, atPath bool, _ error) {
 	cur, curEntry, exists, err := s.describe(path)
+	atPath = exists
+	if err == nil && !exists && other != "" {
+		cur, curEntry, exists, err = s.describe(other)
+	}
 	if err != nil {
-		return nil, classify(w, err)
+		return nil, false, classify(w, err)
 	}
 	if ifNoneMatch && exists {
-		return nil, fmt.Errorf("%s: If-None-Match: object exists: %w", w, objectstore.ErrPreconditionFailed)
+		return nil, false, fmt.Errorf("%s: If-None-Match: object exists: %w", w, objectstore.ErrPreconditionFailed)
 	}
 	if ifMatch != "" {
 		if !exists {
-			return nil, fmt.Errorf("%s: If-Match %s: object does not exist: %w", w, ifMatch, objectstore.ErrPreconditionFailed)
+			return nil, false, fmt.Errorf("%s: If-Match %s: object does not exist: %w", w, ifMatch, objectstore.ErrPreconditionFailed)
 		}
 		if etag := objectOf(bucket, key, cur, curEntry).ETag; etag != ifMatch {
-			return nil, fmt.Errorf("%s: If-Match %s: ETag is %s: %w", w, ifMatch, etag, objectstore.ErrPreconditionFailed)
+			return nil, false, fmt.Errorf("%s: If-Match %s: ETag is %s: %w", w, ifMatch, etag, objectstore.ErrPreconditionFailed)
 		}
 	}
-	return curEntry, nil
+	return curEntry, atPath, nil
 }
 
 // describe stats path and finds its sidecar entry; exists is false when
@@ -751,15 +795,28 @@ func (s *Store) describe(path string) (fi fs.FileInfo, e *entry, exists bool, er
 }
 
 // entryFor returns the entry describing the file fi at path: the scratch
-// entry this process keeps for it, else its sidecar's; inMemory tells which.
+// entry this process keeps for it, else the one on the file (xattrName),
+// else its sidecar's; inMemory tells whether it was the first.
 func (s *Store) entryFor(path string, fi fs.FileInfo) (e *entry, inMemory bool) {
 	s.scratchMu.Lock()
 	me := s.scratch[path]
 	s.scratchMu.Unlock()
-	if me != nil && me.id() == fileIDOf(fi) {
+	id := fileIDOf(fi)
+	if me != nil && me.id() == id {
 		return me, true
 	}
+	if xe := readXattrEntry(path); xe != nil && xe.id() == id {
+		return xe, false
+	}
 	return readSidecar(path).match(fi), false
+}
+
+// removeStaleSidecar removes the sidecar of a file replaced by one that
+// carries its entry itself (it describes only the replaced file's inode).
+// Not synced: a sidecar a crash brings back matches no file.
+func removeStaleSidecar(path string) {
+	_ = syscall.Unlink(sidecarPath(path))
+	_ = syscall.Rmdir(filepath.Join(filepath.Dir(path), metaDirName))
 }
 
 // setScratch records the entry of a scratch object at path (nil forgets it).
@@ -784,6 +841,12 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	bdir, path, err := s.resolve(op, bucket, key)
 	if err != nil {
 		return err
+	}
+	if sp := located(bdir, key, path); sp != path {
+		if err := s.deleteScratch(ctx, w, bdir, key, sp); err != nil {
+			return err
+		}
+		// A nested file of the same key (a crash left both) goes too.
 	}
 	// Nothing there: done without the lock (as if the delete came just
 	// before any write racing it). Staging keys already moved are the
@@ -826,6 +889,9 @@ func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 // while they are empty. Failures are ignored: a concurrent writer may be
 // filling them, and createTemp recreates what it needs.
 func pruneEmptyDirs(bdir, dir string) {
+	if dir == filepath.Join(bdir, scratchDirName) {
+		return // made once, kept
+	}
 	for dir != bdir && strings.HasPrefix(dir, bdir+string(filepath.Separator)) {
 		// rmdir(2) directly: os.Remove tries unlink(2) first.
 		_ = syscall.Rmdir(filepath.Join(dir, metaDirName))
@@ -864,7 +930,18 @@ func (s *Store) List(ctx context.Context, bucket, prefix string, fn func(objects
 		}
 		start, base = filepath.Join(bdir, filepath.FromSlash(dirPart)), dirPart+"/"
 	}
-	return s.walk(ctx, w, bucket, start, base, rest, fn)
+	scratch, err := s.scratchObjects(ctx, w, bucket, bdir, prefix)
+	if err != nil {
+		return err
+	}
+	if len(scratch) == 0 {
+		return s.walk(ctx, w, bucket, start, base, rest, fn)
+	}
+	emit, flush := mergeScratch(scratch, fn)
+	if err := s.walk(ctx, w, bucket, start, base, rest, emit); err != nil {
+		return err
+	}
+	return flush()
 }
 
 func (s *Store) walk(ctx context.Context, w, bucket, dir, base, namePrefix string, fn func(objectstore.Object) error) error {

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
@@ -137,9 +139,19 @@ func TestLayoutAndListHidesInternals(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(root, "b", "x", "y.tif")); err != nil || string(b) != "data" {
 		t.Fatalf("object file = %q, %v", b, err)
 	}
+	// The entry is on the file (an extended attribute) or, where the file
+	// system has none, in the sidecar.
 	side, err := os.ReadFile(filepath.Join(root, "b", "x", ".geomigrate-meta", "y.tif.json"))
-	if err != nil || !strings.Contains(string(side), `"recipe":"r1"`) {
-		t.Fatalf("sidecar = %s, %v", side, err)
+	if err != nil {
+		buf := make([]byte, 4096)
+		n, xerr := unix.Getxattr(filepath.Join(root, "b", "x", "y.tif"), "user.geomigrate.entry", buf)
+		if xerr != nil {
+			t.Fatalf("no sidecar (%v) and no entry attribute (%v)", err, xerr)
+		}
+		side = buf[:n]
+	}
+	if !strings.Contains(string(side), `"recipe":"r1"`) {
+		t.Fatalf("entry = %s", side)
 	}
 	// A stale temporary and the lock directory exist; List shows neither.
 	if err := os.WriteFile(filepath.Join(root, "b", "x", ".geomigrate-tmp-dead"), []byte("partial"), 0o644); err != nil {
@@ -369,6 +381,7 @@ func TestSweepTemps(t *testing.T) {
 	old := time.Now().Add(-2 * time.Hour)
 	stale := []string{filepath.Join(root, "b", "d", ".geomigrate-tmp-old1"), filepath.Join(root, "b", "d", ".geomigrate-meta", ".geomigrate-tmp-old2")}
 	for _, p := range stale {
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755)) // a sidecar directory, where no xattr is set
 		must(t, os.WriteFile(p, []byte("x"), 0o644))
 		must(t, os.Chtimes(p, old, old))
 	}
@@ -408,6 +421,7 @@ func TestAttachSweepsOnlyWhenAlone(t *testing.T) {
 	}
 	kept := []string{filepath.Join(root, "b", "out", "geomigrate-tmp-not-ours"), filepath.Join(root, "b", "out", "x.tmp")}
 	for _, p := range append(append([]string(nil), left...), kept...) {
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		must(t, os.WriteFile(p, []byte("partial"), 0o644))
 	}
 	other, err := dirstore.New(root)

@@ -32,11 +32,12 @@ func (s *Store) PutFile(ctx context.Context, req objectstore.PutFileRequest) (_ 
 		_ = os.Remove(req.Path)
 		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
 	}
-	bdir, path, err := s.resolve(op, req.Bucket, req.Key)
+	bdir, nested, err := s.resolve(op, req.Bucket, req.Key)
 	if err != nil {
 		_ = os.Remove(req.Path)
 		return objectstore.Object{}, err
 	}
+	path := writePath(bdir, req.Key, nested, req.Scratch)
 	tmpName, etag, err := takeFile(ctx, filepath.Dir(path), req.Path, req.MD5)
 	if err != nil {
 		_ = os.Remove(req.Path)
@@ -63,7 +64,7 @@ func (s *Store) PutFile(ctx context.Context, req objectstore.PutFileRequest) (_ 
 		f.Close()
 		return objectstore.Object{}, classify(w, err)
 	}
-	return s.commit(ctx, op, bdir, req.Bucket, req.Key, path, tmpName, e, req.IfNoneMatch, "", !req.Scratch)
+	return s.commit(ctx, op, bdir, req.Bucket, req.Key, nested, path, tmpName, e, req.IfNoneMatch, "", !req.Scratch)
 }
 
 // takeFile renames the file src to a new temporary name in dir, creating
@@ -167,6 +168,8 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if spath == path {
 		return objectstore.Object{}, fmt.Errorf("%s: %w", w, fault.Data(fault.InvalidInput, "source and destination are the same key"))
 	}
+	spath = located(sbdir, req.SrcKey, spath)
+	srcScratchDir := filepath.Dir(spath) == filepath.Join(sbdir, scratchDirName)
 	if link, err := checkLink(w, sbdir, spath); err != nil || link {
 		if err != nil {
 			return objectstore.Object{}, err
@@ -208,22 +211,26 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 		unlock()
 		return s.copyThenDelete(ctx, req)
 	}
-	curEntry, err := s.checkPreconditions(w, req.DstBucket, req.DstKey, path, req.IfNoneMatch, req.IfMatch)
+	other := scratchPath(bdir, req.DstKey)
+	curEntry, replacing, err := s.checkPreconditions(w, req.DstBucket, req.DstKey, path, other, req.IfNoneMatch, req.IfMatch)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
+	// A rename keeps the inode, size and mtime the entry is matched by.
+	e := *srcEntry
+	e.Metadata, e.inXattr = lowerKeys(req.Metadata), false
+	setXattrEntry(src, &e)
 	if err := fsync(src); err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	// A rename keeps the inode, size and mtime the entry is matched by.
-	e := *srcEntry
-	e.Metadata = lowerKeys(req.Metadata)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	sc := &sidecar{V: 1, Cur: &e, Prev: curEntry}
-	if err := sc.write(path, true); err != nil {
-		return objectstore.Object{}, classify(w+": sidecar", err)
+	if !e.inXattr {
+		sc := &sidecar{V: 1, Cur: &e, Prev: curEntry}
+		if err := sc.write(path, true); err != nil {
+			return objectstore.Object{}, classify(w+": sidecar", err)
+		}
 	}
 	switch err := os.Rename(spath, path); {
 	case errors.Is(err, syscall.EXDEV):
@@ -235,12 +242,16 @@ func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if err := syncDir(filepath.Dir(path)); err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
+	if e.inXattr && replacing {
+		removeStaleSidecar(path)
+	}
 	// The source's name is gone; its sidecar now describes nothing. Its
 	// directory is not synced: a source name that a crash brings back is a
 	// staging leftover, removed with the job's other staged objects.
 	s.setScratch(spath, nil)
 	s.setScratch(path, nil)
-	if !srcInMemory {
+	s.removeOther(bdir, other, true)
+	if !srcInMemory && !srcScratchDir {
 		_ = os.Remove(sidecarPath(spath))
 	}
 	pruneEmptyDirs(sbdir, filepath.Dir(spath))

@@ -4,11 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // sidecar is the JSON file beside an object that holds what a file system
@@ -30,6 +34,69 @@ type entry struct {
 	Dev      uint64            `json:"dev"`
 	Ino      uint64            `json:"ino"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// inXattr: the entry is stored on the data file itself (xattrName),
+	// so the write needs no sidecar.
+	inXattr bool
+}
+
+// xattrName is the extended attribute that holds an object's entry on its
+// own file. Set before the data's fsync, the entry is durable with the
+// bytes and moves with them in the rename: no sidecar file, directory or
+// their two fsyncs. Where the file system refuses user attributes (or the
+// entry is too large for one), the sidecar is written as before; readers
+// look at the attribute first, then the sidecar (docs/decisions/0084).
+const xattrName = "user.geomigrate.entry"
+
+// xattrEntries turns the attribute off (tests of the sidecar path).
+var xattrEntries = true
+
+// setXattrEntry stores e on the open file f and reports whether the file
+// system took it.
+func setXattrEntry(f *os.File, e *entry) bool {
+	if !xattrEntries {
+		return false
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fsetxattr(int(fd), xattrName, b, 0) }); err != nil || serr != nil {
+		return false
+	}
+	e.inXattr = true
+	return true
+}
+
+// xattrBuffers hold the reads of xattrName (an entry is a few hundred
+// bytes; a larger one is read at its size).
+var xattrBuffers = sync.Pool{New: func() any { b := make([]byte, 1024); return &b }}
+
+// readXattrEntry returns the entry stored on the file at path, or nil.
+func readXattrEntry(path string) *entry {
+	bp := xattrBuffers.Get().(*[]byte)
+	defer xattrBuffers.Put(bp)
+	buf := *bp
+	n, err := unix.Getxattr(path, xattrName, buf)
+	if errors.Is(err, unix.ERANGE) {
+		if n, err = unix.Getxattr(path, xattrName, nil); err != nil || n <= 0 || n > 64<<10 {
+			return nil
+		}
+		buf = make([]byte, n)
+		n, err = unix.Getxattr(path, xattrName, buf)
+	}
+	if err != nil || n <= 0 {
+		return nil
+	}
+	var e entry
+	if json.Unmarshal(buf[:n], &e) != nil {
+		return nil
+	}
+	return &e
 }
 
 type fileID struct {
