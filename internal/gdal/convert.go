@@ -377,7 +377,8 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		e.beforeCheck(dst)
 	}
 	checkStart := time.Now()
-	fid, err := rasterFidelity(ctx, ds, dst, what, r.NoData, e.cfg.NumThreads, rec)
+	var rawStats rawCheck
+	fid, err := rasterFidelity(ctx, ds, dst, what, r.NoData, e.cfg.NumThreads, rec, &rawStats)
 	if fid != nil {
 		fid.Checks = append(fid.Checks, checks...)
 	}
@@ -397,7 +398,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		Stats: map[string]int64{
 			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
 			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.Bytes,
-			"fidelity_ns": checkTime.Nanoseconds(),
+			"fidelity_ns": checkTime.Nanoseconds(), "fidelity_raw_tiles": rawStats.tiles, "fidelity_gdal_tiles": rawStats.fallbacks,
 		},
 		Fidelity: fid,
 	}, nil
