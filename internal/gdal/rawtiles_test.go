@@ -3,8 +3,11 @@ package gdal
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"crypto/sha256"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -186,5 +189,35 @@ func TestRawCheckDefersToGDAL(t *testing.T) {
 	}
 	if got := fmt.Sprintf("%08x", sum); got != out.Fidelity.BandChecksums[0] {
 		t.Errorf("checksum %s, the conversion's record %s", got, out.Fidelity.BandChecksums[0])
+	}
+}
+
+// A COG's digests are taken while it is checked: the SHA-256 always, the
+// MD5 when the engine is asked for it (a directory store's ETag); both
+// are those of the file returned.
+func TestOutputDigests(t *testing.T) {
+	for _, withMD5 := range []bool{false, true} {
+		t.Run(fmt.Sprint("md5=", withMD5), func(t *testing.T) {
+			e := *engine
+			e.cfg.OutputMD5 = withMD5
+			outs, err := e.Convert(context.Background(), sample(t, "temperature_f32.tif").Path, t.TempDir(), fgbRecipe())
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(outs[0].Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("%x", sha256.Sum256(b)); outs[0].SHA256 != want {
+				t.Errorf("SHA256 %q, the file's %s", outs[0].SHA256, want)
+			}
+			want := ""
+			if withMD5 {
+				want = fmt.Sprintf("%x", md5.Sum(b))
+			}
+			if outs[0].MD5 != want {
+				t.Errorf("MD5 %q, want %q", outs[0].MD5, want)
+			}
+		})
 	}
 }
