@@ -15,17 +15,18 @@ import (
 
 // outputDigests hashes a finished output file while the fidelity check
 // decodes it, so that the pipeline does not read it again afterwards
-// (recipe.Output.SHA256, MD5). The file is mapped, not read: the hashes
-// take its bytes from the page cache without a copy, each on its own
-// goroutine.
+// (recipe.Output.SHA256, MD5). The file is mapped a window at a time, not
+// read: the hashes take its bytes from the page cache without a copy, in
+// parallel, and the mapped window (not the file) is what counts towards
+// the process's resident set.
 type outputDigests struct {
 	done        chan struct{}
 	sha256, md5 string
 	err         error
 }
 
-// digestChunk is how much a hash takes between two looks at its context.
-const digestChunk = 4 << 20
+// digestWindow is how much of the file is mapped at once.
+const digestWindow = 32 << 20
 
 // digestOutput starts hashing path: SHA-256 always, MD5 when withMD5.
 func digestOutput(ctx context.Context, path string, withMD5 bool) *outputDigests {
@@ -53,35 +54,28 @@ func digestFile(ctx context.Context, path string, withMD5 bool) (string, string,
 	if err != nil {
 		return "", "", fmt.Errorf("gdal.digestFile: %w", err)
 	}
-	var data []byte
-	if fi.Size() > 0 {
-		if data, err = unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED); err != nil {
-			return "", "", fmt.Errorf("gdal.digestFile: map %s: %w", path, err)
-		}
-		defer unix.Munmap(data)
-		_ = unix.Madvise(data, unix.MADV_SEQUENTIAL)
-	}
 	hashes := []hash.Hash{sha256.New()}
 	if withMD5 {
 		hashes = append(hashes, md5.New())
 	}
-	errs := make([]error, len(hashes))
-	var wg sync.WaitGroup
-	for i, h := range hashes {
-		wg.Go(func() {
-			for off := 0; off < len(data); off += digestChunk {
-				if err := ctx.Err(); err != nil {
-					errs[i] = err
-					return
-				}
-				h.Write(data[off:min(off+digestChunk, len(data))])
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
+	for off := int64(0); off < fi.Size(); off += digestWindow {
+		if err := ctx.Err(); err != nil {
 			return "", "", err
+		}
+		n := int(min(digestWindow, fi.Size()-off))
+		// Populated at once: one call instead of a page fault per page.
+		data, err := unix.Mmap(int(f.Fd()), off, n, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_POPULATE)
+		if err != nil {
+			return "", "", fmt.Errorf("gdal.digestFile: map %s: %w", path, err)
+		}
+		var wg sync.WaitGroup
+		for _, h := range hashes[1:] {
+			wg.Go(func() { h.Write(data) })
+		}
+		hashes[0].Write(data)
+		wg.Wait()
+		if err := unix.Munmap(data); err != nil {
+			return "", "", fmt.Errorf("gdal.digestFile: unmap %s: %w", path, err)
 		}
 	}
 	sum := hex.EncodeToString(hashes[0].Sum(nil))
