@@ -104,6 +104,7 @@ func New(opts ...Option) (*Engine, error) {
 	}
 
 	registerOnce.Do(godal.RegisterAll)
+	fixMallocThresholds(os.Getenv)
 	disableHTTP()
 	for k, v := range cfg.settings() {
 		setConfig(k, v)
