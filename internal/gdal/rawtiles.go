@@ -197,34 +197,70 @@ func undoHorizontal(row []byte, px int) {
 // undoFloatingPoint reverses TIFF predictor 3 (libtiff fpAcc) on one row
 // of one-sample pixels: the row's bytes were differenced one from the
 // previous, after a shuffle that put the most significant byte of every
-// sample first, then the next, and so on. tmp holds a row.
+// sample first (plane 0), then the next, and so on. tmp holds a row.
+//
+// Rather than one running sum over the whole row, then the unshuffle (two
+// passes, each a chain of dependent additions), each plane gets its own
+// running sum, started at the sum of the planes before it: px independent
+// chains in one pass that writes the samples.
 func undoFloatingPoint(row, tmp []byte, px int) {
-	var acc byte
-	for i, v := range row {
-		acc += v
-		tmp[i] = acc
-	}
+	copy(tmp, row)
 	wc := len(row) / px
+	var acc [8]byte
+	for k := 1; k < px; k++ {
+		acc[k] = acc[k-1] + byteSum(tmp[(k-1)*wc:k*wc])
+	}
 	switch px {
 	case 2:
 		p0, p1 := tmp[:wc], tmp[wc:2*wc]
+		a0, a1 := acc[0], acc[1]
 		for i := range wc {
-			binary.LittleEndian.PutUint16(row[2*i:], uint16(p0[i])<<8|uint16(p1[i]))
+			a0 += p0[i]
+			a1 += p1[i]
+			binary.LittleEndian.PutUint16(row[2*i:], uint16(a0)<<8|uint16(a1))
 		}
 	case 4:
 		p0, p1, p2, p3 := tmp[:wc], tmp[wc:2*wc], tmp[2*wc:3*wc], tmp[3*wc:4*wc]
+		a0, a1, a2, a3 := acc[0], acc[1], acc[2], acc[3]
 		for i := range wc {
-			binary.LittleEndian.PutUint32(row[4*i:], uint32(p0[i])<<24|uint32(p1[i])<<16|uint32(p2[i])<<8|uint32(p3[i]))
+			a0 += p0[i]
+			a1 += p1[i]
+			a2 += p2[i]
+			a3 += p3[i]
+			binary.LittleEndian.PutUint32(row[4*i:], uint32(a0)<<24|uint32(a1)<<16|uint32(a2)<<8|uint32(a3))
 		}
 	case 8:
 		for i := range wc {
 			var v uint64
 			for k := range 8 {
-				v = v<<8 | uint64(tmp[k*wc+i])
+				acc[k] += tmp[k*wc+i]
+				v = v<<8 | uint64(acc[k])
 			}
 			binary.LittleEndian.PutUint64(row[8*i:], v)
 		}
 	}
+}
+
+// byteSum is the sum of p's bytes modulo 256, eight bytes at a time: the
+// even and odd bytes of each word are added into 16-bit lanes, folded
+// before a lane can overflow into the next.
+func byteSum(p []byte) byte {
+	const evens = 0x00ff00ff00ff00ff
+	var sum byte
+	i := 0
+	for i+8 <= len(p) {
+		var lanes uint64
+		// 128 words add at most 128 x 510 < 65536 to a lane.
+		for n := 0; n < 128 && i+8 <= len(p); n, i = n+1, i+8 {
+			w := binary.LittleEndian.Uint64(p[i:])
+			lanes += w&evens + (w>>8)&evens
+		}
+		sum += byte(lanes + lanes>>16 + lanes>>32 + lanes>>48)
+	}
+	for ; i < len(p); i++ {
+		sum += p[i]
+	}
+	return sum
 }
 
 var hostLittleEndian = func() bool {

@@ -221,3 +221,55 @@ func TestOutputDigests(t *testing.T) {
 		})
 	}
 }
+
+// undoFloatingPoint against libtiff's fpAcc as written (one running sum
+// over the row, then the unshuffle), and byteSum against a plain sum, on
+// rows wide enough for byteSum's lane folding.
+func TestUndoFloatingPointAsLibtiff(t *testing.T) {
+	seed := uint32(7)
+	next := func() byte { seed = seed*1664525 + 1013904223; return byte(seed >> 24) }
+	for _, px := range []int{2, 4, 8} {
+		for _, wc := range []int{1, 3, 256, 513, 2048, 4099} {
+			row := make([]byte, wc*px)
+			for i := range row {
+				row[i] = next()
+			}
+			want := make([]byte, len(row))
+			var acc byte
+			sums := make([]byte, len(row))
+			for i, v := range row {
+				acc += v
+				sums[i] = acc
+			}
+			for i := range wc {
+				for b := range px {
+					want[px*i+b] = sums[(px-b-1)*wc+i]
+				}
+			}
+			var plain byte
+			for _, v := range row {
+				plain += v
+			}
+			if got := byteSum(row); got != plain {
+				t.Fatalf("byteSum of %d bytes: %d, want %d", len(row), got, plain)
+			}
+			got := append([]byte(nil), row...)
+			undoFloatingPoint(got, make([]byte, len(row)), px)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("px %d, %d samples: not libtiff's result", px, wc)
+			}
+		}
+	}
+}
+
+// BenchmarkUndoFloatingPoint: one 512-sample Float32 row.
+func BenchmarkUndoFloatingPoint(b *testing.B) {
+	row, tmp := make([]byte, 2048), make([]byte, 2048)
+	for i := range row {
+		row[i] = byte(i * 7)
+	}
+	b.SetBytes(int64(len(row)))
+	for b.Loop() {
+		undoFloatingPoint(row, tmp, 4)
+	}
+}
