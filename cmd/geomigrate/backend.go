@@ -112,7 +112,9 @@ type openRequest struct {
 // open wires the handlers over the chosen backend: the one place where the
 // backend is chosen for a run.
 func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error) {
-	engine, err := gdal.New()
+	// The local backend's directory store takes an output's MD5 as its
+	// ETag: the engine hashes it with the SHA-256 as it checks the output.
+	engine, err := gdal.New(gdal.WithOutputMD5(!b.aws()))
 	if err != nil {
 		return nil, fmt.Errorf("GDAL: %w", err)
 	}

@@ -377,11 +377,21 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		e.beforeCheck(dst)
 	}
 	checkStart := time.Now()
-	fid, err := rasterFidelity(ctx, ds, dst, what, r.NoData, e.cfg.NumThreads, rec)
+	// The file is final: it is hashed while the check decodes it.
+	digests := digestOutput(ctx, dst, e.cfg.OutputMD5)
+	var rawStats rawCheck
+	fid, err := rasterFidelity(ctx, ds, dst, what, r.NoData, e.cfg.NumThreads, rec, &rawStats)
 	if fid != nil {
 		fid.Checks = append(fid.Checks, checks...)
 	}
+	sha, md5sum, derr := digests.wait()
 	checkTime := time.Since(checkStart)
+	if err == nil && derr != nil {
+		err = ctx.Err()
+		if err == nil {
+			err = fault.Systemic("gdal.Translate(COG): hash output", derr)
+		}
+	}
 	if err != nil {
 		removeOutput(dst)
 		return recipe.Output{}, err
@@ -397,9 +407,9 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		Stats: map[string]int64{
 			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
 			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.Bytes,
-			"fidelity_ns": checkTime.Nanoseconds(),
+			"fidelity_ns": checkTime.Nanoseconds(), "fidelity_raw_tiles": rawStats.tiles, "fidelity_gdal_tiles": rawStats.fallbacks,
 		},
-		Fidelity: fid,
+		Fidelity: fid, SHA256: sha, MD5: md5sum,
 	}, nil
 }
 

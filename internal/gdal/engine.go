@@ -36,6 +36,10 @@ type Config struct {
 	// MemoryLimit caps every recipe's MaxMemory (0 = found: Lambda's
 	// memory setting, the cgroup limit, physical memory).
 	MemoryLimit int64
+	// OutputMD5: a raster output's MD5 is taken with its SHA-256 while it
+	// is checked (Output.MD5), for a store whose ETag is the MD5 of a
+	// file it takes over (the directory store).
+	OutputMD5 bool
 }
 
 // Option changes the Config of New.
@@ -44,6 +48,9 @@ type Option func(*Config)
 func WithGDALData(dir string) Option { return func(c *Config) { c.GDALData = dir } }
 func WithTmpDir(dir string) Option   { return func(c *Config) { c.TmpDir = dir } }
 func WithNumThreads(n int) Option    { return func(c *Config) { c.NumThreads = n } }
+
+// WithOutputMD5 sets Config.OutputMD5.
+func WithOutputMD5(on bool) Option { return func(c *Config) { c.OutputMD5 = on } }
 
 // WithMemoryLimit sets Config.MemoryLimit (bytes).
 func WithMemoryLimit(n int64) Option { return func(c *Config) { c.MemoryLimit = n } }
@@ -97,6 +104,7 @@ func New(opts ...Option) (*Engine, error) {
 	}
 
 	registerOnce.Do(godal.RegisterAll)
+	fixMallocThresholds(os.Getenv)
 	disableHTTP()
 	for k, v := range cfg.settings() {
 		setConfig(k, v)

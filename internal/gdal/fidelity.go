@@ -41,9 +41,11 @@ import (
 	"hash/crc32"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
@@ -61,8 +63,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // rasterFidelity compares the COG at dst with the source dataset src at
 // full resolution, decoding the output on up to threads OS threads.
 // nodata, when not "", is the recipe's nodata, which every output band must
-// carry in place of the source's.
-func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what, nodata string, threads int, rec *recorder) (*recipe.Fidelity, error) {
+// carry in place of the source's. stats counts the tiles the raw decoder
+// (rawtiles.go) compared.
+func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what, nodata string, threads int, rec *recorder, stats *rawCheck) (*recipe.Fidelity, error) {
 	out, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: reopen output", err)
@@ -113,7 +116,18 @@ func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what, nodata s
 			decoders = append(decoders, h.Bands()[0])
 		}
 	}
-	sums, err := samePixels(ctx, sb, ob, decoders, ss.SizeX, ss.SizeY, what)
+	var sums []uint32
+	raw := openRawTiles(dst, out, ob[0])
+	defer raw.Close()
+	if raw != nil && raw.tileW*raw.tileH*raw.px <= checkStripBytes && ss.SizeX*min(raw.tileH, ss.SizeY)*raw.px <= 2*checkStripBytes {
+		// The strip of source rows is the only large buffer here, so it
+		// may take what samePixels gives its two.
+		var sum uint32
+		sum, *stats, err = samePixelsRaw(ctx, sb[0], raw, decoders, ss.SizeX, ss.SizeY, what)
+		sums = []uint32{sum}
+	} else {
+		sums, err = samePixels(ctx, sb, ob, decoders, ss.SizeX, ss.SizeY, what)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +285,128 @@ func readTiles(decoders []godal.Band, tilesX, ty int, buf []byte, tileBytes int)
 	}
 	wg.Wait()
 	return strings.Join(errs, "")
+}
+
+// rawCheck counts what the raw decoder did in one check.
+type rawCheck struct {
+	tiles     int64 // decoded and found equal by the raw decoder
+	fallbacks int64 // read again through GDAL
+}
+
+// samePixelsRaw is samePixels for a single-band output that raw decodes:
+// tile row by tile row, the source strip is read (and its CRC-32C taken)
+// on one thread while the decoders take the strip's tiles one at a time,
+// decode each and compare it with the source once the strip is in.
+// decoders are GDAL handles of the output's band, one per decoder, for
+// the tiles raw does not vouch for.
+func samePixelsRaw(ctx context.Context, sb godal.Band, raw *rawTiles, decoders []godal.Band, w, h int, what string) (uint32, rawCheck, error) {
+	var sum uint32
+	var stats rawCheck
+	px, tileW, tileH := raw.px, raw.tileW, raw.tileH
+	rows := min(tileH, h)
+	sbuf := make([]byte, w*rows*px)
+	var src *blockReader
+	if sst := sb.Structure(); sst.BlockSizeY > 0 && rows%sst.BlockSizeY == 0 &&
+		int64(sst.BlockSizeX)*int64(sst.BlockSizeY)*int64(px) <= checkStripBytes {
+		src = &blockReader{band: sb, bw: sst.BlockSizeX, bh: sst.BlockSizeY, w: w, h: h, px: px,
+			block: make([]byte, sst.BlockSizeX*sst.BlockSizeY*px)}
+	}
+	scratch := make([]*rawScratch, len(decoders))
+	for k := range scratch {
+		scratch[k] = raw.scratch()
+	}
+	for ty := 0; ty*tileH < h; ty++ {
+		if err := ctx.Err(); err != nil {
+			return 0, stats, err
+		}
+		y := ty * tileH
+		n := min(tileH, h-y)
+		var srcErr string
+		srcIn := make(chan struct{})
+		go func() {
+			defer close(srcIn)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if src != nil {
+				srcErr = src.rows(y, n, sbuf)
+			} else if C.gm_read_rows(bandHandle(sb), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
+				srcErr = lastErrorMsg()
+			}
+			if srcErr == "" {
+				sum = crc32.Update(sum, castagnoli, sbuf[:w*n*px])
+			}
+		}()
+		var next atomic.Int64
+		outErrs := make([]string, len(decoders))
+		differs := make([]bool, len(decoders))
+		var tiles, fallbacks atomic.Int64
+		var wg sync.WaitGroup
+		for k := range decoders {
+			wg.Go(func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				s := scratch[k]
+				for {
+					tx := int(next.Add(1) - 1)
+					if tx*tileW >= w {
+						return
+					}
+					decErr := raw.decode(tx, ty, s)
+					<-srcIn
+					if srcErr != "" {
+						return
+					}
+					vw := min(tileW, w-tx*tileW) * px
+					same := func() bool {
+						for r := range n {
+							if !bytes.Equal(sbuf[(r*w+tx*tileW)*px:][:vw], s.tile[r*tileW*px:][:vw]) {
+								return false
+							}
+						}
+						return true
+					}
+					if decErr == nil && same() {
+						tiles.Add(1)
+						continue
+					}
+					// GDAL decides: read the tile through it.
+					fallbacks.Add(1)
+					if msg := gdalBlock(decoders[k], tx, ty, s.tile); msg != "" {
+						outErrs[k] = msg
+						return
+					}
+					if !same() {
+						differs[k] = true
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		<-srcIn
+		stats.tiles += tiles.Load()
+		stats.fallbacks += fallbacks.Load()
+		if srcErr != "" {
+			return 0, stats, fault.Data(fault.CorruptSource, "%s, band 1, cannot be read again at rows %d–%d: %s", what, y, y+n-1, srcErr)
+		}
+		if e := strings.Join(outErrs, ""); e != "" {
+			return 0, stats, fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output's band 1 cannot be read at rows %d–%d: %s", what, y, y+n-1, e))
+		}
+		if slices.Contains(differs, true) {
+			return 0, stats, fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output differs from the source: band 1, rows %d–%d hold other pixel values", what, y, y+n-1))
+		}
+	}
+	return sum, stats, nil
+}
+
+// gdalBlock decodes block (bx, by) of b through GDAL into buf (which
+// holds a whole block); it returns GDAL's message on failure. The caller
+// holds its OS thread: GDAL's last error is per thread.
+func gdalBlock(b godal.Band, bx, by int, buf []byte) string {
+	if C.GDALReadBlock(bandHandle(b), C.int(bx), C.int(by), unsafe.Pointer(&buf[0])) != C.CE_None {
+		return lastErrorMsg() + " "
+	}
+	return ""
 }
 
 // sameGeoTransform: the GeoTIFF tags hold the six terms as doubles, so

@@ -394,15 +394,24 @@ func (c *Convert) verifySource(job Job, digest string) error {
 // modified when the file declares no time). Where the store keeps files
 // (objectstore.FileMover) the output is renamed into staging after one
 // read that computes its SHA-256 and the store's MD5 together; elsewhere it
-// is hashed, then uploaded.
+// is hashed, then uploaded. Digests the engine took while it checked the
+// output (recipe.Output.SHA256, MD5) are used as they are.
 func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi bool, modified time.Time) (Artifact, error) {
 	fm, moves := c.store.(objectstore.FileMover)
 	var sum, md5sum string
 	var size int64
 	var err error
-	if moves {
+	switch {
+	case o.SHA256 != "" && (o.MD5 != "" || !moves):
+		// The engine hashed the file as it checked it.
+		sum, md5sum = o.SHA256, o.MD5
+		var fi os.FileInfo
+		if fi, err = os.Stat(o.Path); err == nil {
+			size = fi.Size()
+		}
+	case moves:
 		sum, md5sum, size, err = fileDigests(o.Path)
-	} else {
+	default:
 		sum, size, err = fileSHA256(o.Path)
 	}
 	if err != nil {

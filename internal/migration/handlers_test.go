@@ -3,6 +3,8 @@ package migration
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,6 +34,9 @@ type fakeEngine struct {
 	calls      int
 	noFidelity bool
 	recipe     recipe.Recipe
+	// sha256, when set, is given as the output's digest (Output.SHA256),
+	// as the real engine gives the one it took while checking.
+	sha256 string
 }
 
 func (e *fakeEngine) Version() string { return "fake-1" }
@@ -59,6 +64,7 @@ func (e *fakeEngine) Convert(ctx context.Context, src, workDir string, r recipe.
 		}
 		o.Fidelity = &recipe.Fidelity{Checks: []string{"bytes"}}
 	}
+	o.SHA256 = e.sha256
 	return []recipe.Output{o}, nil
 }
 
@@ -648,5 +654,30 @@ func TestPromoteCompletesWhenStagingCannotBeRemoved(t *testing.T) {
 	}
 	if _, err := f.store.Head(ctx, "dest", conv.Outputs[0].DestKey); err != nil {
 		t.Fatalf("final key after the retry: %v", err)
+	}
+}
+
+// An output's digest that the engine took while checking it is the one
+// staged (the file is not read again for it); without one Convert hashes
+// the file itself.
+func TestConvertTakesTheEnginesDigest(t *testing.T) {
+	const body = "pixels"
+	sum := sha256.Sum256([]byte("COG:" + body))
+	fileSum := hex.EncodeToString(sum[:])
+	for name, c := range map[string]struct{ given, want string }{
+		"engine's": {given: strings.Repeat("ab", 32), want: strings.Repeat("ab", 32)},
+		"hashed":   {given: "", want: fileSum},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			f.engine.sha256 = c.given
+			_, conv := f.converted(t, "e1", "a.tif", body)
+			if got := conv.Outputs[0].SHA256; got != c.want {
+				t.Errorf("staged SHA-256 %s, want %s", got, c.want)
+			}
+			if conv.Outputs[0].Size != int64(len("COG:"+body)) {
+				t.Errorf("staged size %d", conv.Outputs[0].Size)
+			}
+		})
 	}
 }

@@ -35,6 +35,11 @@ type Output struct {
 	// Fidelity is what the engine proved about this output against its
 	// source (nil from an engine that proves nothing).
 	Fidelity *Fidelity `json:"fidelity,omitempty"`
+	// SHA256 and MD5 are the hex digests of the file at Path when the
+	// engine took them while it checked the file ("" when it did not):
+	// the pipeline then does not read the file again for them.
+	SHA256 string `json:"sha256,omitempty"`
+	MD5    string `json:"md5,omitempty"`
 }
 
 // Engine converts one local source file into one or more outputs in workDir.
