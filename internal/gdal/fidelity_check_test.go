@@ -55,17 +55,7 @@ func updateCOG(t *testing.T, p string, change func(ds *godal.Dataset) error) {
 // one altered pixel, a changed nodata, a shifted geotransform or another
 // CRS is caught, and nothing is returned (the output is removed).
 func TestRasterFidelityCatchesAlteredOutput(t *testing.T) {
-	// 1100 x 530: partial tiles at the right and bottom edges.
-	const w, h = 1100, 530
-	px := make([]float32, w*h)
-	for i := range px {
-		px[i] = float32(i%977) / 7
-	}
-	edges := filepath.Join(t.TempDir(), "edges.tif")
-	if err := sampledata.WriteRaster(edges, sampledata.Raster{Width: w, Height: h, Type: godal.Float32, EPSG: 32633,
-		GeoTransform: [6]float64{500000, 10, 0, 5200000, 0, -10}, Data: px}); err != nil {
-		t.Fatal(err)
-	}
+	edges := writeEdgeTiles(t, filepath.Join(t.TempDir(), "edges.tif"))
 	// Three bands: a pixel-interleaved COG, read through the block cache.
 	bands := rasterFrom(t, filepath.Join(t.TempDir(), "bands.tif"), "-b", "1", "-b", "1", "-b", "1", "-co", "INTERLEAVE=PIXEL")
 	for _, src := range []string{sample(t, "dem_utm33.tif").Path, edges, bands} {
@@ -301,4 +291,24 @@ func TestFlatGeobufRefusesFieldsItCannotHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The size of writeEdgeTiles' raster.
+const edgeTilesW, edgeTilesH = 1100, 530
+
+// writeEdgeTiles writes an edgeTilesW x edgeTilesH Float32 GeoTIFF
+// (EPSG:32633) at p: a COG of it has partial tiles at the right and
+// bottom edges.
+func writeEdgeTiles(t *testing.T, p string) string {
+	t.Helper()
+	const w, h = edgeTilesW, edgeTilesH
+	px := make([]float32, w*h)
+	for i := range px {
+		px[i] = float32(i%977) / 7
+	}
+	if err := sampledata.WriteRaster(p, sampledata.Raster{Width: w, Height: h, Type: godal.Float32, EPSG: 32633,
+		GeoTransform: [6]float64{500000, 10, 0, 5200000, 0, -10}, Data: px}); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
 // rawCOG writes a 700 x 300 single-band COG of type dt (256-pixel tiles,
@@ -150,16 +149,7 @@ func TestRawTilesUsedByTheCheck(t *testing.T) {
 // The raw decoder can only speed the check up: a tile it decodes wrongly
 // is read again through GDAL, and a good output still passes.
 func TestRawCheckDefersToGDAL(t *testing.T) {
-	const w, h = 1100, 530
-	px := make([]float32, w*h)
-	for i := range px {
-		px[i] = float32(i%977) / 7
-	}
-	src := filepath.Join(t.TempDir(), "f32.tif")
-	if err := sampledata.WriteRaster(src, sampledata.Raster{Width: w, Height: h, Type: godal.Float32, EPSG: 32633,
-		GeoTransform: [6]float64{500000, 10, 0, 5200000, 0, -10}, Data: px}); err != nil {
-		t.Fatal(err)
-	}
+	src := writeEdgeTiles(t, filepath.Join(t.TempDir(), "f32.tif"))
 	r := fgbRecipe()
 	r.Predictor = "floating_point"
 	out := convertOK(t, src, r)[0]
@@ -179,7 +169,7 @@ func TestRawCheckDefersToGDAL(t *testing.T) {
 	}
 	defer raw.Close()
 	raw.predictor = 2 // wrong: every tile decodes to other values
-	sum, stats, err := samePixelsRaw(context.Background(), sds.Bands()[0], raw, []godal.Band{ods.Bands()[0]}, w, h, "test")
+	sum, stats, err := samePixelsRaw(context.Background(), sds.Bands()[0], raw, []godal.Band{ods.Bands()[0]}, edgeTilesW, edgeTilesH, "test")
 	if err != nil {
 		t.Fatalf("a good output failed the check: %v", err)
 	}
