@@ -513,6 +513,21 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // allocated per call was a third of a small file's allocations.
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
 
+// copyMD5 copies src to dst (nil: src is only read) through a pooled
+// buffer, stopping when ctx ends, and returns the bytes copied and their
+// hex MD5: the ETag S3 gives a single-part upload.
+func copyMD5(ctx context.Context, dst io.Writer, src io.Reader) (int64, string, error) {
+	h := md5.New()
+	w := io.Writer(h)
+	if dst != nil {
+		w = io.MultiWriter(dst, h)
+	}
+	buf := copyBuffers.Get().(*[]byte)
+	n, err := io.CopyBuffer(w, ctxReader{ctx, src}, *buf)
+	copyBuffers.Put(buf)
+	return n, hex.EncodeToString(h.Sum(nil)), err
+}
+
 // Put writes a whole object.
 func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectstore.Object, err error) {
 	const op = "Put"
@@ -533,10 +548,7 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectst
 		return objectstore.Object{}, classify(w, err)
 	}
 	defer abandon(bdir, tmp, &err)
-	h := md5.New()
-	buf := copyBuffers.Get().(*[]byte)
-	n, err := io.CopyBuffer(io.MultiWriter(tmp, h), ctxReader{ctx, req.Body}, *buf)
-	copyBuffers.Put(buf)
+	n, etag, err := copyMD5(ctx, tmp, req.Body)
 	if err != nil {
 		return objectstore.Object{}, classify(w+": reading body", err)
 	}
@@ -544,7 +556,7 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectst
 		return objectstore.Object{}, fmt.Errorf("%s: %w", w,
 			fault.Data(fault.InvalidInput, "body has %d bytes, request said %d", n, req.Size))
 	}
-	e, err := finishTemp(tmp, hex.EncodeToString(h.Sum(nil)), req.Metadata, !req.Scratch)
+	e, err := finishTemp(tmp, etag, req.Metadata, !req.Scratch)
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
@@ -591,11 +603,7 @@ func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (_ object
 		_, err = io.Copy(tmp, src)
 		etag = srcEntry.ETag
 	} else {
-		h := md5.New()
-		buf := copyBuffers.Get().(*[]byte)
-		_, err = io.CopyBuffer(io.MultiWriter(tmp, h), ctxReader{ctx, src}, *buf)
-		copyBuffers.Put(buf)
-		etag = hex.EncodeToString(h.Sum(nil))
+		_, etag, err = copyMD5(ctx, tmp, src)
 	}
 	if err != nil {
 		return objectstore.Object{}, classify(w+": copying from "+req.SrcBucket+"/"+req.SrcKey, err)

@@ -2,11 +2,8 @@ package dirstore
 
 import (
 	"context"
-	"crypto/md5"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,15 +46,10 @@ func (s *Store) PutFile(ctx context.Context, req objectstore.PutFileRequest) (_ 
 		return objectstore.Object{}, classify(w, err)
 	}
 	if etag == "" {
-		h := md5.New()
-		buf := copyBuffers.Get().(*[]byte)
-		_, err = io.CopyBuffer(h, ctxReader{ctx, f}, *buf)
-		copyBuffers.Put(buf)
-		if err != nil {
+		if _, etag, err = copyMD5(ctx, nil, f); err != nil {
 			f.Close()
 			return objectstore.Object{}, classify(w+": reading", err)
 		}
-		etag = hex.EncodeToString(h.Sum(nil))
 	}
 	e, err := finishTemp(f, etag, req.Metadata, !req.Scratch)
 	if err != nil {
@@ -132,14 +124,11 @@ func copyInto(ctx context.Context, dst, src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	h := md5.New()
-	buf := copyBuffers.Get().(*[]byte)
-	_, err = io.CopyBuffer(io.MultiWriter(out, h), ctxReader{ctx, in}, *buf)
-	copyBuffers.Put(buf)
+	_, etag, err := copyMD5(ctx, out, in)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
-	return hex.EncodeToString(h.Sum(nil)), err
+	return etag, err
 }
 
 // Move renames an object onto another key of the same bucket with new
