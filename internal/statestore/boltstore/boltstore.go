@@ -368,23 +368,33 @@ func (s *Store) Get(ctx context.Context, id string) (statestore.Job, error) {
 	return job, nil
 }
 
-// Put stores job with Version expect+1 if the stored Version equals expect
-// (expect 0: the job must not exist); otherwise statestore.ErrConflict.
-func (s *Store) Put(ctx context.Context, job statestore.Job, expect int64) error {
-	where := "boltstore.Put: " + job.ID
+// versioned is job as Put and LazyPut store it, with Version expect+1;
+// badExpect refuses expect with refusal (a format taking expect).
+func versioned(ctx context.Context, where string, job statestore.Job, expect int64, badExpect bool, refusal string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: %w", where, err)
+		return nil, fmt.Errorf("%s: %w", where, err)
 	}
 	switch {
 	case job.ID == "":
-		return fmt.Errorf("%s: %w", where, fault.Data(fault.InvalidInput, "job has no ID"))
-	case expect < 0:
-		return fmt.Errorf("%s: %w", where, fault.Data(fault.InvalidInput, "negative expected version %d", expect))
+		return nil, fmt.Errorf("%s: %w", where, fault.Data(fault.InvalidInput, "job has no ID"))
+	case badExpect:
+		return nil, fmt.Errorf("%s: %w", where, fault.Data(fault.InvalidInput, refusal, expect))
 	}
 	job.Version = expect + 1
 	val, err := json.Marshal(job)
 	if err != nil {
-		return fmt.Errorf("%s: %w", where, err)
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	return val, nil
+}
+
+// Put stores job with Version expect+1 if the stored Version equals expect
+// (expect 0: the job must not exist); otherwise statestore.ErrConflict.
+func (s *Store) Put(ctx context.Context, job statestore.Job, expect int64) error {
+	where := "boltstore.Put: " + job.ID
+	val, err := versioned(ctx, where, job, expect, expect < 0, "negative expected version %d")
+	if err != nil {
+		return err
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -419,19 +429,9 @@ func (s *Store) Put(ctx context.Context, job statestore.Job, expect int64) error
 // and List see it at once.
 func (s *Store) LazyPut(ctx context.Context, job statestore.Job, expect int64) error {
 	where := "boltstore.LazyPut: " + job.ID
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: %w", where, err)
-	}
-	switch {
-	case job.ID == "":
-		return fmt.Errorf("%s: %w", where, fault.Data(fault.InvalidInput, "job has no ID"))
-	case expect <= 0:
-		return fmt.Errorf("%s: %w", where, fault.Data(fault.InvalidInput, "a lazy write needs a stored version, got %d", expect))
-	}
-	job.Version = expect + 1
-	val, err := json.Marshal(job)
+	val, err := versioned(ctx, where, job, expect, expect <= 0, "a lazy write needs a stored version, got %d")
 	if err != nil {
-		return fmt.Errorf("%s: %w", where, err)
+		return err
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
