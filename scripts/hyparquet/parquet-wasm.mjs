@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs'
 import { readParquet } from 'parquet-wasm'
 import { tableFromIPC, DataType } from 'apache-arrow'
+import { addScalar } from './digest.mjs'
 
 const path = process.argv[2]
 if (!path) {
@@ -33,13 +34,7 @@ try {
       const v = vector.get(i)
       if (v === null || v === undefined) continue
       c.non_null++
-      if (typeof v === 'number') c.sum += v
-      else if (typeof v === 'bigint') c.sum += Number(v)
-      else if (typeof v === 'boolean') c.sum += v ? 1 : 0
-      else if (typeof v === 'string') c.chars += v.length
-      else if (v instanceof Uint8Array) c.chars += v.length
-      else if (v instanceof Date) c.sum += v.getTime()
-      else throw new Error(`column ${name}: no digest for ${typeof v}`)
+      if (!addScalar(c, v)) throw new Error(`column ${name}: no digest for ${typeof v}`)
     }
   }
   for (const field of table.schema.fields) {

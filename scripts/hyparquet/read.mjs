@@ -9,6 +9,7 @@
 // Usage: node read.mjs FILE        (exit 1 with a message on stderr on failure)
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet'
 import { compressors } from 'hyparquet-compressors'
+import { addScalar } from './digest.mjs'
 
 const path = process.argv[2]
 if (!path) {
@@ -54,13 +55,7 @@ try {
     const c = columns[name] ??= { non_null: 0, sum: 0, chars: 0 }
     if (v === null || v === undefined) return
     c.non_null++
-    if (typeof v === 'number') c.sum += v
-    else if (typeof v === 'bigint') c.sum += Number(v)
-    else if (typeof v === 'boolean') c.sum += v ? 1 : 0
-    else if (typeof v === 'string') c.chars += v.length
-    else if (v instanceof Uint8Array) c.chars += v.length
-    else if (v instanceof Date) c.sum += v.getTime()
-    else if (typeof v === 'object') for (const [k, x] of Object.entries(v)) digest(`${name}.${k}`, x)
+    if (!addScalar(c, v) && typeof v === 'object') for (const [k, x] of Object.entries(v)) digest(`${name}.${k}`, x)
   }
   for (const row of rows) {
     for (const [k, v] of Object.entries(row)) if (k !== primary) digest(k, v)
