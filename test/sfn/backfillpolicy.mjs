@@ -9,7 +9,7 @@
 // }
 // stdout: {"status", "output", "error", "reads": n}
 import { StateMachine } from 'aws-local-stepfunctions';
-import { readJob, named } from './job.mjs';
+import { readJob, named, printOutcome } from './job.mjs';
 
 const job = await readJob();
 const definition = JSON.parse(job.definition);
@@ -27,11 +27,4 @@ const sm = new StateMachine(definition);
 const execution = sm.run(job.input, {
   overrides: { taskResourceLocalHandlers, retryIntervalOverrides: { ReadPolicy: 0 } },
 });
-try {
-  report.output = await execution.result;
-  report.status = 'SUCCEEDED';
-} catch (e) {
-  report.status = 'FAILED';
-  report.error = e.name;
-}
-process.stdout.write(JSON.stringify(report));
+await printOutcome(execution, report);

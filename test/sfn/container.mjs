@@ -9,7 +9,7 @@
 // }
 // stdout: {"status", "output", "error", "tasks": n, "reads": n, "resultKeys": [...]}
 import { StateMachine } from 'aws-local-stepfunctions';
-import { readJob, named } from './job.mjs';
+import { readJob, named, printOutcome } from './job.mjs';
 
 const job = await readJob();
 const definition = JSON.parse(job.definition);
@@ -46,11 +46,4 @@ const execution = sm.run(job.input, {
     State: { Name: 'ConvertInContainer', EnteredTime: '', RetryCount: 0 },
   },
 });
-try {
-  report.output = await execution.result;
-  report.status = 'SUCCEEDED';
-} catch (e) {
-  report.status = 'FAILED';
-  report.error = e.name;
-}
-process.stdout.write(JSON.stringify(report));
+await printOutcome(execution, report);

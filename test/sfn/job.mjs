@@ -12,3 +12,16 @@ export function named(name, message) {
   e.name = name;
   return e;
 }
+
+// printOutcome waits for execution to end and prints report with its
+// status, output and error name as one JSON document.
+export async function printOutcome(execution, report) {
+  try {
+    report.output = await execution.result;
+    report.status = 'SUCCEEDED';
+  } catch (e) {
+    report.status = 'FAILED';
+    report.error = e.name;
+  }
+  process.stdout.write(JSON.stringify(report));
+}
