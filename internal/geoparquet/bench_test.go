@@ -72,6 +72,16 @@ func (p *peakHeap) Stop() uint64 { close(p.stop); p.wg.Wait(); return p.peak }
 // BenchmarkWrite1M writes 1,000,000 point features with two attributes
 // (make bench; not part of the default test run).
 func BenchmarkWrite1M(b *testing.B) {
+	st, peak := writeMillionPoints(b, DefaultOptions())
+	b.ReportMetric(float64(st.Bytes), "bytes")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(st.RowGroups), "row-groups")
+}
+
+// writeMillionPoints writes 1,000,000 point features with an id and a
+// label b.N times with opts to io.Discard and reports rows/s; it returns
+// the last write's stats and the peak Go heap of any.
+func writeMillionPoints(b *testing.B, opts Options) (Stats, uint64) {
 	const n = 1_000_000
 	layer := Layer{Name: "points", Fields: []Field{{Name: "id", Type: Int64}, {Name: "label", Type: String, Nullable: true}}, IsCRS84: true}
 	var st Stats
@@ -80,17 +90,14 @@ func BenchmarkWrite1M(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		ph := startPeakHeap()
 		var err error
-		st, err = Write(io.Discard, layer, newPointSource(n), DefaultOptions())
+		st, err = Write(io.Discard, layer, newPointSource(n), opts)
 		peak = max(peak, ph.Stop())
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	elapsed := time.Since(start)
-	b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "rows/s")
-	b.ReportMetric(float64(st.Bytes), "bytes")
-	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-	b.ReportMetric(float64(st.RowGroups), "row-groups")
+	b.ReportMetric(float64(n)*float64(b.N)/time.Since(start).Seconds(), "rows/s")
+	return st, peak
 }
 
 // polygonSource generates n squares of `vertices` vertices each (a ring of
@@ -149,24 +156,9 @@ func BenchmarkWritePolygons(b *testing.B) {
 // (16 MiB of rows held at most): the peak heap stays near the threshold
 // whatever the row count, the price is the temporary files' I/O.
 func BenchmarkWrite1MSpilled(b *testing.B) {
-	const n = 1_000_000
-	layer := Layer{Name: "points", Fields: []Field{{Name: "id", Type: Int64}, {Name: "label", Type: String, Nullable: true}}, IsCRS84: true}
 	opts := DefaultOptions()
 	opts.SpillBytes, opts.TempDir = 16<<20, b.TempDir()
-	var st Stats
-	var peak uint64
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		ph := startPeakHeap()
-		var err error
-		st, err = Write(io.Discard, layer, newPointSource(n), opts)
-		peak = max(peak, ph.Stop())
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	elapsed := time.Since(start)
-	b.ReportMetric(float64(n)*float64(b.N)/elapsed.Seconds(), "rows/s")
+	st, peak := writeMillionPoints(b, opts)
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
 	b.ReportMetric(float64(st.Spills), "spills")
 }
