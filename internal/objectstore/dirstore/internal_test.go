@@ -56,19 +56,12 @@ func TestClassify(t *testing.T) {
 func TestCrashBetweenRenames(t *testing.T) {
 	xattrEntries = false
 	t.Cleanup(func() { xattrEntries = true })
-	root := t.TempDir()
-	s, err := New(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CreateBucket("b"); err != nil {
-		t.Fatal(err)
-	}
+	s, bdir := newBucketStore(t)
 	ctx := context.Background()
 	if _, err := s.Put(ctx, objectstore.PutRequest{Bucket: "b", Key: "k", Body: strings.NewReader("v1"), Size: 2, Metadata: map[string]string{"v": "1"}}); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(root, "b", "k")
+	path := filepath.Join(bdir, "k")
 	tmp, err := createTemp(filepath.Dir(path))
 	if err != nil {
 		t.Fatal(err)

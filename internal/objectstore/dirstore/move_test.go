@@ -14,7 +14,9 @@ import (
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
 
-func newMoveStore(t *testing.T) (*Store, string) {
+// newBucketStore is a store with one bucket, "b", and that bucket's
+// directory.
+func newBucketStore(t *testing.T) (*Store, string) {
 	t.Helper()
 	root := t.TempDir()
 	s, err := New(root)
@@ -65,7 +67,7 @@ func TestPutFileAndMove(t *testing.T) {
 		{"scratch", "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, bdir := newMoveStore(t)
+			s, bdir := newBucketStore(t)
 			src := filepath.Join(t.TempDir(), "out.tif")
 			if err := os.WriteFile(src, []byte("cog bytes"), 0o644); err != nil {
 				t.Fatal(err)
@@ -133,7 +135,7 @@ func TestPutFileAndMove(t *testing.T) {
 // TestMoveOfAFileTheStoreDidNotWrite copies it (computing its MD5) and
 // deletes it, as Copy and Delete would.
 func TestMoveOfAFileTheStoreDidNotWrite(t *testing.T) {
-	s, bdir := newMoveStore(t)
+	s, bdir := newBucketStore(t)
 	if err := os.WriteFile(filepath.Join(bdir, "plain"), []byte("plain"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +166,7 @@ func TestFsyncsPerWrite(t *testing.T) {
 		xattrs bool
 	}{{"entry attribute", true}, {"sidecar", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, bdir := newMoveStore(t)
+			s, bdir := newBucketStore(t)
 			xattrEntries = tc.xattrs
 			t.Cleanup(func() { xattrEntries = true })
 			durable := int64(4)
@@ -264,7 +266,7 @@ func TestScratchEntryInMemory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, bdir := newMoveStore(t)
+			s, bdir := newBucketStore(t)
 			body := "scratch body"
 			sum := md5.Sum([]byte(body))
 			etag := hex.EncodeToString(sum[:])

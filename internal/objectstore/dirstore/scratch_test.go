@@ -35,7 +35,7 @@ func TestEscapeKeyRoundTrip(t *testing.T) {
 // file whichever way it was last written.
 func TestScratchObjectsInOneDirectory(t *testing.T) {
 	ctx := context.Background()
-	s, bdir := newMoveStore(t)
+	s, bdir := newBucketStore(t)
 	put := func(key, body string, scratch bool) {
 		t.Helper()
 		if _, err := s.Put(ctx, objectstore.PutRequest{Bucket: "b", Key: key, Body: strings.NewReader(body), Size: int64(len(body)), Scratch: scratch}); err != nil {
