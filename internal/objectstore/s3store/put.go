@@ -49,15 +49,29 @@ func (s *Store) put(ctx context.Context, op string, a putArgs) (objectstore.Obje
 		partSize = (a.size + MaxParts - 1) / MaxParts
 	}
 	single := a.size >= 0 && a.size <= partSize
-	first := make([]byte, partSize)
-	if single {
+	// The first part's buffer is as large as the body when its size is
+	// known, and grows with it up to PartSize when not: a small output (a
+	// STAC item) does not take, zero and fault in a whole part.
+	var first []byte
+	var err error
+	switch {
+	case single:
 		first = make([]byte, a.size)
+		var n int
+		n, err = io.ReadFull(a.body, first)
+		first = first[:n]
+	case a.size >= 0:
+		first = make([]byte, partSize)
+		var n int
+		n, err = io.ReadFull(a.body, first)
+		first = first[:n]
+	default:
+		first, err = io.ReadAll(io.LimitReader(a.body, partSize))
 	}
-	n, err := io.ReadFull(a.body, first)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return objectstore.Object{}, fmt.Errorf("%s: s3://%s/%s: reading body: %w", op, a.bucket, a.key, err)
 	}
-	first = first[:n]
+	n := len(first)
 	if int64(n) < partSize {
 		single = true
 	}
@@ -218,7 +232,9 @@ func (s *Store) putMultipart(ctx context.Context, op string, a putArgs, first []
 				parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
 				mu.Unlock()
 			}
-			pool <- data[:cap(data)]
+			// Every part buffer holds at least partSize bytes (the first,
+			// read with io.ReadAll, may hold more): back to partSize.
+			pool <- data[:partSize]
 		}(num, buf)
 		if n < partSize {
 			break

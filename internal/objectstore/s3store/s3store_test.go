@@ -176,20 +176,49 @@ func TestPutSingleAndMultipart(t *testing.T) {
 		{"exactly one part unknown", 100, false, true},
 		{"two parts known", 150, true, true},
 		{"two parts unknown", 200, false, true},
+		{"five parts unknown", 450, false, true},
+		{"five parts known", 450, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			parts := map[int32][]byte{}
 			f := &fakeAPI{put: func(in *s3.PutObjectInput) (*s3.PutObjectOutput, error) {
 				return &s3.PutObjectOutput{ETag: aws.String(`"e"`)}, nil
+			}, uploadPart: func(in *s3.UploadPartInput) (*s3.UploadPartOutput, error) {
+				b, err := io.ReadAll(in.Body)
+				mu.Lock()
+				parts[*in.PartNumber] = b
+				mu.Unlock()
+				return &s3.UploadPartOutput{ETag: aws.String(`"p"`)}, err
 			}}
-			st := New(f, Options{PartSize: 100})
+			// One part in flight: every part reuses the first part's buffer.
+			st := New(f, Options{PartSize: 100, Concurrency: 1})
 			size := int64(-1)
 			if tc.sizeKnown {
 				size = int64(tc.size)
 			}
+			body := make([]byte, tc.size)
+			for i := range body {
+				body[i] = byte(i * 7)
+			}
 			obj, err := st.Put(context.Background(), objectstore.PutRequest{Bucket: "b", Key: "k",
-				Body: bytes.NewReader(make([]byte, tc.size)), Size: size, Metadata: map[string]string{"Src-SHA256": "x"}})
+				Body: bytes.NewReader(body), Size: size, Metadata: map[string]string{"Src-SHA256": "x"}})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.multipart {
+				// The parts, in order, are the body, and none is over PartSize
+				// (the part buffers are reused between parts).
+				var got []byte
+				for n := int32(1); n <= int32(len(parts)); n++ {
+					if len(parts[n]) > 100 {
+						t.Errorf("part %d has %d bytes, over PartSize 100", n, len(parts[n]))
+					}
+					got = append(got, parts[n]...)
+				}
+				if !bytes.Equal(got, body) {
+					t.Errorf("parts hold %d bytes that are not the body's %d", len(got), len(body))
+				}
 			}
 			if obj.Size != int64(tc.size) || obj.Metadata["src-sha256"] != "x" {
 				t.Errorf("Put = %+v", obj)
