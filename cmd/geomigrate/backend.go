@@ -100,6 +100,9 @@ type openRequest struct {
 	roots, extra []sourceRoot
 	// sourceBuckets are the S3 buckets checked before the first file.
 	sourceBuckets []string
+	// workers is how many files the run migrates at once: the CPUs are
+	// shared among their conversions (gdal.Config.Conversions).
+	workers int
 	// book is the run's recipe book; recipes its flags (a local
 	// destination remembers the file for replay).
 	book    *recipe.Book
@@ -114,7 +117,7 @@ type openRequest struct {
 func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error) {
 	// The local backend's directory store takes an output's MD5 as its
 	// ETag: the engine hashes it with the SHA-256 as it checks the output.
-	engine, err := gdal.New(gdal.WithOutputMD5(!b.aws()))
+	engine, err := gdal.New(gdal.WithOutputMD5(!b.aws()), gdal.WithConversions(r.workers))
 	if err != nil {
 		return nil, fmt.Errorf("GDAL: %w", err)
 	}

@@ -78,7 +78,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, r openRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	r.dest, r.stateDir, r.handlers, r.log = f.Dest, f.StateDir, f.Handlers, log
+	r.dest, r.stateDir, r.handlers, r.log, r.workers = f.Dest, f.StateDir, f.Handlers, log, f.Workers
 	if r.book, err = f.recipeBookOnce(stderr); err != nil {
 		return nil, err
 	}

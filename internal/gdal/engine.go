@@ -32,7 +32,16 @@ type Config struct {
 	ProjData   string // PROJ data directory holding proj.db ("" = found likewise)
 	TmpDir     string // CPL_TMPDIR ("" = os.TempDir())
 	CacheMaxMB int    // GDAL_CACHEMAX in MB (0 = the environment's, else from MemoryLimit: see cacheMaxMB)
-	NumThreads int    // GDAL_NUM_THREADS and the COG driver's NUM_THREADS (0 = all CPUs)
+	NumThreads int    // GDAL_NUM_THREADS and the COG driver's NUM_THREADS (0 = the CPUs ÷ Conversions)
+	// Conversions is how many conversions the process runs at once (a
+	// migrate's --workers; 0 = 1). The CPUs are shared among them: with
+	// every CPU already busy with a conversion, GDAL's own threads add
+	// work and no speed. The COG driver compresses each block in a worker
+	// thread through a fresh in-memory TIFF and codec (ZSTD level 9 sets
+	// up and clears some 24 MB of tables per block), so for a 1100² Byte
+	// raster two threads cost 27 % more CPU than one for 5 % less wall
+	// time alone (docs/benchmarks.md, "End to end").
+	Conversions int
 	// MemoryLimit caps every recipe's MaxMemory (0 = found: Lambda's
 	// memory setting, the cgroup limit, physical memory).
 	MemoryLimit int64
@@ -48,6 +57,9 @@ type Option func(*Config)
 func WithGDALData(dir string) Option { return func(c *Config) { c.GDALData = dir } }
 func WithTmpDir(dir string) Option   { return func(c *Config) { c.TmpDir = dir } }
 func WithNumThreads(n int) Option    { return func(c *Config) { c.NumThreads = n } }
+
+// WithConversions sets Config.Conversions.
+func WithConversions(n int) Option { return func(c *Config) { c.Conversions = n } }
 
 // WithOutputMD5 sets Config.OutputMD5.
 func WithOutputMD5(on bool) Option { return func(c *Config) { c.OutputMD5 = on } }
@@ -94,7 +106,7 @@ func New(opts ...Option) (*Engine, error) {
 		cfg.TmpDir = os.TempDir()
 	}
 	if cfg.NumThreads <= 0 {
-		cfg.NumThreads = runtime.NumCPU()
+		cfg.NumThreads = threadsPerConversion(runtime.NumCPU(), cfg.Conversions)
 	}
 	if cfg.MemoryLimit <= 0 {
 		cfg.MemoryLimit = budget.MachineMemory()
@@ -112,6 +124,12 @@ func New(opts ...Option) (*Engine, error) {
 	setCacheMax(int64(cfg.CacheMaxMB) << 20)
 	setProjPaths([]string{cfg.ProjData})
 	return &Engine{cfg: cfg, version: releaseName()}, nil
+}
+
+// threadsPerConversion shares cpus among conversions running at once:
+// at least one thread each.
+func threadsPerConversion(cpus, conversions int) int {
+	return max(1, cpus/max(1, conversions))
 }
 
 // cacheMaxMB is GDAL's block cache in MB: GDAL_CACHEMAX from the

@@ -147,6 +147,22 @@ func TestCacheMaxMB(t *testing.T) {
 	}
 }
 
+func TestThreadsPerConversion(t *testing.T) {
+	for _, c := range []struct{ cpus, conversions, want int }{
+		{2, 0, 2}, // the Lambda function: one conversion per instance
+		{2, 1, 2}, // migrate --workers 1
+		{2, 2, 1}, // migrate's default on 2 CPUs
+		{8, 2, 4},
+		{8, 3, 2},
+		{2, 8, 1}, // more workers than CPUs: still one thread each
+		{1, 1, 1},
+	} {
+		if got := threadsPerConversion(c.cpus, c.conversions); got != c.want {
+			t.Errorf("threadsPerConversion(%d, %d) = %d, want %d", c.cpus, c.conversions, got, c.want)
+		}
+	}
+}
+
 func isSystemic(err error) bool {
 	var s *fault.SystemicError
 	return errors.As(err, &s)
