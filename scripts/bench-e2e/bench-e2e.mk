@@ -6,8 +6,9 @@
 BENCH_E2E_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/../..)
 BENCH_E2E_FILES ?= 200
 BENCH_E2E_PAIRS ?= 3
-# Debian's Python peers of the seed (rasterio 1.3, boto3 1.26, tenacity 8.2).
-BENCH_E2E_APT := python3-rasterio python3-boto3 python3-tenacity
+# Debian's Python peers of the seed (rasterio 1.3, boto3 1.26, tenacity 8.2), and GNU
+# time for each side's CPU time.
+BENCH_E2E_APT := python3-rasterio python3-boto3 python3-tenacity time
 
 .PHONY: bench-e2e
 bench-e2e: deps integration-tools ## end to end on the S3/DynamoDB stand-ins: geomigrate --backend aws vs the seed's Python path, 200 small GeoTIFFs, paired runs, ratio

@@ -36,12 +36,16 @@ echo "bench-e2e: $N files of $(stat -c %s "$WORK/in/tile_0000.tif") bytes in s3:
 
 now() { date +%s.%N; }
 calc() { "$PY" -c "print($1)"; }
+# cpu FILE: user + system seconds from GNU time's "%U %S" (the servers' CPU is not counted on
+# either side).
+cpu() { read -r u s <"$1" && calc "$u + $s"; }
 
 run_geomigrate() { # index
 	local dst="$RUN-gm-$1" t0 t1
 	"$PY" "$HERE/bench_e2e.py" mkbucket "$dst"
 	t0=$(now)
-	"$BIN" migrate "s3://$SRC/in/" --backend aws --dest "s3://$dst/out" --state-table "$RUN-state-$1" \
+	/usr/bin/time -f "%U %S" -o "$WORK/gm-$1.cpu" \
+		"$BIN" migrate "s3://$SRC/in/" --backend aws --dest "s3://$dst/out" --state-table "$RUN-state-$1" \
 		--create-table --state-dir "$WORK/state-$1" --progress plain >"$WORK/gm-$1.log" 2>&1 ||
 		{ echo "bench-e2e: geomigrate run $1 failed:" >&2; tail -20 "$WORK/gm-$1.log" >&2; exit 1; }
 	t1=$(now)
@@ -49,27 +53,27 @@ run_geomigrate() { # index
 	report="$(sed -n 's/^report: //p' "$WORK/gm-$1.log" | tail -1)"
 	done="$("$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); print(sum(f['status']=='completed' for f in r['files']))" "$report")"
 	[[ "$done" == "$N" ]] || { echo "bench-e2e: geomigrate run $1 completed $done of $N files" >&2; exit 1; }
-	calc "$t1 - $t0"
+	echo "$(calc "$t1 - $t0") $(cpu "$WORK/gm-$1.cpu")"
 }
 
 run_seed() { # index
 	local t0 t1
 	t0=$(now)
-	(cd "$HERE" && "$PY" bench_e2e.py seed "$SRC" in/ "$RUN-py-$1") >"$WORK/py-$1.log" 2>&1 ||
+	(cd "$HERE" && /usr/bin/time -f "%U %S" -o "$WORK/py-$1.cpu" "$PY" bench_e2e.py seed "$SRC" in/ "$RUN-py-$1") >"$WORK/py-$1.log" 2>&1 ||
 		{ echo "bench-e2e: seed run $1 failed:" >&2; tail -20 "$WORK/py-$1.log" >&2; exit 1; }
 	t1=$(now)
-	calc "$t1 - $t0"
+	echo "$(calc "$t1 - $t0") $(cpu "$WORK/py-$1.cpu")"
 }
 
 : >"$WORK/pairs"
 for ((i = 1; i <= PAIRS; i++)); do
 	# Alternate which side goes first, so neither always runs on a warm cache.
 	if ((i % 2)); then
-		g=$(run_geomigrate "$i"); p=$(run_seed "$i")
+		read -r g gc < <(run_geomigrate "$i"); read -r p pc < <(run_seed "$i")
 	else
-		p=$(run_seed "$i"); g=$(run_geomigrate "$i")
+		read -r p pc < <(run_seed "$i"); read -r g gc < <(run_geomigrate "$i")
 	fi
-	printf 'pair %d: geomigrate %.2f s, seed %.2f s, ratio %.3f\n' "$i" "$g" "$p" "$(calc "$g / $p")"
-	echo "$g $p" >>"$WORK/pairs"
+	printf 'pair %d: geomigrate %.2f s (CPU %.2f s), seed %.2f s (CPU %.2f s), ratio %.3f\n' "$i" "$g" "$gc" "$p" "$pc" "$(calc "$g / $p")"
+	echo "$g $p $gc $pc" >>"$WORK/pairs"
 done
 "$PY" "$HERE/bench_e2e.py" summarize "$WORK/pairs" "e2e-$N-small"

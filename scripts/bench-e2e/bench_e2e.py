@@ -5,7 +5,7 @@
     bench_e2e.py mkbucket BUCKET           create BUCKET
     bench_e2e.py seed SRC PREFIX DST       the source document's Python path over every
                                            object under s3://SRC/PREFIX into s3://DST
-    bench_e2e.py summarize FILE            the figure line from "geomigrate python" pairs
+    bench_e2e.py summarize FILE            the figure line from "geomigrate python [geomigrate-cpu python-cpu]" pairs
 
 Run with /usr/bin/python3 (Debian's rasterio, boto3, tenacity). boto3 1.26
 ignores AWS_ENDPOINT_URL_S3, so the S3 clients the seed creates are pointed at
@@ -89,11 +89,17 @@ def summarize(path, label):
     pairs = [tuple(map(float, line.split())) for line in Path(path).read_text().splitlines() if line.strip()]
     gm = [p[0] for p in pairs]
     py = [p[1] for p in pairs]
-    ratios = [g / p for g, p in pairs]
+    ratios = [p[0] / p[1] for p in pairs]
     med = statistics.median(ratios)
+    # Columns 3 and 4, when present: each side's CPU time (user + system).
+    cpu = ""
+    if all(len(p) >= 4 for p in pairs):
+        cpu_ratios = [p[2] / p[3] for p in pairs]
+        cpu = (f" cpu: median geomigrate={statistics.median(p[2] for p in pairs):.2f}s "
+               f"seed={statistics.median(p[3] for p in pairs):.2f}s ratio={statistics.median(cpu_ratios):.3f}")
     print(f"figure: {label} ratio={med:.3f} (geomigrate/seed wall time; {1 / med:.2f}x faster) "
           f"median geomigrate={statistics.median(gm):.2f}s seed={statistics.median(py):.2f}s "
-          f"spread ratio={min(ratios):.3f}..{max(ratios):.3f} pairs={len(pairs)}")
+          f"spread ratio={min(ratios):.3f}..{max(ratios):.3f} pairs={len(pairs)}{cpu}")
 
 
 if __name__ == "__main__":
