@@ -40,7 +40,7 @@ type Config struct {
 	// thread through a fresh in-memory TIFF and codec (ZSTD level 9 sets
 	// up and clears some 24 MB of tables per block), so for a 1100² Byte
 	// raster two threads cost 27 % more CPU than one for 5 % less wall
-	// time alone (docs/benchmarks.md, "End to end").
+	// time alone (docs/decisions/0085).
 	Conversions int
 	// MemoryLimit caps every recipe's MaxMemory (0 = found: Lambda's
 	// memory setting, the cgroup limit, physical memory).
