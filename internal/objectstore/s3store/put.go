@@ -54,18 +54,12 @@ func (s *Store) put(ctx context.Context, op string, a putArgs) (objectstore.Obje
 	// STAC item) does not take, zero and fault in a whole part.
 	var first []byte
 	var err error
-	switch {
-	case single:
-		first = make([]byte, a.size)
+	if a.size >= 0 {
+		first = make([]byte, min(a.size, partSize))
 		var n int
 		n, err = io.ReadFull(a.body, first)
 		first = first[:n]
-	case a.size >= 0:
-		first = make([]byte, partSize)
-		var n int
-		n, err = io.ReadFull(a.body, first)
-		first = first[:n]
-	default:
+	} else {
 		first, err = io.ReadAll(io.LimitReader(a.body, partSize))
 	}
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
