@@ -78,6 +78,9 @@ type backend struct {
 	local   *localBackend // local only
 	app     *awsapp.App   // aws only
 	closers []func() error
+	// engine converts in this process (its thread share is set once the
+	// run knows its files).
+	engine *gdal.Engine
 }
 
 func (b *backend) tracker() *statestore.Tracker { return b.ports.Tracker }
@@ -135,7 +138,7 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 	if err != nil {
 		return nil, err
 	}
-	be.dest = r.dest
+	be.dest, be.engine = r.dest, engine
 	if r.policy != nil {
 		be.ports.Policy = r.policy
 	} else if be.app != nil && be.app.Policy != nil {

@@ -32,7 +32,7 @@ import (
 // how this process runs and reports.
 type runFlags struct {
 	Dest      string        `name:"dest" placeholder:"DIR|s3://BUCKET[/PREFIX]" help:"Destination: a directory, or s3://BUCKET[/PREFIX] with --backend aws."`
-	Workers   int           `name:"workers" default:"${workers}" help:"Files migrated at once (default: the number of CPUs). Each conversion gets the CPUs ÷ workers GDAL threads, at least one."`
+	Workers   int           `name:"workers" default:"${workers}" help:"Files migrated at once (default: the number of CPUs). Each conversion gets the CPUs ÷ workers GDAL threads (÷ files when fewer), at least one."`
 	StateDir  string        `name:"state-dir" placeholder:"DIR" help:"State store, queues and reports (default DEST/.geomigrate-state; with --backend aws ./.geomigrate-state)."`
 	Report    string        `name:"report" placeholder:"FILE" help:"JSON run report path (default STATE-DIR/reports/run-TIME.json)."`
 	Progress  string        `name:"progress" type:"fold" enum:"auto,bar,plain,json" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar, plain (one line per finished file) or json (one JSON object per state transition and per file, then a summary, on stderr or --progress-file)."`
@@ -197,6 +197,11 @@ func checkSchemes(srcs []string, dest string, aws bool) error {
 // sweeps what unfinished jobs staged. reportPath, when set, is where the
 // run report goes (replay reads it back).
 func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pre []localrun.Outcome, reportPath string) error {
+	// Fewer files than workers: the CPUs are shared among the files there
+	// are (one large raster gets them all; docs/decisions/0085).
+	if be.engine != nil {
+		be.engine.SetConversions(min(f.Workers, len(inputs)))
+	}
 	prog, closeProgress, err := f.progress(e.stderr, len(inputs)+len(pre))
 	if err != nil {
 		return err

@@ -341,10 +341,14 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		// and compared with it.
 		ds, pixels, checks = warped, int64(wst.SizeX)*int64(wst.SizeY)*int64(wst.NBands), []string{"warp"}
 	}
-	args := COGOptions(r, categorical, e.cfg.NumThreads)
+	// GDAL_NUM_THREADS (the overviews) follows the COG driver's
+	// NUM_THREADS for this conversion only: the process-wide value is
+	// New's.
+	threads := e.threads()
+	args := COGOptions(r, categorical, threads)
 
 	os.Remove(dst)
-	out, err := ds.Translate(dst, args, rec.opt())
+	out, err := ds.Translate(dst, args, rec.opt(), godal.ConfigOption("GDAL_NUM_THREADS="+strconv.Itoa(threads)))
 	if err != nil {
 		removeOutput(dst)
 		return recipe.Output{}, classify("gdal.Translate(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be read in full", what)
@@ -380,7 +384,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	// The file is final: it is hashed while the check decodes it.
 	digests := digestOutput(ctx, dst, e.cfg.OutputMD5)
 	var rawStats rawCheck
-	fid, err := rasterFidelity(ctx, ds, dst, what, r.NoData, e.cfg.NumThreads, rec, &rawStats)
+	fid, err := rasterFidelity(ctx, ds, dst, what, r.NoData, threads, rec, &rawStats)
 	if fid != nil {
 		fid.Checks = append(fid.Checks, checks...)
 	}

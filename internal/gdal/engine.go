@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/budget"
@@ -34,7 +35,8 @@ type Config struct {
 	CacheMaxMB int    // GDAL_CACHEMAX in MB (0 = the environment's, else from MemoryLimit: see cacheMaxMB)
 	NumThreads int    // GDAL_NUM_THREADS and the COG driver's NUM_THREADS (0 = the CPUs ÷ Conversions)
 	// Conversions is how many conversions the process runs at once (a
-	// migrate's --workers; 0 = 1). The CPUs are shared among them: with
+	// migrate's --workers, lowered by Engine.SetConversions to the run's
+	// files when there are fewer; 0 = 1). The CPUs are shared among them: with
 	// every CPU already busy with a conversion, GDAL's own threads add
 	// work and no speed. The COG driver compresses each block in a worker
 	// thread through a fresh in-memory TIFF and codec (ZSTD level 9 sets
@@ -71,6 +73,11 @@ func WithMemoryLimit(n int64) Option { return func(c *Config) { c.MemoryLimit = 
 type Engine struct {
 	cfg     Config
 	version string
+	// conversions is Config.Conversions, lowered by SetConversions once a
+	// run knows it has fewer files than workers; 0 when NumThreads was
+	// set explicitly (then every conversion gets it). A pointer, so that
+	// copies of an Engine (tests) share it.
+	conversions *atomic.Int64
 	// beforeCheck, set only by tests, sees each output file between its
 	// conversion and its fidelity check (to alter it, and prove the check
 	// catches that).
@@ -105,7 +112,8 @@ func New(opts ...Option) (*Engine, error) {
 	if cfg.TmpDir == "" {
 		cfg.TmpDir = os.TempDir()
 	}
-	if cfg.NumThreads <= 0 {
+	autoThreads := cfg.NumThreads <= 0
+	if autoThreads {
 		cfg.NumThreads = threadsPerConversion(runtime.NumCPU(), cfg.Conversions)
 	}
 	if cfg.MemoryLimit <= 0 {
@@ -123,7 +131,29 @@ func New(opts ...Option) (*Engine, error) {
 	}
 	setCacheMax(int64(cfg.CacheMaxMB) << 20)
 	setProjPaths([]string{cfg.ProjData})
-	return &Engine{cfg: cfg, version: releaseName()}, nil
+	e := &Engine{cfg: cfg, version: releaseName(), conversions: new(atomic.Int64)}
+	if autoThreads {
+		e.conversions.Store(int64(max(1, cfg.Conversions)))
+	}
+	return e, nil
+}
+
+// SetConversions lowers the number of conversions the CPUs are shared
+// among, for a run that found fewer files than workers (a single large
+// raster gets every CPU). Conversions started after it use the new share.
+// It does nothing when NumThreads was set explicitly.
+func (e *Engine) SetConversions(n int) {
+	if e.conversions.Load() > 0 {
+		e.conversions.Store(int64(max(1, n)))
+	}
+}
+
+// threads is the GDAL thread count of a conversion starting now.
+func (e *Engine) threads() int {
+	if n := e.conversions.Load(); n > 0 {
+		return threadsPerConversion(runtime.NumCPU(), int(n))
+	}
+	return e.cfg.NumThreads
 }
 
 // threadsPerConversion shares cpus among conversions running at once:

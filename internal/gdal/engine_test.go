@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -160,6 +161,35 @@ func TestThreadsPerConversion(t *testing.T) {
 		if got := threadsPerConversion(c.cpus, c.conversions); got != c.want {
 			t.Errorf("threadsPerConversion(%d, %d) = %d, want %d", c.cpus, c.conversions, got, c.want)
 		}
+	}
+}
+
+// A run with fewer files than workers shares the CPUs among the files
+// there are; an explicit thread count stands whatever the run says.
+func TestSetConversions(t *testing.T) {
+	cpus := runtime.NumCPU()
+	shared, err := New(WithConversions(cpus * 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shared.threads(); got != 1 {
+		t.Errorf("%d conversions on %d CPUs: %d threads each, want 1", cpus*2, cpus, got)
+	}
+	shared.SetConversions(1)
+	if got := shared.threads(); got != cpus {
+		t.Errorf("after SetConversions(1): %d threads, want every CPU (%d)", got, cpus)
+	}
+	shared.SetConversions(0)
+	if got := shared.threads(); got != cpus {
+		t.Errorf("after SetConversions(0): %d threads, want %d", got, cpus)
+	}
+	fixed, err := New(WithNumThreads(3), WithConversions(cpus*2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed.SetConversions(1)
+	if got := fixed.threads(); got != 3 {
+		t.Errorf("WithNumThreads(3): %d threads, want 3", got)
 	}
 }
 
