@@ -167,10 +167,8 @@ func samePixels(ctx context.Context, sb, ob, decoders []godal.Band, w, h int, wh
 	// end on block rows) is read block by block too, straight from the
 	// driver rather than through the block cache.
 	var src *blockReader
-	if sst := sb[0].Structure(); len(sb) == 1 && sst.BlockSizeY > 0 && rows%sst.BlockSizeY == 0 &&
-		int64(sst.BlockSizeX)*int64(sst.BlockSizeY)*int64(widest) <= checkStripBytes {
-		src = &blockReader{band: sb[0], bw: sst.BlockSizeX, bh: sst.BlockSizeY, w: w, h: h, px: widest,
-			block: make([]byte, sst.BlockSizeX*sst.BlockSizeY*widest)}
+	if len(sb) == 1 {
+		src = newBlockReader(sb[0], w, h, rows, widest)
 	}
 	obuf := make([]byte, w*rows*widest)
 	if byTile {
@@ -193,11 +191,7 @@ func samePixels(ctx context.Context, sb, ob, decoders []godal.Band, w, h int, wh
 				// GDAL's last error is per OS thread.
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
-				if src != nil {
-					srcErr = src.rows(y, n, sbuf)
-				} else if C.gm_read_rows(bandHandle(sb[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
-					srcErr = lastErrorMsg()
-				}
+				srcErr = sourceRows(src, sb[i], y, w, n, sbuf)
 				if srcErr == "" { // while the output is still being decoded
 					sums[i] = crc32.Update(sums[i], castagnoli, sbuf[:size])
 				}
@@ -243,6 +237,31 @@ type blockReader struct {
 	bw, bh, w, h int
 	px           int
 	block        []byte
+}
+
+// newBlockReader reads band block by block when its blocks tile strips of
+// rows rows (strips start and end on block rows) and a block fits in
+// checkStripBytes; else nil (read through the block cache).
+func newBlockReader(band godal.Band, w, h, rows, px int) *blockReader {
+	st := band.Structure()
+	if st.BlockSizeY <= 0 || rows%st.BlockSizeY != 0 || int64(st.BlockSizeX)*int64(st.BlockSizeY)*int64(px) > checkStripBytes {
+		return nil
+	}
+	return &blockReader{band: band, bw: st.BlockSizeX, bh: st.BlockSizeY, w: w, h: h, px: px,
+		block: make([]byte, st.BlockSizeX*st.BlockSizeY*px)}
+}
+
+// sourceRows reads rows y..y+n-1 of band into buf: through src when there
+// is one, else through GDAL's block cache. It returns GDAL's message on
+// failure, "" on success.
+func sourceRows(src *blockReader, band godal.Band, y, w, n int, buf []byte) string {
+	if src != nil {
+		return src.rows(y, n, buf)
+	}
+	if C.gm_read_rows(bandHandle(band), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&buf[0])) != C.CE_None {
+		return lastErrorMsg()
+	}
+	return ""
 }
 
 // rows reads rows y..y+n-1 (y and n multiples of the block height, or n
@@ -305,12 +324,7 @@ func samePixelsRaw(ctx context.Context, sb godal.Band, raw *rawTiles, decoders [
 	px, tileW, tileH := raw.px, raw.tileW, raw.tileH
 	rows := min(tileH, h)
 	sbuf := make([]byte, w*rows*px)
-	var src *blockReader
-	if sst := sb.Structure(); sst.BlockSizeY > 0 && rows%sst.BlockSizeY == 0 &&
-		int64(sst.BlockSizeX)*int64(sst.BlockSizeY)*int64(px) <= checkStripBytes {
-		src = &blockReader{band: sb, bw: sst.BlockSizeX, bh: sst.BlockSizeY, w: w, h: h, px: px,
-			block: make([]byte, sst.BlockSizeX*sst.BlockSizeY*px)}
-	}
+	src := newBlockReader(sb, w, h, rows, px)
 	scratch := make([]*rawScratch, len(decoders))
 	for k := range scratch {
 		scratch[k] = raw.scratch()
@@ -327,11 +341,7 @@ func samePixelsRaw(ctx context.Context, sb godal.Band, raw *rawTiles, decoders [
 			defer close(srcIn)
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			if src != nil {
-				srcErr = src.rows(y, n, sbuf)
-			} else if C.gm_read_rows(bandHandle(sb), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
-				srcErr = lastErrorMsg()
-			}
+			srcErr = sourceRows(src, sb, y, w, n, sbuf)
 			if srcErr == "" {
 				sum = crc32.Update(sum, castagnoli, sbuf[:w*n*px])
 			}
