@@ -70,6 +70,25 @@ func (p *valueParser) space() {
 	}
 }
 
+// next consumes what follows an element of an object or array: close
+// ends it (end), a comma announces another element; anything else is not
+// JSON (ok false).
+func (p *valueParser) next(close byte) (end, ok bool) {
+	p.space()
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case close:
+		p.i++
+		return true, true
+	case ',':
+		p.i++
+		return false, true
+	}
+	return false, false
+}
+
 func (p *valueParser) value(depth int) (any, bool) {
 	p.space()
 	if p.i >= len(p.b) || depth > maxParseDepth {
@@ -100,18 +119,13 @@ func (p *valueParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v
-			p.space()
-			if p.i >= len(p.b) {
+			end, ok := p.next('}')
+			if !ok {
 				return nil, false
 			}
-			if p.b[p.i] == '}' {
-				p.i++
+			if end {
 				return m, true
 			}
-			if p.b[p.i] != ',' {
-				return nil, false
-			}
-			p.i++
 		}
 	case c == '[':
 		p.i++
@@ -127,18 +141,13 @@ func (p *valueParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			a = append(a, v)
-			p.space()
-			if p.i >= len(p.b) {
+			end, ok := p.next(']')
+			if !ok {
 				return nil, false
 			}
-			if p.b[p.i] == ']' {
-				p.i++
+			if end {
 				return a, true
 			}
-			if p.b[p.i] != ',' {
-				return nil, false
-			}
-			p.i++
 		}
 	case c == '"':
 		return p.string()
