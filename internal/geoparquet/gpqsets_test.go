@@ -83,17 +83,27 @@ func (s *parcelSet) Next() (Feature, error) {
 	i := s.i
 	s.i++
 	x, y := scatter(i)
-	le := binary.LittleEndian
-	s.wkb[0] = 1
-	le.PutUint32(s.wkb[1:], 3)
-	le.PutUint32(s.wkb[5:], 1)
-	le.PutUint32(s.wkb[9:], 9)
+	var ring [18]float64
 	for k := 0; k <= 8; k++ {
 		a := 2 * math.Pi * float64(k%8) / 8
-		le.PutUint64(s.wkb[13+16*k:], math.Float64bits(printed(x+0.001*math.Cos(a), 6)))
-		le.PutUint64(s.wkb[21+16*k:], math.Float64bits(printed(y+0.001*math.Sin(a), 6)))
+		ring[2*k], ring[2*k+1] = x+0.001*math.Cos(a), y+0.001*math.Sin(a)
 	}
+	putPolygon(s.wkb[:], ring[:])
 	return Feature{WKB: s.wkb[:], Values: []any{int32(i), printed(float64(i%977)/7, 3), "owner " + strconv.Itoa(i%1000)}}, nil
+}
+
+// putPolygon writes a little-endian ISO WKB polygon of one ring into wkb
+// (13 + 8*len(ring) bytes): ring holds x, y pairs, each coordinate as a
+// GeoJSON file prints it with 6 decimals.
+func putPolygon(wkb []byte, ring []float64) {
+	le := binary.LittleEndian
+	wkb[0] = 1
+	le.PutUint32(wkb[1:], 3)
+	le.PutUint32(wkb[5:], 1)
+	le.PutUint32(wkb[9:], uint32(len(ring)/2))
+	for j, v := range ring {
+		le.PutUint64(wkb[13+8*j:], math.Float64bits(printed(v, 6)))
+	}
 }
 
 var quadSetLayer = Layer{Name: "polygons", Fields: []Field{
@@ -118,14 +128,7 @@ func (s *quadSet) Next() (Feature, error) {
 	d := 0.002 + 0.002*math.Mod(float64(i)*0.381966, 1)
 	k := 0.0005 * math.Mod(float64(i)*0.2247, 1)
 	ring := [10]float64{x, y, x + d, y + k, x + d + k, y + d, x + k, y + d - k, x, y}
-	le := binary.LittleEndian
-	s.wkb[0] = 1
-	le.PutUint32(s.wkb[1:], 3)
-	le.PutUint32(s.wkb[5:], 1)
-	le.PutUint32(s.wkb[9:], 5)
-	for j, v := range ring {
-		le.PutUint64(s.wkb[13+8*j:], math.Float64bits(printed(v, 6)))
-	}
+	putPolygon(s.wkb[:], ring[:])
 	return Feature{WKB: s.wkb[:], Values: []any{int32(i), "z" + strconv.Itoa(i%500)}}, nil
 }
 
