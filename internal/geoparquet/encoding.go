@@ -114,16 +114,18 @@ func (t *table) coveringArray(mem memory.Allocator, idx []int32, cov coveringKin
 	return sb.NewArray()
 }
 
-// ZSTD levels by kind of column, used when Options.ZSTDLevel is 0. Each
-// was measured at 1, 3, 6 and 10 on the sets of docs/benchmarks.md (the
-// codec has four speeds: below 3, 3–5, 6–9, 10 and up): 3 is the smallest
-// output for every kind except 10, which saved 26 % of the geometry, 6 %
-// of dictionary attributes and 8 % of free text but wrote 3–8 times
-// slower (docs/decisions/0025).
+// ZSTD levels by kind of column, used when Options.ZSTDLevel is 0, on
+// libzstd's scale (zstd.go; docs/decisions/0086). With libzstd (UseZSTD,
+// as internal/gdal sets it), level 5 wrote the geometry of 100k
+// quadrilaterals in 27 % and of 100k parcels in 16 % fewer bytes than
+// level 3, and every covering and attribute column smaller too, at 90–105
+// MB/s against 157–194 for level 3; level 7 saved 2 % more at 75 MB/s. The
+// pure-Go encoder runs 3 to 5 at its default speed, which was its smallest
+// below 10 for every kind of column (decision 0025).
 const (
-	geometryLevel  = 3
-	coveringLevel  = 3
-	attributeLevel = 3
+	geometryLevel  = 5
+	coveringLevel  = 5
+	attributeLevel = 5
 )
 
 // geometryEncoding is the WKB column's encoding (decision 0026).
