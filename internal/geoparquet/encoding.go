@@ -1,7 +1,6 @@
 package geoparquet
 
 import (
-	"encoding/binary"
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -209,45 +208,48 @@ func valueEncoding(ft FieldType) parquet.Encoding {
 // the first thousand values, before it pays off, and dropped it for
 // columns of 977 distinct values.)
 type distinct struct {
-	seen map[string]struct{}
-	over bool
+	seen    map[string]struct{} // String, Binary
+	numbers map[uint64]struct{} // the bits of every other type
+	over    bool
 }
 
 // count adds the column's rows held now; cap is the most distinct values
-// worth counting.
+// worth counting. A value already seen is only looked up: most rows repeat
+// one (the map lookup of a converted []byte does not allocate).
 func (d *distinct) count(c *column, cap int) {
 	if d.over {
 		return
 	}
 	if d.seen == nil {
-		d.seen = map[string]struct{}{}
+		d.seen, d.numbers = map[string]struct{}{}, map[uint64]struct{}{}
 	}
-	var key [8]byte
 	for r, ok := range c.valid {
 		if !ok {
 			continue
 		}
 		switch c.f.Type {
 		case String, Binary:
-			d.seen[string(c.data[c.offs[r]:c.offs[r+1]])] = struct{}{}
+			if _, ok := d.seen[string(c.data[c.offs[r]:c.offs[r+1]])]; !ok {
+				d.seen[string(c.data[c.offs[r]:c.offs[r+1]])] = struct{}{}
+			}
 		case Float64:
-			binary.LittleEndian.PutUint64(key[:], math.Float64bits(c.f64[r]))
-			d.seen[string(key[:])] = struct{}{}
+			d.numbers[math.Float64bits(c.f64[r])] = struct{}{}
 		default:
-			binary.LittleEndian.PutUint64(key[:], uint64(c.ints[r]))
-			d.seen[string(key[:])] = struct{}{}
+			d.numbers[uint64(c.ints[r])] = struct{}{}
 		}
-		if len(d.seen) > cap {
-			d.over, d.seen = true, nil
+		if d.len() > cap {
+			d.over, d.seen, d.numbers = true, nil, nil
 			return
 		}
 	}
 }
 
+func (d *distinct) len() int { return len(d.seen) + len(d.numbers) }
+
 // fewDistinct says the column holds at most limit distinct non-null
 // values in the whole layer, so every row group's dictionary stays small.
 func (d *distinct) fewDistinct(limit int) bool {
-	return !d.over && len(d.seen) <= limit
+	return !d.over && d.len() <= limit
 }
 
 // distinctCap is the most distinct values a column may hold and still get
