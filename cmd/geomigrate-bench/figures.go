@@ -213,10 +213,10 @@ func geoParquet(name string, n int, write func(string, int) error, gpqMB float64
 						Subject: "the runs above, bytes_out; the anchor is internal/geoparquet BenchmarkGeoParquetSize/" + set + "/gpq-equivalent (writeLikeGPQ: gpq's Parquet library and settings, input order, no covering) on the features GDAL reads from this GeoJSON, run alternately with them.",
 						Values:  values(as, func(m benchpair.Measurement) float64 { return m.Metrics["bytes_out"] / 1e6 }),
 						Anchor:  &benchpair.Anchor{Name: "gpq-equivalent writer", Values: scale(like, 1e-6)}, Goal: goalGPQBytes,
-						Note: fmt.Sprintf("The writer alone, with the default options, wrote %s MB of the features (bytes_out adds the lineage metadata); a bbox covering column, which gpq does not write, is part of it for polygons (docs/decisions/0026).",
+						Note: fmt.Sprintf("bytes_out is the CLI's file, its pages compressed by GDAL's libzstd (docs/decisions/0086). The writer alone in a Go test process, without GDAL and so with arrow-go's pure-Go ZSTD like the gpq-equivalent writer, wrote %s MB of the features. A bbox covering column, which gpq does not write, is part of both for polygons (docs/decisions/0026).",
 							benchpair.Number(benchpair.Summarize(ours).Median/1e6))},
 					benchpair.Figure{Key: "geoparquet-writer-rows-" + set, Title: fmt.Sprintf("GeoParquet writer alone, %s (the features of %s), rows/s", set, name), Unit: "rows/s",
-						Subject: "internal/geoparquet BenchmarkGeoParquetSize/" + set + " at -benchtime 1x: Write with the default options to io.Discard, no GDAL; the anchor is the gpq-equivalent writer in the same process.",
+						Subject: "internal/geoparquet BenchmarkGeoParquetSize/" + set + " at -benchtime 1x: Write with the default options to io.Discard, no GDAL, so both writers' pages go through arrow-go's pure-Go ZSTD (libzstd, which the CLI uses, wrote the same features at the pure-Go encoder's speed: docs/decisions/0086); the anchor is the gpq-equivalent writer in the same process.",
 						Values:  values(bs, metric(set+"/geomigrate rows/s")), Anchor: &benchpair.Anchor{Name: "gpq-equivalent writer", Values: values(bs, metric(set+"/gpq-equivalent rows/s"))}, Goal: goalGPQRows})
 			} else {
 				bytes.Note = fmt.Sprintf("gpq's published size (%.1f MB) is for %s features: no ratio at this size.", gpqMB, count(gpqCount))
