@@ -36,10 +36,14 @@ func UseZSTD(enc ZSTDEncoder) {
 	zstdNative.Store(&enc)
 }
 
-// ZSTDEncoderInUse says whether a native encoder is in use (UseZSTD).
-func ZSTDEncoderInUse() bool { return zstdNative.Load() != nil }
+// ZSTDEncoderInUse says whether pages now go to the encoder given to
+// UseZSTD: one was given, and arrow-go's codec could be wrapped at init.
+func ZSTDEncoderInUse() bool { return zstdWrapped && zstdNative.Load() != nil }
 
-var zstdNative atomic.Pointer[ZSTDEncoder]
+var (
+	zstdNative  atomic.Pointer[ZSTDEncoder]
+	zstdWrapped bool // the wrapper is arrow-go's ZSTD codec
+)
 
 // pureZSTD is arrow-go's own ZSTD codec: its decoder, its streams, and its
 // encoder when no native one is in use.
@@ -56,6 +60,7 @@ func init() {
 	c, err := compress.GetCodec(compress.Codecs.Zstd)
 	if p, ok := c.(pureZSTD); err == nil && ok {
 		compress.RegisterCodec(compress.Codecs.Zstd, zstdCodec{p})
+		zstdWrapped = true
 	}
 }
 
