@@ -77,7 +77,7 @@ type table struct {
 	geomOffs []int64 // len rows+1
 	cols     []*column
 	types    map[string]struct{}
-	typeSeen [16]bool // 2×WKB type + Z: its name is in types
+	typeSeen [16]bool // 2×WKB type (1 to 7, DecodeWKB) + Z: its name is in types
 	extent   [4]float64
 	distinct []distinct // per column, over every row read (encoding.go)
 }
@@ -339,11 +339,9 @@ func (t *table) addGeometry(wkb []byte) error {
 	}
 	// The types map is written once per kind, not per row (a map
 	// assignment per feature was 3 % of writing 1M points).
-	if k := 2*g.Type + b2i(g.Z); k >= len(t.typeSeen) || !t.typeSeen[k] {
+	if k := 2*g.Type + b2i(g.Z); !t.typeSeen[k] {
+		t.typeSeen[k] = true
 		t.types[g.TypeName()] = struct{}{}
-		if k < len(t.typeSeen) {
-			t.typeSeen[k] = true
-		}
 	}
 	t.geom = append(t.geom, wkb...)
 	t.geomOffs = append(t.geomOffs, int64(len(t.geom)))
