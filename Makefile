@@ -43,7 +43,9 @@ run: cli ## generate sample data (once: your edits under samples/ are kept) and 
 
 .PHONY: test
 test: export GEOMIGRATE_REQUIRE_JUDGES := 1
-test: deps hyparquet asl-judges chromium ## install and start what the tests need, run them all, stop what was started
+test: export GEOMIGRATE_REQUIRE_LAYER := 1
+test: deps layer-deps hyparquet asl-judges chromium ## install and start what the tests need, run them all, stop what was started
+	$(MAKE) --no-print-directory layer build
 	$(GO) mod tidy -diff
 	cd infra && $(GO) mod tidy -diff
 	$(GO) vet ./...
@@ -139,5 +141,6 @@ include scripts/hyparquet/hyparquet.mk
 include infra/infra.mk
 include scripts/asl-judges/asl-judges.mk
 include functions/functions.mk
+include layers/gdal/layer.mk
 include scripts/chromium/chromium.mk
 include scripts/bench-e2e/bench-e2e.mk

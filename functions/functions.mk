@@ -6,13 +6,10 @@
 #   build/native/<name>/bootstrap  host arch, for aws-lambda-rie and test/sfn
 #
 # convert links GDAL through cgo. `make build` compiles the four pure-Go
-# functions for linux/arm64 with CGO_ENABLED=0; an arm64 convert needs an
-# arm64 GDAL to link against, which exists only inside the layer image:
-# layers/gdal/build.sh builds it there (FUNCTIONS_CONVERT_IN_LAYER below is
-# the command). When the host itself is arm64, `make build` links convert
-# against the system GDAL instead (same libraries the layer ships, same
-# Debian-family major version assumed). On other hosts build/convert/bootstrap
-# is left alone and a note is printed.
+# functions for linux/arm64 with CGO_ENABLED=0; the arm64 convert is
+# cross-compiled against the layer's own /opt by `make layer`
+# (layers/gdal/build-convert.sh), so build/convert/bootstrap is left alone
+# here and a note is printed.
 
 FUNCTIONS := hashcheck convert classify promote executionfailed
 FUNCTIONS_PURE := hashcheck classify promote executionfailed
@@ -22,7 +19,6 @@ FUNCTIONS_HOST_ARCH := $(shell go env GOARCH)
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := $(FUNCTIONS_TOOLS)/bin/aws-lambda-rie
 FUNCTIONS_TEST_PKGS ?= ./functions/... ./events/... ./internal/awsapp/... ./test/sfn/...
-FUNCTIONS_CONVERT_IN_LAYER := layers/gdal/build.sh $(or $(LAYER_ARCH),arm64)
 
 .PHONY: build build-native tools-rie test-sfn-tools test-lambda
 
@@ -35,12 +31,7 @@ build: ## build build/<name>/bootstrap for linux/arm64 (provided.al2023, lambda.
 	  echo "build/$$f/bootstrap (linux/arm64, CGO_ENABLED=0)"; \
 	  CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build $(FUNCTIONS_GOFLAGS) -o build/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
-	@if [ "$(FUNCTIONS_HOST_ARCH)" = arm64 ]; then \
-	  echo "build/convert/bootstrap (linux/arm64, cgo against the system GDAL)"; \
-	  CGO_ENABLED=1 go build $(FUNCTIONS_GOFLAGS) -o build/convert/bootstrap ./functions/convert; \
-	else \
-	  echo "build/convert/bootstrap: cgo + GDAL for arm64 is linked inside the layer image: $(FUNCTIONS_CONVERT_IN_LAYER)"; \
-	fi
+	@echo "build/convert/bootstrap: cgo against the layer's GDAL, built by make layer (layers/gdal/build-convert.sh)"
 
 build-native: ## build host-arch bootstraps into build/native/<name>/bootstrap (convert against the system GDAL) for the emulator tests
 	@for f in $(FUNCTIONS); do \
@@ -51,7 +42,7 @@ build-native: ## build host-arch bootstraps into build/native/<name>/bootstrap (
 
 $(RIE):
 	@mkdir -p $(FUNCTIONS_TOOLS)/bin
-	GOBIN=$(FUNCTIONS_TOOLS)/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+	CGO_ENABLED=0 GOBIN=$(FUNCTIONS_TOOLS)/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
 tools-rie: $(RIE) ## install aws-lambda-rie into .tools/bin (skipped when present)
 

@@ -18,7 +18,7 @@ INFRA_ENV := PATH="$(INFRA_NODE_BIN):$$PATH" CDK_DISABLE_CLI_TELEMETRY=true JSII
 CDK_FLAGS ?= --no-notices
 CDK_CONTEXT ?=
 
-.PHONY: tools-infra synth deploy diff destroy layer sam-invoke test-infra rehearse
+.PHONY: tools-infra synth deploy diff destroy sam-invoke test-infra rehearse
 
 $(INFRA_NODE_STAMP):
 	@mkdir -p $(TOOLS)/node22
@@ -45,8 +45,6 @@ diff: tools-infra ## show what deploy would change in the account (needs AWS cre
 destroy: tools-infra ## delete the stack (buckets, table and queues are retained; see docs/deploy.md)
 	$(INFRA_ENV) $(CDK) destroy $(CDK_FLAGS) -c placeholderAssets=true $(CDK_CONTEXT) $(STACK)
 
-layer: ## build the GDAL Lambda layer and the convert bootstrap with Docker: build/gdal-layer-$(LAYER_ARCH).zip, build/convert/bootstrap (LAYER_ARCH=arm64|x86_64)
-	layers/gdal/build.sh $(LAYER_ARCH)
 
 # sam-invoke: the names SAM should give the functions for Ref/GetAtt-valued variables (SAM itself
 # passes logical IDs such as StateTable9728C7E5). First to last: SAM_SET (VAR=value), SAM_STATE_TABLE /
