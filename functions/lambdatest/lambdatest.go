@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -251,13 +252,16 @@ func BuildFor(root, out, name, goos, goarch, cgo string) error {
 
 // Function is one bootstrap running under aws-lambda-rie.
 type Function struct {
-	Name    string
-	URL     string // http://127.0.0.1:PORT
-	Started time.Time
-	cmd     *exec.Cmd
-	out     *syncBuffer
-	done    chan struct{}
-	once    sync.Once
+	Name string
+	URL  string // http://127.0.0.1:PORT
+	// RuntimeAPI is the Runtime API address rie serves the bootstrap on
+	// (set by StartInChroot).
+	RuntimeAPI string
+	Started    time.Time
+	cmd        *exec.Cmd
+	out        *syncBuffer
+	done       chan struct{}
+	once       sync.Once
 }
 
 // FreePort returns a free TCP port on 127.0.0.1.
@@ -286,6 +290,43 @@ func Start(t testing.TB, rie, name, bootstrap string, env map[string]string) *Fu
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	return startRIE(t, name, addr, cmd)
+}
+
+// StartInChroot runs the arm64 bootstrap in taskDir under rie the way Lambda
+// runs it: layers/gdal/lambda-chroot.sh chroots into an empty root holding
+// only layer at /opt and taskDir at /var/task (both read-only), with
+// Lambda's environment plus env, and starts the bootstrap through
+// qemu-user. wrap, when given, prefixes the command (strace). Needs root.
+func StartInChroot(t testing.TB, rie, name, taskDir, layer string, env map[string]string, wrap ...string) *Function {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	runtimeAPI := "127.0.0.1:" + strconv.Itoa(FreePort(t))
+	args := append([]string{}, wrap...)
+	args = append(args, filepath.Join(root, "layers", "gdal", "lambda-chroot.sh"), "--opt", layer, "--task", taskDir, "--rie", rie)
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		args = append(args, "-e", k+"="+env[k])
+	}
+	args = append(args, "--", "--runtime-interface-emulator-address", addr, "--runtime-api-address", runtimeAPI, "/var/task/bootstrap")
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
+	f := startRIE(t, name, addr, cmd)
+	f.RuntimeAPI = runtimeAPI
+	return f
+}
+
+// startRIE starts cmd (rie, or what runs it) and waits until addr listens.
+func startRIE(t testing.TB, name, addr string, cmd *exec.Cmd) *Function {
+	t.Helper()
 	buf := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = buf, buf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -296,7 +337,8 @@ func Start(t testing.TB, rie, name, bootstrap string, env map[string]string) *Fu
 	}
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(f.Stop)
-	deadline := time.Now().Add(10 * time.Second)
+	// qemu-user and the chroot's mounts take longer than a native start.
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {

@@ -1,0 +1,21 @@
+// External judge: prints the values of one column of every row of a Parquet
+// file, as hyparquet reads them, as a JSON array (the layer chroot test
+// compares decoded text, e.g. a DBF's code page 1251 names, with its source).
+// Usage: node values.mjs FILE COLUMN     (exit 1 with a message on failure)
+import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet'
+import { compressors } from 'hyparquet-compressors'
+
+const [path, column] = process.argv.slice(2)
+if (!path || !column) {
+  console.error('usage: node values.mjs FILE COLUMN')
+  process.exit(2)
+}
+try {
+  const file = await asyncBufferFromFile(path)
+  const metadata = await parquetMetadataAsync(file)
+  const rows = await parquetReadObjects({ file, metadata, compressors, columns: [column] })
+  console.log(JSON.stringify(rows.map(r => r[column])))
+} catch (e) {
+  console.error(String(e?.stack ?? e))
+  process.exit(1)
+}
