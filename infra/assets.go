@@ -73,7 +73,7 @@ func ResolveAssets(c *Config) (*Assets, error) {
 	}
 	if !c.PlaceholderAssets {
 		return nil, fmt.Errorf("GDAL layer: neither context gdalLayerArn nor a built layer zip at %s is available.\n"+
-			"  Build it with `make layer` (needs Docker, see layers/gdal/README.md), or pass\n"+
+			"  Build it with `make layer` (no Docker needed, see layers/gdal/README.md), or pass\n"+
 			"  -c gdalLayerArn=arn:aws:lambda:<region>:<account>:layer:<name>:<version> to use an existing layer,\n"+
 			"  or -c placeholderAssets=true to synthesize without it (never deploy that)", zipPath)
 	}
@@ -87,9 +87,9 @@ func ResolveAssets(c *Config) (*Assets, error) {
 }
 
 // ConvertBuildCommand is the command that builds the convert bootstrap for arch: convert links
-// GDAL through cgo, so it is compiled inside the layer image, against the layer's own /opt
-// (functions/functions.mk: FUNCTIONS_CONVERT_IN_LAYER; `make layer LAYER_ARCH=<arch>` runs it).
-func ConvertBuildCommand(arch string) string { return "layers/gdal/build.sh " + arch }
+// GDAL through cgo, so it is cross-compiled against the layer's own /opt by make layer
+// (layers/gdal/build-convert.sh), without Docker.
+func ConvertBuildCommand(arch string) string { return "make layer LAYER_ARCH=" + arch }
 
 // bootstrapBuildHint says how to produce build/<name>/bootstrap.
 func bootstrapBuildHint(c *Config, name string) string {
@@ -100,10 +100,13 @@ func bootstrapBuildHint(c *Config, name string) string {
 	if arch == "" {
 		arch = "arm64"
 	}
-	hint := fmt.Sprintf("build it with `%s` (needs Docker with buildx; it also writes build/gdal-layer-%s.zip, see layers/gdal/README.md); on an arm64 host `make build` links it against the system GDAL instead",
+	if arch != "arm64" {
+		return fmt.Sprintf("the Docker-free layer build (make layer) is arm64 only: for %s bring a convert bootstrap linked against your own GDAL layer (-c gdalLayerArn=...)", arch)
+	}
+	hint := fmt.Sprintf("build it with `%s` (no Docker: cross-compiled against the layer it also writes, build/gdal-layer-%s.zip; see layers/gdal/README.md)",
 		ConvertBuildCommand(arch), arch)
 	if filepath.Clean(c.BuildDir) != "build" {
-		hint += fmt.Sprintf("; build.sh writes build/convert/bootstrap: copy it to %s/convert/", c.BuildDir)
+		hint += fmt.Sprintf("; make layer writes build/convert/bootstrap: copy it to %s/convert/", c.BuildDir)
 	}
 	return hint
 }

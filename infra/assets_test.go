@@ -21,10 +21,13 @@ func writeBootstraps(t *testing.T, dir string, names ...string) {
 	}
 }
 
-// A deploy or synth without the convert bootstrap must say which command builds it: on a
-// non-arm64 host `make build` cannot (cgo + an arm64 GDAL exist only in the layer image).
+// A deploy or synth without the convert bootstrap must say which command builds it: make layer
+// cross-compiles it against the layer (arm64); other architectures have no build here.
 func TestMissingConvertBootstrapNamesTheLayerBuild(t *testing.T) {
-	for _, arch := range []string{"arm64", "x86_64"} {
+	for arch, wants := range map[string][]string{
+		"arm64":  {"`make layer LAYER_ARCH=arm64`", "build/gdal-layer-arm64.zip", "no Docker"},
+		"x86_64": {"arm64 only", "gdalLayerArn"},
+	} {
 		t.Run(arch, func(t *testing.T) {
 			dir := t.TempDir()
 			writeBootstraps(t, dir, "hashcheck", "classify", "promote")
@@ -34,12 +37,7 @@ func TestMissingConvertBootstrapNamesTheLayerBuild(t *testing.T) {
 				t.Fatal("missing convert bootstrap accepted")
 			}
 			msg := err.Error()
-			for _, want := range []string{
-				"function convert: " + filepath.Join(dir, "convert") + "/bootstrap not found",
-				"`layers/gdal/build.sh " + arch + "`",
-				"build/gdal-layer-" + arch + ".zip",
-				"placeholderAssets=true",
-			} {
+			for _, want := range append([]string{"function convert: " + filepath.Join(dir, "convert") + "/bootstrap not found", "placeholderAssets=true"}, wants...) {
 				if !strings.Contains(msg, want) {
 					t.Errorf("error lacks %q:\n%s", want, msg)
 				}
@@ -68,31 +66,23 @@ func TestMissingBootstrapsAllNamed(t *testing.T) {
 	if got, want := strings.Count(err.Error(), "run `make build` first"), len(FunctionNames)-1; got != want {
 		t.Errorf("want `make build` for the %d pure-Go functions, got %d:\n%v", want, got, err)
 	}
-	if !strings.Contains(err.Error(), "`layers/gdal/build.sh arm64`") {
+	if !strings.Contains(err.Error(), "`make layer LAYER_ARCH=arm64`") {
 		t.Errorf("convert's command missing:\n%v", err)
 	}
 }
 
-// The command in the message is the one the Makefiles run: functions/functions.mk's
-// FUNCTIONS_CONVERT_IN_LAYER and infra/infra.mk's layer target.
+// The command in the message is a make target that exists and runs the Docker-free build.
 func TestConvertBuildCommandMatchesMakefiles(t *testing.T) {
 	root := repoRoot(t)
-	fm, err := os.ReadFile(filepath.Join(root, "functions", "functions.mk"))
+	lm, err := os.ReadFile(filepath.Join(root, "layers", "gdal", "layer.mk"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^FUNCTIONS_CONVERT_IN_LAYER := (\S+) \$\(or \$\(LAYER_ARCH\),arm64\)$`).FindSubmatch(fm)
-	if m == nil || string(m[1])+" arm64" != ConvertBuildCommand("arm64") {
-		t.Errorf("functions/functions.mk FUNCTIONS_CONVERT_IN_LAYER does not run %q (found %q)", ConvertBuildCommand("arm64"), m)
+	if ConvertBuildCommand("arm64") != "make layer LAYER_ARCH=arm64" ||
+		!regexp.MustCompile(`(?m)^layer: .*\n(\t.*\n)*\tlayers/gdal/build-convert\.sh \$\(LAYER_ARCH\)\n`).Match(lm) {
+		t.Errorf("layers/gdal/layer.mk's layer target does not build convert (layers/gdal/build-convert.sh), or %q is not it", ConvertBuildCommand("arm64"))
 	}
-	im, err := os.ReadFile(filepath.Join(root, "infra", "infra.mk"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(im), "\t"+ConvertBuildCommand("$(LAYER_ARCH)")+"\n") {
-		t.Errorf("infra/infra.mk's layer target does not run %q", ConvertBuildCommand("$(LAYER_ARCH)"))
-	}
-	if st, err := os.Stat(filepath.Join(root, strings.Fields(ConvertBuildCommand("arm64"))[0])); err != nil || st.Mode()&0o111 == 0 {
-		t.Errorf("%s is missing or not executable", ConvertBuildCommand("arm64"))
+	if st, err := os.Stat(filepath.Join(root, "layers", "gdal", "build-convert.sh")); err != nil || st.Mode()&0o111 == 0 {
+		t.Error("layers/gdal/build-convert.sh is missing or not executable")
 	}
 }

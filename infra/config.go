@@ -74,7 +74,7 @@ type Config struct {
 	GDALLayerArn      string // context gdalLayerArn: use an existing layer version instead of the zip
 	PlaceholderAssets bool   // context placeholderAssets: synth-only stand-ins for missing build outputs
 	// The convert container (the large-object path, container.go).
-	ConvertImage          string // context convertImage: an image URI to run instead of building layers/gdal/Dockerfile's container stage
+	ConvertImage          string // context convertImage: the convert container's image reference (make image-push); required unless placeholderAssets
 	ConvertTaskCPU        int    // context convertTaskCpu: Fargate CPU units (arm64)
 	ConvertTaskMemoryMiB  int    // context convertTaskMemoryMiB
 	MigrateDefinitionPath string // context migrateDefinition

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
@@ -22,19 +19,15 @@ import (
 )
 
 // The large-object path on ECS Fargate (docs/large-objects.md): the migrate state machine's
-// ConvertInContainer runs the convert container (layers/gdal/Dockerfile, target container: the
-// layer's /opt and the geomigrate CLI, entry point `geomigrate task convert`) with
+// ConvertInContainer runs the convert container (cmd/geomigrate-image: the layer's /opt and the
+// geomigrate CLI, entry point `geomigrate task convert`) with
 // ecs:runTask.sync, arm64, its ephemeral storage sized per job by HashCheck (21 to 200 GiB).
 
-// containerImageExclude keeps the repository's tools, build outputs and caches out of the image's
-// build context (staged into cdk.out at synth).
-var containerImageExclude = []string{".git", ".tools", ".ci", "cdk.out", "infra/cdk.out", "build", "bin", "out", "samples",
-	"**/node_modules", "scripts/asl-judges/node_modules", "docs"}
-
-// containerImage is the convert container's image: a registry image (context convertImage), the
-// Dockerfile's container stage built from the repository (a deploy: Docker builds it when the
-// asset is published, not at synth), or, with placeholderAssets, a stand-in build context of
-// one Dockerfile (synth and the tests stage nothing of the repository).
+// containerImage is the convert container's image: the registry image given as context
+// convertImage (pushed by `make image-push`, built without Docker from the layer's /opt and the
+// CLI: cmd/geomigrate-image), or, with placeholderAssets, a stand-in build context of one
+// Dockerfile that cannot build (synth and the tests need no image). There is no Docker build at
+// deploy: `cdk deploy` needs no Docker engine.
 func (st *Stack) containerImage(assets *Assets) (awsecs.ContainerImage, error) {
 	c := st.Config
 	if c.ConvertImage != "" {
@@ -45,58 +38,8 @@ func (st *Stack) containerImage(assets *Assets) (awsecs.ContainerImage, error) {
 			Platform: awsecrassets.Platform_LINUX_ARM64(),
 		}), nil
 	}
-	args, err := layerBuildArgs(c.Path("layers/gdal/manifest.json"))
-	if err != nil {
-		return nil, err
-	}
-	return awsecs.ContainerImage_FromAsset(s(c.RepoRoot), &awsecs.AssetImageProps{
-		File:      s("layers/gdal/Dockerfile"),
-		Target:    s("container"),
-		BuildArgs: &args,
-		Platform:  awsecrassets.Platform_LINUX_ARM64(),
-		Exclude:   jsii.Strings(containerImageExclude...),
-	}), nil
-}
-
-// layerBuildArgs are the build arguments layers/gdal/build.sh passes, from the same manifest, so
-// the container's GDAL is the layer's.
-func layerBuildArgs(manifest string) (map[string]*string, error) {
-	b, err := os.ReadFile(manifest)
-	if err != nil {
-		return nil, fmt.Errorf("convert container: %w", err)
-	}
-	var m struct {
-		BaseImage string            `json:"base_image"`
-		Versions  map[string]string `json:"versions"`
-		Drivers   []struct {
-			Name  string `json:"name"`
-			CMake string `json:"cmake"`
-		} `json:"drivers"`
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("convert container: %s: %w", manifest, err)
-	}
-	flags := map[string]bool{}
-	var names []string
-	for _, d := range m.Drivers {
-		if d.CMake != "core" {
-			flags["-D"+d.CMake+"=ON"] = true
-		}
-		names = append(names, d.Name)
-	}
-	var sorted []string
-	for f := range flags {
-		sorted = append(sorted, f)
-	}
-	sort.Strings(sorted)
-	return map[string]*string{
-		"BASE_IMAGE":   s(m.BaseImage),
-		"GDAL_VERSION": s(m.Versions["gdal"]),
-		"PROJ_VERSION": s(m.Versions["proj"]),
-		"GEOS_VERSION": s(m.Versions["geos"]),
-		"DRIVER_FLAGS": s(strings.Join(sorted, " ")),
-		"DRIVER_NAMES": s(strings.Join(names, "|")),
-	}, nil
+	return nil, fmt.Errorf("convert container: no image: push one with `make image-push IMAGE=<repository>:<tag>` " +
+		"(builds it from build/gdal-layer-arm64 and the CLI, no Docker) and pass -c convertImage=<that reference>")
 }
 
 // container builds the network, cluster, task definition, roles and log group of the convert
@@ -256,6 +199,6 @@ func (a *Assets) placeholderContainerContext() (string, error) {
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		return "", err
 	}
-	df := "# geomigrate placeholder: the convert container is built from layers/gdal/Dockerfile (target container) on deploy\nFROM scratch\nRUN false\n"
+	df := "# geomigrate placeholder: the convert container image is pushed by make image-push and named with -c convertImage\nFROM scratch\nRUN false\n"
 	return d, os.WriteFile(filepath.Join(d, "Dockerfile"), []byte(df), 0o644)
 }

@@ -62,7 +62,7 @@ func TestLayerManifest(t *testing.T) {
 	if m.Network {
 		t.Error("the layer must be built without network access (network: false)")
 	}
-	if strings.Join(m.Architectures, ",") != "arm64,x86_64" || !strings.Contains(m.BaseImage, "provided:al2023") {
+	if strings.Join(m.Architectures, ",") != "arm64" || !strings.Contains(m.BaseImage, "provided:al2023") {
 		t.Errorf("architectures %v base %s", m.Architectures, m.BaseImage)
 	}
 	if _, ok := m.Versions["arrow"]; ok {
@@ -86,32 +86,30 @@ func TestLayerManifest(t *testing.T) {
 		t.Errorf("zip budget %d", b["layer_zip_max_bytes"])
 	}
 
-	// The build reads the manifest (single source of drivers and versions) and keeps GDAL offline.
-	df, _ := os.ReadFile(filepath.Join(dir, "Dockerfile"))
-	sh, _ := os.ReadFile(filepath.Join(dir, "build.sh"))
-	check := dockerStage(string(df), "check")
+	// The build reads the manifest (single source of drivers, versions and Debian packages) and
+	// keeps GDAL offline.
+	sh, _ := os.ReadFile(filepath.Join(dir, "build-layer.sh"))
+	env, _ := os.ReadFile(filepath.Join(dir, "layer-env.sh"))
 	for what, cond := range map[string]bool{
-		"build.sh reads manifest.json":                strings.Contains(string(sh), "manifest.json"),
-		"build.sh passes the driver flags":            strings.Contains(string(sh), `DRIVER_FLAGS="$DRIVER_FLAGS"`),
-		"build.sh passes the driver names":            strings.Contains(string(sh), `DRIVER_NAMES="$DRIVER_NAMES"`),
-		"build.sh writes build/gdal-layer-<arch>":     strings.Contains(string(sh), `gdal-layer-$ARCH.zip`),
-		"Dockerfile turns optional drivers off":       strings.Contains(string(df), "-DGDAL_BUILD_OPTIONAL_DRIVERS=OFF") && strings.Contains(string(df), "-DOGR_BUILD_OPTIONAL_DRIVERS=OFF"),
-		"Dockerfile builds without curl":              strings.Contains(string(df), "-DGDAL_USE_CURL=OFF"),
-		"Dockerfile builds without Arrow/Parquet":     strings.Contains(string(df), "-DGDAL_USE_ARROW=OFF") && strings.Contains(string(df), "-DGDAL_USE_PARQUET=OFF") && !strings.Contains(string(df), "arrow-devel"),
-		"Dockerfile builds convert in the image":      strings.Contains(string(df), "./functions/convert"),
-		"check stage starts from the Lambda image":    strings.HasPrefix(check, "FROM base AS check"),
-		"check stage installs nothing":                !strings.Contains(check, "dnf ") && !strings.Contains(check, "yum "),
-		"check stage checks drivers in the image":     strings.Contains(check, "drivers.txt") && strings.Contains(check, "DRIVER_NAMES"),
-		"check stage runs ldd on libs and bootstrap":  strings.Contains(check, "ldd") && strings.Contains(check, "/opt/lib") && strings.Contains(check, "/var/task") && strings.Contains(check, "bootstrap"),
-		"check stage fails on a library not found":    strings.Contains(check, "grep -q 'not found'") && strings.Contains(check, "exit 1"),
-		"export takes the layer from the check stage": strings.Contains(dockerStage(string(df), "export"), "--from=check /opt /opt"),
+		"layer-env.sh reads manifest.json":              strings.Contains(string(env), `MANIFEST="$HERE/manifest.json"`),
+		"layer-env.sh takes the driver switches":        strings.Contains(string(env), "DRIVER_FLAGS=") && strings.Contains(string(env), "m['drivers']"),
+		"layer-env.sh takes the Debian packages":        strings.Contains(string(env), "m['debian']['packages']"),
+		"build-layer.sh turns optional drivers off":     strings.Contains(string(sh), "-DGDAL_BUILD_OPTIONAL_DRIVERS=OFF") && strings.Contains(string(sh), "-DOGR_BUILD_OPTIONAL_DRIVERS=OFF"),
+		"build-layer.sh builds without curl":            strings.Contains(string(sh), "-DGDAL_USE_CURL=OFF"),
+		"build-layer.sh builds without Arrow/Parquet":   strings.Contains(string(sh), "-DGDAL_USE_ARROW=OFF") && strings.Contains(string(sh), "-DGDAL_USE_PARQUET=OFF"),
+		"build-layer.sh builds with iconv (code pages)": strings.Contains(string(sh), "-DGDAL_USE_ICONV=ON"),
+		"build-layer.sh sets DT_RPATH":                  strings.Contains(string(sh), "--force-rpath --set-rpath /opt/lib"),
+		"build-layer.sh checks the drivers exactly":     strings.Contains(string(sh), "the layer's drivers differ from layers/gdal/manifest.json"),
+		"build-layer.sh writes build/gdal-layer-<arch>": strings.Contains(string(sh), `gdal-layer-$ARCH.zip`),
 	} {
 		if !cond {
 			t.Error(what)
 		}
 	}
-	if st, err := os.Stat(filepath.Join(dir, "build.sh")); err != nil || st.Mode()&0o111 == 0 {
-		t.Error("build.sh missing or not executable")
+	for _, f := range []string{"build-layer.sh", "build-convert.sh", "lambda-chroot.sh", "layer-report.py"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Mode()&0o111 == 0 {
+			t.Errorf("%s missing or not executable", f)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
 		t.Error("layers/gdal/README.md missing")
@@ -131,15 +129,19 @@ func TestBuiltLayerAgainstManifest(t *testing.T) {
 		found = true
 		var total uint64
 		names := map[string]bool{}
-		var drivers string
+		var drivers, version string
 		for _, f := range z.File {
 			total += f.UncompressedSize64
 			names[f.Name] = true
-			if f.Name == "share/gdal-layer/drivers.txt" {
+			if f.Name == "share/gdal-layer/drivers.txt" || f.Name == "share/gdal-layer/version.txt" {
 				r, err := f.Open()
 				if err == nil {
 					b, _ := io.ReadAll(r)
-					drivers = string(b)
+					if strings.HasSuffix(f.Name, "drivers.txt") {
+						drivers = string(b)
+					} else {
+						version = strings.TrimSpace(string(b))
+					}
 					r.Close()
 				}
 			}
@@ -159,32 +161,35 @@ func TestBuiltLayerAgainstManifest(t *testing.T) {
 				t.Errorf("%s lacks %s", p, l)
 			}
 		}
+		// Exactly the manifest's drivers, as the layer's own gdalinfo/ogrinfo listed them.
+		want := map[string]bool{}
 		for _, d := range m.Drivers {
-			if !strings.Contains(drivers, "  "+d.Name+" -") {
-				t.Errorf("%s: driver %s not in share/gdal-layer/drivers.txt", p, d.Name)
+			want[d.Name] = true
+		}
+		got := map[string]bool{}
+		for _, l := range strings.Split(drivers, "\n") {
+			if name, _, ok := strings.Cut(strings.TrimPrefix(l, "  "), " -"); ok && strings.HasPrefix(l, "  ") {
+				got[name] = true
 			}
+		}
+		for n := range want {
+			if !got[n] {
+				t.Errorf("%s: manifest driver %s not in share/gdal-layer/drivers.txt", p, n)
+			}
+		}
+		for n := range got {
+			if !want[n] {
+				t.Errorf("%s: the layer registers driver %s, which the manifest does not list", p, n)
+			}
+		}
+		if !strings.HasPrefix(version, "GDAL "+m.Versions["gdal"]+",") {
+			t.Errorf("%s: the layer's gdalinfo --version says %q, the manifest pins %s", p, version, m.Versions["gdal"])
 		}
 	}
 	if !found {
-		t.Skip("no build/gdal-layer-<arch>.zip (run make layer, needs Docker); the manifest itself is checked by TestLayerManifest")
-	}
-}
-
-// dockerStage returns the text of the Dockerfile stage named name, from its FROM line to the next FROM.
-func dockerStage(df, name string) string {
-	lines := strings.Split(df, "\n")
-	var out []string
-	in := false
-	for _, l := range lines {
-		if strings.HasPrefix(l, "FROM ") {
-			if in {
-				break
-			}
-			in = strings.HasSuffix(strings.TrimSpace(l), " AS "+name)
+		if os.Getenv("GEOMIGRATE_REQUIRE_LAYER") != "" {
+			t.Fatal("no build/gdal-layer-<arch>.zip: run make layer")
 		}
-		if in {
-			out = append(out, l)
-		}
+		t.Skip("no build/gdal-layer-<arch>.zip (run make layer); the manifest itself is checked by TestLayerManifest")
 	}
-	return strings.Join(out, "\n")
 }

@@ -344,6 +344,10 @@ func (st *Stack) functions(assets *Assets) error {
 		"PROJ_DATA":  "/opt/share/proj",
 		"PROJ_LIB":   "/opt/share/proj",
 		"CPL_TMPDIR": "/tmp",
+		// The layer bundles its own glibc, whose iconv modules (DBF and other legacy code
+		// pages) are in the layer, not where that glibc would look by default.
+		"GCONV_PATH":   "/opt/lib/gconv",
+		"PROJ_NETWORK": "OFF",
 		// No network from GDAL: the layer is built without curl, and these make sure a source
 		// that references /vsicurl/ (e.g. a VRT) cannot reach out even with another build.
 		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".geomigrate-network-disabled",

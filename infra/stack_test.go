@@ -319,8 +319,8 @@ func TestMissingLayerMessage(t *testing.T) {
 		t.Fatalf("want a clear message naming gdalLayerArn and make layer, got %v", err)
 	}
 	os.RemoveAll(filepath.Join(dir, "convert"))
-	if _, err := ResolveAssets(c); err == nil || !strings.Contains(err.Error(), "make build") {
-		t.Fatalf("missing function build: %v", err)
+	if _, err := ResolveAssets(c); err == nil || !strings.Contains(err.Error(), "make layer LAYER_ARCH=arm64") {
+		t.Fatalf("missing convert build: %v", err)
 	}
 	c.PlaceholderAssets = true
 	a, err := ResolveAssets(c)
