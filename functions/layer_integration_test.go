@@ -213,11 +213,9 @@ func (s *chrootStack) put(t *testing.T, key, path string) {
 func TestLayerConvertsInLambdaChroot(t *testing.T) {
 	s := newChrootStack(t)
 	dir := t.TempDir()
-	src := filepath.Join("..", "events", "testdata", "sources")
 
-	// GeoTIFF (UTM 33N from the .prj sidecar), tiled the way archives are not.
-	tif := filepath.Join(dir, "elevation.tif")
-	run(t, "gdal_translate", "-q", "-of", "GTiff", "-a_srs", filepath.Join(src, "elevation.prj"), filepath.Join(src, "elevation.asc"), tif)
+	// GeoTIFF (UTM 33N from the .prj sidecar).
+	tif := elevationTIFF(t, dir)
 	s.put(t, "dem/elevation.tif", tif)
 	if r, outs := s.migrate(t, "dem/elevation.tif", "dem"); r.ErrorType != "" || len(outs) != 1 || outs[0].Format != "COG" {
 		t.Fatalf("GeoTIFF: %s %s, outputs %+v", r.ErrorType, r.ErrorMessage, outs)
@@ -449,6 +447,16 @@ func firstLine(s string) string {
 	return s
 }
 
+// elevationTIFF writes events/testdata's elevation grid as a GeoTIFF (UTM 33N
+// from its .prj sidecar) with the host's gdal_translate.
+func elevationTIFF(t *testing.T, dir string) string {
+	t.Helper()
+	src := filepath.Join("..", "events", "testdata", "sources")
+	tif := filepath.Join(dir, "elevation.tif")
+	run(t, "gdal_translate", "-q", "-of", "GTiff", "-a_srs", filepath.Join(src, "elevation.prj"), filepath.Join(src, "elevation.asc"), tif)
+	return tif
+}
+
 // judgeCOGFile runs GDAL's own COG validator (python3-gdal) on p.
 func judgeCOGFile(t *testing.T, p string) {
 	t.Helper()
@@ -585,11 +593,12 @@ func TestConvertImageInChroot(t *testing.T) {
 	}
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
-	ref, err := name.ParseReference(strings.TrimPrefix(reg.URL, "http://")+"/geomigrate-convert:test", name.Insecure)
+	digestRef, err := ociimage.Push(context.Background(), img, strings.TrimPrefix(reg.URL, "http://")+"/geomigrate-convert:test", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img); err != nil {
+	ref, err := name.ParseReference(digestRef, name.Insecure)
+	if err != nil {
 		t.Fatal(err)
 	}
 	pulled, err := remote.Image(ref)
@@ -605,9 +614,7 @@ func TestConvertImageInChroot(t *testing.T) {
 
 	s := newChrootStack(t)
 	dir := t.TempDir()
-	src := filepath.Join("..", "events", "testdata", "sources")
-	tif := filepath.Join(dir, "elevation.tif")
-	run(t, "gdal_translate", "-q", "-of", "GTiff", "-a_srs", filepath.Join(src, "elevation.prj"), filepath.Join(src, "elevation.asc"), tif)
+	tif := elevationTIFF(t, dir)
 	s.put(t, "dem/container.tif", tif)
 	inv := func(state string) migration.Invocation {
 		return migration.Invocation{Execution: "arn:aws:states:eu-west-1:123456789012:execution:geomigrate-migrate:container-1", State: state}

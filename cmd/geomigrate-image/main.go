@@ -16,9 +16,7 @@ import (
 	"os"
 
 	"github.com/alecthomas/kong"
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/geomigrate/geomigrate/internal/ociimage"
@@ -30,8 +28,8 @@ type sources struct {
 	CACerts string `name:"ca-certs" default:"/etc/ssl/certs/ca-certificates.crt" type:"existingfile" help:"PEM bundle for /etc/ssl/certs/ca-certificates.crt"`
 }
 
-func (s sources) build() (ociimage.Sources, error) {
-	return ociimage.Sources{Opt: s.Opt, CLI: s.CLI, CACerts: s.CACerts}, nil
+func (s sources) build() ociimage.Sources {
+	return ociimage.Sources{Opt: s.Opt, CLI: s.CLI, CACerts: s.CACerts}
 }
 
 type pushCmd struct {
@@ -41,27 +39,15 @@ type pushCmd struct {
 }
 
 func (c *pushCmd) Run(ctx context.Context) error {
-	var opts []name.Option
-	if c.Insecure {
-		opts = append(opts, name.Insecure)
-	}
-	ref, err := name.ParseReference(c.Ref, opts...)
-	if err != nil {
-		return fmt.Errorf("push: %w", err)
-	}
-	src, _ := c.build()
-	img, err := ociimage.Build(src)
+	img, err := ociimage.Build(c.sources.build())
 	if err != nil {
 		return err
 	}
-	if err := remote.Write(ref, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-		return fmt.Errorf("push %s: %w", ref, err)
-	}
-	d, err := img.Digest()
+	ref, err := ociimage.Push(ctx, img, c.Ref, c.Insecure)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%s@%s\n", ref.Context().Name(), d)
+	fmt.Println(ref)
 	return nil
 }
 
@@ -76,8 +62,7 @@ func (c *saveCmd) Run(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
-	src, _ := c.build()
-	img, err := ociimage.Build(src)
+	img, err := ociimage.Build(c.sources.build())
 	if err != nil {
 		return err
 	}

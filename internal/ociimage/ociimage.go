@@ -10,6 +10,7 @@ package ociimage
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -19,9 +20,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -82,6 +86,28 @@ func Build(src Sources) (v1.Image, error) {
 		return nil, fmt.Errorf("ociimage.Build: %w", err)
 	}
 	return img, nil
+}
+
+// Push writes img to ref (repository:tag; insecure allows a plain-HTTP registry) with the
+// credentials of the Docker config (credential helpers such as ecr-login included; no daemon)
+// and returns the digest reference, repository@sha256:..., that the stack's convertImage takes.
+func Push(ctx context.Context, img v1.Image, ref string, insecure bool) (string, error) {
+	var opts []name.Option
+	if insecure {
+		opts = append(opts, name.Insecure)
+	}
+	r, err := name.ParseReference(ref, opts...)
+	if err != nil {
+		return "", fmt.Errorf("ociimage.Push: %w", err)
+	}
+	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return "", fmt.Errorf("ociimage.Push %s: %w", r, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", fmt.Errorf("ociimage.Push: %w", err)
+	}
+	return r.Context().Name() + "@" + d.String(), nil
 }
 
 // rootfs is the image's single layer as a tar: /opt from src.Opt (symlinks kept), the CLI,

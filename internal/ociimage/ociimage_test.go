@@ -2,6 +2,7 @@ package ociimage
 
 import (
 	"archive/tar"
+	"context"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -69,11 +70,15 @@ func TestBuildPushPull(t *testing.T) {
 
 	reg := httptest.NewServer(registry.New())
 	t.Cleanup(reg.Close)
-	ref, err := name.ParseReference(strings.TrimPrefix(reg.URL, "http://")+"/geomigrate-convert:test", name.Insecure)
+	digestRef, err := Push(context.Background(), img, strings.TrimPrefix(reg.URL, "http://")+"/geomigrate-convert:test", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img); err != nil {
+	if !strings.HasSuffix(digestRef, "/geomigrate-convert@"+d1.String()) {
+		t.Errorf("Push returned %s, want the repository @ %s", digestRef, d1)
+	}
+	ref, err := name.ParseReference(digestRef, name.Insecure)
+	if err != nil {
 		t.Fatal(err)
 	}
 	pulled, err := remote.Image(ref)
