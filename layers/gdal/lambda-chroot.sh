@@ -15,7 +15,7 @@
 # COMMAND is a path inside the root; an arm64 ELF is started through /usr/bin/qemu-aarch64-static.
 # With --rie, COMMAND is what /usr/local/bin/aws-lambda-rie starts (its flags go in -- before it).
 # Mounts live in a private mount namespace (unshare), so they vanish with the process; the root
-# directory is a temporary one, removed afterwards. Needs root (mount, chroot).
+# is a tmpfs over /mnt inside that namespace. Needs root (mount, chroot).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=layers/gdal/layer-env.sh
@@ -42,12 +42,15 @@ done
 [ $# -gt 0 ] || { echo "lambda-chroot.sh: no command" >&2; exit 2; }
 qemu="$(command -v "$QEMU")" || { echo "lambda-chroot.sh: $QEMU not found (make layer-deps)" >&2; exit 2; }
 
-root="$(mktemp -d "${TMPDIR:-/tmp}/lambda-root.XXXXXX")"
-# The root is a tmpfs of its own and everything else is mounted under it: one recursive unmount
-# takes it all away, and nothing is ever deleted through a mount.
+# The root is a tmpfs mounted over /mnt in this private mount namespace, and everything else is
+# mounted under it: the host sees none of it, nothing is created on the host's disk, and it all
+# goes away with the namespace's last process, however that process ends (a test's SIGKILL
+# included). Nothing is ever deleted through a mount.
+root=/mnt
+for d in "$opt" "$task" "$rie"; do
+	case "$d" in /mnt | /mnt/*) echo "lambda-chroot.sh: $d is under /mnt, which the root covers" >&2; exit 2 ;; esac
+done
 mount -t tmpfs -o size=64m,mode=0755 lambda-root "$root"
-cleanup() { cd /; umount -R "$root" && rmdir "$root"; }
-trap cleanup EXIT
 mkdir -p "$root"/{opt,var/task,tmp,dev,lib64,usr/bin,usr/local/bin,etc}
 bind_ro() { # source target
 	mount --bind "$1" "$2"
