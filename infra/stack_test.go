@@ -149,7 +149,7 @@ func TestQueuesRetentionEncryptionRedrive(t *testing.T) {
 // TestFunctionEnvironmentIsTheDeclaredSettings: every variable the stack
 // sets on a function is one internal/config declares, and every declared
 // variable is set, on every function; the only others are GDAL's and PROJ's
-// runtime configuration, on convert.
+// runtime configuration and the layer's iconv modules (GCONV_PATH), on convert.
 func TestFunctionEnvironmentIsTheDeclaredSettings(t *testing.T) {
 	b := defaultStack(t)
 	declared := slices.Sorted(slices.Values(config.LambdaEnvNames()))
@@ -162,7 +162,7 @@ func TestFunctionEnvironmentIsTheDeclaredSettings(t *testing.T) {
 			switch {
 			case strings.HasPrefix(k, "GEOMIGRATE_"):
 				set = append(set, k)
-			case name == "convert" && (strings.HasPrefix(k, "GDAL_") || strings.HasPrefix(k, "PROJ_") || strings.HasPrefix(k, "CPL_")):
+			case name == "convert" && (strings.HasPrefix(k, "GDAL_") || strings.HasPrefix(k, "PROJ_") || strings.HasPrefix(k, "CPL_") || k == "GCONV_PATH"):
 			default:
 				t.Errorf("%s: sets %s, which is no declared setting", name, k)
 			}
