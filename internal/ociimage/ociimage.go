@@ -101,7 +101,7 @@ func Push(ctx context.Context, img v1.Image, ref string, insecure bool) (string,
 		return "", fmt.Errorf("ociimage.Push: %w", err)
 	}
 	if err := remote.Write(r, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-		return "", fmt.Errorf("ociimage.Push %s: %w", r, err)
+		return "", fmt.Errorf("ociimage.Push: %s: %w", r, err)
 	}
 	d, err := img.Digest()
 	if err != nil {
