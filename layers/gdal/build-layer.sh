@@ -172,7 +172,7 @@ if [ "$(cat "$CACHE/gdal.key" 2>/dev/null)" != "$GDAL_KEY" ] || [ ! -f "$SYSROOT
 	export PKG_CONFIG_SYSROOT_DIR="$SYSROOT" PKG_CONFIG_LIBDIR="$SYSROOT_PKG_CONFIG_LIBDIR"
 	cmake -S "$GDAL_SRC" -B "$BUILD" -G Ninja "${GDAL_FLAGS[@]}" >"$BUILD.configure.log" 2>&1 ||
 		{ tail -n 40 "$BUILD.configure.log" >&2; die "GDAL configure failed"; }
-	log "building GDAL with $(nproc) jobs (cold: about 15 min on 2 cores; log: $BUILD.log)"
+	log "building GDAL with $(nproc) jobs (cold: about 9 min on 2 cores; log: $BUILD.log)"
 	ninja -C "$BUILD" -j"$(nproc)" >"$BUILD.log" 2>&1 || { tail -n 40 "$BUILD.log" >&2; die "GDAL build failed"; }
 	DESTDIR="$SYSROOT" cmake --install "$BUILD" >"$BUILD.install.log" 2>&1 || die "GDAL install failed"
 	printf '%s\n' "$GDAL_KEY" >"$CACHE/gdal.key"
