@@ -33,6 +33,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/geomigrate/geomigrate/functions/lambdatest"
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/hostile"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/ociimage"
@@ -80,15 +81,11 @@ func builtLayer(t *testing.T) (layer, buildDir string) {
 }
 
 // lambdaGDALEnv is the GDAL part of the Convert function's environment as
-// the stack sets it (infra/stack.go's gdalEnv).
+// the stack sets it (infra/stack.go: config.LayerEnvironment and a cache).
 func lambdaGDALEnv() map[string]string {
-	return map[string]string{
-		"GDAL_DATA": "/opt/share/gdal", "PROJ_DATA": "/opt/share/proj", "PROJ_LIB": "/opt/share/proj",
-		"CPL_TMPDIR": "/tmp", "GCONV_PATH": "/opt/lib/gconv", "PROJ_NETWORK": "OFF",
-		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".geomigrate-network-disabled", "GDAL_HTTP_MAX_RETRY": "0",
-		"GDAL_HTTP_TIMEOUT": "1", "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR", "GDAL_PAM_ENABLED": "NO",
-		"GDAL_CACHEMAX": "256",
-	}
+	env := config.LayerEnvironment()
+	env["GDAL_CACHEMAX"] = "256"
+	return env
 }
 
 // run runs a host GDAL tool (the outside judge and fixture maker).

@@ -339,24 +339,8 @@ func (st *Stack) functions(assets *Assets) error {
 	if err := closing.Check(); err != nil {
 		return err
 	}
-	gdalEnv := map[string]string{
-		"GDAL_DATA":  "/opt/share/gdal",
-		"PROJ_DATA":  "/opt/share/proj",
-		"PROJ_LIB":   "/opt/share/proj",
-		"CPL_TMPDIR": "/tmp",
-		// The layer bundles its own glibc, whose iconv modules (DBF and other legacy code
-		// pages) are in the layer, not where that glibc would look by default.
-		"GCONV_PATH":   "/opt/lib/gconv",
-		"PROJ_NETWORK": "OFF",
-		// No network from GDAL: the layer is built without curl, and these make sure a source
-		// that references /vsicurl/ (e.g. a VRT) cannot reach out even with another build.
-		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".geomigrate-network-disabled",
-		"GDAL_HTTP_MAX_RETRY":              "0",
-		"GDAL_HTTP_TIMEOUT":                "1",
-		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
-		"GDAL_PAM_ENABLED":                 "NO",
-		"GDAL_CACHEMAX":                    itoa(c.ConvertMemoryMB / 4),
-	}
+	gdalEnv := config.LayerEnvironment()
+	gdalEnv["GDAL_CACHEMAX"] = itoa(c.ConvertMemoryMB / 4)
 
 	src, dst := st.Source, st.Dest
 	staging := dst.ArnForObjects(s(c.StagingPrefix + "*"))

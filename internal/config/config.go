@@ -343,6 +343,30 @@ func (l Lambda) Environment() map[string]string {
 	return env
 }
 
+// LayerEnvironment is what a process using the GDAL layer mounted at /opt
+// (layers/gdal) needs in its environment: the layer's data directories, the
+// iconv modules of the glibc it bundles (not where that glibc would look by
+// default), and GDAL and PROJ kept off the network. The Convert Lambda
+// (infra/), the convert image (internal/ociimage) and the layer's chroot
+// tests set exactly these; GDAL_CACHEMAX is each one's own.
+func LayerEnvironment() map[string]string {
+	return map[string]string{
+		"GDAL_DATA":    "/opt/share/gdal",
+		"PROJ_DATA":    "/opt/share/proj",
+		"PROJ_LIB":     "/opt/share/proj",
+		"CPL_TMPDIR":   "/tmp",
+		"GCONV_PATH":   "/opt/lib/gconv",
+		"PROJ_NETWORK": "OFF",
+		// No network from GDAL: the layer is built without curl, and these make sure a source
+		// that references /vsicurl/ (e.g. a VRT) cannot reach out even with another build.
+		"CPL_VSIL_CURL_ALLOWED_EXTENSIONS": ".geomigrate-network-disabled",
+		"GDAL_HTTP_MAX_RETRY":              "0",
+		"GDAL_HTTP_TIMEOUT":                "1",
+		"GDAL_DISABLE_READDIR_ON_OPEN":     "EMPTY_DIR",
+		"GDAL_PAM_ENABLED":                 "NO",
+	}
+}
+
 // LambdaEnvNames lists every environment variable a Lambda function reads
 // through the declaration.
 func LambdaEnvNames() []string {

@@ -28,22 +28,22 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/geomigrate/geomigrate/internal/config"
 )
 
 // Entrypoint is the container's command: convert one job (internal/migration's container task).
 var Entrypoint = []string{"/usr/local/bin/geomigrate", "task", "convert"}
 
-// Env is the image's environment: the layer's data directories, its own iconv modules and
-// PROJ kept offline, as the Convert Lambda has them (infra/stack.go).
-var Env = []string{
-	"PATH=/usr/local/bin:/opt/bin",
-	"GDAL_DATA=/opt/share/gdal",
-	"PROJ_DATA=/opt/share/proj",
-	"PROJ_LIB=/opt/share/proj",
-	"GCONV_PATH=/opt/lib/gconv",
-	"PROJ_NETWORK=OFF",
-	"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-	"CPL_TMPDIR=/tmp",
+// Env is the image's environment: the layer's (config.LayerEnvironment, as the Convert
+// Lambda has it), the PATH of the CLI and the CA bundle the image carries.
+func Env() []string {
+	env := []string{"PATH=/usr/local/bin:/opt/bin", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
+	for k, v := range config.LayerEnvironment() {
+		env = append(env, k+"="+v)
+	}
+	sort.Strings(env)
+	return env
 }
 
 // Sources are the files the image is made of.
@@ -80,7 +80,7 @@ func Build(src Sources) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.Architecture, cf.OS, cf.Created = "arm64", "linux", v1.Time{Time: epoch}
 	cf.Config.Entrypoint = Entrypoint
-	cf.Config.Env = Env
+	cf.Config.Env = Env()
 	cf.Config.WorkingDir = "/tmp"
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return nil, fmt.Errorf("ociimage.Build: %w", err)
