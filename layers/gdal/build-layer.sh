@@ -31,7 +31,6 @@ if [ "$ARCH" != arm64 ]; then
 	exit 2
 fi
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-ROOT="$(cd "$HERE/../.." && pwd)"
 # shellcheck source=layers/gdal/layer-env.sh
 . "$HERE/layer-env.sh"
 
@@ -92,9 +91,9 @@ if [ "$(cat "$SYSROOT/.key" 2>/dev/null)" != "$SYSROOT_KEY" ]; then
 	[ -e "$SYSROOT/lib" ] || ln -s usr/lib "$SYSROOT/lib"
 	# The runtime packages have no unversioned link for the C++ runtime (the -dev package of
 	# GCC 14 would bring headers the host's cross GCC cannot use).
+	ln -sf libstdc++.so.6 "$SYSROOT/usr/lib/$TRIPLET/libstdc++.so"
 	# libgcc_s.so is left to the cross GCC's own linker script, which adds libgcc.a (the
 	# outline atomics, __aarch64_ldadd4_acq_rel and friends, live only there).
-	ln -sf libstdc++.so.6 "$SYSROOT/usr/lib/$TRIPLET/libstdc++.so"
 	# CMake package files carry absolute /usr paths: point them into the sysroot.
 	find "$SYSROOT/usr/lib/$TRIPLET/cmake" -name '*.cmake' -exec sed -i -E "s#([\" ;])/(usr|lib)/#\1$SYSROOT/\2/#g" {} +
 	printf '%s\n' "$PKGS" >"$SYSROOT/.packages"

@@ -95,13 +95,6 @@ elif is_arm64 "${cmd[0]}"; then
 fi
 chroot_bin="$(command -v chroot)"
 cd "$root"
-# In the background so that a TERM (the tests stop rie by PID) reaches it and the root is still
-# removed afterwards.
-env -i "${lambda_env[@]}" "${envs[@]}" "$chroot_bin" "$root" "${cmd[@]}" &
-child=$!
-trap 'kill -TERM "$child" 2>/dev/null' TERM INT
-status=0
-wait "$child" || status=$?
-# wait returns early when a trapped signal arrives: wait again for the child itself.
-while kill -0 "$child" 2>/dev/null; do wait "$child" || status=$?; done
-exit "$status"
+# exec: the command keeps this process's PID, so a test that stops rie by PID stops rie itself,
+# and the namespace, with every mount in it, ends with it.
+exec env -i "${lambda_env[@]}" "${envs[@]}" "$chroot_bin" "$root" "${cmd[@]}"
