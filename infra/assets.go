@@ -53,8 +53,8 @@ func ResolveAssets(c *Config) (*Assets, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("%s\n  (or pass -c placeholderAssets=true to synthesize without a build; never deploy that)", strings.Join(missing, "\n  "))
 	}
-	// The convert container is built by Docker when the asset is published (deploy); staging
-	// its context (the repository) at every synth is what placeholderAssets spares.
+	// The convert container's image is pushed before a deploy (make image-push, context
+	// convertImage); synth and the tests stand a build context in for it that cannot build.
 	if c.PlaceholderAssets && c.ConvertImage == "" {
 		d, err := a.placeholderContainerContext()
 		if err != nil {

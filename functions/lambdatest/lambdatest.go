@@ -12,13 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,7 +291,7 @@ func Start(t testing.TB, rie, name, bootstrap string, env map[string]string) *Fu
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	return startRIE(t, name, addr, cmd)
+	return startRIE(t, name, addr, cmd, 10*time.Second)
 }
 
 // StartInChroot runs the arm64 bootstrap in taskDir under rie the way Lambda
@@ -308,24 +309,20 @@ func StartInChroot(t testing.TB, rie, name, taskDir, layer string, env map[strin
 	runtimeAPI := "127.0.0.1:" + strconv.Itoa(FreePort(t))
 	args := append([]string{}, wrap...)
 	args = append(args, filepath.Join(root, "layers", "gdal", "lambda-chroot.sh"), "--opt", layer, "--task", taskDir, "--rie", rie)
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
 		args = append(args, "-e", k+"="+env[k])
 	}
 	args = append(args, "--", "--runtime-interface-emulator-address", addr, "--runtime-api-address", runtimeAPI, "/var/task/bootstrap")
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "TMPDIR=" + os.TempDir()}
-	f := startRIE(t, name, addr, cmd)
+	// qemu-user and the chroot's mounts take longer than a native start.
+	f := startRIE(t, name, addr, cmd, 30*time.Second)
 	f.RuntimeAPI = runtimeAPI
 	return f
 }
 
-// startRIE starts cmd (rie, or what runs it) and waits until addr listens.
-func startRIE(t testing.TB, name, addr string, cmd *exec.Cmd) *Function {
+// startRIE starts cmd (rie, or what runs it) and waits up to wait until addr listens.
+func startRIE(t testing.TB, name, addr string, cmd *exec.Cmd, wait time.Duration) *Function {
 	t.Helper()
 	buf := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = buf, buf
@@ -337,8 +334,7 @@ func startRIE(t testing.TB, name, addr string, cmd *exec.Cmd) *Function {
 	}
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(f.Stop)
-	// qemu-user and the chroot's mounts take longer than a native start.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(wait)
 	for {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {
