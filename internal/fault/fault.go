@@ -43,11 +43,15 @@ const (
 	InvalidInput      Code = "InvalidInput"
 	DestinationTaken  Code = "DestinationConflict"
 	SourceChanged     Code = "SourceChanged"
+	CurveGeometry     Code = "CurveGeometry"
+	NoGeometry        Code = "NoGeometry"
+	DriverUnavailable Code = "DriverUnavailable"
 )
 
 // Codes lists every data error code, for documentation and tests.
 var Codes = []Code{MissingCRS, InvalidCRS, UnsupportedFormat, CorruptSource, InvalidGeometry,
-	EmptyDataset, SchemaMismatch, BudgetExceeded, UnsafeSource, SourceNotFound, InvalidInput, DestinationTaken, SourceChanged}
+	EmptyDataset, SchemaMismatch, BudgetExceeded, UnsafeSource, SourceNotFound, InvalidInput, DestinationTaken, SourceChanged,
+	CurveGeometry, NoGeometry, DriverUnavailable}
 
 // TransientError is a failure that may succeed when tried again later
 // (throttling, 5xx, timeouts, lease contention). The state machine retries it.

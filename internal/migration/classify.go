@@ -328,6 +328,12 @@ func hint(tier fault.Tier, code fault.Code, name string) string {
 		return "The source was overwritten during migration; its new version is migrated on its own."
 	case fault.DestinationTaken:
 		return "Two sources map to the same destination key. Rename one of them."
+	case fault.CurveGeometry:
+		return "The layer holds curve geometries (CircularString, CurvePolygon, …), which GeoParquet does not allow. Choose vector_format: FlatGeobuf in the recipe (it keeps curves), or curves: linearize to approximate them by line segments, and replay."
+	case fault.NoGeometry:
+		return "The table has no geometry column. Set attribute_tables: parquet in the recipe to write it as plain Parquet, or add a geometry and re-upload."
+	case fault.DriverUnavailable:
+		return "GDAL here lacks the driver or format version this file needs. Convert it with a GDAL that has it, or re-export it in a supported format."
 	}
 	switch tier {
 	case fault.TierTransient:
