@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/signals"
 )
@@ -114,5 +115,57 @@ func TestNewReportHintsRoutedFiles(t *testing.T) {
 	b, _ := json.Marshal(NewReport(time.Now(), nil))
 	if !strings.Contains(string(b), `"files":[]`) {
 		t.Errorf("empty report %s: files must be [] (the schema wants an array)", b)
+	}
+}
+
+// TestReportSchemaDocumentsEveryCode: every data error code a DataError can
+// carry is documented, with its meaning, in docs/report-schema.json's
+// files[].code, and the schema names no code that does not exist.
+func TestReportSchemaDocumentsEveryCode(t *testing.T) {
+	b, err := os.ReadFile("../../docs/report-schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Defs map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	var code struct {
+		AnyOf []struct {
+			Const       string `json:"const"`
+			Description string `json:"description"`
+		} `json:"anyOf"`
+	}
+	found := false
+	for _, d := range schema.Defs {
+		if raw, ok := d.Properties["code"]; ok {
+			if err := json.Unmarshal(raw, &code); err != nil {
+				t.Fatal(err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no code property in the schema's $defs")
+	}
+	var documented []string
+	for _, c := range code.AnyOf {
+		if c.Description == "" {
+			t.Errorf("code %s has no description", c.Const)
+		}
+		documented = append(documented, c.Const)
+	}
+	var want []string
+	for _, c := range fault.Codes {
+		want = append(want, string(c))
+	}
+	slices.Sort(documented)
+	slices.Sort(want)
+	if !slices.Equal(documented, want) {
+		t.Errorf("schema documents %v, fault.Codes is %v", documented, want)
 	}
 }
