@@ -52,6 +52,9 @@ type archiveCase struct {
 	Make func(g *gen, dir string)
 	// Recipe is a recipe file's YAML ("" = none).
 	Recipe string
+	// Plan holds words `geomigrate plan` must print before the migration
+	// (every clash, in one pass).
+	Plan []string
 	// Files: every key of the source the report must show, and its end.
 	Files map[string]fileWant
 	// Pending names what the case waits for while its feature is on
@@ -246,14 +249,17 @@ var archiveCases = []archiveCase{
 		},
 	},
 	{
-		Name: "clashing_names", Class: "clashing names (dem.tif + dem.tiff) routed, a GML's .xsd never a clash, the rest migrates", Pending: pendClash + "; " + pendFormats,
+		Name: "clashing_names", Class: "clashing names (dem.tif + dem.tiff, lakes.geojson + lakes.json) routed and all listed by plan, a GML's .xsd never a clash, the rest migrates", Pending: pendClash + "; " + pendFormats,
 		Make: makeClashes,
+		Plan: []string{"dem.tiff", "lakes.json"},
 		Files: map[string]fileWant{
-			"dem.tif":   {Status: "remediation", Code: "DestinationConflict", Message: []string{"dem.tiff"}},
-			"dem.tiff":  {Status: "remediation", Code: "DestinationConflict", Message: []string{"dem.tif"}},
-			"roads.gml": {Status: "completed"},
-			"roads.xsd": {Status: "sidecar"},
-			"other.tif": {Status: "completed"},
+			"dem.tif":       {Status: "remediation", Code: "DestinationConflict", Message: []string{"dem.tiff"}},
+			"dem.tiff":      {Status: "remediation", Code: "DestinationConflict", Message: []string{"dem.tif"}},
+			"roads.gml":     {Status: "completed"},
+			"roads.xsd":     {Status: "sidecar"},
+			"other.tif":     {Status: "completed"},
+			"lakes.geojson": {Status: "remediation", Code: "DestinationConflict", Message: []string{"lakes.json"}},
+			"lakes.json":    {Status: "remediation", Code: "DestinationConflict", Message: []string{"lakes.geojson"}},
 		},
 	},
 	{

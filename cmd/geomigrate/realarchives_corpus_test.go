@@ -3,6 +3,7 @@ package main
 import (
 	"archive/zip"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -439,6 +440,9 @@ raster('dem.tiff', bands=2).FlushCache()
 raster('other.tif', dtype=gdal.GDT_Byte).FlushCache()
 `)
 	makeGMLNamed(g, dir, "roads")
+	const lake = `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"name":"%s"},"geometry":{"type":"Point","coordinates":[6.5,45.5]}}]}` + "\n"
+	g.write(filepath.Join(dir, "lakes.geojson"), fmt.Sprintf(lake, "Léman"))
+	g.write(filepath.Join(dir, "lakes.json"), fmt.Sprintf(lake, "Annecy"))
 }
 
 func makeGML(g *gen, dir string) { makeGMLNamed(g, dir, "towns") }

@@ -178,14 +178,27 @@ func runArchiveCase(r *recorder, j archiveJudges, geoSchema *jsonschema.Schema, 
 	}
 	c.Make(&gen{t: t}, src)
 
-	args := []string{"migrate", src, "--dest", dest, "--progress", "plain"}
+	var recipeArgs []string
 	if c.Recipe != "" {
 		p := filepath.Join(base, "recipe.yaml")
 		if err := os.WriteFile(p, []byte(c.Recipe), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		args = append(args, "--recipe", p)
+		recipeArgs = []string{"--recipe", p}
 	}
+	if len(c.Plan) > 0 {
+		var out, errOut bytes.Buffer
+		err := realMain(context.Background(), append([]string{"plan", src, "--dest", dest}, recipeArgs...), &out, &errOut)
+		if err != nil {
+			r.errorf("geomigrate plan: %v\n%s", err, lastLines(errOut.String(), 10))
+		}
+		for _, w := range c.Plan {
+			if !strings.Contains(out.String(), w) {
+				r.errorf("geomigrate plan does not name %q:\n%s", w, lastLines(out.String(), 40))
+			}
+		}
+	}
+	args := append([]string{"migrate", src, "--dest", dest, "--progress", "plain"}, recipeArgs...)
 	var out, errOut bytes.Buffer
 	if err := realMain(context.Background(), args, &out, &errOut); err != nil {
 		r.errorf("geomigrate migrate: %v\n%s%s", err, lastLines(out.String(), 5), lastLines(errOut.String(), 10))
@@ -503,6 +516,92 @@ func TestDifferenceWarned(t *testing.T) {
 	} {
 		if got := differenceWarned(c.prop, c.allow, c.warnings); got != c.want {
 			t.Errorf("differenceWarned(%q, %v, %q) = %v, want %v", c.prop, c.allow, c.warnings, got, c.want)
+		}
+	}
+}
+
+// TestArchiveJudgesSeeDifferences: the outside judge finds what it is
+// meant to find, on pairs altered on purpose with GDAL (a judge that finds
+// nothing proves nothing).
+func TestArchiveJudgesSeeDifferences(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := findArchiveJudges(t, root)
+	dir := t.TempDir()
+	g := &gen{t: t}
+	g.py(dir, pyRaster+`
+gdal.SetConfigOption('GDAL_TIFF_INTERNAL_MASK', 'NO')
+ds = raster('a.tif', bands=2)
+ds.SetMetadata({'KEEP': 'me'})
+ds.SetMetadata({'X': '1'}, 'EXTRA')
+ds.CreateMaskBand(gdal.GMF_PER_DATASET)
+m = np.full((200, 300), 255, dtype=np.uint8); m[:, :50] = 0
+ds.GetRasterBand(1).GetMaskBand().WriteArray(m)
+ds.GetRasterBand(2).SetUnitType('m')
+ds = None
+src = gdal.Open('a.tif')
+gdal.Translate('b.tif', src, format='COG', options=['-mask', 'none'])
+gdal.Translate('c.tif', src, format='GTiff', options=['-mask', 'none'])
+c = gdal.Open('c.tif', gdal.GA_Update)
+a = c.GetRasterBand(1).ReadAsArray(); a[199, 299] += 1; c.GetRasterBand(1).WriteArray(a)
+c.SetMetadata({}, '')
+c.GetRasterBand(2).SetUnitType('')
+c = None
+`+pyLayers+`
+ds = ogr.GetDriverByName('GPKG').CreateDataSource('a.gpkg')
+l = ds.CreateLayer('t', srs(4326), ogr.wkbLineStringZM)
+fields(l, [('n', ogr.OFTInteger, 0), ('s', ogr.OFTString, 0)])
+for i in range(4):
+    feature(l, 'LINESTRING ZM (0 %d 1 2,1 %d 3 4)' % (i, i), n=i, s='v%d' % i)
+ds = None
+ds = ogr.GetDriverByName('FlatGeobuf').CreateDataSource('b.fgb')
+l = ds.CreateLayer('t', srs(4326), ogr.wkbLineString25D)
+fields(l, [('n', ogr.OFTInteger, 0), ('s', ogr.OFTString, 0)])
+for i in range(4):
+    feature(l, 'LINESTRING Z (0 %d 1,1 %d 3)' % (i, i), n=i, s='v%d' % (i if i < 3 else 9))
+ds = None
+`)
+	verdict := func(args ...string) map[string]bool {
+		t.Helper()
+		b, err := external(python, append([]string{j.gdaljudge}, args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v judgeVerdict
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%v: %s", err, b)
+		}
+		props := map[string]bool{}
+		for _, d := range v.Differences {
+			props[d.Property] = true
+		}
+		return props
+	}
+	for _, c := range []struct {
+		args       []string
+		want, none []string
+	}{
+		// A COG without the mask: the mask differs, and the COG driver
+		// does not carry a domain of its own.
+		{[]string{"raster", filepath.Join(dir, "a.tif"), filepath.Join(dir, "b.tif")}, []string{"mask", "metadata:EXTRA"}, []string{"pixels", "unit", "metadata:default", "cog"}},
+		// One pixel, the default domain and a band's unit changed; not a COG.
+		{[]string{"raster", filepath.Join(dir, "a.tif"), filepath.Join(dir, "c.tif")}, []string{"mask", "pixels", "metadata:default", "unit", "cog"}, nil},
+		{[]string{"raster", filepath.Join(dir, "a.tif"), filepath.Join(dir, "a.tif")}, nil, []string{"mask", "pixels", "metadata:default", "metadata:EXTRA", "unit", "gcps", "crs"}},
+		// M values dropped and one value changed.
+		{[]string{"vector", filepath.Join(dir, "a.gpkg"), filepath.Join(dir, "b.fgb")}, []string{"geometry:M", "field:s"}, []string{"field:n", "features"}},
+	} {
+		got := verdict(c.args...)
+		for _, w := range c.want {
+			if !got[w] {
+				t.Errorf("%v: the judge misses %q (found %v)", c.args[1:], w, got)
+			}
+		}
+		for _, n := range c.none {
+			if got[n] {
+				t.Errorf("%v: the judge finds %q different (found %v)", c.args[1:], n, got)
+			}
 		}
 	}
 }
