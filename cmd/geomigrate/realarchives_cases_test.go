@@ -115,6 +115,24 @@ var archiveCases = []archiveCase{
 
 	// ---- sidecars and georeferencing ----
 	{
+		// On main the PAM's own metadata domain is lost without a warning.
+		Name: "pam_and_external_overviews", Class: "GDAL PAM .aux.xml (metadata, scale/offset, a domain) and external .ovr", Pending: pendRaster,
+		Make: makePAM,
+		Files: map[string]fileWant{
+			"survey.tif":         {Status: "completed", Checks: []string{"pixels"}},
+			"survey.tif.aux.xml": {Status: "sidecar"},
+			"survey.tif.ovr":     {Status: "sidecar"},
+		},
+	},
+	{
+		Name: "world_file", Class: "geotransform from a world file (.tfw) beside a TIFF",
+		Make: makeWorldFile,
+		Files: map[string]fileWant{
+			"plan.tif": {Status: "completed", Checks: []string{"crs", "geotransform"}},
+			"plan.tfw": {Status: "sidecar"},
+		},
+	},
+	{
 		Name: "external_mask", Class: "external mask (.tif + .tif.msk)", Pending: pendRaster,
 		Make: makeExternalMask,
 		Files: map[string]fileWant{

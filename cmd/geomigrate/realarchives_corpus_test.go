@@ -147,6 +147,36 @@ raster('scan.tif', srs=None).FlushCache()
 `)
 }
 
+// makePAM sets metadata on a TIFF opened read-only, so that GDAL keeps it
+// in survey.tif.aux.xml, and builds external overviews (survey.tif.ovr).
+func makePAM(g *gen, dir string) {
+	g.py(dir, pyRaster+`
+raster('survey.tif', dtype=gdal.GDT_UInt16).FlushCache()
+ds = gdal.Open('survey.tif')
+ds.SetMetadata({'SURVEY': 'generated', 'OPERATOR': 'corpus'})
+ds.SetMetadata({'FLIGHT': '7'}, 'ACQUISITION')
+b = ds.GetRasterBand(1)
+b.SetScale(0.01); b.SetOffset(-5); b.SetUnitType('dB'); b.SetDescription('backscatter')
+ds = None
+assert os.path.exists('survey.tif.aux.xml')
+`)
+	g.run("gdaladdo", "-q", "-ro", filepath.Join(dir, "survey.tif"), "2", "4")
+	if _, err := os.Stat(filepath.Join(dir, "survey.tif.ovr")); err != nil {
+		g.t.Fatalf("gdaladdo -ro wrote no .ovr: %v", err)
+	}
+}
+
+// makeWorldFile writes a TIFF with a CRS but no geotransform, and its .tfw
+// (GDAL's GTiff driver reads a world file, not a .prj).
+func makeWorldFile(g *gen, dir string) {
+	g.py(dir, pyRaster+`
+raster('plan.tif', dtype=gdal.GDT_Byte, srs='EPSG:2154', gt=None).FlushCache()
+open('plan.tfw', 'w').write('0.5\n0\n0\n-0.5\n650000.25\n6860000.75\n')
+ds = gdal.Open('plan.tif')
+assert ds.GetGeoTransform(can_return_null=True) is not None and ds.GetSpatialRef() is not None
+`)
+}
+
 func makeExternalMask(g *gen, dir string) {
 	g.py(dir, pyRaster+`
 gdal.SetConfigOption('GDAL_TIFF_INTERNAL_MASK', 'NO')
