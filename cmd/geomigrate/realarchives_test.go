@@ -188,7 +188,9 @@ func runArchiveCase(r *recorder, j archiveJudges, geoSchema *jsonschema.Schema, 
 	}
 	if len(c.Plan) > 0 {
 		var out, errOut bytes.Buffer
-		err := realMain(context.Background(), append([]string{"plan", src, "--dest", dest}, recipeArgs...), &out, &errOut)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := realMain(ctx, append([]string{"plan", src, "--dest", dest}, recipeArgs...), &out, &errOut)
+		cancel()
 		if err != nil {
 			r.errorf("geomigrate plan: %v\n%s", err, lastLines(errOut.String(), 10))
 		}
@@ -200,7 +202,9 @@ func runArchiveCase(r *recorder, j archiveJudges, geoSchema *jsonschema.Schema, 
 	}
 	args := append([]string{"migrate", src, "--dest", dest, "--progress", "plain"}, recipeArgs...)
 	var out, errOut bytes.Buffer
-	if err := realMain(context.Background(), args, &out, &errOut); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := realMain(ctx, args, &out, &errOut); err != nil {
 		r.errorf("geomigrate migrate: %v\n%s%s", err, lastLines(out.String(), 5), lastLines(errOut.String(), 10))
 		return
 	}
