@@ -333,20 +333,23 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 	if id.src.DatasetID == "" {
 		id.src.DatasetID = id.src.Bucket
 	}
-	if formats.IsSidecar(key) {
+	if formats.IsSidecar(key) || formats.Conditional(key) {
 		// A sidecar is read with its main file (roads.shp brings roads.dbf)
 		// and is part of its identity: an edit of the sidecar alone
-		// migrates the main file again.
+		// migrates the main file again. A conditional one (image.XML)
+		// without its main file is a candidate of its own.
 		main, err := mainOf(ctx, h.store, src.Bucket, key)
 		if err != nil {
 			return id, fmt.Errorf("migration.HashCheck: %w", err)
 		}
-		if main.Key == "" {
+		switch {
+		case main.Key != "":
+			obj, key = main, main.Key
+			id.src.Key = key
+		case formats.IsSidecar(key):
 			id.orphanSidecar = true
 			return id, nil
 		}
-		obj, key = main, main.Key
-		id.src.Key = key
 	}
 	id.obj, id.key = obj, key
 	// Judged on the main file's key: a sidecar goes where its main file goes.
