@@ -37,6 +37,7 @@ type HashCheck struct {
 	deadline JobDeadline
 	now      func() time.Time
 	limits   ContainerLimitsSource // nil: cfg.Container
+	clashes  clashIndex            // WithClashes
 }
 
 // JobDeadline gives the job deadline in force when it is asked
@@ -138,9 +139,10 @@ type identification struct {
 	notGeospatial bool
 
 	// From the store.
-	orphanSidecar  bool // a sidecar whose main file is absent
-	excluded       bool // the recipe file's include/exclude globs leave the key out
-	pipelineOutput bool // the object is in this pipeline's staging or destination area
+	orphanSidecar  bool  // a sidecar whose main file is absent
+	excluded       bool  // the recipe file's include/exclude globs leave the key out
+	pipelineOutput bool  // the object is in this pipeline's staging or destination area
+	clash          error // the run found another source bound for its output key (WithClashes)
 	obj            objectstore.Object
 	key            string // the object to convert: the main file for a sidecar
 }
@@ -174,6 +176,8 @@ func decideSource(id identification) verdict {
 		return verdict{final: true, err: fault.Data(fault.InvalidInput, "%s is an output of this pipeline, not a source", id.key)}
 	case id.excluded:
 		return skip(ReasonExcluded)
+	case id.clash != nil:
+		return verdict{final: true, err: id.clash}
 	}
 	return verdict{}
 }
@@ -354,6 +358,7 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 	id.obj, id.key = obj, key
 	// Judged on the main file's key: a sidecar goes where its main file goes.
 	id.excluded = h.cfg.Recipes.Excluded(key) != ""
+	id.clash = h.clashOf(src.Bucket, key)
 	id.pipelineOutput = h.cfg.DestBucket == src.Bucket && (strings.HasPrefix(key, h.cfg.StagingPrefix) || (h.cfg.DestPrefix != "" && strings.HasPrefix(key, h.cfg.DestPrefix)))
 	return id, nil
 }
