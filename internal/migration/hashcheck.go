@@ -317,6 +317,13 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 		return id, nil
 	}
 	if key, err := src.DecodedKey(); err == nil {
+		if d := directoryOf(key); d != "" {
+			// A file inside a directory source (city.gdb/a00000001.gdbtable)
+			// is part of it: the directory is the source.
+			src.Key, src.KeyEncoding = d, "plain"
+			id.src.Key, id.src.KeyEncoding = d, "plain"
+			key = d
+		}
 		// Both judged on the name alone, before any store call: a newline
 		// in a key must not reach a store, GDAL or a log line as such.
 		if err := checkKeyChars(key); err != nil {
@@ -367,28 +374,39 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 // job that converts this content with this recipe.
 func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job, []objectstore.Object, error) {
 	src, key, obj := id.src, id.key, id.obj
-	sum, kind, err := h.finger.Fingerprint(ctx, src.Bucket, key, obj.Size)
-	if err != nil {
-		return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
-	}
-	sidecars, err := listSidecars(ctx, h.store, src.Bucket, key)
-	if err != nil {
-		return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
-	}
-	sums := map[string]string{}
+	var sum, kind string
+	var sidecars []objectstore.Object
 	var etags map[string]string
-	for _, sc := range sidecars {
-		if etags == nil {
-			etags = map[string]string{}
-		}
-		etags[sc.Key] = sc.ETag
-		s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
+	if isDirectorySource(key) {
+		members, err := directoryMembers(ctx, h.store, src.Bucket, key)
 		if err != nil {
-			return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
+			return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
 		}
-		sums[path.Base(sc.Key)] = s
+		if sum, kind, err = fingerprintDirectory(ctx, h.finger, src.Bucket, key, members); err != nil {
+			return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
+		}
+	} else {
+		var err error
+		if sum, kind, err = h.finger.Fingerprint(ctx, src.Bucket, key, obj.Size); err != nil {
+			return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
+		}
+		if sidecars, err = listSidecars(ctx, h.store, src.Bucket, key); err != nil {
+			return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
+		}
+		sums := map[string]string{}
+		for _, sc := range sidecars {
+			if etags == nil {
+				etags = map[string]string{}
+			}
+			etags[sc.Key] = sc.ETag
+			s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
+			if err != nil {
+				return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
+			}
+			sums[path.Base(sc.Key)] = s
+		}
+		sum = bundleDigest(path.Base(key), sum, sums)
 	}
-	sum = bundleDigest(path.Base(key), sum, sums)
 	// The recipe of this key: the recipe file's rules that match it, over
 	// the deployment's recipe. Its hash names the job, so a rule edited
 	// for a glob converts again exactly the keys the glob matches.
@@ -427,7 +445,7 @@ func (h *HashCheck) resolve(ctx context.Context, src Source) (objectstore.Object
 		}
 	}
 	for _, k := range keys {
-		obj, err := h.store.Head(ctx, src.Bucket, k)
+		obj, err := headSource(ctx, h.store, src.Bucket, k)
 		switch {
 		case err == nil:
 			return obj, k, nil
