@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,8 +48,16 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 				return nil, err
 			}
 		}
+		dirs := map[string]bool{}
 		err = store.List(ctx, bucket, prefix, func(o objectstore.Object) error {
-			if !strings.HasSuffix(o.Key, "/") && !formats.IsSidecar(o.Key) {
+			switch d := migration.DirectorySourceOf(o.Key); {
+			case d != "":
+				// A File Geodatabase's files are one source, the directory.
+				if !dirs[d] {
+					dirs[d] = true
+					inputs = append(inputs, migration.Source{Bucket: bucket, Key: d, KeyEncoding: "plain"})
+				}
+			case !strings.HasSuffix(o.Key, "/") && !formats.IsSidecar(o.Key):
 				inputs = append(inputs, migration.Source{Bucket: bucket, Key: o.Key, KeyEncoding: "plain"})
 			}
 			return nil
@@ -56,7 +66,27 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 			return nil, fmt.Errorf("list %s: %w", s, err)
 		}
 	}
-	return inputs, nil
+	return withoutConditionalSidecars(inputs), nil
+}
+
+// withoutConditionalSidecars drops the inputs that are sidecars only
+// because their main file is listed beside them (image.XML beside
+// image.tif): HashCheck would migrate the main file for them a second time.
+func withoutConditionalSidecars(inputs []migration.Source) []migration.Source {
+	byDir := map[string][]string{}
+	for _, in := range inputs {
+		d, b := path.Split(in.Key)
+		byDir[in.Bucket+"\x00"+d] = append(byDir[in.Bucket+"\x00"+d], b)
+	}
+	out := inputs[:0:0]
+	for _, in := range inputs {
+		d, b := path.Split(in.Key)
+		if formats.Conditional(b) && slices.ContainsFunc(byDir[in.Bucket+"\x00"+d], func(m string) bool { return formats.SidecarOf(m, b) }) {
+			continue
+		}
+		out = append(out, in)
+	}
+	return out
 }
 
 // sqsQueue is the SQS queue at url.

@@ -383,17 +383,15 @@ func (s *sources) list(ctx context.Context, be *backend) error {
 	return nil
 }
 
-// check refuses, once the inputs are listed, a run with nothing to migrate
-// or two sources bound for one output key.
-func (s *sources) check(recipeOf func(key string) recipe.Recipe, dest string, stderr io.Writer) error {
+// check refuses, once the inputs are listed, a run with nothing to
+// migrate. Sources bound for one output key do not stop the run: they are
+// routed one by one (routeClashes).
+func (s *sources) check(stderr io.Writer) error {
 	if !s.listed || s.checked {
 		return nil
 	}
 	if len(s.inputs) == 0 {
 		return nothingToMigrate(s.args, s.pre, stderr)
-	}
-	if err := checkOutputCollisions(s.inputs, recipeOf, dest); err != nil {
-		return err
 	}
 	s.checked = true
 	return nil

@@ -20,6 +20,10 @@ var formerDisagreements = []string{
 	"dem.tif", "dem.tif.ovr", "dem.tif.msk", "dem.qmd", // known to migration only
 	"roads.tif", "roads.dbf", // a .dbf beside a raster is not the raster's
 	"orphan.rrd", "README.txt",
+	// Satellite metadata is part of its image; an .xml of its own is not.
+	"scene.tif", "scene.XML", "scene_RPC.TXT", "scene.IMD", "catalog.xml",
+	// A File Geodatabase is one source, never walked into.
+	"city.gdb/a00000001.gdbtable", "city.gdb/a00000001.gdbtablx", "city.gdb/gdb",
 }
 
 // TestListersFollowTheRegistry: the local walk and the S3 lister list the
@@ -28,6 +32,9 @@ func TestListersFollowTheRegistry(t *testing.T) {
 	dir := t.TempDir()
 	store := memstore.New("src")
 	for _, n := range formerDisagreements {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, n)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -35,7 +42,7 @@ func TestListersFollowTheRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []string{"dem.tif", "land.img", "roads.tif"}
+	want := []string{"catalog.xml", "city.gdb", "dem.tif", "land.img", "roads.tif", "scene.tif"}
 
 	w := &sourceWalk{bucket: "src", realRoot: dir}
 	if err := w.walk(dir, "", []string{dir}); err != nil {

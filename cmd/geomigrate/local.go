@@ -344,6 +344,12 @@ func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
 				w.note(key, localrun.StatusIgnored, "hidden directory: not descended")
 				continue
 			}
+			if formats.Lookup(name).Directory {
+				// A File Geodatabase is one source, its files the parts
+				// GDAL reads together: never walked into.
+				w.keys = append(w.keys, key)
+				continue
+			}
 			real, err := filepath.EvalSymlinks(p)
 			if err != nil {
 				return err
@@ -353,9 +359,10 @@ func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
 			}
 		case !mode.IsRegular():
 			w.note(key, localrun.StatusSkipped, "not a regular file ("+mode.String()+")")
-		case formats.IsSidecar(name):
-			// Read with its main file; one without a main file is
-			// listed rather than dropped without a word.
+		case formats.IsSidecar(name), formats.Conditional(name) && hasMain(entries, name):
+			// Read with its main file (image.XML beside image.tif too); one
+			// without a main file is listed rather than dropped without a
+			// word.
 			if !hasMain(entries, name) {
 				w.note(key, localrun.StatusIgnored, "sidecar file without its main file (nothing to read it with)")
 			}

@@ -154,13 +154,12 @@ func (c *migrateCmd) Run(e *cmdEnv, k *kong.Context) error {
 	if err != nil {
 		return err
 	}
-	// Local sources are walked already: an empty or clashing set is
-	// refused before GDAL or the state store is opened.
-	book, err := f.recipeBookOnce(e.stderr)
-	if err != nil {
+	// Local sources are walked already: an empty set is refused before
+	// GDAL or the state store is opened.
+	if _, err := f.recipeBookOnce(e.stderr); err != nil {
 		return err
 	}
-	if err := src.check(recipeOf(book, f.Handlers.Migration(destBucket, "", "").Recipe), f.Dest, e.stderr); err != nil {
+	if err := src.check(e.stderr); err != nil {
 		return err
 	}
 	be, err := f.open(e.ctx, e.stderr, src.openRequest())
@@ -173,9 +172,10 @@ func (c *migrateCmd) Run(e *cmdEnv, k *kong.Context) error {
 	if err := src.list(e.ctx, be); err != nil {
 		return err
 	}
-	if err := src.check(be.handlers.HashCheck.RecipeFor, f.Dest, e.stderr); err != nil {
+	if err := src.check(e.stderr); err != nil {
 		return err
 	}
+	routeClashes(be.handlers.HashCheck, src.inputs, f.Dest, e.stderr)
 	return f.migrate(e, be, src.inputs, src.pre, "")
 }
 

@@ -202,17 +202,25 @@ type planReport struct {
 	GDAL       string   `json:"gdal"`
 	// RecipeHash is the run-wide recipe (the handler flags'); each file's
 	// own, refined by the recipe book, is in Files and ByRecipe.
-	RecipeHash string                 `json:"recipe_hash"`
-	Written    string                 `json:"written"`
-	RunRefused string                 `json:"run_refused,omitempty"`
-	Totals     planCounts             `json:"totals"`
-	ByFormat   map[string]*planCounts `json:"by_format"`
-	ByDataset  map[string]*planCounts `json:"by_dataset"`
+	RecipeHash string `json:"recipe_hash"`
+	Written    string `json:"written"`
+	// Clashes are the output keys more than one source would be written
+	// to: each of those sources would be routed (DestinationConflict).
+	Clashes   []planClash            `json:"clashes,omitempty"`
+	Totals    planCounts             `json:"totals"`
+	ByFormat  map[string]*planCounts `json:"by_format"`
+	ByDataset map[string]*planCounts `json:"by_dataset"`
 	// ByRecipe counts the files by their recipe hash.
 	ByRecipe map[string]*planCounts `json:"by_recipe"`
 	Files    []planFile             `json:"files"`
 	Estimate cost.Estimate          `json:"estimate"`
 	Model    planModel              `json:"model"`
+}
+
+// planClash is one output key claimed by several sources.
+type planClash struct {
+	Dest    string   `json:"dest"`
+	Sources []string `json:"sources"`
 }
 
 // planModel is what the estimate assumed.
@@ -512,8 +520,16 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, model cost.M
 	r := &planReport{Geomigrate: buildinfo.Version, GDAL: engine.Version(), RecipeHash: hc.Recipe().ShortHash(),
 		Written:  "nothing: no state record, output, staging object or queue message",
 		ByFormat: map[string]*planCounts{}, ByDataset: map[string]*planCounts{}, ByRecipe: map[string]*planCounts{}}
-	if err := checkOutputCollisions(src.inputs, hc.RecipeFor, src.dest); err != nil {
-		r.RunRefused = "migrate would refuse to start: " + err.Error()
+	// Every clash at once: migrate routes each of their sources (the
+	// files' own entries say so) and converts the rest.
+	clashes := hc.FindClashes(src.inputs)
+	hc.WithClashes(clashes, destWhere(src.dest))
+	for _, c := range clashes {
+		pc := planClash{Dest: destWhere(src.dest)(c.DestKey)}
+		for _, s := range c.Sources {
+			pc.Sources = append(pc.Sources, s.Bucket+"/"+s.Key)
+		}
+		r.Clashes = append(r.Clashes, pc)
 	}
 	sizes := sidecarSizes{store: src.store, dirs: map[string][]objectstore.Object{}}
 	// Hashing dominates: inputs are decided workers at a time, reported in
@@ -749,8 +765,11 @@ func (r *planReport) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "geomigrate plan: %d file(s), %s in %s (%s backend, GDAL %s, %s); written: %s\n",
 		t.Files, humanBytes(t.Bytes), strings.Join(r.Sources, ", "), r.Backend, r.GDAL, recipes, r.Written)
-	if r.RunRefused != "" {
-		fmt.Fprintf(w, "\n%s\n", r.RunRefused)
+	if len(r.Clashes) > 0 {
+		fmt.Fprintf(w, "\n%d output key(s) claimed by more than one source: each of these sources would be routed to remediation (DestinationConflict), the rest migrates; rename all but one of each, or exclude them in the recipe file\n", len(r.Clashes))
+		for _, c := range r.Clashes {
+			fmt.Fprintf(w, "  %s <- %s\n", c.Dest, strings.Join(c.Sources, ", "))
+		}
 	}
 	fmt.Fprintf(w, "\nWould convert %d (%s), skip %d (%s), refuse %d (%s); %d ignored\n",
 		t.Convert, humanBytes(t.ConvertBytes), t.Skip, humanBytes(t.SkipBytes), t.Refuse, humanBytes(t.RefuseBytes), t.Ignore)

@@ -179,7 +179,8 @@ func TestPlanAfterMigrate(t *testing.T) {
 }
 
 // TestPlanReportsACollision: two sources that would be written to one
-// output key make migrate refuse to start; plan says so and still plans.
+// output key are listed as a clash and each as refused at hashcheck
+// (DestinationConflict); plan still plans the rest.
 func TestPlanReportsACollision(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
@@ -189,12 +190,14 @@ func TestPlanReportsACollision(t *testing.T) {
 		}
 		copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(d, "dem.tif"))
 	}
+	copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(b, "other.tif"))
 	out, stderr, err := run(t, "plan", a, b, "--dest", filepath.Join(dir, "out"))
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, stderr)
 	}
-	if !strings.Contains(out, "migrate would refuse to start: a/dem.tif and b/dem.tif would both be written to "+filepath.Join(dir, "out", "dem.tif")) ||
-		!strings.Contains(out, "Would convert 2") {
+	if !strings.Contains(out, "1 output key(s) claimed by more than one source") ||
+		!strings.Contains(out, filepath.Join(dir, "out", "dem.tif")+" <- a/dem.tif, b/dem.tif") ||
+		!strings.Contains(out, "Would convert 1") || !strings.Contains(out, "refuse 2") {
 		t.Errorf("plan output:\n%s", out)
 	}
 }

@@ -138,19 +138,6 @@ func checkCreationOptions(b *recipe.Book) error {
 	return nil
 }
 
-// recipeOf is the recipe a run would give each key (for predictions made
-// before the run, such as output keys): base where the book cannot
-// resolve one (the run reports that).
-func recipeOf(b *recipe.Book, base recipe.Recipe) func(key string) recipe.Recipe {
-	return func(key string) recipe.Recipe {
-		r, _, err := b.Resolve(base, key)
-		if err != nil {
-			return base
-		}
-		return r
-	}
-}
-
 // rememberedRecipe is where a local destination keeps a copy of the recipe
 // file of its last migrate, backfill or replay.
 func rememberedRecipe(stateDir string) string { return filepath.Join(stateDir, "recipe.yaml") }

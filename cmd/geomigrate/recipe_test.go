@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
@@ -266,8 +267,9 @@ func TestReplayRunsUnderTheRecipeOfTheRun(t *testing.T) {
 }
 
 // TestCollisionCheckFollowsTheRecipe: x.shp and x.geojson would both be
-// x.parquet and are refused before the run; a recipe writing GeoJSON as
-// FlatGeobuf gives them two keys, and the run goes ahead.
+// x.parquet and are routed (DestinationConflict, with the recipe rule that
+// separates them); a recipe writing GeoJSON as FlatGeobuf gives them two
+// keys, and both migrate.
 func TestCollisionCheckFollowsTheRecipe(t *testing.T) {
 	dir := t.TempDir()
 	samples, src := filepath.Join(dir, "samples"), filepath.Join(dir, "src")
@@ -279,14 +281,20 @@ func TestCollisionCheckFollowsTheRecipe(t *testing.T) {
 		copyFile(t, filepath.Join(samples, "places"+ext), filepath.Join(src, "x"+ext))
 	}
 	copyFile(t, filepath.Join(samples, "parks.geojson"), filepath.Join(src, "x.geojson"))
-	if _, _, err := run(t, "migrate", src, "--dest", filepath.Join(dir, "out1")); err == nil || !strings.Contains(err.Error(), "would both be written to") {
-		t.Fatalf("without a recipe: %v", err)
+	out, stderr, err := run(t, "migrate", src, "--dest", filepath.Join(dir, "out1"))
+	if err != nil {
+		t.Fatalf("without a recipe: %v\n%s", err, stderr)
+	}
+	for key, o := range outcomesByKey(lastReport(t, out)) {
+		if o.Status != localrun.StatusRemediation || o.Code != string(fault.DestinationTaken) || !strings.Contains(o.Message, "vector: {format: FlatGeobuf}") {
+			t.Errorf("without a recipe, %s: %s %s %q, want routed with the recipe rule", key, o.Status, o.Code, o.Message)
+		}
 	}
 	recipePath := filepath.Join(dir, "recipe.yaml")
 	if err := os.WriteFile(recipePath, []byte("version: 1\nrules:\n  - match: \"**/*.geojson\"\n    vector: {format: FlatGeobuf}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := run(t, "migrate", src, "--dest", filepath.Join(dir, "out2"), "--recipe", recipePath)
+	out, stderr, err = run(t, "migrate", src, "--dest", filepath.Join(dir, "out2"), "--recipe", recipePath)
 	if err != nil {
 		t.Fatalf("with the recipe: %v\n%s\n%s", err, out, stderr)
 	}

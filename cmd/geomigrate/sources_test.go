@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/localrun"
-	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
-	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
@@ -42,49 +41,37 @@ func outcomesByKey(r localrun.Report) map[string]localrun.Outcome {
 	return m
 }
 
-func TestOutputCollisions(t *testing.T) {
-	src := func(bucket, key string) migration.Source { return migration.Source{Bucket: bucket, Key: key} }
-	for _, tc := range []struct {
-		name   string
-		inputs []migration.Source
-		want   string // "" for no collision, else both sources
-	}{
-		{"same name in two sources", []migration.Source{src("a", "dem.tif"), src("b", "dem.tif")}, "a/dem.tif and b/dem.tif"},
-		{"same stem, two raster formats", []migration.Source{src("a", "x/dem.tif"), src("b", "x/dem.img")}, "a/x/dem.tif and b/x/dem.img"},
-		{"same stem in one source", []migration.Source{src("a", "dem.tif"), src("a", "dem.asc")}, "a/dem.tif and a/dem.asc"},
-		{"two vector formats", []migration.Source{src("a", "roads.shp"), src("b", "roads.geojson")}, "a/roads.shp and b/roads.geojson"},
-		{"raster and vector of one stem", []migration.Source{src("a", "dem.tif"), src("b", "dem.geojson")}, ""},
-		{"different directories", []migration.Source{src("a", "x/dem.tif"), src("b", "y/dem.tif")}, ""},
-		{"the same file twice", []migration.Source{src("a", "dem.tif"), src("a", "dem.tif")}, ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := checkOutputCollisions(tc.inputs, func(string) recipe.Recipe { return recipe.Recipe{} }, "out")
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")):
-				t.Fatalf("err = %v, want one line naming %s", err, tc.want)
-			}
-		})
-	}
-}
-
-// TestSameNameInTwoSourcesIsRefusedBeforeTheRun: a/dem.tif and b/dem.tif
-// would both become out/dem.tif; which one won was a race. The run is
-// refused before anything is converted.
-func TestSameNameInTwoSourcesIsRefusedBeforeTheRun(t *testing.T) {
+// TestSameNameInTwoSourcesIsRoutedNotRefused: a/dem.tif and b/dem.tif
+// would both become out/dem.tif; which one won was a race. Both are routed
+// to remediation (DestinationConflict), each naming the other, and a third
+// file of the run migrates.
+func TestSameNameInTwoSourcesIsRoutedNotRefused(t *testing.T) {
 	dir := t.TempDir()
 	a, b, dest := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "out")
 	mkdirs(t, a, b)
 	dem := sampleFile(t, "dem_utm33.tif")
 	copyFile(t, dem, filepath.Join(a, "dem.tif"))
 	copyFile(t, sampleFile(t, "landcover_4326.tif"), filepath.Join(b, "dem.tif"))
+	copyFile(t, dem, filepath.Join(b, "other.tif"))
 	out, stderr, err := run(t, "migrate", a, b, "--dest", dest, "--progress", "plain")
-	if err == nil || !strings.Contains(err.Error(), "a/dem.tif and b/dem.tif") {
-		t.Fatalf("migrate a b: %v, want a refusal naming both\n%s\n%s", err, out, stderr)
+	if err != nil {
+		t.Fatalf("migrate a b: %v\n%s\n%s", err, out, stderr)
+	}
+	if !strings.Contains(stderr, "2 source(s) would share 1 output key(s)") {
+		t.Errorf("stderr does not announce the clash:\n%s", stderr)
+	}
+	got := outcomesByKey(lastReport(t, out))
+	for key, other := range map[string]string{"a/dem.tif": "b/dem.tif", "b/dem.tif": "a/dem.tif"} {
+		o := got[key]
+		if o.Status != localrun.StatusRemediation || o.Code != string(fault.DestinationTaken) || !strings.Contains(o.Message, other) {
+			t.Errorf("%s: %s %s %q, want remediation %s naming %s", key, o.Status, o.Code, o.Message, fault.DestinationTaken, other)
+		}
+	}
+	if o := got["b/other.tif"]; o.Status != localrun.StatusCompleted {
+		t.Errorf("b/other.tif: %s %s, want completed", o.Status, o.Reason)
 	}
 	if _, serr := os.Stat(filepath.Join(dest, "dem.tif")); !os.IsNotExist(serr) {
-		t.Errorf("an output was written before the refusal: %v", serr)
+		t.Errorf("one of the clashing sources was written: %v", serr)
 	}
 }
 

@@ -43,6 +43,7 @@ const (
 	OfShapefile Mains = 1 << iota // the parts of an ESRI Shapefile
 	OfRaster                      // world files, GDAL auxiliary files
 	OfAny                         // any main file (QGIS metadata, GDAL's PAM .aux.xml)
+	OfGML                         // the schema files GDAL's GML driver reads beside a .gml
 )
 
 // Format is one row of the table.
@@ -59,7 +60,9 @@ type Format struct {
 	Zip bool
 	// Directory: the source is a directory (a File Geodatabase).
 	Directory bool
-	// Of: the main files a sidecar belongs to.
+	// Of: the main files a sidecar belongs to. Set on a row of Kind
+	// Unknown, it makes a conditional sidecar (see Conditional): a sidecar
+	// beside a main file of its stem, a candidate source elsewhere.
 	Of Mains
 	// ReadByGDAL: a sidecar GDAL is given beside its main file. Others are
 	// part of the source's identity (an edit of them migrates it again)
@@ -118,6 +121,7 @@ var table = []Format{
 	{Ext: ".geojson", Kind: Vector, Drivers: []string{"GeoJSON"}},
 	{Ext: ".json", Kind: Vector, Drivers: []string{"GeoJSON"}},
 	{Ext: ".fgb", Kind: Vector, Drivers: []string{"FlatGeobuf"}, Output: "FlatGeobuf"},
+	{Ext: ".gml", Kind: Vector, Drivers: []string{"GML"}, LocalFile: true},
 
 	// Read by GDAL but not a supported source; SQLite opens its own file.
 	{Ext: ".sqlite", Kind: Unknown, Drivers: []string{"SQLite"}, LocalFile: true},
@@ -165,6 +169,21 @@ var table = []Format{
 	{Ext: ".ige", Kind: Sidecar, Of: OfRaster, ReadByGDAL: true},
 	{Ext: ".ovr", Kind: Sidecar, Of: OfRaster},
 	{Ext: ".msk", Kind: Sidecar, Of: OfRaster},
+	// The metadata GDAL reads beside a satellite image (DigitalGlobe/Maxar
+	// and others): the IMD, RPC and IMAGERY metadata domains and the RPC
+	// model. image_RPC.TXT is the stem and "_rpc.txt", not "stem.", as
+	// GDAL names it (the main file's extension replaced).
+	{Ext: ".imd", Kind: Sidecar, Of: OfRaster, ReadByGDAL: true},
+	{Ext: ".rpb", Kind: Sidecar, Of: OfRaster, ReadByGDAL: true},
+	{Ext: "_rpc.txt", Kind: Sidecar, Of: OfRaster, ReadByGDAL: true},
+	// image.XML is DigitalGlobe metadata beside image.tif, but .xml is
+	// also a format of its own: only beside a raster of its stem is it a
+	// sidecar (Conditional).
+	{Ext: ".xml", Kind: Unknown, Of: OfRaster, ReadByGDAL: true},
+	// Sidecars of a GML file: its application schema and GDAL's own
+	// description of its layers.
+	{Ext: ".xsd", Kind: Sidecar, Of: OfGML, ReadByGDAL: true},
+	{Ext: ".gfs", Kind: Sidecar, Of: OfGML, ReadByGDAL: true},
 	// Sidecars of anything.
 	{Ext: ".aux.xml", Kind: Sidecar, Of: OfAny, ReadByGDAL: true},
 	{Ext: ".qmd", Kind: Sidecar, Of: OfAny},
@@ -185,7 +204,7 @@ var notGeospatial = []string{
 
 var (
 	byExt    = map[string]Format{}
-	compound []string // multi-dot extensions, matched before path.Ext
+	compound []string // multi-dot and suffix ("_rpc.txt") extensions, matched before path.Ext
 )
 
 func init() {
@@ -197,7 +216,7 @@ func init() {
 			panic("formats: " + f.Ext + " declared twice")
 		}
 		byExt[f.Ext] = f
-		if strings.Count(f.Ext, ".") > 1 {
+		if strings.Count(f.Ext, ".") > 1 || !strings.HasPrefix(f.Ext, ".") {
 			compound = append(compound, f.Ext)
 		}
 	}
@@ -238,6 +257,13 @@ func KindOf(name string) Kind { return Lookup(name).Kind }
 // IsSidecar reports whether name is part of another file's dataset.
 func IsSidecar(name string) bool { return KindOf(name) == Sidecar }
 
+// Conditional reports whether name is a sidecar only beside a main file
+// (SidecarOf), and a candidate source of its own otherwise ("image.XML").
+func Conditional(name string) bool {
+	f := Lookup(name)
+	return f.Kind != Sidecar && f.Of != 0
+}
+
 // IsArchive reports whether name is an archive of any kind.
 func IsArchive(name string) bool { return KindOf(name) == Archive }
 
@@ -245,7 +271,8 @@ func IsArchive(name string) bool { return KindOf(name) == Archive }
 func IsZip(name string) bool { return Lookup(name).Zip }
 
 // Stem is the base name without its extension, compound extensions
-// stripped whole ("a/b/roads.shp.zip" → "roads", "dem.tif.aux.xml" → "dem.tif").
+// stripped whole ("a/b/roads.shp.zip" → "roads", "dem.tif.aux.xml" →
+// "dem.tif", "image_RPC.TXT" → "image").
 func Stem(name string) string {
 	base := path.Base(name)
 	if e := ext(base); e != "" {
@@ -261,10 +288,12 @@ func mainsOf(main string) Mains {
 	switch {
 	case f.Ext == ".shp":
 		return OfShapefile | OfAny
+	case f.Ext == ".gml":
+		return OfGML | OfAny
 	case f.Kind == Raster:
 		return OfRaster | OfAny
-	case f.Kind == Unknown && f.Output == "":
-		return OfShapefile | OfRaster | OfAny
+	case f.Kind == Unknown && f.Output == "" && f.Of == 0:
+		return OfShapefile | OfRaster | OfGML | OfAny
 	}
 	return OfAny
 }
@@ -272,7 +301,8 @@ func mainsOf(main string) Mains {
 // SidecarOf reports whether the base name name is a sidecar of the main
 // file named main: name is main's stem, or main's whole name, followed by a
 // sidecar extension of main's kind ("roads.shp" → "roads.dbf"; "dem.tif" →
-// "dem.tfw", "dem.tif.aux.xml"; not "roads.tif" → "roads.dbf"). The stem
+// "dem.tfw", "dem.tif.aux.xml", "dem_RPC.TXT"; not "roads.tif" →
+// "roads.dbf"); a Conditional one ("image.XML") counts here too. The stem
 // is compared exactly, as an object store lists by prefix; the extension
 // without case, as GDAL tries both ("roads.DBF").
 func SidecarOf(main, name string) bool {
@@ -281,7 +311,7 @@ func SidecarOf(main, name string) bool {
 		return false
 	}
 	f := Lookup(name)
-	if f.Kind != Sidecar || f.Of&mainsOf(main) == 0 {
+	if f.Of&mainsOf(main) == 0 {
 		return false
 	}
 	rest, ok := strings.CutPrefix(name, Stem(main))
@@ -289,7 +319,9 @@ func SidecarOf(main, name string) bool {
 		return false
 	}
 	rest = strings.ToLower(rest)
-	return rest == f.Ext || rest == strings.ToLower(main[len(Stem(main)):])+f.Ext
+	// GDAL looks for a suffix sidecar ("_rpc.txt") in place of the main
+	// file's extension only.
+	return rest == f.Ext || (strings.HasPrefix(f.Ext, ".") && rest == strings.ToLower(main[len(Stem(main)):])+f.Ext)
 }
 
 // PredictKind guesses whether name becomes a Raster or a Vector output,

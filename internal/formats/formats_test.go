@@ -28,6 +28,16 @@ func TestLookup(t *testing.T) {
 		{"dem.tif.ovr", Sidecar, ".ovr"},
 		{"dem.tif.msk", Sidecar, ".msk"},
 		{"roads.qmd", Sidecar, ".qmd"},
+		{"image.IMD", Sidecar, ".imd"},
+		{"image.RPB", Sidecar, ".rpb"},
+		{"image_RPC.TXT", Sidecar, "_rpc.txt"},
+		{"a/image_rpc.txt", Sidecar, "_rpc.txt"},
+		{"_rpc.txt", NotGeospatial, ".txt"}, // no stem: an ordinary text file
+		{"notes.txt", NotGeospatial, ".txt"},
+		{"image.XML", Unknown, ".xml"}, // Conditional: a sidecar only beside its main file
+		{"roads.xsd", Sidecar, ".xsd"},
+		{"roads.gfs", Sidecar, ".gfs"},
+		{"roads.gml", Vector, ".gml"},
 		{"README.txt", NotGeospatial, ".txt"},
 		{"out.parquet", Unknown, ".parquet"},
 		{"survey.csv", Unknown, ".csv"},
@@ -44,13 +54,16 @@ func TestLookup(t *testing.T) {
 
 func TestTableIsConsistent(t *testing.T) {
 	for _, f := range Table() {
-		if f.Ext != strings.ToLower(f.Ext) || !strings.HasPrefix(f.Ext, ".") {
-			t.Errorf("%q: extensions are lower case with the dot", f.Ext)
+		if f.Ext != strings.ToLower(f.Ext) || !strings.Contains(f.Ext, ".") || !(strings.HasPrefix(f.Ext, ".") || f.Kind == Sidecar) {
+			t.Errorf("%q: extensions are lower case with the dot (a sidecar's may be a suffix of the stem)", f.Ext)
 		}
-		if (f.Kind == Sidecar) != (f.Of != 0) {
-			t.Errorf("%s: Of is set exactly for sidecars", f.Ext)
+		if f.Kind == Sidecar && f.Of == 0 {
+			t.Errorf("%s: a sidecar says what it belongs to", f.Ext)
 		}
-		if f.ReadByGDAL && f.Kind != Sidecar {
+		if f.Of != 0 && f.Kind != Sidecar && f.Kind != Unknown {
+			t.Errorf("%s: Of is set for sidecars and conditional sidecars only", f.Ext)
+		}
+		if f.ReadByGDAL && f.Of == 0 {
 			t.Errorf("%s: ReadByGDAL is about sidecars", f.Ext)
 		}
 		if (f.Holds != Unknown || f.Zip) && f.Kind != Archive {
@@ -72,6 +85,10 @@ func TestStem(t *testing.T) {
 		"dem":               "dem",
 		".hidden":           ".hidden",
 		"a.b.c.tif":         "a.b.c",
+		"image_RPC.TXT":     "image",
+		"a/image_rpc.txt":   "image",
+		"image.XML":         "image",
+		"roads.xsd":         "roads",
 	} {
 		if got := Stem(in); got != want {
 			t.Errorf("Stem(%q) = %q, want %q", in, got, want)
@@ -110,9 +127,44 @@ func TestSidecarOf(t *testing.T) {
 		{"roads.dbf", "roads.prj", false}, // a sidecar has no sidecars
 		{"dem.tif", "dem.tif", false},
 		{"a/dem.tif", "b/dem.tfw", true}, // base names: the caller compares directories
+		// Satellite metadata, as GDAL names it beside the image.
+		{"image.tif", "image.IMD", true},
+		{"image.tif", "image.RPB", true},
+		{"image.tif", "image.rpb", true},
+		{"image.tif", "image_RPC.TXT", true}, // "stem_", not "stem."
+		{"image.tif", "image_rpc.txt", true},
+		{"image.tif", "image.tif_RPC.TXT", false}, // GDAL replaces the extension
+		{"image.tif", "imagex_RPC.TXT", false},
+		{"image.tif", "image.XML", true},
+		{"image.tif", "image.xml", true},
+		{"image.tif", "image.tif.xml", true},
+		{"image.ntf", "image.XML", true},  // an unknown main may be a raster
+		{"image.shp", "image.XML", false}, // a Shapefile reads no DigitalGlobe metadata
+		{"image.XML", "image.tif", false}, // a conditional sidecar is no main of a raster
+		{"image.XML", "image.RPB", false}, // nor of raster metadata
+		{"data.xml", "data.xml.aux.xml", true},
+		{"roads.geojson", "roads.XML", false},
+		// GML schema files.
+		{"roads.gml", "roads.xsd", true},
+		{"roads.gml", "roads.gfs", true},
+		{"roads.gml", "roads.dbf", false},
+		{"roads.gml", "roads.tfw", false},
+		{"roads.tif", "roads.xsd", false},
+		{"roads.shp", "roads.xsd", false},
 	} {
 		if got := SidecarOf(tc.main, tc.name); got != tc.want {
 			t.Errorf("SidecarOf(%q, %q) = %v, want %v", tc.main, tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestConditional(t *testing.T) {
+	for in, want := range map[string]bool{
+		"image.XML": true, "image.xml": true, "a/b/x.Xml": true,
+		"dem.tif.aux.xml": false, "image.IMD": false, "image_RPC.TXT": false, "dem.tif": false, "roads.xsd": false,
+	} {
+		if got := Conditional(in); got != want {
+			t.Errorf("Conditional(%q) = %v, want %v", in, got, want)
 		}
 	}
 }
@@ -131,6 +183,7 @@ func TestPredictKind(t *testing.T) {
 		"dem":           Raster,
 		"grid.nc":       Raster,
 		"a.fgb":         Vector,
+		"roads.gml":     Vector,
 	} {
 		if got := PredictKind(in); got != want {
 			t.Errorf("PredictKind(%q) = %s, want %s", in, got, want)

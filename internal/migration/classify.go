@@ -327,7 +327,7 @@ func hint(tier fault.Tier, code fault.Code, name string) string {
 	case fault.SourceChanged:
 		return "The source was overwritten during migration; its new version is migrated on its own."
 	case fault.DestinationTaken:
-		return "Two sources map to the same destination key. Rename one of them."
+		return "Two or more sources map to the same destination key (the message names them all). Rename all but one, or leave all but one out with the recipe file's exclude (for two vector sources a recipe rule may give one another vector format), then replay."
 	case fault.CurveGeometry:
 		return "The layer holds curve geometries (CircularString, CurvePolygon, …), which GeoParquet does not allow. Choose vector_format: FlatGeobuf in the recipe (it keeps curves), or curves: linearize to approximate them by line segments, and replay."
 	case fault.NoGeometry:

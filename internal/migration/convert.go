@@ -270,7 +270,7 @@ func (c *Convert) runByRange(ctx context.Context, job Job, re recipe.RangeEngine
 // checkUnchanged compares the object's ETag and size with what HashCheck
 // saw: the ranged reads never see the whole object to hash it again.
 func (c *Convert) checkUnchanged(ctx context.Context, job Job) error {
-	obj, err := c.store.Head(ctx, job.SourceBucket, job.SourceKey)
+	obj, err := headSource(ctx, c.store, job.SourceBucket, job.SourceKey)
 	switch {
 	case errors.Is(err, objectstore.ErrNotFound):
 		return fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared during conversion", job.SourceBucket, job.SourceKey)
@@ -287,7 +287,7 @@ func (c *Convert) checkUnchanged(ctx context.Context, job Job) error {
 // keeps files (digest ""), else a copy in the work dir with its sidecars,
 // whose bundle digest (bundleDigest) is computed as they are downloaded.
 func (c *Convert) localSource(ctx context.Context, job Job, work string) (path, digest string, err error) {
-	if lp, ok := c.store.(objectstore.LocalPather); ok {
+	if lp, ok := c.store.(objectstore.LocalPather); ok && !isDirectorySource(job.SourceKey) {
 		if p, err := lp.LocalPath(job.SourceBucket, job.SourceKey); err == nil {
 			return p, "", nil
 		}
@@ -296,6 +296,9 @@ func (c *Convert) localSource(ctx context.Context, job Job, work string) (path, 
 	dir := filepath.Join(work, "src")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", localError("migration.Convert: download", err)
+	}
+	if isDirectorySource(job.SourceKey) {
+		return c.downloadDirectory(ctx, job, dir)
 	}
 	dst, mainSum, err := c.download(ctx, job.SourceBucket, job.SourceKey, dir)
 	if err != nil {

@@ -37,6 +37,7 @@ type HashCheck struct {
 	deadline JobDeadline
 	now      func() time.Time
 	limits   ContainerLimitsSource // nil: cfg.Container
+	clashes  clashIndex            // WithClashes
 }
 
 // JobDeadline gives the job deadline in force when it is asked
@@ -138,9 +139,10 @@ type identification struct {
 	notGeospatial bool
 
 	// From the store.
-	orphanSidecar  bool // a sidecar whose main file is absent
-	excluded       bool // the recipe file's include/exclude globs leave the key out
-	pipelineOutput bool // the object is in this pipeline's staging or destination area
+	orphanSidecar  bool  // a sidecar whose main file is absent
+	excluded       bool  // the recipe file's include/exclude globs leave the key out
+	pipelineOutput bool  // the object is in this pipeline's staging or destination area
+	clash          error // the run found another source bound for its output key (WithClashes)
 	obj            objectstore.Object
 	key            string // the object to convert: the main file for a sidecar
 }
@@ -174,6 +176,8 @@ func decideSource(id identification) verdict {
 		return verdict{final: true, err: fault.Data(fault.InvalidInput, "%s is an output of this pipeline, not a source", id.key)}
 	case id.excluded:
 		return skip(ReasonExcluded)
+	case id.clash != nil:
+		return verdict{final: true, err: id.clash}
 	}
 	return verdict{}
 }
@@ -313,6 +317,13 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 		return id, nil
 	}
 	if key, err := src.DecodedKey(); err == nil {
+		if d := directoryOf(key); d != "" {
+			// A file inside a directory source (city.gdb/a00000001.gdbtable)
+			// is part of it: the directory is the source.
+			src.Key, src.KeyEncoding = d, "plain"
+			id.src.Key, id.src.KeyEncoding = d, "plain"
+			key = d
+		}
 		// Both judged on the name alone, before any store call: a newline
 		// in a key must not reach a store, GDAL or a log line as such.
 		if err := checkKeyChars(key); err != nil {
@@ -333,24 +344,28 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 	if id.src.DatasetID == "" {
 		id.src.DatasetID = id.src.Bucket
 	}
-	if formats.IsSidecar(key) {
+	if formats.IsSidecar(key) || formats.Conditional(key) {
 		// A sidecar is read with its main file (roads.shp brings roads.dbf)
 		// and is part of its identity: an edit of the sidecar alone
-		// migrates the main file again.
+		// migrates the main file again. A conditional one (image.XML)
+		// without its main file is a candidate of its own.
 		main, err := mainOf(ctx, h.store, src.Bucket, key)
 		if err != nil {
 			return id, fmt.Errorf("migration.HashCheck: %w", err)
 		}
-		if main.Key == "" {
+		switch {
+		case main.Key != "":
+			obj, key = main, main.Key
+			id.src.Key = key
+		case formats.IsSidecar(key):
 			id.orphanSidecar = true
 			return id, nil
 		}
-		obj, key = main, main.Key
-		id.src.Key = key
 	}
 	id.obj, id.key = obj, key
 	// Judged on the main file's key: a sidecar goes where its main file goes.
 	id.excluded = h.cfg.Recipes.Excluded(key) != ""
+	id.clash = h.clashOf(src.Bucket, key)
 	id.pipelineOutput = h.cfg.DestBucket == src.Bucket && (strings.HasPrefix(key, h.cfg.StagingPrefix) || (h.cfg.DestPrefix != "" && strings.HasPrefix(key, h.cfg.DestPrefix)))
 	return id, nil
 }
@@ -359,28 +374,39 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 // job that converts this content with this recipe.
 func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job, []objectstore.Object, error) {
 	src, key, obj := id.src, id.key, id.obj
-	sum, kind, err := h.finger.Fingerprint(ctx, src.Bucket, key, obj.Size)
-	if err != nil {
-		return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
-	}
-	sidecars, err := listSidecars(ctx, h.store, src.Bucket, key)
-	if err != nil {
-		return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
-	}
-	sums := map[string]string{}
+	var sum, kind string
+	var sidecars []objectstore.Object
 	var etags map[string]string
-	for _, sc := range sidecars {
-		if etags == nil {
-			etags = map[string]string{}
-		}
-		etags[sc.Key] = sc.ETag
-		s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
+	if isDirectorySource(key) {
+		members, err := directoryMembers(ctx, h.store, src.Bucket, key)
 		if err != nil {
-			return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
+			return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
 		}
-		sums[path.Base(sc.Key)] = s
+		if sum, kind, err = fingerprintDirectory(ctx, h.finger, src.Bucket, key, members); err != nil {
+			return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
+		}
+	} else {
+		var err error
+		if sum, kind, err = h.finger.Fingerprint(ctx, src.Bucket, key, obj.Size); err != nil {
+			return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
+		}
+		if sidecars, err = listSidecars(ctx, h.store, src.Bucket, key); err != nil {
+			return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
+		}
+		sums := map[string]string{}
+		for _, sc := range sidecars {
+			if etags == nil {
+				etags = map[string]string{}
+			}
+			etags[sc.Key] = sc.ETag
+			s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
+			if err != nil {
+				return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
+			}
+			sums[path.Base(sc.Key)] = s
+		}
+		sum = bundleDigest(path.Base(key), sum, sums)
 	}
-	sum = bundleDigest(path.Base(key), sum, sums)
 	// The recipe of this key: the recipe file's rules that match it, over
 	// the deployment's recipe. Its hash names the job, so a rule edited
 	// for a glob converts again exactly the keys the glob matches.
@@ -419,7 +445,7 @@ func (h *HashCheck) resolve(ctx context.Context, src Source) (objectstore.Object
 		}
 	}
 	for _, k := range keys {
-		obj, err := h.store.Head(ctx, src.Bucket, k)
+		obj, err := headSource(ctx, h.store, src.Bucket, k)
 		switch {
 		case err == nil:
 			return obj, k, nil

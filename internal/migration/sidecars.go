@@ -16,11 +16,10 @@ import (
 // listSidecars returns the sidecars stored beside key, in key order.
 func listSidecars(ctx context.Context, store objectstore.Store, bucket, key string) ([]objectstore.Object, error) {
 	dir, base := path.Split(key)
-	// Every sidecar name starts with the stem and a dot ("dem.tfw",
-	// "dem.tif.aux.xml").
-	stem := formats.Stem(base) + "."
+	// Every sidecar name starts with the stem ("dem.tfw",
+	// "dem.tif.aux.xml", "dem_RPC.TXT"); SidecarOf sorts out the rest.
 	var out []objectstore.Object
-	err := store.List(ctx, bucket, dir+stem, func(o objectstore.Object) error {
+	err := store.List(ctx, bucket, dir+formats.Stem(base), func(o objectstore.Object) error {
 		rest := strings.TrimPrefix(o.Key, dir)
 		if !strings.Contains(rest, "/") && formats.SidecarOf(base, rest) {
 			out = append(out, o)
@@ -34,12 +33,16 @@ func listSidecars(ctx context.Context, store objectstore.Store, bucket, key stri
 }
 
 // mainOf finds the one source a sidecar belongs to ("roads.dbf" →
-// "roads.shp"); the zero Object when there is none or it is ambiguous.
+// "roads.shp", "image_RPC.TXT" → "image.tif"); the zero Object when there
+// is none or it is ambiguous.
 func mainOf(ctx context.Context, store objectstore.Store, bucket, sidecar string) (objectstore.Object, error) {
 	dir, base := path.Split(sidecar)
-	first, _, _ := strings.Cut(base, ".")
+	// The main file's name starts with the sidecar's up to its first dot
+	// ("dem" of "dem.tif.aux.xml"), or up to its suffix extension ("image"
+	// of "image_RPC.TXT"); the main file may have no extension at all.
+	first, _, _ := strings.Cut(formats.Stem(base), ".")
 	var found []objectstore.Object
-	err := store.List(ctx, bucket, dir+first+".", func(o objectstore.Object) error {
+	err := store.List(ctx, bucket, dir+first, func(o objectstore.Object) error {
 		rest := strings.TrimPrefix(o.Key, dir)
 		if !strings.Contains(rest, "/") && formats.SidecarOf(rest, base) {
 			found = append(found, o)

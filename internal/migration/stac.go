@@ -69,7 +69,7 @@ func collectionStaging(job Job) string {
 // error (a transient one is retried); only a store that keeps no time
 // falls back to now.
 func (c *Convert) sourceModified(ctx context.Context, job Job) (time.Time, error) {
-	obj, err := c.store.Head(ctx, job.SourceBucket, job.SourceKey)
+	obj, err := headSource(ctx, c.store, job.SourceBucket, job.SourceKey)
 	switch {
 	case errors.Is(err, objectstore.ErrNotFound):
 		return time.Time{}, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared during conversion", job.SourceBucket, job.SourceKey)

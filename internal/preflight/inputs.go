@@ -218,7 +218,7 @@ func zipArchive(zr *zip.Reader, name, gdalPath string, r recipe.Recipe, p Probe)
 		// One dataset file, plus sidecars of the same stem.
 		stem := ""
 		for _, n := range names {
-			if formats.IsSidecar(n) {
+			if formats.IsSidecar(n) || (formats.Conditional(n) && hasMainAmong(n, names)) {
 				continue
 			}
 			if stem != "" {
@@ -262,6 +262,18 @@ func checkEntryName(name string) error {
 		return fault.Data(fault.UnsafeSource, "archive entry name %q is absolute or climbs out of the archive (path traversal); refused", name)
 	}
 	return nil
+}
+
+// hasMainAmong reports whether one of names (archive entries) is the main
+// file of the sidecar named name, in the same directory.
+func hasMainAmong(name string, names []string) bool {
+	dir, base := path.Split(name)
+	for _, n := range names {
+		if d, b := path.Split(n); d == dir && formats.SidecarOf(b, base) {
+			return true
+		}
+	}
+	return false
 }
 
 // zipSiblings lists the entries GDAL reads beside main (same directory,

@@ -146,6 +146,26 @@ func TestLocal(t *testing.T) {
 	}
 }
 
+// TestLocalZippedImageWithMetadata: image.XML beside image.tif in a zip is
+// the image's metadata, given to GDAL, not a second dataset; an .xml with
+// no raster of its stem still is one.
+func TestLocalZippedImageWithMetadata(t *testing.T) {
+	dir := t.TempDir()
+	tiff := "II*\x00\x08\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+	z := zipOf(t, dir, "scene.zip", map[string]string{"scene.tif": tiff, "scene.XML": "<isd/>", "scene.IMD": "x", "scene_RPC.TXT": "x"})
+	s, err := Local(z, recipe.Recipe{}, newProbe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"scene.tif", "scene.IMD", "scene.XML", "scene_RPC.TXT"}; !slices.Equal(s.Siblings, want) {
+		t.Errorf("Siblings %v, want %v", s.Siblings, want)
+	}
+	z = zipOf(t, dir, "two.zip", map[string]string{"scene.tif": tiff, "catalog.xml": "<c/>"})
+	if _, err := Local(z, recipe.Recipe{}, newProbe()); fault.CodeOf(err) != fault.UnsupportedFormat || !strings.Contains(err.Error(), "several files") {
+		t.Errorf("a raster and an unrelated .xml: %v, want several files", err)
+	}
+}
+
 func TestLocalZippedShapefile(t *testing.T) {
 	dir := t.TempDir()
 	z := zipOf(t, dir, "places.shp.zip", map[string]string{"places.shp": "x", "places.shx": "x", "places.dbf": "x", "places.prj": wgs84, "places.tif.ovr": "x"})

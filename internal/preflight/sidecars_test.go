@@ -17,6 +17,8 @@ func TestSiblingsFollowTheRegistry(t *testing.T) {
 	for _, n := range []string{
 		"land.img", "land.rrd", "land.ige", "land.img.aux.xml", "land.ovr", "land.img.msk", "land.qmd", "land.dbf",
 		"roads.shp", "roads.shx", "roads.DBF", "roads.prj", "roads.qmd", "roads.tfw", "Roads.cpg",
+		"scene.tif", "scene.IMD", "scene.RPB", "scene_RPC.TXT", "scene.XML", "scene.xsd", "scene2.tif",
+		"rivers.gml", "rivers.xsd", "rivers.gfs", "rivers.XML",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
@@ -25,6 +27,10 @@ func TestSiblingsFollowTheRegistry(t *testing.T) {
 	for main, want := range map[string][]string{
 		"land.img":  {"land.img", "land.ige", "land.img.aux.xml", "land.rrd"},
 		"roads.shp": {"roads.shp", "roads.DBF", "roads.prj", "roads.shx"},
+		// Satellite metadata, image_RPC.TXT included; not a GML schema.
+		"scene.tif": {"scene.tif", "scene.IMD", "scene.RPB", "scene.XML", "scene_RPC.TXT"},
+		// A GML file's schema, not raster metadata.
+		"rivers.gml": {"rivers.gml", "rivers.gfs", "rivers.xsd"},
 	} {
 		got, size := siblings(filepath.Join(dir, main), 1)
 		if !slices.Equal(got, want) {

@@ -379,8 +379,8 @@ func (w *Writer) stageInputs(ctx context.Context, f Failure, m *Manifest, stagin
 	}
 	m.Input.Size = main.Size
 	dir, base := path.Split(f.SourceKey)
-	stem := formats.Stem(base) + "."
-	err = s.List(ctx, f.SourceBucket, dir+stem, func(o objectstore.Object) error {
+	// Sidecars start with the stem ("dem.tfw", "dem_RPC.TXT").
+	err = s.List(ctx, f.SourceBucket, dir+formats.Stem(base), func(o objectstore.Object) error {
 		rest := strings.TrimPrefix(o.Key, dir)
 		if !strings.Contains(rest, "/") && formats.SidecarOf(base, rest) {
 			m.Sidecars = append(m.Sidecars, Object{Bucket: o.Bucket, Key: o.Key, Size: o.Size})
