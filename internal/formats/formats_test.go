@@ -30,7 +30,7 @@ func TestLookup(t *testing.T) {
 		{"roads.qmd", Sidecar, ".qmd"},
 		{"README.txt", NotGeospatial, ".txt"},
 		{"out.parquet", Unknown, ".parquet"},
-		{"survey.csv", Unknown, ".csv"},
+		{"survey.csv", Vector, ".csv"},
 		{"dem", Unknown, ""},
 		{".aux.xml", Unknown, ".xml"},
 		{".hidden", Unknown, ""},
