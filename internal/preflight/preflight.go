@@ -144,6 +144,9 @@ func Local(src string, r recipe.Recipe, p Probe) (*Source, error) {
 	if err := s.checkDriver(p, r); err != nil {
 		return nil, err
 	}
+	if err := checkCompanions(src, s.Driver); err != nil {
+		return nil, err
+	}
 	switch s.Driver {
 	case "ESRI Shapefile":
 		if formats.Lookup(src).Ext == ".shp" {
@@ -169,6 +172,32 @@ func Local(src string, r recipe.Recipe, p Probe) (*Source, error) {
 		}
 	}
 	return s, nil
+}
+
+// companions are the files a driver opens by name beside its source,
+// whatever sibling list it is given: the CSV driver a .csvt (column types)
+// and a .prj, the GML driver a .gfs (layer schema) and a .xsd.
+var companions = map[string][]string{
+	"CSV": {".csvt", ".prj"},
+	"GML": {".gfs", ".xsd"},
+}
+
+// checkCompanions refuses a source whose companion names are anything
+// but regular files: GDAL would open a FIFO and block, follow a link, or
+// read a device.
+func checkCompanions(src, driver string) error {
+	stem := strings.TrimSuffix(src, filepath.Ext(src))
+	for _, ext := range companions[driver] {
+		for _, e := range []string{ext, strings.ToUpper(ext)} {
+			fi, err := os.Lstat(stem + e)
+			if err != nil || fi.Mode().IsRegular() {
+				continue
+			}
+			return fault.Data(fault.UnsafeSource, "%s beside the source is not a regular file (%s); GDAL's %s driver would read it: remove it or make it a plain file",
+				filepath.Base(stem+e), fi.Mode().Type(), driver)
+		}
+	}
+	return nil
 }
 
 func extHint(src string) string {
