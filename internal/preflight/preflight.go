@@ -245,10 +245,7 @@ func (s *Source) unidentified(p Probe) error {
 	if s.Archive != "" {
 		name = strings.ToLower(path.Base(s.Path))
 	}
-	ext := path.Ext(name)
-	if strings.HasSuffix(name, ".osm.pbf") {
-		ext = ".pbf"
-	}
+	ext := path.Ext(name) // "planet.osm.pbf" → ".pbf"
 	if ext == ".fgb" && s.Archive == "" {
 		if head, err := readHead(s.Path, 8); err == nil && bytes.HasPrefix(head, fgbMagic) && len(head) >= 4 && head[3] != fgbVersion {
 			return fault.Data(fault.DriverUnavailable,
