@@ -182,7 +182,9 @@ func corpus() []corpusCase {
 				}
 			}
 			return p
-		}, recipe: func(r *recipe.Recipe) { r.CSVGeometry, r.CSVWKTColumn, r.AssignCRS = recipe.CSVGeometryWKT, "WKT", "EPSG:4326" },
+		}, recipe: func(r *recipe.Recipe) {
+			r.CSVGeometry, r.CSVWKTColumn, r.AssignCRS = recipe.CSVGeometryWKT, "WKT", "EPSG:4326"
+		},
 			want: code(fault.UnsafeSource)},
 		{name: "GML whose .gfs and .xsd are FIFOs", make: func(t *testing.T, dir, _ string) string {
 			p := filepath.Join(dir, "pts.gml")
