@@ -112,6 +112,8 @@ var table = []Format{
 	{Ext: ".hdf5", Kind: Raster, Drivers: []string{"HDF5"}, LocalFile: true},
 	{Ext: ".he5", Kind: Raster, Drivers: []string{"HDF5"}, LocalFile: true},
 	{Ext: ".hdf", Kind: Raster, Drivers: []string{"HDF4", "HDF5"}, LocalFile: true},
+	// SRTMHGT knows a tile by its name (N45E006.hgt) and size.
+	{Ext: ".hgt", Kind: Raster, Drivers: []string{"SRTMHGT"}},
 
 	// Vector sources.
 	{Ext: ".shp", Kind: Vector, Drivers: []string{"ESRI Shapefile"}, LocalFile: true},
@@ -121,7 +123,16 @@ var table = []Format{
 	{Ext: ".geojson", Kind: Vector, Drivers: []string{"GeoJSON"}},
 	{Ext: ".json", Kind: Vector, Drivers: []string{"GeoJSON"}},
 	{Ext: ".fgb", Kind: Vector, Drivers: []string{"FlatGeobuf"}, Output: "FlatGeobuf"},
+	{Ext: ".topojson", Kind: Vector, Drivers: []string{"TopoJSON"}},
+	{Ext: ".geojsonl", Kind: Vector, Drivers: []string{"GeoJSONSeq"}},
+	{Ext: ".geojsons", Kind: Vector, Drivers: []string{"GeoJSONSeq"}},
+	{Ext: ".gpx", Kind: Vector, Drivers: []string{"GPX"}},
+	// The GML driver reads a .xsd beside the document and, without
+	// one, scans the whole file for its schema.
 	{Ext: ".gml", Kind: Vector, Drivers: []string{"GML"}, LocalFile: true},
+	// A CSV is a vector source only with a recipe rule naming its
+	// geometry columns (csv:); preflight says so when none does.
+	{Ext: ".csv", Kind: Vector, Drivers: []string{"CSV"}},
 
 	// Read by GDAL but not a supported source; SQLite opens its own file.
 	{Ext: ".sqlite", Kind: Unknown, Drivers: []string{"SQLite"}, LocalFile: true},
@@ -136,6 +147,7 @@ var table = []Format{
 	{Ext: ".shp.zip", Kind: Archive, Holds: Vector, Zip: true, Drivers: []string{"ESRI Shapefile"}},
 	{Ext: ".gdb.zip", Kind: Archive, Holds: Vector, Zip: true, Drivers: []string{"OpenFileGDB"}},
 	{Ext: ".kmz", Kind: Archive, Holds: Vector, Zip: true, Drivers: []string{"KML", "LIBKML"}},
+	{Ext: ".hgt.zip", Kind: Archive, Holds: Raster, Zip: true, Drivers: []string{"SRTMHGT"}},
 	{Ext: ".tar.gz", Kind: Archive},
 	{Ext: ".tgz", Kind: Archive},
 	{Ext: ".gz", Kind: Archive},
@@ -192,7 +204,7 @@ var table = []Format{
 // notGeospatial are extensions of documents, text, code and media. A
 // deny-list on purpose: an unknown extension may still be a format GDAL
 // identifies by content, and formats GDAL reads but the pipeline refuses
-// (CSV, PDF, GPX …) stay candidates so that remediation says what to do.
+// (PDF, DXF …) stay candidates so that remediation says what to do.
 var notGeospatial = []string{
 	".txt", ".md", ".rst", ".htm", ".html", ".css", ".js",
 	".doc", ".docx", ".odt", ".rtf", ".ppt", ".pptx", ".odp",

@@ -40,7 +40,7 @@ func TestLookup(t *testing.T) {
 		{"roads.gml", Vector, ".gml"},
 		{"README.txt", NotGeospatial, ".txt"},
 		{"out.parquet", Unknown, ".parquet"},
-		{"survey.csv", Unknown, ".csv"},
+		{"survey.csv", Vector, ".csv"},
 		{"dem", Unknown, ""},
 		{".aux.xml", Unknown, ".xml"},
 		{".hidden", Unknown, ""},

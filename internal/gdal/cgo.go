@@ -106,7 +106,7 @@ func getConfig(key string) string {
 	return C.GoString(C.CPLGetConfigOption(k, nil))
 }
 
-// identify names the driver, among allowed, that recognises path, reading
+// identify names the driver, among allowed (nil: any), that recognises path, reading
 // only its header (GDALIdentifyDriverEx), or "" when none does. siblings are
 // the only other files GDAL is told exist beside it.
 func identify(path string, allowed, siblings []string) string {
@@ -115,11 +115,22 @@ func identify(path string, allowed, siblings []string) string {
 	ca, cs := newCStrings(allowed), newCStrings(siblings)
 	defer ca.free()
 	defer cs.free()
-	name := C.gm_identify(cp, ca.p, cs.p)
+	list := ca.p
+	if allowed == nil {
+		list = nil // every driver (an empty list would allow none)
+	}
+	name := C.gm_identify(cp, list, cs.p)
 	if name == nil {
 		return ""
 	}
 	return C.GoString(name)
+}
+
+// hasDriver reports whether GDAL has a driver of that short name.
+func hasDriver(name string) bool {
+	c := C.CString(name)
+	defer C.free(unsafe.Pointer(c))
+	return C.GDALGetDriverByName(c) != nil
 }
 
 func setProjPaths(paths []string) {

@@ -65,7 +65,7 @@ func (e *Engine) convertSource(ctx context.Context, s *preflight.Source, workDir
 	if lim := budget.GeoJSONObjectLimit(r.MaxMemory); lim != "" {
 		defer setThreadConfig("OGR_GEOJSON_MAX_OBJ_SIZE", lim)()
 	}
-	ds, err := openSource(s, rec)
+	ds, err := openSource(s, r, rec)
 	if err != nil {
 		if be := geoJSONObjectError(err, r.MaxMemory); be != nil {
 			return nil, be
@@ -300,6 +300,13 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	}
 	if err := checkBlocks(ds, what, r); err != nil {
 		return recipe.Output{}, err
+	}
+	ds, assigned, err := assignRasterCRS(ds, r, what, rec)
+	if err != nil {
+		return recipe.Output{}, err
+	}
+	if assigned {
+		defer ds.Close()
 	}
 	if err := checkCRS(ds.Projection(), what, rec); err != nil {
 		return recipe.Output{}, err

@@ -174,6 +174,43 @@ func corpus() []corpusCase {
 			}
 			return p
 		}, want: "converted", check: func(t *testing.T, outs []recipe.Output) { judgeCOG(t, outs[0].Path) }},
+		{name: "CSV whose .csvt and .prj are FIFOs", make: func(t *testing.T, dir, _ string) string {
+			p := writeFile(t, dir, "pts.csv", "id,WKT\n1,POINT (1 2)\n")
+			for _, side := range []string{"pts.csvt", "pts.prj"} {
+				if err := syscall.Mkfifo(filepath.Join(dir, side), 0o600); err != nil {
+					t.Skip("mkfifo:", err)
+				}
+			}
+			return p
+		}, recipe: func(r *recipe.Recipe) {
+			r.CSVGeometry, r.CSVWKTColumn, r.AssignCRS = recipe.CSVGeometryWKT, "WKT", "EPSG:4326"
+		},
+			want: code(fault.UnsafeSource)},
+		{name: "GML whose .gfs and .xsd are FIFOs", make: func(t *testing.T, dir, _ string) string {
+			p := filepath.Join(dir, "pts.gml")
+			run(t, "ogr2ogr", "-f", "GML", "-nln", "pts", p, writeFile(t, t.TempDir(), "in.geojson",
+				`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"a":1},"geometry":{"type":"Point","coordinates":[1,2]}}]}`))
+			for _, side := range []string{"pts.gfs", "pts.xsd"} {
+				os.Remove(filepath.Join(dir, side))
+				if err := syscall.Mkfifo(filepath.Join(dir, side), 0o600); err != nil {
+					t.Skip("mkfifo:", err)
+				}
+			}
+			return p
+		}, want: code(fault.UnsafeSource)},
+		{name: "GML with an external entity naming a file outside the input", make: func(t *testing.T, dir, fifo string) string {
+			return writeFile(t, dir, "entity.gml", `<?xml version="1.0"?>
+<!DOCTYPE x [<!ENTITY secret SYSTEM "file://`+fifo+`">]>
+<ogr:FeatureCollection xmlns:ogr="http://ogr.maptools.org/" xmlns:gml="http://www.opengis.net/gml">
+<gml:featureMember><ogr:pts><ogr:name>&secret;</ogr:name><ogr:geometryProperty><gml:Point srsName="EPSG:4326"><gml:coordinates>1,2</gml:coordinates></gml:Point></ogr:geometryProperty></ogr:pts></gml:featureMember>
+</ogr:FeatureCollection>`)
+		}, want: "converted", check: func(t *testing.T, outs []recipe.Output) { judgeVector(t, outs, map[string]int{"pts": 1}) }},
+		{name: "GPX whose links name a file outside the input", make: func(t *testing.T, dir, fifo string) string {
+			return writeFile(t, dir, "linked.gpx", `<?xml version="1.0"?>
+<gpx version="1.1" creator="t" xmlns="http://www.topografix.com/GPX/1/1">
+<wpt lat="52.5" lon="13.4"><name>a</name><link href="`+fifo+`"><text>x</text></link></wpt>
+</gpx>`)
+		}, want: "converted", check: func(t *testing.T, outs []recipe.Output) { judgeVector(t, outs, map[string]int{"waypoints": 1}) }},
 		{name: "pixel bomb (10^6 x 10^6 declared in 150 bytes)", make: withSample("bomb.tif", sampledata.Writer("pixel_bomb.tif")), want: code(fault.BudgetExceeded)},
 		{name: "TIFF of 0 x 0 pixels", make: withSample("zero.tif", func(p string) error { return writeTinyTIFF(p, 0, 0) }), want: code(fault.CorruptSource)},
 		{name: "GeoTIFF with a NaN geotransform", make: withSample("nan.tif", writeNaNGeoTransform), want: code(fault.CorruptSource)},
@@ -288,9 +325,15 @@ func corpus() []corpusCase {
 		{name: "zip with two shapefiles", make: zipped("two.zip", func(t *testing.T, dir, fifo string) []zipEntry {
 			return append(shpEntries("a/")(t, dir, fifo), shpEntries("b/")(t, dir, fifo)...)
 		}), want: code(fault.UnsupportedFormat)},
-		{name: "zip bomb (16 MiB of zeros)", make: zipped("bomb.zip", func(*testing.T, string, string) []zipEntry {
-			return []zipEntry{{name: "zeros.tif", data: make([]byte, 16<<20)}}
+		// Inflating over 64 MiB at over 200:1 is a bomb; smaller entries are
+		// held to the byte budget only (an SRTM tile of sea level zips
+		// 850:1).
+		{name: "zip bomb (80 MiB of zeros)", make: zipped("bomb.zip", func(*testing.T, string, string) []zipEntry {
+			return []zipEntry{{name: "zeros.tif", data: make([]byte, 80<<20)}}
 		}), want: code(fault.BudgetExceeded)},
+		{name: "zip of 16 MiB of zeros over an 8 MiB byte budget", make: zipped("zeros.zip", func(*testing.T, string, string) []zipEntry {
+			return []zipEntry{{name: "zeros.tif", data: make([]byte, 16<<20)}}
+		}), recipe: func(r *recipe.Recipe) { r.MaxBytes = 8 << 20 }, want: code(fault.BudgetExceeded)},
 		{name: "zip bomb (declared 1 TiB)", make: zipped("huge.zip", func(*testing.T, string, string) []zipEntry {
 			return []zipEntry{{name: "huge.tif", data: []byte{3, 0}, raw: true, hdr: func(h *zip.FileHeader) {
 				h.CompressedSize64, h.UncompressedSize64 = 2, 1<<40

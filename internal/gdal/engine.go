@@ -207,6 +207,10 @@ func (c Config) settings() map[string]string {
 		"GDAL_HTTP_CONNECTTIMEOUT":         "1",
 		"GDAL_HTTP_MAX_RETRY":              "0",
 		"PROJ_NETWORK":                     "OFF",
+		// GML: xlinks stay unresolved (resolving reads the documents they
+		// name) and no application schema is downloaded.
+		"GML_SKIP_RESOLVE_ELEMS":  "ALL",
+		"GML_DOWNLOAD_WFS_SCHEMA": "NO",
 		// GDAL sees only the sibling files we name; it never lists or
 		// probes the directory of a source.
 		"GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",

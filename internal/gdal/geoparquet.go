@@ -273,7 +273,14 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 		return recipe.Output{}, fault.Data(fault.CorruptSource, "layer %q cannot be opened", sc.name)
 	}
 	l := *lp
-	crs, err := canonicalCRS(l.SpatialRef())
+	sr, assigned, err := layerSRS(l, r)
+	if err != nil {
+		return recipe.Output{}, err
+	}
+	if assigned {
+		defer sr.Close()
+	}
+	crs, err := canonicalCRS(sr)
 	if err != nil {
 		return recipe.Output{}, fault.DataWrap(fault.InvalidCRS, err, "layer %q has a CRS that cannot be written as PROJJSON", sc.name)
 	}

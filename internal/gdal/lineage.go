@@ -17,13 +17,14 @@ const (
 	MetaRecipe            = "GEOMIGRATE_RECIPE"
 	MetaToolVersion       = "GEOMIGRATE_VERSION"
 	MetaEngineVersion     = "GEOMIGRATE_GDAL_VERSION"
+	MetaAssignedCRS       = "GEOMIGRATE_ASSIGNED_CRS"
 )
 
 func lineageItems(l recipe.Lineage) [][2]string {
 	var out [][2]string
 	for _, kv := range [][2]string{
 		{MetaSourceSHA256, l.SourceSHA256}, {MetaSourceFingerprint, l.Fingerprint}, {MetaRecipe, l.RecipeHash},
-		{MetaToolVersion, l.ToolVersion}, {MetaEngineVersion, l.EngineVersion},
+		{MetaToolVersion, l.ToolVersion}, {MetaEngineVersion, l.EngineVersion}, {MetaAssignedCRS, l.AssignedCRS},
 	} {
 		if kv[1] != "" {
 			out = append(out, kv)
@@ -42,6 +43,6 @@ func ReadCOGLineage(path string) (recipe.Lineage, error) {
 	md := ds.Metadatas()
 	return recipe.Lineage{
 		SourceSHA256: md[MetaSourceSHA256], Fingerprint: md[MetaSourceFingerprint], RecipeHash: md[MetaRecipe],
-		ToolVersion: md[MetaToolVersion], EngineVersion: md[MetaEngineVersion],
+		ToolVersion: md[MetaToolVersion], EngineVersion: md[MetaEngineVersion], AssignedCRS: md[MetaAssignedCRS],
 	}, nil
 }

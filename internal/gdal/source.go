@@ -10,6 +10,7 @@ import (
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/preflight"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
 // outputDrivers are the GDAL drivers the engine writes with: COG for
@@ -27,7 +28,10 @@ var outputDrivers = []string{cogDriver, flatGeobufDriver}
 // probe answers preflight's questions with GDAL.
 type probe struct{}
 
-var _ preflight.Probe = probe{}
+var (
+	_ preflight.Probe       = probe{}
+	_ preflight.DriverProbe = probe{}
+)
 
 func (probe) Identify(path string, allowed, siblings []string) string {
 	return identify(path, allowed, siblings)
@@ -52,10 +56,13 @@ func quietLogger(ec godal.ErrorCategory, _ int, msg string) error {
 
 // openSource fully opens a preflighted source with its identified driver
 // only, and only the sibling files preflight named.
-func openSource(s *preflight.Source, rec *recorder) (*godal.Dataset, error) {
+func openSource(s *preflight.Source, r recipe.Recipe, rec *recorder) (*godal.Dataset, error) {
 	opts := []godal.OpenOption{godal.Drivers(s.Driver), rec.opt()}
 	if len(s.Siblings) > 1 {
 		opts = append(opts, godal.SiblingFiles(s.Siblings[1:]...))
+	}
+	if oo := openOptions(s.Driver, r); len(oo) > 0 {
+		opts = append(opts, godal.DriverOpenOption(oo...))
 	}
 	ds, err := godal.Open(s.Path, opts...)
 	if err != nil {
@@ -79,6 +86,32 @@ func checkCRS(wkt string, what string, rec *recorder) error {
 	}
 	if err := sr.Validate(rec.opt()); err != nil {
 		return fault.DataWrap(fault.InvalidCRS, err, "%s has an invalid CRS", what)
+	}
+	return nil
+}
+
+// HasDriver reports whether this GDAL has the driver name at all.
+func (probe) HasDriver(name string) bool { return hasDriver(name) }
+
+// openOptions are the open options a driver is given:
+//   - GML: never write a .gfs schema beside the source (the driver does by
+//     default, into the caller's directory), never download a schema
+//     (the engine's settings also keep xlinks unresolved and every fetch
+//     refused);
+//   - CSV: the geometry columns the recipe names, which become the
+//     geometry and leave the attributes (KEEP_GEOM_COLUMNS=NO); the other
+//     columns stay text, as written (no type guessing: "007" stays "007").
+func openOptions(driver string, r recipe.Recipe) []string {
+	switch driver {
+	case "GML":
+		return []string{"WRITE_GFS=NO", "DOWNLOAD_SCHEMA=NO"}
+	case "CSV":
+		switch r.CSVGeometry {
+		case recipe.CSVGeometryWKT:
+			return []string{"GEOM_POSSIBLE_NAMES=" + r.CSVWKTColumn, "KEEP_GEOM_COLUMNS=NO"}
+		case recipe.CSVGeometryXY:
+			return []string{"X_POSSIBLE_NAMES=" + r.CSVXColumn, "Y_POSSIBLE_NAMES=" + r.CSVYColumn, "KEEP_GEOM_COLUMNS=NO"}
+		}
 	}
 	return nil
 }

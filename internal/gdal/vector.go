@@ -87,7 +87,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 			skipped = append(skipped, l.Name())
 			continue
 		}
-		if err := layerCRS(l, rec); err != nil {
+		if err := layerCRS(l, r, rec); err != nil {
 			return nil, err
 		}
 		sc, err := scanLayer(ctx, l, budget.NewVectorMeter(l.Name(), r))
@@ -182,12 +182,28 @@ func vectorFidelity(ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe
 	return geoParquetFidelity(*l, sc, dst)
 }
 
-// layerCRS checks a layer's CRS (present, valid, georeferencing).
-func layerCRS(l godal.Layer, rec *recorder) error {
+// layerCRS checks a layer's CRS (present, valid, georeferencing), or
+// the recipe's assign_crs for a layer without one.
+func layerCRS(l godal.Layer, r recipe.Recipe, rec *recorder) error {
 	what := fmt.Sprintf("layer %q", l.Name())
 	sr := l.SpatialRef()
 	if sr == nil || isNullHandle(sr) {
+		if r.AssignCRS != "" {
+			as, err := assignedSRS(r.AssignCRS)
+			if err != nil {
+				return err
+			}
+			defer as.Close()
+			wkt, _ := as.WKT()
+			rec.warn(fmt.Sprintf("%s declares no CRS: assigned %s (recipe assign_crs)", what, r.AssignCRS))
+			return checkCRS(wkt, what, rec)
+		}
 		return checkCRS("", what, rec)
+	}
+	if r.AssignCRS != "" {
+		if err := checkDeclaredCRS(sr, r.AssignCRS, what); err != nil {
+			return err
+		}
 	}
 	wkt, err := sr.WKT()
 	if err != nil {
@@ -304,8 +320,17 @@ func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r recipe.Recip
 	// The CRS text in the header comes from a canonical rebuild of the
 	// layer CRS, not from GDAL's per-thread PROJ state (see crs.go).
 	if l := ds.LayerByName(sc.name); l != nil {
-		if crs, err := canonicalCRS(l.SpatialRef()); err == nil && crs.Canonical {
+		sr, assigned, err := layerSRS(*l, r)
+		if err != nil {
+			return recipe.Output{}, err
+		}
+		if assigned {
+			defer sr.Close()
+		}
+		if crs, err := canonicalCRS(sr); err == nil && crs.Canonical {
 			args = append(args, "-a_srs", crs.WKT2)
+		} else if assigned {
+			args = append(args, "-a_srs", r.AssignCRS)
 		}
 	}
 	args = append(args, sc.name)

@@ -110,6 +110,7 @@ func (c *Convert) stageItem(ctx context.Context, job Job, o recipe.Output, a Art
 			Software:   map[string]string{"geomigrate": job.Recipe.ToolVersion, "GDAL": job.Recipe.EngineVersion},
 			RecipeHash: job.RecipeHash, Recipe: job.Recipe.CanonicalJSON(),
 			SourceKey: job.SourceBucket + "/" + job.SourceKey, SourceSHA256: job.SourceSHA256,
+			AssignedCRS: job.Recipe.AssignCRS,
 		},
 	})
 	if err != nil {

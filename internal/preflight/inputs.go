@@ -36,10 +36,17 @@ const (
 	// MaxZipEntries is the most entries an archive may hold.
 	MaxZipEntries = 10_000
 	// maxZipRatio refuses an entry that inflates more than this many times
-	// (deflate tops out near 1032:1, so only degenerate content, i.e. a
-	// bomb, comes close). Entries under zipRatioFloor are exempt.
+	// (deflate tops out near 1032:1, so only degenerate content comes
+	// close). It applies only to entries that inflate past zipRatioFloor:
+	// below it, mostly constant rasters compress as well as a bomb (a
+	// 1201 x 1201 Int16 SRTM tile of sea level, 2.9 MB, zips to 3.4 kB,
+	// 850:1; a 3601 x 3601 one is 26 MB), and inflating 64 MiB costs a
+	// conversion nothing that the byte budget has not already allowed.
+	// The harm of a bomb is its size, which the declared sizes (held to
+	// the recipe's byte budget) bound; the ratio is a second line for
+	// large entries only (docs/decisions/0092).
 	maxZipRatio   = 200
-	zipRatioFloor = 1 << 20
+	zipRatioFloor = 64 << 20
 	maxPRJBytes   = 64 << 10
 )
 
@@ -130,7 +137,7 @@ func zipArchive(zr *zip.Reader, name, gdalPath string, r recipe.Recipe, p Probe)
 		}
 		declared += f.UncompressedSize64
 		if r.MaxBytes > 0 && declared > uint64(r.MaxBytes) {
-			return nil, fault.Data(fault.BudgetExceeded, "archive declares more than %d bytes uncompressed (budget)", r.MaxBytes)
+			return nil, fault.Data(fault.BudgetExceeded, "archive entries declare %d bytes uncompressed (at %q), over the byte budget of %d (recipe max_bytes)", declared, name, r.MaxBytes)
 		}
 		if f.UncompressedSize64 > zipRatioFloor && f.UncompressedSize64 > maxZipRatio*max(f.CompressedSize64, 1) {
 			return nil, fault.Data(fault.BudgetExceeded, "archive entry %q inflates %d bytes into %d (over %d:1): refused as a zip bomb",
@@ -181,7 +188,7 @@ func zipArchive(zr *zip.Reader, name, gdalPath string, r recipe.Recipe, p Probe)
 	case len(shps) > 1:
 		return nil, fault.Data(fault.UnsupportedFormat, "archive holds %d shapefiles (%s); upload one per archive", len(shps), strings.Join(shps, ", "))
 	case len(shps) == 1:
-		if err := zipShapefile(s, shps[0], files, p); err != nil {
+		if err := zipShapefile(s, shps[0], files, p, r.AssignCRS != ""); err != nil {
 			return nil, err
 		}
 	case len(kmls) > 0:
@@ -236,7 +243,7 @@ func zipArchive(zr *zip.Reader, name, gdalPath string, r recipe.Recipe, p Probe)
 	if s.Driver == "" {
 		s.Driver = p.Identify(s.Path, IdentifyAllowed, s.Siblings)
 	}
-	if err := s.checkDriver(); err != nil {
+	if err := s.checkDriver(p, r); err != nil {
 		return nil, err
 	}
 	switch s.Driver {
@@ -291,8 +298,9 @@ func zipSiblings(main string, names []string) []string {
 	return out
 }
 
-// zipShapefile requires the three files a Shapefile is made of and a CRS.
-func zipShapefile(s *Source, shp string, files map[string]*zip.File, p Probe) error {
+// zipShapefile requires the three files a Shapefile is made of and a CRS
+// (a .prj, or the recipe's assign_crs: assigned).
+func zipShapefile(s *Source, shp string, files map[string]*zip.File, p Probe, assigned bool) error {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
@@ -312,6 +320,11 @@ func zipShapefile(s *Source, shp string, files map[string]*zip.File, p Probe) er
 		}
 	}
 	prj := find(".prj")
+	if prj == "" && assigned {
+		s.Path = vsiZipPath(s.Archive, shp)
+		s.Siblings = sib
+		return nil
+	}
 	if prj == "" {
 		return shapefileMissing(".prj", path.Base(shp))
 	}
@@ -475,20 +488,31 @@ func checkLocalKML(src string) error {
 	return scanKML(f, filepath.Base(src))
 }
 
-// checkDriver refuses a driver outside the allow-list, by kind.
-func (s *Source) checkDriver() error {
+// checkDriver refuses a driver outside the allow-list, by kind, and the
+// inputs that need a recipe or a bound of their own.
+func (s *Source) checkDriver(p Probe, r recipe.Recipe) error {
 	switch {
 	case s.Driver == "":
-		return fault.Data(fault.UnsupportedFormat,
-			"GDAL recognises no supported format in this file%s (rasters: %s; vectors: %s)",
-			extHint(s.Name), strings.Join(RasterDrivers, ", "), strings.Join(VectorDrivers, ", "))
+		return s.unidentified(p)
 	case slices.Contains(UnsafeDrivers, s.Driver):
 		return fault.Data(fault.UnsafeSource, "source is a %s dataset, which can make GDAL read other files or URLs; refused", s.Driver)
 	case slices.Contains(unsupportedDrivers, s.Driver):
 		return fault.Data(fault.UnsupportedFormat, "source is %s, which is not a supported input format", s.Driver)
+	case s.Driver == "CSV" && r.CSVGeometry == "":
+		return fault.Data(fault.UnsupportedFormat,
+			"source is a CSV table, whose geometry GDAL cannot guess safely; add a recipe rule for it naming its geometry columns and CRS, e.g. csv: {geometry: wkt, wkt_column: WKT} or csv: {geometry: xy, x_column: lon, y_column: lat}, with assign_crs: EPSG:4326")
+	case s.Driver == "TopoJSON" && r.MaxMemory > 0 && s.Bytes > r.MaxMemory/topoJSONParseFactor:
+		return fault.Data(fault.BudgetExceeded,
+			"source is a TopoJSON document of %d bytes; GDAL parses it whole (about %d times its size), over the memory budget of %d bytes: split it, or convert it to GeoJSON",
+			s.Bytes, topoJSONParseFactor, r.MaxMemory)
 	}
 	return nil
 }
+
+// topoJSONParseFactor: GDAL's TopoJSON reader holds the whole document as
+// a json-c tree, which takes about this many times the text (as a GeoJSON
+// feature does: budget.GeoJSONObjectLimit).
+const topoJSONParseFactor = 24
 
 // Stem names outputs after the uploaded file ("roads.shp.zip" → "roads",
 // "city.gdb.zip" → "city", "places.kmz" → "places").

@@ -16,6 +16,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -39,11 +40,22 @@ type Probe interface {
 	ParseCRS(wkt string) error
 }
 
+// DriverProbe is what a Probe may also answer, for a refusal that says
+// what GDAL says: whether this GDAL has a driver at all. internal/gdal's
+// probe implements it; a Probe without it gets the plainer message.
+type DriverProbe interface {
+	HasDriver(name string) bool
+}
+
 // Drivers a source may be opened with. Each reads only the source file and
 // the sidecars we name; none follows references to other files or URLs.
 var (
-	RasterDrivers = []string{"GTiff", "COG", "JP2OpenJPEG", "netCDF", "HDF5", "HFA", "AAIGrid", "PNG", "JPEG"}
-	VectorDrivers = []string{"ESRI Shapefile", "OpenFileGDB", "GPKG", "KML", "LIBKML", "GeoJSON", "FlatGeobuf"}
+	RasterDrivers = []string{"GTiff", "COG", "JP2OpenJPEG", "netCDF", "HDF5", "HFA", "AAIGrid", "PNG", "JPEG", "SRTMHGT"}
+	// GML and GPX are read with Expat, never resolving xlinks nor
+	// fetching schemas (gml* settings of the engine); CSV only with a
+	// recipe's csv: rule.
+	VectorDrivers = []string{"ESRI Shapefile", "OpenFileGDB", "GPKG", "KML", "LIBKML", "GeoJSON", "FlatGeobuf",
+		"GeoJSONSeq", "TopoJSON", "GPX", "GML", "CSV"}
 )
 
 // UnsafeDrivers open other files or URLs named inside the source. They take
@@ -55,7 +67,7 @@ var UnsafeDrivers = []string{
 }
 
 // unsupportedDrivers are recognised to give a precise message, but not converted.
-var unsupportedDrivers = []string{"MBTiles", "SQLite", "CSV", "ENVI", "EHdr", "GPX", "DXF", "MapInfo File", "GML", "XLSX", "PDF", "BMP", "GIF"}
+var unsupportedDrivers = []string{"MBTiles", "SQLite", "ENVI", "EHdr", "DXF", "MapInfo File", "XLSX", "PDF", "BMP", "GIF"}
 
 // IdentifyAllowed is what identification may answer.
 var IdentifyAllowed = slices.Concat(RasterDrivers, VectorDrivers, UnsafeDrivers, unsupportedDrivers)
@@ -129,7 +141,10 @@ func Local(src string, r recipe.Recipe, p Probe) (*Source, error) {
 	}
 
 	s.Driver = p.Identify(src, IdentifyAllowed, s.Siblings)
-	if err := s.checkDriver(); err != nil {
+	if err := s.checkDriver(p, r); err != nil {
+		return nil, err
+	}
+	if err := checkCompanions(src, s.Driver); err != nil {
 		return nil, err
 	}
 	switch s.Driver {
@@ -159,6 +174,32 @@ func Local(src string, r recipe.Recipe, p Probe) (*Source, error) {
 	return s, nil
 }
 
+// companions are the files a driver opens by name beside its source,
+// whatever sibling list it is given: the CSV driver a .csvt (column types)
+// and a .prj, the GML driver a .gfs (layer schema) and a .xsd.
+var companions = map[string][]string{
+	"CSV": {".csvt", ".prj"},
+	"GML": {".gfs", ".xsd"},
+}
+
+// checkCompanions refuses a source whose companion names are anything
+// but regular files: GDAL would open a FIFO and block, follow a link, or
+// read a device.
+func checkCompanions(src, driver string) error {
+	stem := strings.TrimSuffix(src, filepath.Ext(src))
+	for _, ext := range companions[driver] {
+		for _, e := range []string{ext, strings.ToUpper(ext)} {
+			fi, err := os.Lstat(stem + e)
+			if err != nil || fi.Mode().IsRegular() {
+				continue
+			}
+			return fault.Data(fault.UnsafeSource, "%s beside the source is not a regular file (%s); GDAL's %s driver would read it: remove it or make it a plain file",
+				filepath.Base(stem+e), fi.Mode().Type(), driver)
+		}
+	}
+	return nil
+}
+
 func extHint(src string) string {
 	f := formats.Lookup(src)
 	switch {
@@ -168,6 +209,71 @@ func extHint(src string) string {
 		return " (its extension " + f.Ext + " suggests " + strings.Join(f.Drivers, " or ") + ": the file is mislabelled or damaged)"
 	}
 	return " (its extension " + f.Ext + " suggests otherwise: the file is mislabelled or damaged)"
+}
+
+// driversByExt are GDAL drivers that a build may lack (optional
+// libraries, proprietary SDKs), by the extensions of their files: when no
+// driver identifies such a file and this GDAL has none of them, the
+// refusal says a driver is missing rather than that the file is damaged.
+var driversByExt = map[string][]string{
+	".parquet": {"Parquet"}, ".geoparquet": {"Parquet"}, ".arrow": {"Arrow"}, ".feather": {"Arrow"}, ".arrows": {"Arrow"},
+	".ecw": {"ECW"}, ".jp2": {"JP2OpenJPEG", "JP2ECW", "JP2KAK", "JP2MrSID"}, ".sid": {"MrSID"},
+	".pbf": {"OSM"}, ".osm": {"OSM"}, ".fgb": {"FlatGeobuf"}, ".hgt": {"SRTMHGT"},
+	".gpx": {"GPX"}, ".gml": {"GML"}, ".kml": {"KML", "LIBKML"}, ".gdb": {"OpenFileGDB", "FileGDB"},
+	".hdf": {"HDF4", "HDF5"}, ".nc": {"netCDF"}, ".h5": {"HDF5"}, ".mbtiles": {"MBTiles"}, ".pmtiles": {"PMTiles"},
+	".xlsx": {"XLSX"}, ".ods": {"ODS"}, ".dwg": {"CAD"}, ".dxf": {"DXF"}, ".tab": {"MapInfo File"}, ".mif": {"MapInfo File"},
+}
+
+// fgbMagic starts a FlatGeobuf file; the fourth byte is its major version.
+var fgbMagic = []byte("fgb")
+
+// fgbVersion is the FlatGeobuf major version GDAL reads.
+const fgbVersion = 3
+
+// unidentified is the refusal of a file no allowed driver recognises,
+// telling apart what GDAL tells apart: (a) a driver of this GDAL
+// recognises it but the pipeline does not take that driver; (b) the file
+// needs a driver, or a format version, this GDAL lacks; (c) it is
+// mislabelled or damaged.
+func (s *Source) unidentified(p Probe) error {
+	if d := p.Identify(s.Path, nil, s.Siblings); d != "" {
+		return fault.Data(fault.UnsupportedFormat,
+			"GDAL identifies this file as %s, which is not a supported input format (rasters: %s; vectors: %s); convert it to one of them",
+			d, strings.Join(RasterDrivers, ", "), strings.Join(VectorDrivers, ", "))
+	}
+	name := strings.ToLower(filepath.Base(s.Name))
+	if s.Archive != "" {
+		name = strings.ToLower(path.Base(s.Path))
+	}
+	ext := path.Ext(name) // "planet.osm.pbf" → ".pbf"
+	if ext == ".fgb" && s.Archive == "" {
+		if head, err := readHead(s.Path, 8); err == nil && bytes.HasPrefix(head, fgbMagic) && len(head) >= 4 && head[3] != fgbVersion {
+			return fault.Data(fault.DriverUnavailable,
+				"the file is FlatGeobuf version %d; this GDAL's FlatGeobuf driver reads version %d only: convert it with a GDAL that reads version %d, or re-export it",
+				head[3], fgbVersion, head[3])
+		}
+	}
+	if drivers, ok := driversByExt[ext]; ok {
+		if dp, ok := p.(DriverProbe); ok {
+			var have []string
+			for _, d := range drivers {
+				if dp.HasDriver(d) {
+					have = append(have, d)
+				}
+			}
+			if len(have) == 0 {
+				return fault.Data(fault.DriverUnavailable,
+					"no driver of this GDAL recognises the file, and its extension %s is read by GDAL's %s driver, which this GDAL is built without; convert it with a GDAL that has it, or re-export it in a supported format",
+					ext, strings.Join(drivers, " or "))
+			}
+		}
+	}
+	// No header GDAL knows: mislabelled, damaged in its header, or a format
+	// nobody here reads. A file whose header a driver knows but whose
+	// content it cannot read is refused by the full open (CorruptSource).
+	return fault.Data(fault.UnsupportedFormat,
+		"GDAL recognises no supported format in this file%s (rasters: %s; vectors: %s)",
+		extHint(s.Name), strings.Join(RasterDrivers, ", "), strings.Join(VectorDrivers, ", "))
 }
 
 func readHead(path string, n int) ([]byte, error) {
@@ -273,7 +379,7 @@ func Reader(ra io.ReaderAt, size int64, name, gdalPath string, r recipe.Recipe, 
 	}
 	s := &Source{Path: gdalPath, Name: name, Siblings: []string{name}, Bytes: size}
 	s.Driver = p.Identify(s.Path, IdentifyAllowed, s.Siblings)
-	if err := s.checkDriver(); err != nil {
+	if err := s.checkDriver(p, r); err != nil {
 		return nil, err
 	}
 	switch s.Driver {

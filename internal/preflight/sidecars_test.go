@@ -48,7 +48,8 @@ func TestExtHintNamesTheRegistrysDrivers(t *testing.T) {
 	for name, want := range map[string]string{
 		"dem.tif":      " (its extension .tif suggests GTiff or COG: the file is mislabelled or damaged)",
 		"x.shp.zip":    " (its extension .shp.zip suggests ESRI Shapefile: the file is mislabelled or damaged)",
-		"survey.csv":   " (its extension .csv suggests otherwise: the file is mislabelled or damaged)",
+		"survey.csv":   " (its extension .csv suggests CSV: the file is mislabelled or damaged)",
+		"notes.xyz":    " (its extension .xyz suggests otherwise: the file is mislabelled or damaged)",
 		"no-extension": "",
 	} {
 		if got := extHint(name); got != want {

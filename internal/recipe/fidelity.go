@@ -70,6 +70,9 @@ type Lineage struct {
 	// Layer is the source layer a vector output holds (GeoParquet only:
 	// a GeoTIFF holds no layer).
 	Layer string `json:"layer,omitempty"`
+	// AssignedCRS is the recipe's assign_crs: the CRS the output was
+	// given because its source declared none.
+	AssignedCRS string `json:"assigned_crs,omitempty"`
 }
 
 // JSON is the lineage as a JSON object (fixed key order: deterministic).
@@ -95,6 +98,6 @@ func ParseLineage(s string) (Lineage, error) {
 func LineageOf(r Recipe, sourceSHA256, fingerprint string) Lineage {
 	return Lineage{
 		SourceSHA256: sourceSHA256, Fingerprint: fingerprint, RecipeHash: r.ShortHash(),
-		ToolVersion: r.ToolVersion, EngineVersion: r.EngineVersion,
+		ToolVersion: r.ToolVersion, EngineVersion: r.EngineVersion, AssignedCRS: r.AssignCRS,
 	}
 }

@@ -109,7 +109,30 @@ func (g Globs) match(key string) bool {
 type Settings struct {
 	Raster RasterSettings `yaml:"raster"`
 	Vector VectorSettings `yaml:"vector"`
+	// AssignCRS is the CRS of sources that declare none (AUTHORITY:CODE,
+	// e.g. "EPSG:4326"): the fix for MissingCRS that needs no edit of the
+	// source (gdal_translate / ogr2ogr -a_srs). A source whose CRS differs
+	// is refused (docs/decisions/0092).
+	AssignCRS *string `yaml:"assign_crs"`
+	// CSV names the geometry columns of a CSV source.
+	CSV CSVSettings `yaml:"csv"`
 }
+
+// CSVSettings tell GDAL's CSV driver where a table's geometry is: a WKT
+// column (geometry: wkt) or two coordinate columns (geometry: xy). A CSV
+// carries no CRS: assign_crs gives it one.
+type CSVSettings struct {
+	Geometry  *string `yaml:"geometry"`   // wkt, xy
+	WKTColumn *string `yaml:"wkt_column"` // geometry: wkt
+	XColumn   *string `yaml:"x_column"`   // geometry: xy (longitude, easting)
+	YColumn   *string `yaml:"y_column"`   // geometry: xy (latitude, northing)
+}
+
+// CSV geometry encodings.
+const (
+	CSVGeometryWKT = "wkt"
+	CSVGeometryXY  = "xy"
+)
 
 // RasterSettings use the vocabulary of `gdal_translate -of COG -co` and
 // rio-cogeo.
@@ -371,6 +394,19 @@ func (s Settings) check(at string) error {
 	if err := oneOf(va+".compression", v.Compression, ParquetCompressions, true); err != nil {
 		return err
 	}
+	if s.AssignCRS != nil {
+		if _, err := parseAssignCRS(*s.AssignCRS); err != nil {
+			return &fieldError{at + ".assign_crs", err.Error()}
+		}
+	}
+	if err := oneOf(at+".csv.geometry", s.CSV.Geometry, []string{CSVGeometryWKT, CSVGeometryXY}, true); err != nil {
+		return err
+	}
+	for name, c := range map[string]*string{"wkt_column": s.CSV.WKTColumn, "x_column": s.CSV.XColumn, "y_column": s.CSV.YColumn} {
+		if c != nil && !csvColumnOK(*c) {
+			return &fieldError{at + ".csv." + name, fmt.Sprintf("%q: want a column name (no comma, quote or line break)", *c)}
+		}
+	}
 	if v.RowGroupSize != nil && *v.RowGroupSize < 1 {
 		return &fieldError{va + ".row_group_size", fmt.Sprintf("%d: want a positive number of rows", *v.RowGroupSize)}
 	}
@@ -433,6 +469,25 @@ func parseTargetCRS(s string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%q: want AUTHORITY:CODE (EPSG:3035), web-optimized or keep", s)
+}
+
+// parseAssignCRS: AUTHORITY:CODE upper-cased ("" for none); a code, like
+// target_crs, is what a recipe hash can compare.
+func parseAssignCRS(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	crs, err := parseTargetCRS(s)
+	if err != nil || crs == "" || crs == WebOptimized {
+		return "", fmt.Errorf("%q: want AUTHORITY:CODE (EPSG:4326)", s)
+	}
+	return crs, nil
+}
+
+// csvColumnOK: a name GDAL's CSV open options can carry (they are
+// comma-separated lists).
+func csvColumnOK(c string) bool {
+	return strings.TrimSpace(c) != "" && !strings.ContainsAny(c, ",\"\n\r")
 }
 
 // CreationOption checks a KEY=VALUE raster creation option and returns it
@@ -545,6 +600,25 @@ func (s Settings) apply(r *Recipe) error {
 	}
 	if v.Compression != nil {
 		r.ParquetCompression = strings.ToLower(*v.Compression)
+	}
+	if s.AssignCRS != nil {
+		crs, err := parseAssignCRS(*s.AssignCRS)
+		if err != nil {
+			return err
+		}
+		r.AssignCRS = crs
+	}
+	if c := s.CSV; c.Geometry != nil {
+		r.CSVGeometry = strings.ToLower(*c.Geometry)
+	}
+	if c := s.CSV; c.WKTColumn != nil {
+		r.CSVWKTColumn = *c.WKTColumn
+	}
+	if c := s.CSV; c.XColumn != nil {
+		r.CSVXColumn = *c.XColumn
+	}
+	if c := s.CSV; c.YColumn != nil {
+		r.CSVYColumn = *c.YColumn
 	}
 	return nil
 }

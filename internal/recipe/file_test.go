@@ -341,3 +341,47 @@ rules:
     exclude: dem/old/**
     raster: {compression: DEFLATE, level: 6, creation_options: {BIGTIFF: "YES"}}
 `
+
+// TestAssignCRSAndCSVRules: the settings parse per glob, are checked, and
+// enter the recipe hash (a replay after adding them converts again).
+func TestAssignCRSAndCSVRules(t *testing.T) {
+	f, err := Parse([]byte(`version: 1
+rules:
+  - match: "raw/**"
+    assign_crs: "epsg:4326"
+  - match: "raw/**/*.csv"
+    csv: {geometry: XY, x_column: lon, y_column: lat}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Book{File: f}
+	base := DefaultRecipe()
+	plain, _, _ := b.Resolve(base, "other/a.tif")
+	tif, _, err := b.Resolve(base, "raw/a.tif")
+	if err != nil || tif.AssignCRS != "EPSG:4326" || tif.CSVGeometry != "" {
+		t.Fatalf("raw/a.tif: %+v, %v", tif, err)
+	}
+	csv, _, err := b.Resolve(base, "raw/x/b.csv")
+	if err != nil || csv.CSVGeometry != CSVGeometryXY || csv.CSVXColumn != "lon" || csv.CSVYColumn != "lat" || csv.AssignCRS != "EPSG:4326" {
+		t.Fatalf("raw/x/b.csv: %+v, %v", csv, err)
+	}
+	if plain.Hash() == tif.Hash() || tif.Hash() == csv.Hash() {
+		t.Error("assign_crs or csv does not change the recipe hash")
+	}
+	if plain.Hash() != DefaultRecipe().Hash() {
+		t.Error("a recipe without them changed its hash")
+	}
+	for _, bad := range []string{
+		"rules: [{match: a, assign_crs: WGS84}]",
+		"rules: [{match: a, assign_crs: web-optimized}]",
+		"rules: [{match: a, csv: {geometry: wkb}}]",
+		"rules: [{match: a, csv: {geometry: xy, x_column: lon}}]",
+		"rules: [{match: a, csv: {geometry: wkt}}]",
+		`rules: [{match: a, csv: {geometry: wkt, wkt_column: "a,b"}}]`,
+	} {
+		if _, err := Parse([]byte("version: 1\n" + bad)); err == nil {
+			t.Errorf("%s: accepted", bad)
+		}
+	}
+}

@@ -104,6 +104,16 @@ type Recipe struct {
 	// snappy, gzip, brotli, lz4, none.
 	ParquetCompression string `json:"parquet_compression,omitempty"`
 
+	// AssignCRS (AUTHORITY:CODE) is given to a source, or a layer, that
+	// declares no CRS; "" assigns none.
+	AssignCRS string `json:"assign_crs,omitempty"`
+	// CSVGeometry (CSVGeometryWKT or CSVGeometryXY) and its columns make a
+	// CSV a vector source; "" leaves CSV sources refused.
+	CSVGeometry  string `json:"csv_geometry,omitempty"`
+	CSVWKTColumn string `json:"csv_wkt_column,omitempty"`
+	CSVXColumn   string `json:"csv_x_column,omitempty"`
+	CSVYColumn   string `json:"csv_y_column,omitempty"`
+
 	// level is a recipe file's "level" until the codec is settled.
 	level *int
 
@@ -260,6 +270,22 @@ func (r Recipe) Validate() error {
 	if r.RowGroupRows < 1 {
 		return bad("row group rows %d", r.RowGroupRows)
 	}
+	if crs, err := parseAssignCRS(r.AssignCRS); err != nil || crs != r.AssignCRS {
+		return bad("assign CRS %q: want AUTHORITY:CODE", r.AssignCRS)
+	}
+	switch r.CSVGeometry {
+	case "":
+	case CSVGeometryWKT:
+		if !csvColumnOK(r.CSVWKTColumn) {
+			return bad("csv geometry wkt needs wkt_column (the column holding WKT)")
+		}
+	case CSVGeometryXY:
+		if !csvColumnOK(r.CSVXColumn) || !csvColumnOK(r.CSVYColumn) {
+			return bad("csv geometry xy needs x_column and y_column")
+		}
+	default:
+		return bad("csv geometry %q: want %s or %s", r.CSVGeometry, CSVGeometryWKT, CSVGeometryXY)
+	}
 	if r.MaxBytes < 0 || r.MaxPixels < 0 || r.MaxFeatures < 0 || r.MaxMemory < 0 {
 		return bad("negative budget")
 	}
@@ -310,6 +336,20 @@ func (r Recipe) canonical() []byte {
 	}
 	if r.ParquetCompression != "zstd" {
 		m["parquet_compression"] = r.ParquetCompression
+	}
+	// Adding assign_crs or csv columns changes the hash, so that a replay
+	// after the remediation converts the refused source again.
+	if r.AssignCRS != "" {
+		m["assign_crs"] = r.AssignCRS
+	}
+	if r.CSVGeometry != "" {
+		m["csv_geometry"] = r.CSVGeometry
+		switch r.CSVGeometry {
+		case CSVGeometryWKT:
+			m["csv_wkt_column"] = r.CSVWKTColumn
+		case CSVGeometryXY:
+			m["csv_x_column"], m["csv_y_column"] = r.CSVXColumn, r.CSVYColumn
+		}
 	}
 	b, err := json.Marshal(m)
 	if err != nil { // cannot happen: strings, ints and a string list only

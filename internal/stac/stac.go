@@ -137,7 +137,13 @@ type Processing struct {
 	// SourceKey and SourceSHA256 name the source it was converted from.
 	SourceKey    string
 	SourceSHA256 string
+	// AssignedCRS is the recipe's assign_crs (AUTHORITY:CODE): the CRS
+	// the output was given because its source declared none.
+	AssignedCRS string
 }
+
+// PropAssignedCRS is the item property naming an assigned CRS.
+const PropAssignedCRS = "geomigrate:assigned_crs"
 
 // ItemInput is everything an item is made of.
 type ItemInput struct {
@@ -234,6 +240,9 @@ func NewItem(in ItemInput) (*Item, error) {
 		it.Properties["processing:software"] = software
 	}
 	it.Properties["processing:lineage"] = lineage(in.Asset.Format, p)
+	if p.AssignedCRS != "" {
+		it.Properties[PropAssignedCRS] = p.AssignedCRS
+	}
 	if p.RecipeHash != "" {
 		expr := map[string]any{"hash": p.RecipeHash}
 		if p.Recipe != "" {
@@ -377,6 +386,9 @@ func lineage(format string, p Processing) string {
 	}
 	if p.RecipeHash != "" {
 		fmt.Fprintf(&b, " with recipe %s", p.RecipeHash)
+	}
+	if p.AssignedCRS != "" {
+		fmt.Fprintf(&b, ", which assigned the CRS %s to a source that declared none", p.AssignedCRS)
 	}
 	b.WriteString("; pixels and features were compared with the source before the output was published.")
 	return b.String()

@@ -278,3 +278,35 @@ func jsonOf(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// An assigned CRS is named in the item (a property and the lineage
+// sentence), and the item still validates.
+func TestItemNamesAnAssignedCRS(t *testing.T) {
+	v, err := stactest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := cogInput()
+	in.Processing.AssignedCRS = "EPSG:4326"
+	b := itemJSON(t, in)
+	if err := v.ValidateItem(b); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	var doc struct{ Properties map[string]any }
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Properties[stac.PropAssignedCRS] != "EPSG:4326" {
+		t.Errorf("%s = %v", stac.PropAssignedCRS, doc.Properties[stac.PropAssignedCRS])
+	}
+	if l, _ := doc.Properties["processing:lineage"].(string); !strings.Contains(l, "assigned the CRS EPSG:4326") {
+		t.Errorf("lineage %q", l)
+	}
+	var plain struct{ Properties map[string]any }
+	if err := json.Unmarshal(itemJSON(t, cogInput()), &plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, has := plain.Properties[stac.PropAssignedCRS]; has {
+		t.Error("an item without an assigned CRS names one")
+	}
+}
