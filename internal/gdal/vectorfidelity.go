@@ -86,7 +86,7 @@ func layerAltered(layer, format string, args ...any) error {
 // geoParquetFidelity compares the GeoParquet file at dst, read back on its
 // own, with the source layer: rows, null geometries, every field with the
 // type it maps to, and the layer named in the file's lineage.
-func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*recipe.Fidelity, error) {
+func geoParquetFidelity(src godal.Layer, sc layerScan, dst string, want *geoparquet.Digest) (*recipe.Fidelity, error) {
 	f, err := os.Open(dst)
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: open output", err)
@@ -115,7 +115,7 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*recipe.Fide
 		return nil, layerAltered(sc.name, "%d attribute fields written as %d columns", len(fields), len(info.Fields))
 	}
 	out := &recipe.Fidelity{
-		Checks: []string{"features", "null_geometries", "fields", "layer_name"},
+		Checks: []string{"features", "null_geometries", "fields", "layer_name", "geometries", "attribute values"},
 		Layer:  sc.name, Features: info.Rows, NullGeometries: info.NullGeometries, Fields: len(fields),
 	}
 	for i, sf := range fields {
@@ -128,6 +128,17 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*recipe.Fide
 			out.AsText = append(out.AsText, sf.name)
 		}
 	}
+	// Every geometry and value: the digest of the rows read back equals
+	// that of the features handed to the writer (after the documented
+	// normalisations, which the writer's input already carries).
+	got, err := geoparquet.FileDigest(f, fi.Size(), info)
+	if err != nil {
+		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
+	}
+	if want == nil || !got.Equal(*want) {
+		return nil, layerAltered(sc.name, "the geometries and attribute values read back (%d rows, digest %s) differ from those written (%v)", got.N, got, want)
+	}
+	out.Digest = got.String()
 	return out, nil
 }
 
