@@ -20,6 +20,10 @@ enum {
 	GM_SWAP = 8,    // swap x and y
 	GM_LINEAR = 16, // linearise curves (otherwise a curve is refused)
 	GM_FAM_POINT = 32, GM_FAM_LINE = 64, GM_FAM_POLYGON = 128, // the layer's family, kept by a repair
+	GM_M = 256,       // keep (and force) M; otherwise none
+	GM_CURVES = 512,  // keep curves as they are
+	GM_NOGEOM = 1024, // leave the geometry out (as if null)
+	GM_LINEWORK = 2048, // repair with GEOS's default method, as where STRUCTURE is missing
 };
 
 // gm_next reads the next feature; NULL at the end or on a read error
@@ -61,9 +65,9 @@ static void gm_keep_family(OGRGeometryH g, int fam, OGRGeometryH multi, int *dro
 // default method where STRUCTURE is not available; parts of another
 // dimension the repair leaves (a line beside the polygons) are dropped and
 // counted in *dropped. Takes ownership of g.
-static OGRGeometryH gm_make_valid(OGRGeometryH g, int fam, int *dropped) {
+static OGRGeometryH gm_make_valid(OGRGeometryH g, int fam, int linework, int *dropped) {
 	char *opts[] = {"METHOD=STRUCTURE", NULL};
-	OGRGeometryH v = OGR_G_MakeValidEx(g, opts);
+	OGRGeometryH v = linework ? NULL : OGR_G_MakeValidEx(g, opts);
 	if (v == NULL) v = OGR_G_MakeValid(g);
 	OGR_G_DestroyGeometry(g);
 	if (v == NULL || fam == 0 || gm_family(OGR_G_GetGeometryType(v)) == fam) return v;
@@ -83,8 +87,8 @@ static OGRGeometryH gm_make_valid(OGRGeometryH g, int fam, int *dropped) {
 static int gm_wkb(OGRFeatureH f, int flags, double step, unsigned char **out, size_t *n, int *repaired, int *dropped) {
 	*out = NULL; *n = 0; *repaired = 0; *dropped = 0;
 	OGRGeometryH g0 = OGR_F_GetGeometryRef(f);
-	if (g0 == NULL || OGR_G_IsEmpty(g0)) return 1;
-	if (OGR_G_HasCurveGeometry(g0, FALSE)) {
+	if (g0 == NULL || OGR_G_IsEmpty(g0) || (flags & GM_NOGEOM)) return 1;
+	if (OGR_G_HasCurveGeometry(g0, FALSE) && !(flags & GM_CURVES)) {
 		if (!(flags & GM_LINEAR)) return 2;
 		g0 = OGR_G_GetLinearGeometry(g0, step, NULL);
 	} else {
@@ -93,7 +97,7 @@ static int gm_wkb(OGRFeatureH f, int flags, double step, unsigned char **out, si
 	OGRGeometryH g = g0;
 	if (g == NULL) return 0;
 	if ((flags & GM_REPAIR) && !OGR_G_IsValid(g)) {
-		g = gm_make_valid(g, flags & (GM_FAM_POINT | GM_FAM_LINE | GM_FAM_POLYGON), dropped);
+		g = gm_make_valid(g, flags & (GM_FAM_POINT | GM_FAM_LINE | GM_FAM_POLYGON), flags & GM_LINEWORK, dropped);
 		if (g == NULL) return 0;
 		*repaired = 1;
 	}
@@ -105,7 +109,7 @@ static int gm_wkb(OGRFeatureH f, int flags, double step, unsigned char **out, si
 		default: break;
 		}
 	}
-	OGR_G_SetMeasured(g, FALSE);
+	OGR_G_SetMeasured(g, (flags & GM_M) ? TRUE : FALSE);
 	OGR_G_Set3D(g, (flags & GM_Z) ? TRUE : FALSE);
 	if (flags & GM_SWAP) OGR_G_SwapXY(g);
 	size_t sz = OGR_G_WkbSizeEx(g);
@@ -138,6 +142,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -227,7 +232,7 @@ type ogrSource struct {
 	repaired int64
 	dropped  int64 // features whose repair dropped parts of another family
 	step     float64
-	meter    *budget.VectorMeter // what the writer holds, against the budget
+	meter    *budget.VectorMeter // what the writer holds, against the budget (nil: nothing is held)
 	// digest is the multiset digest of the features as handed to the
 	// writer, compared with the file's (geoParquetFidelity).
 	digest geoparquet.Digest
@@ -291,8 +296,10 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 	}
 	// The writer holds rows up to a spill: a feature's text and binary
 	// attributes count with its geometry.
-	if err := s.meter.Add(payload); err != nil {
-		return geoparquet.Feature{}, err
+	if s.meter != nil {
+		if err := s.meter.Add(payload); err != nil {
+			return geoparquet.Feature{}, err
+		}
 	}
 	if err := s.digest.Add(out.WKB, s.types, out.Values); err != nil {
 		return geoparquet.Feature{}, fmt.Errorf("feature %d: %w", s.rows+1, err)
@@ -344,6 +351,11 @@ func fieldValue(f C.OGRFeatureH, fd ogrField) any {
 }
 
 // writeGeoParquet writes one layer as GeoParquet 1.1 to dst.
+// repairLinework, set by tests only, repairs as GDAL does where GEOS has
+// no STRUCTURE method (older than 3.10): the path that leaves lines beside
+// polygons.
+var repairLinework bool
+
 // corruptFeature, set by tests only, alters features after they were
 // digested, to prove that the fidelity check finds it.
 var corruptFeature func(*geoparquet.Feature)
@@ -368,6 +380,9 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	var flags C.int
 	if repair {
 		flags |= C.GM_REPAIR | familyFlag(sc.family)
+		if repairLinework {
+			flags |= C.GM_LINEWORK
+		}
 	}
 	if sc.curves > 0 {
 		// convertVector refuses curves unless the recipe linearises them.
@@ -455,6 +470,50 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 			"spills": int64(st.Spills),
 		},
 	}, &src.digest, nil
+}
+
+// layerDigest is the Digest of every feature of l, its geometry exported
+// with gm_wkb's flags and its values read as fields says (with the
+// types of types), in the layer's order. The layer is read from the
+// start and reset after.
+func layerDigest(ctx context.Context, l godal.Layer, fields []ogrField, types []geoparquet.FieldType, flags C.int, step float64) (geoparquet.Digest, error) {
+	h := layerHandle(l)
+	// No meter: nothing is held, each feature is hashed and let go.
+	src := &ogrSource{ctx: ctx, layer: h, fields: fields, types: types, flags: flags, name: l.Name(), step: step}
+	pushQuiet()
+	defer popQuiet()
+	C.OGR_L_ResetReading(h)
+	defer C.OGR_L_ResetReading(h)
+	for {
+		if _, err := src.Next(); err == io.EOF {
+			return src.digest, nil
+		} else if err != nil {
+			return src.digest, err
+		}
+	}
+}
+
+// fgbGeometryFlags are the gm_wkb flags that export a source feature's
+// geometry as writeFlatGeobuf has ogr2ogr write it (curves kept, the
+// layer's dimensions, multi where -nlt asks for it), and those that export
+// the output's as it is. Without geometries (GM_NOGEOM) when ogr2ogr
+// repaired some: its MakeValid is not ours to repeat.
+func fgbGeometryFlags(sc layerScan, repaired bool) (src, out C.int) {
+	out = C.GM_CURVES
+	if sc.hasZ {
+		out |= C.GM_Z
+	}
+	if sc.hasM {
+		out |= C.GM_M
+	}
+	if repaired {
+		out |= C.GM_NOGEOM
+	}
+	src = out
+	if strings.HasPrefix(sc.targetType(repaired), "MULTI") {
+		src |= C.GM_MULTI
+	}
+	return src, out
 }
 
 // familyFlag is the GM_FAM_* flag of a layer family ("" none).

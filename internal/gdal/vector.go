@@ -180,7 +180,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 			e.beforeCheck(o.Path)
 		}
 		checkStart := time.Now()
-		if o.Fidelity, err = vectorFidelity(ds, sc, o.Path, r, digest, rec); err != nil {
+		if o.Fidelity, err = vectorFidelity(ctx, ds, sc, o.Path, r, digest, rec); err != nil {
 			os.Remove(o.Path)
 			return outs, err
 		}
@@ -192,13 +192,13 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 }
 
 // vectorFidelity checks one layer's output against the source layer.
-func vectorFidelity(ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, digest *geoparquet.Digest, rec *recorder) (*recipe.Fidelity, error) {
+func vectorFidelity(ctx context.Context, ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, digest *geoparquet.Digest, rec *recorder) (*recipe.Fidelity, error) {
 	l := ds.LayerByName(sc.name)
 	if l == nil {
 		return nil, fault.Data(fault.CorruptSource, "layer %q cannot be opened again", sc.name)
 	}
 	if r.VectorFormat == recipe.FormatFlatGeobuf {
-		return flatGeobufFidelity(*l, sc, dst, rec)
+		return flatGeobufFidelity(ctx, *l, sc, dst, r, rec)
 	}
 	return geoParquetFidelity(*l, sc, dst, digest)
 }

@@ -178,6 +178,7 @@ func TestMeasuredLines(t *testing.T) {
 	sameWKB(t, hyparquetWKB(t, o.Path), ogrWKB(t, src, "2d3d"))
 
 	f := convertOne(t, src, fgbRecipe())
+	fidelityChecks(t, f, "geometries", "attribute values")
 	info := ogrInfo(t, f.Path)
 	if !strings.Contains(info, "LINESTRING ZM (500002 2 5 6,500003 3 7 8,500004 3 9 10)") {
 		t.Errorf("FlatGeobuf lost Z or M:\n%s", info)
@@ -244,6 +245,7 @@ func TestCurveGeometries(t *testing.T) {
 	}
 
 	fo := convertOne(t, lines, fgbRecipe())
+	fidelityChecks(t, fo, "geometries", "attribute values")
 	text := ogrInfo(t, fo.Path)
 	for _, w := range []string{"CIRCULARSTRING (500000 0,500001 1,500002 0)", "COMPOUNDCURVE ((500000 0,500001 0),CIRCULARSTRING (500001 0,500002 1,500003 0))"} {
 		if !strings.Contains(text, w) {
@@ -286,6 +288,39 @@ for w in sys.argv[1:]:
 		t.Fatalf("%v\n%s", err, out)
 	}
 	if got := strings.TrimSpace(string(out)); strings.Count(got, "MULTIPOLYGON True") != 3 {
+		t.Errorf("OGR reads the repaired geometries as:\n%s", got)
+	}
+}
+
+// Where METHOD=STRUCTURE is missing, GEOS's default method turns the
+// spike into GeometryCollection(Polygon, LineString): the line is dropped,
+// counted and warned, and the layer stays MultiPolygon.
+func TestRepairKeepsTheFamily(t *testing.T) {
+	src := makeGPKG(t,
+		"POLYGON ((500000 0, 500010 0, 500010 10, 500005 10, 500005 15, 500005 10, 500000 10, 500000 0))",
+		"POLYGON ((500020 0, 500030 0, 500030 10, 500020 0))")
+	r := gpRecipe()
+	r.GeometryPolicy = recipe.GeometryRepair
+	repairLinework = true
+	defer func() { repairLinework = false }()
+	o := convertOne(t, src, r)
+	if o.Stats["repaired"] != 1 || o.Stats["repair_dropped_parts"] != 1 || !warned(o, "the repair of 1 geometries left parts of another dimension") {
+		t.Errorf("stats %v warnings %v", o.Stats, o.Warnings)
+	}
+	if rep := validateGeoParquet(t, o.Path); strings.Join(rep.GeometryTypes, ",") != "MultiPolygon" {
+		t.Errorf("geometry_types %v", rep.GeometryTypes)
+	}
+	out, err := exec.Command(cogValidatorPython, append([]string{"-c", `
+import sys
+from osgeo import ogr
+for w in sys.argv[1:]:
+    g = ogr.CreateGeometryFromWkb(bytes.fromhex(w))
+    print(g.GetGeometryName(), g.IsValid(), g.GetArea())
+`}, valuesOf(hyparquetWKB(t, o.Path))...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if got := string(out); !strings.Contains(got, "MULTIPOLYGON True 100.0") || !strings.Contains(got, "MULTIPOLYGON True 50.0") {
 		t.Errorf("OGR reads the repaired geometries as:\n%s", got)
 	}
 }
