@@ -324,8 +324,13 @@ func printResolved(w io.Writer, book *recipe.Book, s shown) {
 	fmt.Fprintf(w, "  recipe: %s\n", s.Hash)
 	switch formats.PredictKind(s.Key) {
 	case formats.Vector:
-		fmt.Fprintf(w, "  vector: format=%s geometry_policy=%s row_group_size=%d compression=%s\n",
-			r.VectorFormat, r.GeometryPolicy, r.RowGroupRows, r.ParquetCompression)
+		d := r.WithDefaults()
+		curves := d.Curves
+		if curves == recipe.CurvesLinearize {
+			curves += fmt.Sprintf(" curve_step_degrees=%g", d.CurveStepDegrees)
+		}
+		fmt.Fprintf(w, "  vector: format=%s geometry_policy=%s curves=%s row_group_size=%d compression=%s\n",
+			r.VectorFormat, r.GeometryPolicy, curves, r.RowGroupRows, r.ParquetCompression)
 	default:
 		fmt.Fprintf(w, "  raster: compression=%s%s predictor=%s blocksize=%d overview_levels=%s overview_resampling=%s nodata=%s target_crs=%s\n",
 			r.Compression, level, r.Predictor, r.BlockSize, overviews, r.OverviewResampling, keep(r.NoData), keep(r.TargetCRS))

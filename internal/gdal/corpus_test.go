@@ -247,7 +247,14 @@ func corpus() []corpusCase {
 		{name: "shapefile with garbage WKT in .prj", make: shp("", prj("this is not WKT {[(")), want: code(fault.InvalidCRS)},
 		{name: "self-intersecting polygons, strict", make: text("bowtie.geojson", bowtie),
 			recipe: func(r *recipe.Recipe) { r.GeometryPolicy = recipe.GeometryStrict }, want: code(fault.InvalidGeometry)},
+		{name: "self-intersecting polygons, kept", make: text("bowtie.geojson", bowtie), want: "converted",
+			check: func(t *testing.T, outs []recipe.Output) {
+				if outs[0].Stats["repaired"] != 0 || !strings.Contains(strings.Join(outs[0].Warnings, "\n"), "1 invalid geometries kept as they are") {
+					t.Errorf("stats %v warnings %v", outs[0].Stats, outs[0].Warnings)
+				}
+			}},
 		{name: "self-intersecting polygons, repair", make: text("bowtie.geojson", bowtie), want: "converted",
+			recipe: func(r *recipe.Recipe) { r.GeometryPolicy = recipe.GeometryRepair },
 			check: func(t *testing.T, outs []recipe.Output) {
 				validOutput(t, outs)
 				if outs[0].Stats["repaired"] != 1 {
@@ -270,7 +277,9 @@ func corpus() []corpusCase {
 				}
 			}},
 		{name: "empty layer", make: text("empty.geojson", `{"type":"FeatureCollection","features":[]}`), want: code(fault.EmptyDataset)},
-		{name: "only null geometries", make: text("nulls.geojson", `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"a":1},"geometry":null}]}`), want: code(fault.EmptyDataset)},
+		{name: "only null geometries", make: text("nulls.geojson", `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"a":1},"geometry":null}]}`), want: code(fault.UnsupportedFormat)},
+		{name: "only null geometries, GeoParquet", make: text("nulls.geojson", `{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"a":1},"geometry":null}]}`),
+			recipe: func(r *recipe.Recipe) { r.VectorFormat = recipe.FormatGeoParquet }, want: "converted"},
 		{name: "non-UTF-8 attributes under a UTF-8 .cpg", make: shp("", func(t *testing.T, stem string) { latin1Shapefile(t, stem, "UTF-8") }),
 			want: code(fault.SchemaMismatch)},
 		{name: "Latin-1 attributes under a Latin-1 .cpg", make: shp("", func(t *testing.T, stem string) { latin1Shapefile(t, stem, "ISO-8859-1") }),

@@ -225,6 +225,12 @@ func TestVectorFidelityCatchesAlteredOutput(t *testing.T) {
 			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
 		{"a type changed", variant("retyped", strings.NewReplacer(`"id":1`, `"id":"1"`, `"id":2`, `"id":"2"`, `"id":3`, `"id":"3"`).Replace(fidelityLayer)),
 			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
+		{"a value changed", variant("revalued", strings.Replace(fidelityLayer, `"area":2.5`, `"area":2.50001`, 1)),
+			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
+		{"a date changed", variant("redated", strings.Replace(fidelityLayer, `"2024-01-04"`, `"2024-01-05"`, 1)),
+			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
+		{"a coordinate moved", variant("moved", strings.Replace(fidelityLayer, `[11,51]`, `[11,51.000000001]`, 1)),
+			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
 		{"another layer", writeFile(t, dir, "roads.geojson", strings.Replace(fidelityLayer, `"parcels"`, `"roads"`, 1)),
 			[]string{recipe.FormatGeoParquet, recipe.FormatFlatGeobuf}},
 	}
@@ -266,7 +272,7 @@ func TestVectorFidelityCatchesAlteredOutput(t *testing.T) {
 		outs := convertOK(t, src, gpRecipe())
 		f := outs[0].Fidelity
 		if f == nil || f.Layer != "parcels" || f.Features != 3 || f.NullGeometries != 1 || f.Fields != 4 ||
-			strings.Join(f.Checks, ",") != "features,null_geometries,fields,layer_name" {
+			strings.Join(f.Checks, ",") != "features,null_geometries,fields,layer_name,geometries,attribute values" || len(f.Digest) != 64 {
 			t.Errorf("record %+v", f)
 		}
 	})

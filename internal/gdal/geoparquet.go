@@ -18,6 +18,12 @@ enum {
 	GM_MULTI = 2,   // promote single to multi of the same family
 	GM_Z = 4,       // keep (and force) Z; otherwise 2D
 	GM_SWAP = 8,    // swap x and y
+	GM_LINEAR = 16, // linearise curves (otherwise a curve is refused)
+	GM_FAM_POINT = 32, GM_FAM_LINE = 64, GM_FAM_POLYGON = 128, // the layer's family, kept by a repair
+	GM_M = 256,       // keep (and force) M; otherwise none
+	GM_CURVES = 512,  // keep curves as they are
+	GM_NOGEOM = 1024, // leave the geometry out (as if null)
+	GM_LINEWORK = 2048, // repair with GEOS's default method, as where STRUCTURE is missing
 };
 
 // gm_next reads the next feature; NULL at the end or on a read error
@@ -29,21 +35,70 @@ static OGRFeatureH gm_next(OGRLayerH l, int *failed) {
 	return f;
 }
 
+// gm_family is the family (GM_FAM_*) of a linear geometry type, 0 for a
+// collection or anything else.
+static int gm_family(OGRwkbGeometryType t) {
+	switch (wkbFlatten(t)) {
+	case wkbPoint: case wkbMultiPoint: return GM_FAM_POINT;
+	case wkbLineString: case wkbMultiLineString: return GM_FAM_LINE;
+	case wkbPolygon: case wkbMultiPolygon: return GM_FAM_POLYGON;
+	default: return 0;
+	}
+}
+
+// gm_keep_family adds to multi the parts of g of family fam (recursing
+// into collections) and counts in *dropped the parts of another family.
+static void gm_keep_family(OGRGeometryH g, int fam, OGRGeometryH multi, int *dropped) {
+	OGRwkbGeometryType t = wkbFlatten(OGR_G_GetGeometryType(g));
+	if (OGR_G_IsEmpty(g)) return;
+	if (t == wkbPoint || t == wkbLineString || t == wkbPolygon) {
+		if (gm_family(t) == fam) OGR_G_AddGeometry(multi, g);
+		else (*dropped)++;
+		return;
+	}
+	int n = OGR_G_GetGeometryCount(g);
+	for (int i = 0; i < n; i++) gm_keep_family(OGR_G_GetGeometryRef(g, i), fam, multi, dropped);
+}
+
+// gm_make_valid makes g valid without changing its family: METHOD=STRUCTURE
+// (GDAL 3.4 with GEOS 3.10 or later) keeps polygons polygons, GEOS's
+// default method where STRUCTURE is not available; parts of another
+// dimension the repair leaves (a line beside the polygons) are dropped and
+// counted in *dropped. Takes ownership of g.
+static OGRGeometryH gm_make_valid(OGRGeometryH g, int fam, int linework, int *dropped) {
+	char *opts[] = {"METHOD=STRUCTURE", NULL};
+	OGRGeometryH v = linework ? NULL : OGR_G_MakeValidEx(g, opts);
+	if (v == NULL) v = OGR_G_MakeValid(g);
+	OGR_G_DestroyGeometry(g);
+	if (v == NULL || fam == 0 || gm_family(OGR_G_GetGeometryType(v)) == fam) return v;
+	OGRwkbGeometryType mt = fam == GM_FAM_POINT ? wkbMultiPoint : fam == GM_FAM_LINE ? wkbMultiLineString : wkbMultiPolygon;
+	OGRGeometryH multi = OGR_G_CreateGeometry(mt);
+	if (OGR_G_Is3D(v)) OGR_G_Set3D(multi, TRUE);
+	gm_keep_family(v, fam, multi, dropped);
+	OGR_G_DestroyGeometry(v);
+	return multi;
+}
+
 // gm_wkb exports the feature's geometry as little-endian ISO WKB into a
 // malloc'ed buffer (*out, *n); *out is NULL for a null or empty geometry.
-// *repaired is set when MakeValid replaced an invalid geometry.
-// Returns 0 on failure.
-static int gm_wkb(OGRFeatureH f, int flags, unsigned char **out, size_t *n, int *repaired) {
-	*out = NULL; *n = 0; *repaired = 0;
+// *repaired is set when MakeValid replaced an invalid geometry, *dropped
+// to the parts of another family that repair dropped. Returns 0 on
+// failure, 2 for a curve geometry without GM_LINEAR.
+static int gm_wkb(OGRFeatureH f, int flags, double step, unsigned char **out, size_t *n, int *repaired, int *dropped) {
+	*out = NULL; *n = 0; *repaired = 0; *dropped = 0;
 	OGRGeometryH g0 = OGR_F_GetGeometryRef(f);
-	if (g0 == NULL || OGR_G_IsEmpty(g0)) return 1;
-	OGRGeometryH g = OGR_G_Clone(g0);
+	if (g0 == NULL || OGR_G_IsEmpty(g0) || (flags & GM_NOGEOM)) return 1;
+	if (OGR_G_HasCurveGeometry(g0, FALSE) && !(flags & GM_CURVES)) {
+		if (!(flags & GM_LINEAR)) return 2;
+		g0 = OGR_G_GetLinearGeometry(g0, step, NULL);
+	} else {
+		g0 = OGR_G_Clone(g0);
+	}
+	OGRGeometryH g = g0;
 	if (g == NULL) return 0;
 	if ((flags & GM_REPAIR) && !OGR_G_IsValid(g)) {
-		OGRGeometryH v = OGR_G_MakeValid(g);
-		if (v == NULL) { OGR_G_DestroyGeometry(g); return 0; }
-		OGR_G_DestroyGeometry(g);
-		g = v;
+		g = gm_make_valid(g, flags & (GM_FAM_POINT | GM_FAM_LINE | GM_FAM_POLYGON), flags & GM_LINEWORK, dropped);
+		if (g == NULL) return 0;
 		*repaired = 1;
 	}
 	if (flags & GM_MULTI) {
@@ -54,7 +109,7 @@ static int gm_wkb(OGRFeatureH f, int flags, unsigned char **out, size_t *n, int 
 		default: break;
 		}
 	}
-	OGR_G_SetMeasured(g, FALSE);
+	OGR_G_SetMeasured(g, (flags & GM_M) ? TRUE : FALSE);
 	OGR_G_Set3D(g, (flags & GM_Z) ? TRUE : FALSE);
 	if (flags & GM_SWAP) OGR_G_SwapXY(g);
 	size_t sz = OGR_G_WkbSizeEx(g);
@@ -67,6 +122,10 @@ static int gm_wkb(OGRFeatureH f, int flags, unsigned char **out, size_t *n, int 
 	*out = buf; *n = sz;
 	return 1;
 }
+
+// gm_has_curve reports a geometry with arcs (CircularString, CompoundCurve,
+// CurvePolygon, MultiCurve, MultiSurface, or a collection holding one).
+static int gm_has_curve(OGRGeometryH g) { return OGR_G_HasCurveGeometry(g, FALSE); }
 
 static int gm_datetime(OGRFeatureH f, int i, int *y, int *m, int *d, int *h, int *mi, float *s, int *tz) {
 	return OGR_F_GetFieldAsDateTimeEx(f, i, y, m, d, h, mi, s, tz);
@@ -82,6 +141,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -169,7 +230,16 @@ type ogrSource struct {
 	name     string
 	rows     int64
 	repaired int64
-	meter    *budget.VectorMeter // what the writer holds, against the budget
+	dropped  int64 // features whose repair dropped parts of another family
+	step     float64
+	meter    *budget.VectorMeter // what the writer holds, against the budget (nil: nothing is held)
+	// digest is the multiset digest of the features as handed to the
+	// writer, compared with the file's (geoParquetFidelity).
+	digest geoparquet.Digest
+	types  []geoparquet.FieldType
+	// corrupt, when set (tests only), alters a feature after it was
+	// digested: the fidelity check must then fail.
+	corrupt func(*geoparquet.Feature)
 }
 
 func (s *ogrSource) Next() (geoparquet.Feature, error) {
@@ -191,10 +261,16 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 	var out geoparquet.Feature
 	var buf *C.uchar
 	var n C.size_t
-	var repaired C.int
-	if C.gm_wkb(f, s.flags, &buf, &n, &repaired) == 0 {
+	var repaired, dropped C.int
+	switch C.gm_wkb(f, s.flags, C.double(s.step), &buf, &n, &repaired, &dropped) {
+	case 0:
 		return out, fault.Data(fault.InvalidGeometry, "layer %q: the geometry of feature %d cannot be converted to WKB: %s",
 			s.name, s.rows+1, C.GoString(C.CPLGetLastErrorMsg()))
+	case 2:
+		return out, curveError(s.name, 1)
+	}
+	if dropped != 0 {
+		s.dropped++
 	}
 	if buf != nil {
 		out.WKB = C.GoBytes(unsafe.Pointer(buf), C.int(n))
@@ -220,8 +296,16 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 	}
 	// The writer holds rows up to a spill: a feature's text and binary
 	// attributes count with its geometry.
-	if err := s.meter.Add(payload); err != nil {
-		return geoparquet.Feature{}, err
+	if s.meter != nil {
+		if err := s.meter.Add(payload); err != nil {
+			return geoparquet.Feature{}, err
+		}
+	}
+	if err := s.digest.Add(out.WKB, s.types, out.Values); err != nil {
+		return geoparquet.Feature{}, fmt.Errorf("feature %d: %w", s.rows+1, err)
+	}
+	if s.corrupt != nil {
+		s.corrupt(&out)
 	}
 	s.rows++
 	return out, nil
@@ -267,22 +351,33 @@ func fieldValue(f C.OGRFeatureH, fd ogrField) any {
 }
 
 // writeGeoParquet writes one layer as GeoParquet 1.1 to dst.
-func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (recipe.Output, error) {
+// repairLinework, set by tests only, repairs as GDAL does where GEOS has
+// no STRUCTURE method (older than 3.10): the path that leaves lines beside
+// polygons.
+var repairLinework bool
+
+// corruptFeature, set by tests only, alters features after they were
+// digested, to prove that the fidelity check finds it.
+var corruptFeature func(*geoparquet.Feature)
+
+// writeGeoParquet writes one layer as GeoParquet 1.1 to dst and returns the
+// digest of the features it handed to the writer.
+func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (recipe.Output, *geoparquet.Digest, error) {
 	lp := ds.LayerByName(sc.name)
 	if lp == nil {
-		return recipe.Output{}, fault.Data(fault.CorruptSource, "layer %q cannot be opened", sc.name)
+		return recipe.Output{}, nil, fault.Data(fault.CorruptSource, "layer %q cannot be opened", sc.name)
 	}
 	l := *lp
 	sr, assigned, err := layerSRS(l, r)
 	if err != nil {
-		return recipe.Output{}, err
+		return recipe.Output{}, nil, err
 	}
 	if assigned {
 		defer sr.Close()
 	}
 	crs, err := canonicalCRS(sr)
 	if err != nil {
-		return recipe.Output{}, fault.DataWrap(fault.InvalidCRS, err, "layer %q has a CRS that cannot be written as PROJJSON", sc.name)
+		return recipe.Output{}, nil, fault.DataWrap(fault.InvalidCRS, err, "layer %q has a CRS that cannot be written as PROJJSON", sc.name)
 	}
 	fields, read, geomCol, asText := geoParquetSchema(l)
 	for _, f := range asText {
@@ -291,7 +386,15 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	repair := sc.invalid > 0 && r.GeometryPolicy == recipe.GeometryRepair
 	var flags C.int
 	if repair {
-		flags |= C.GM_REPAIR
+		flags |= C.GM_REPAIR | familyFlag(sc.family)
+		if repairLinework {
+			flags |= C.GM_LINEWORK
+		}
+	}
+	if sc.curves > 0 {
+		// convertVector refuses curves unless the recipe linearises them.
+		flags |= C.GM_LINEAR
+		rec.warn(fmt.Sprintf("layer %q: %d curve geometries linearised (arcs in steps of at most %g degrees)", sc.name, sc.curves, r.WithDefaults().CurveStepDegrees))
 	}
 	if sc.promote || (repair && sc.family == "polygon") {
 		flags |= C.GM_MULTI
@@ -303,7 +406,9 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 		flags |= C.GM_Z
 	}
 	if sc.hasM {
-		rec.warn(fmt.Sprintf("layer %q has M values: dropped (GeoParquet output is 2D or 3D)", sc.name))
+		// GeoParquet 1.1 allows 2D and 3D WKB only (its geometry_types
+		// names have no M): docs/decisions/0090.
+		rec.warn(fmt.Sprintf("layer %q has M values: dropped (GeoParquet 1.1 allows only 2D and 3D geometries; FlatGeobuf output keeps M)", sc.name))
 	}
 	if crs.SwapXY {
 		flags |= C.GM_SWAP
@@ -318,6 +423,9 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	opts.WriterVersion = r.ToolVersion
 	lineage := r.Lineage()
 	lineage.Layer = sc.name
+	if sc.curves > 0 {
+		lineage.CurveStepDegrees = r.WithDefaults().CurveStepDegrees
+	}
 	opts.Lineage = lineage.JSON()
 	// Past SpillBytes the writer sorts through temporary files beside the
 	// output (the work directory, on the disk sized for the job).
@@ -327,10 +435,14 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	os.Remove(dst)
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return recipe.Output{}, fault.Systemic("gdal.GeoParquet: create output", err)
+		return recipe.Output{}, nil, fault.Systemic("gdal.GeoParquet: create output", err)
 	}
 	src := &ogrSource{ctx: ctx, layer: layerHandle(l), fields: read, flags: flags, name: sc.name,
-		meter: budget.NewVectorMeter(sc.name, r)}
+		meter: budget.NewVectorMeter(sc.name, r), step: r.WithDefaults().CurveStepDegrees,
+		corrupt: corruptFeature}
+	for _, f := range fields {
+		src.types = append(src.types, f.Type)
+	}
 	// OGR and GEOS report through CPLError (MakeValid notices, read
 	// errors); read errors are checked after each feature instead.
 	pushQuiet()
@@ -343,14 +455,17 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	}
 	if err != nil {
 		os.Remove(dst)
-		return recipe.Output{}, geoParquetError(sc.name, err)
+		return recipe.Output{}, nil, geoParquetError(sc.name, err)
 	}
 	if st.Rows != sc.features {
 		os.Remove(dst)
-		return recipe.Output{}, fault.Data(fault.CorruptSource, "layer %q: %d features counted but %d read", sc.name, sc.features, st.Rows)
+		return recipe.Output{}, nil, fault.Data(fault.CorruptSource, "layer %q: %d features counted but %d read", sc.name, sc.features, st.Rows)
 	}
 	if src.repaired > 0 {
-		rec.warn(fmt.Sprintf("layer %q: %d invalid geometries repaired (MakeValid)", sc.name, src.repaired))
+		rec.warn(fmt.Sprintf("layer %q: %d invalid geometries repaired (MakeValid, keeping the layer's geometry type)", sc.name, src.repaired))
+	}
+	if src.dropped > 0 {
+		rec.warn(fmt.Sprintf("layer %q: the repair of %d geometries left parts of another dimension (lines or points beside the %ss), which were dropped", sc.name, src.dropped, sc.family))
 	}
 	info := recipe.Formats[recipe.FormatGeoParquet]
 	return recipe.Output{
@@ -358,10 +473,80 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 		Kind: recipe.Vector, Layer: sc.name, Warnings: rec.list(),
 		Stats: map[string]int64{
 			"features": sc.features, "null_geometries": sc.nulls, "invalid_geometries": sc.invalid,
-			"repaired": src.repaired, "bytes": st.Bytes, "row_groups": int64(st.RowGroups),
+			"repaired": src.repaired, "repair_dropped_parts": src.dropped, "curves": sc.curves, "bytes": st.Bytes, "row_groups": int64(st.RowGroups),
 			"spills": int64(st.Spills),
 		},
-	}, nil
+	}, &src.digest, nil
+}
+
+// layerDigest is the Digest of every feature of l, its geometry exported
+// with gm_wkb's flags and its values read as fields says (with the
+// types of types), in the layer's order. The layer is read from the
+// start and reset after.
+func layerDigest(ctx context.Context, l godal.Layer, fields []ogrField, types []geoparquet.FieldType, flags C.int, step float64) (geoparquet.Digest, error) {
+	h := layerHandle(l)
+	// No meter: nothing is held, each feature is hashed and let go.
+	src := &ogrSource{ctx: ctx, layer: h, fields: fields, types: types, flags: flags, name: l.Name(), step: step}
+	pushQuiet()
+	defer popQuiet()
+	C.OGR_L_ResetReading(h)
+	defer C.OGR_L_ResetReading(h)
+	for {
+		if _, err := src.Next(); err == io.EOF {
+			return src.digest, nil
+		} else if err != nil {
+			return src.digest, err
+		}
+	}
+}
+
+// fgbGeometryFlags are the gm_wkb flags that export a source feature's
+// geometry as writeFlatGeobuf has ogr2ogr write it (curves kept, the
+// layer's dimensions, multi where -nlt asks for it), and those that export
+// the output's as it is. Without geometries (GM_NOGEOM) when ogr2ogr
+// repaired some: its MakeValid is not ours to repeat.
+func fgbGeometryFlags(sc layerScan, repaired bool) (src, out C.int) {
+	out = C.GM_CURVES
+	if sc.hasZ {
+		out |= C.GM_Z
+	}
+	if sc.hasM {
+		out |= C.GM_M
+	}
+	if repaired {
+		out |= C.GM_NOGEOM
+	}
+	src = out
+	if strings.HasPrefix(sc.targetType(repaired), "MULTI") {
+		src |= C.GM_MULTI
+	}
+	return src, out
+}
+
+// familyFlag is the GM_FAM_* flag of a layer family ("" none).
+func familyFlag(family string) C.int {
+	switch family {
+	case "point":
+		return C.GM_FAM_POINT
+	case "line":
+		return C.GM_FAM_LINE
+	case "polygon":
+		return C.GM_FAM_POLYGON
+	}
+	return 0
+}
+
+// hasCurve reports a geometry with arcs (or a collection holding one).
+func hasCurve(g *godal.Geometry) bool {
+	h := reflect.ValueOf(g).Elem().FieldByName("handle")
+	return C.gm_has_curve(C.OGRGeometryH(unsafe.Pointer(h.Pointer()))) != 0
+}
+
+// curveError refuses a layer with n curve geometries for GeoParquet output.
+func curveError(layer string, n int64) error {
+	return fault.Data(fault.CurveGeometry,
+		"layer %q has %d curve geometries (CircularString, CompoundCurve, CurvePolygon, MultiCurve, MultiSurface), which GeoParquet's WKB cannot hold: convert with vector format FlatGeobuf, which keeps curves, or set the recipe's vector option curves: linearize (curve_step_degrees, default 4)",
+		layer, n)
 }
 
 // geoParquetError maps a geoparquet.Write error onto the fault taxonomy.

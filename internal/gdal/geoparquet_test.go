@@ -282,7 +282,8 @@ func TestGeoParquetGeometryPolicy(t *testing.T) {
 	if _, err := engine.Convert(context.Background(), src, t.TempDir(), r); fault.CodeOf(err) != fault.InvalidGeometry {
 		t.Fatalf("strict: %v, want InvalidGeometry", err)
 	}
-	outs, err := engine.Convert(context.Background(), src, t.TempDir(), gpRecipe())
+	r.GeometryPolicy = recipe.GeometryRepair
+	outs, err := engine.Convert(context.Background(), src, t.TempDir(), r)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ for n in side:
 				t.Fatalf("siblings %v lack %s", s.Siblings, tc.sidecar)
 			}
 			rpc := func(s *preflight.Source) map[string]string {
-				ds, err := openSource(s, newRecorder())
+				ds, err := openSource(s, recipe.Recipe{}, newRecorder())
 				if err != nil {
 					t.Fatal(err)
 				}

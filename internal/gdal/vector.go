@@ -14,6 +14,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
+	"github.com/geomigrate/geomigrate/internal/geoparquet"
 	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
@@ -29,7 +30,16 @@ type layerScan struct {
 	mixedKind bool                         // points with polygons, etc.
 	hasZ      bool
 	hasM      bool
+	curves    int64  // geometries with arcs (counted in types as their linear type)
 	family    string // "point", "line", "polygon" when there is one
+}
+
+// linearOf is the type a curve type linearises to (OGR_G_GetLinearGeometry).
+var linearOf = map[godal.GeometryType]godal.GeometryType{
+	godal.GeometryType(8): godal.GTLineString, godal.GeometryType(9): godal.GTLineString, // CircularString, CompoundCurve
+	godal.GeometryType(10): godal.GTPolygon,         // CurvePolygon
+	godal.GeometryType(11): godal.GTMultiLineString, // MultiCurve
+	godal.GeometryType(12): godal.GTMultiPolygon,    // MultiSurface
 }
 
 var geomNames = map[godal.GeometryType]string{
@@ -44,7 +54,7 @@ var multiOf = map[string]string{"point": "MULTIPOINT", "line": "MULTILINESTRING"
 // become multi, and so does a polygon layer being repaired (MakeValid may
 // split a polygon in parts).
 func (sc layerScan) targetType(repair bool) string {
-	if sc.mixedKind || sc.hasM || sc.family == "" {
+	if sc.mixedKind || sc.hasM || sc.family == "" || sc.curves > 0 {
 		return ""
 	}
 	name := ""
@@ -95,7 +105,13 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 			return nil, err
 		}
 		if sc.features == sc.nulls {
-			return nil, fault.Data(fault.EmptyDataset, "layer %q has %d features but no geometry", sc.name, sc.features)
+			// Features without any geometry are still features: GeoParquet
+			// writes them with null geometries (geometry_types [], no
+			// bbox); FlatGeobuf is refused below.
+			rec.warn(fmt.Sprintf("layer %q: none of its %d features has a geometry (written with null geometries)", sc.name, sc.features))
+		}
+		if sc.curves > 0 && r.VectorFormat != recipe.FormatFlatGeobuf && r.WithDefaults().Curves != recipe.CurvesLinearize {
+			return nil, curveError(sc.name, sc.curves)
 		}
 		if sc.nulls > 0 && r.VectorFormat == recipe.FormatFlatGeobuf {
 			// GDAL 3.6's FlatGeobuf writer skips a feature without geometry
@@ -110,10 +126,14 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 				"layer %q has field %s, which FlatGeobuf output cannot hold (GDAL writes a Time as an empty DateTime and fails on lists): convert with GeoParquet (the default vector format), which keeps it as text",
 				sc.name, bad)
 		}
-		if sc.invalid > 0 && r.GeometryPolicy == recipe.GeometryStrict {
+		switch policy := r.WithDefaults().GeometryPolicy; {
+		case sc.invalid == 0:
+		case policy == recipe.GeometryStrict:
 			return nil, fault.Data(fault.InvalidGeometry,
-				"layer %q: %d of %d geometries are invalid (self-intersections, bad rings …); policy is strict: repair them (e.g. ST_MakeValid) or convert with geometry policy \"repair\"",
+				"layer %q: %d of %d geometries are invalid (self-intersections, bad rings …); policy is strict: repair them (e.g. ST_MakeValid) or convert with geometry policy \"repair\" or \"keep\"",
 				sc.name, sc.invalid, sc.features)
+		case policy == recipe.GeometryKeep:
+			rec.warn(fmt.Sprintf("layer %q: %d invalid geometries kept as they are (geometry policy \"repair\" makes them valid)", sc.name, sc.invalid))
 		}
 		scans = append(scans, sc)
 	}
@@ -146,11 +166,12 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		var o recipe.Output
 		var err error
 		dst := filepath.Join(workDir, layerFileName(stem, sc.name, multi, ext))
+		var digest *geoparquet.Digest
 		switch r.VectorFormat {
 		case recipe.FormatFlatGeobuf:
 			o, err = writeFlatGeobuf(ds, sc, dst, r, rec.child())
 		default:
-			o, err = writeGeoParquet(ctx, ds, sc, dst, r, rec.child())
+			o, digest, err = writeGeoParquet(ctx, ds, sc, dst, r, rec.child())
 		}
 		if err != nil {
 			return outs, err
@@ -159,7 +180,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 			e.beforeCheck(o.Path)
 		}
 		checkStart := time.Now()
-		if o.Fidelity, err = vectorFidelity(ds, sc, o.Path, r, rec); err != nil {
+		if o.Fidelity, err = vectorFidelity(ctx, ds, sc, o.Path, r, digest, rec); err != nil {
 			os.Remove(o.Path)
 			return outs, err
 		}
@@ -171,15 +192,15 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 }
 
 // vectorFidelity checks one layer's output against the source layer.
-func vectorFidelity(ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (*recipe.Fidelity, error) {
+func vectorFidelity(ctx context.Context, ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, digest *geoparquet.Digest, rec *recorder) (*recipe.Fidelity, error) {
 	l := ds.LayerByName(sc.name)
 	if l == nil {
 		return nil, fault.Data(fault.CorruptSource, "layer %q cannot be opened again", sc.name)
 	}
 	if r.VectorFormat == recipe.FormatFlatGeobuf {
-		return flatGeobufFidelity(*l, sc, dst, rec)
+		return flatGeobufFidelity(ctx, *l, sc, dst, r, rec)
 	}
-	return geoParquetFidelity(*l, sc, dst)
+	return geoParquetFidelity(*l, sc, dst, digest)
 }
 
 // layerCRS checks a layer's CRS (present, valid, georeferencing), or
@@ -268,7 +289,14 @@ func scanLayer(ctx context.Context, l godal.Layer, meter *budget.VectorMeter) (l
 			iso := (uint32(t) &^ 0x80000000) / 1000
 			sc.hasZ = sc.hasZ || uint32(t)&0x80000000 != 0 || iso == 1 || iso == 3
 			sc.hasM = sc.hasM || iso == 2 || iso == 3
-			sc.types[flatten(t)]++
+			ft := flatten(t)
+			if lin, ok := linearOf[ft]; ok || hasCurve(g) {
+				sc.curves++
+				if ok {
+					ft = lin
+				}
+			}
+			sc.types[ft]++
 			if !g.Valid() {
 				sc.invalid++
 			}
@@ -306,6 +334,17 @@ func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r recipe.Recip
 	if nlt := sc.targetType(repair); nlt != "" {
 		args = append(args, "-nlt", nlt)
 	}
+	// The coordinate dimensions the features have: GDAL's FlatGeobuf
+	// writer takes them from the layer's declared type, and a layer
+	// declared 2D (a GeoPackage GEOMETRY) would lose its Z and M.
+	dim := "XY"
+	if sc.hasZ {
+		dim += "Z"
+	}
+	if sc.hasM {
+		dim += "M"
+	}
+	args = append(args, "-dim", dim)
 	if sc.promote {
 		rec.warn(fmt.Sprintf("layer %q mixes single and multi geometries: promoted to multi", sc.name))
 	}

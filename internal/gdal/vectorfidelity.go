@@ -7,6 +7,7 @@ package gdal
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -86,7 +87,7 @@ func layerAltered(layer, format string, args ...any) error {
 // geoParquetFidelity compares the GeoParquet file at dst, read back on its
 // own, with the source layer: rows, null geometries, every field with the
 // type it maps to, and the layer named in the file's lineage.
-func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*recipe.Fidelity, error) {
+func geoParquetFidelity(src godal.Layer, sc layerScan, dst string, want *geoparquet.Digest) (*recipe.Fidelity, error) {
 	f, err := os.Open(dst)
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: open output", err)
@@ -115,7 +116,7 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*recipe.Fide
 		return nil, layerAltered(sc.name, "%d attribute fields written as %d columns", len(fields), len(info.Fields))
 	}
 	out := &recipe.Fidelity{
-		Checks: []string{"features", "null_geometries", "fields", "layer_name"},
+		Checks: []string{"features", "null_geometries", "fields", "layer_name", "geometries", "attribute values"},
 		Layer:  sc.name, Features: info.Rows, NullGeometries: info.NullGeometries, Fields: len(fields),
 	}
 	for i, sf := range fields {
@@ -128,12 +129,23 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string) (*recipe.Fide
 			out.AsText = append(out.AsText, sf.name)
 		}
 	}
+	// Every geometry and value: the digest of the rows read back equals
+	// that of the features handed to the writer (after the documented
+	// normalisations, which the writer's input already carries).
+	got, err := geoparquet.FileDigest(f, fi.Size(), info)
+	if err != nil {
+		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
+	}
+	if want == nil || !got.Equal(*want) {
+		return nil, layerAltered(sc.name, "the geometries and attribute values read back (%d rows, digest %s) differ from those written (%v)", got.N, got, want)
+	}
+	out.Digest = got.String()
 	return out, nil
 }
 
 // flatGeobufFidelity compares the FlatGeobuf file at dst with the source
 // layer: its one layer's name, feature count and fields (flatGeobufKeeps).
-func flatGeobufFidelity(src godal.Layer, sc layerScan, dst string, rec *recorder) (*recipe.Fidelity, error) {
+func flatGeobufFidelity(ctx context.Context, src godal.Layer, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (*recipe.Fidelity, error) {
 	ds, err := godal.Open(dst, godal.Drivers("FlatGeobuf"), godal.VectorOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
@@ -163,6 +175,34 @@ func flatGeobufFidelity(src godal.Layer, sc layerScan, dst string, rec *recorder
 			return nil, layerAltered(sc.name, "field %d %q (%s) written as %q (%s)", i+1, sf.name, sf.typeName(), got[i].name, got[i].typeName())
 		}
 	}
+	// Every value, and every geometry unless ogr2ogr repaired some (its
+	// MakeValid is not ours to repeat): both layers read with the source's
+	// field types (a Date reads back from FlatGeobuf's DateTime at
+	// midnight), the source's geometries with the dimensions and the
+	// multi-promotion the writer was given (fgbGeometryFlags).
+	schema, read, _, _ := geoParquetSchema(src)
+	types := make([]geoparquet.FieldType, len(schema))
+	for i, f := range schema {
+		types[i] = f.Type
+	}
+	repaired := sc.invalid > 0 && r.GeometryPolicy == recipe.GeometryRepair
+	srcFlags, outFlags := fgbGeometryFlags(sc, repaired)
+	want, err := layerDigest(ctx, src, read, types, srcFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	have, err := layerDigest(ctx, ls[0], read, types, outFlags, 0)
+	if err != nil {
+		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
+	}
+	if !have.Equal(want) {
+		return nil, layerAltered(sc.name, "the geometries and attribute values read back (%d features, digest %s) differ from those written (%d, %s)", have.N, have, want.N, want)
+	}
+	if !repaired {
+		out.Checks = append(out.Checks, "geometries")
+	}
+	out.Checks = append(out.Checks, "attribute values")
+	out.Digest = have.String()
 	return out, nil
 }
 

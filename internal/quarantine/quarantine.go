@@ -551,6 +551,9 @@ func recipeCaveats(r recipe.Recipe) []string {
 	check("block_size", r.BlockSize, d.BlockSize)
 	check("overview_resampling", r.OverviewResampling, d.OverviewResampling)
 	check("geometry_policy", r.GeometryPolicy, d.GeometryPolicy)
+	if rd := r.WithDefaults(); rd.Curves != d.Curves {
+		check("curves", rd.Curves+fmt.Sprintf(" (curve_step_degrees %g)", rd.CurveStepDegrees), d.Curves)
+	}
 	check("row_group_rows", r.RowGroupRows, d.RowGroupRows)
 	check("max_bytes", r.MaxBytes, d.MaxBytes)
 	check("max_pixels", r.MaxPixels, d.MaxPixels)

@@ -14,7 +14,8 @@ import (
 type Fidelity struct {
 	// Checks names what was compared, e.g. "pixels", "nodata", "crs",
 	// "geotransform" for a raster; "features", "null_geometries",
-	// "fields", "layer_name" for a vector layer.
+	// "fields", "layer_name", "geometries", "attribute values" for a
+	// vector layer.
 	Checks []string `json:"checks"`
 
 	// Raster: bands and pixels per band compared at full resolution, and
@@ -34,6 +35,11 @@ type Fidelity struct {
 	NullGeometries int64    `json:"null_geometries,omitempty"`
 	Fields         int      `json:"fields,omitempty"`
 	AsText         []string `json:"as_text,omitempty"`
+	// Digest is the order-independent SHA-256 sum of the features'
+	// canonical encoding (geometry WKB and every attribute value) that
+	// source and output were proven to share ("geometries", "attribute
+	// values" in Checks).
+	Digest string `json:"digest,omitempty"`
 }
 
 // MaxBandChecksums bounds Fidelity.BandChecksums, so that a many-band
@@ -73,6 +79,10 @@ type Lineage struct {
 	// AssignedCRS is the recipe's assign_crs: the CRS the output was
 	// given because its source declared none.
 	AssignedCRS string `json:"assigned_crs,omitempty"`
+	// CurveStepDegrees is the arc step curves were linearised with (0:
+	// none were): the tolerance of the approximation, for whoever reads
+	// the geometry.
+	CurveStepDegrees float64 `json:"curve_step_degrees,omitempty"`
 }
 
 // JSON is the lineage as a JSON object (fixed key order: deterministic).

@@ -165,9 +165,13 @@ type RasterSettings struct {
 // VectorSettings use the vocabulary of ogr2ogr and gpq.
 type VectorSettings struct {
 	Format         *string `yaml:"format"`          // GeoParquet, FlatGeobuf (case-insensitive)
-	GeometryPolicy *string `yaml:"geometry_policy"` // repair, strict
-	RowGroupSize   *int    `yaml:"row_group_size"`  // GeoParquet rows per row group
-	Compression    *string `yaml:"compression"`     // GeoParquet: zstd, snappy, gzip, brotli, lz4, none
+	GeometryPolicy *string `yaml:"geometry_policy"` // keep, repair, strict
+	// Curves: refuse (default) or linearize; CurveStepDegrees is the
+	// largest angle one segment of a linearised arc spans.
+	Curves           *string  `yaml:"curves"`
+	CurveStepDegrees *float64 `yaml:"curve_step_degrees"`
+	RowGroupSize     *int     `yaml:"row_group_size"` // GeoParquet rows per row group
+	Compression      *string  `yaml:"compression"`    // GeoParquet: zstd, snappy, gzip, brotli, lz4, none
 }
 
 // Compressions of a COG this build offers (GDAL 3.6's COG driver has them
@@ -388,8 +392,14 @@ func (s Settings) check(at string) error {
 	if err := oneOf(va+".format", v.Format, []string{FormatGeoParquet, FormatFlatGeobuf}, true); err != nil {
 		return err
 	}
-	if err := oneOf(va+".geometry_policy", v.GeometryPolicy, []string{GeometryRepair, GeometryStrict}, true); err != nil {
+	if err := oneOf(va+".geometry_policy", v.GeometryPolicy, []string{GeometryKeep, GeometryRepair, GeometryStrict}, true); err != nil {
 		return err
+	}
+	if err := oneOf(va+".curves", v.Curves, []string{CurvesRefuse, CurvesLinearize}, true); err != nil {
+		return err
+	}
+	if d := v.CurveStepDegrees; d != nil && !(*d > 0 && *d <= 90) {
+		return &fieldError{va + ".curve_step_degrees", fmt.Sprintf("%v: want more than 0 and at most 90 degrees", *d)}
 	}
 	if err := oneOf(va+".compression", v.Compression, ParquetCompressions, true); err != nil {
 		return err
@@ -594,6 +604,12 @@ func (s Settings) apply(r *Recipe) error {
 	}
 	if v.GeometryPolicy != nil {
 		r.GeometryPolicy = strings.ToLower(*v.GeometryPolicy)
+	}
+	if v.Curves != nil {
+		r.Curves = strings.ToLower(*v.Curves)
+	}
+	if v.CurveStepDegrees != nil {
+		r.CurveStepDegrees = *v.CurveStepDegrees
 	}
 	if v.RowGroupSize != nil {
 		r.RowGroupRows = *v.RowGroupSize

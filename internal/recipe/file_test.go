@@ -236,7 +236,7 @@ func TestDefaultsOfNewSettingsKeepTheHash(t *testing.T) {
 	f := mustParse(t, `version: 1
 defaults:
   raster: {compression: zstd, level: 9, predictor: auto, blocksize: 512, overview_resampling: auto, overview_levels: auto, nodata: keep, target_crs: keep}
-  vector: {format: geoparquet, geometry_policy: repair, row_group_size: 65536, compression: zstd}
+  vector: {format: geoparquet, geometry_policy: keep, row_group_size: 65536, compression: zstd}
 `)
 	r, _, err := (&Book{File: f}).Resolve(baseRecipe(), "a/b.tif")
 	if err != nil {

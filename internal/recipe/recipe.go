@@ -34,12 +34,27 @@ const (
 	ResamplingMode     = "mode"
 )
 
-// Geometry policies: GeometryRepair makes invalid geometries valid (counted
-// and reported in Output.Stats); GeometryStrict refuses the source with
+// Geometry policies: GeometryKeep (the default) writes invalid geometries
+// as they are, counted in a warning; GeometryRepair makes them valid
+// without changing the layer's geometry type (counted and reported in
+// Output.Stats); GeometryStrict refuses the source with
 // fault.InvalidGeometry.
 const (
+	GeometryKeep   = "keep"
 	GeometryRepair = "repair"
 	GeometryStrict = "strict"
+)
+
+// Curve policies: CurvesRefuse (the default) refuses a layer with curve
+// geometries for GeoParquet output (fault.CurveGeometry), whose WKB has no
+// curves; CurvesLinearize approximates every arc by segments of at most
+// CurveStepDegrees (GDAL's OGR_ARC_STEPSIZE meaning). FlatGeobuf output
+// keeps curves under either.
+const (
+	CurvesRefuse    = "refuse"
+	CurvesLinearize = "linearize"
+	// DefaultCurveStepDegrees is GDAL's own OGR_ARC_STEPSIZE default.
+	DefaultCurveStepDegrees = 4.0
 )
 
 // Defaults.
@@ -78,7 +93,7 @@ type Recipe struct {
 	BlockSize          int    `json:"block_size"`          // COG tile size, 512
 	ZSTDLevel          int    `json:"zstd_level"`          // 1..22, default 9
 	OverviewResampling string `json:"overview_resampling"` // "auto" | nearest | average | bilinear | cubic | mode
-	GeometryPolicy     string `json:"geometry_policy"`     // "repair" | "strict"
+	GeometryPolicy     string `json:"geometry_policy"`     // "keep" | "repair" | "strict"
 	RowGroupRows       int    `json:"row_group_rows"`      // GeoParquet rows per row group, 65536
 
 	// Raster settings a recipe file adds (internal/recipe/file.go); each
@@ -103,6 +118,10 @@ type Recipe struct {
 	// ParquetCompression is the GeoParquet column codec: zstd (default),
 	// snappy, gzip, brotli, lz4, none.
 	ParquetCompression string `json:"parquet_compression,omitempty"`
+	// Curves: CurvesRefuse (default) or CurvesLinearize, with the largest
+	// angle an arc segment may span, in degrees.
+	Curves           string  `json:"curves,omitempty"`
+	CurveStepDegrees float64 `json:"curve_step_degrees,omitempty"`
 
 	// AssignCRS (AUTHORITY:CODE) is given to a source, or a layer, that
 	// declares no CRS; "" assigns none.
@@ -177,7 +196,13 @@ func (r Recipe) WithDefaults() Recipe {
 		r.OverviewResampling = ResamplingAuto
 	}
 	if r.GeometryPolicy == "" {
-		r.GeometryPolicy = GeometryRepair
+		r.GeometryPolicy = GeometryKeep
+	}
+	if r.Curves == "" {
+		r.Curves = CurvesRefuse
+	}
+	if r.CurveStepDegrees == 0 {
+		r.CurveStepDegrees = DefaultCurveStepDegrees
 	}
 	if r.RowGroupRows == 0 {
 		r.RowGroupRows = DefaultRowGroupRows
@@ -234,8 +259,14 @@ func (r Recipe) Validate() error {
 	default:
 		return bad("overview resampling %q", r.OverviewResampling)
 	}
-	if r.GeometryPolicy != GeometryRepair && r.GeometryPolicy != GeometryStrict {
-		return bad("geometry policy %q: want %q or %q", r.GeometryPolicy, GeometryRepair, GeometryStrict)
+	if r.GeometryPolicy != GeometryKeep && r.GeometryPolicy != GeometryRepair && r.GeometryPolicy != GeometryStrict {
+		return bad("geometry policy %q: want %q, %q or %q", r.GeometryPolicy, GeometryKeep, GeometryRepair, GeometryStrict)
+	}
+	if r.Curves != CurvesRefuse && r.Curves != CurvesLinearize {
+		return bad("curves %q: want %q or %q", r.Curves, CurvesRefuse, CurvesLinearize)
+	}
+	if !(r.CurveStepDegrees > 0 && r.CurveStepDegrees <= 90) {
+		return bad("curve step %v degrees: want more than 0 and at most 90", r.CurveStepDegrees)
 	}
 	if !slices.Contains(Compressions, r.Compression) {
 		return bad("compression %q: want one of %s", r.Compression, strings.Join(Compressions, ", "))
@@ -350,6 +381,10 @@ func (r Recipe) canonical() []byte {
 		case CSVGeometryXY:
 			m["csv_x_column"], m["csv_y_column"] = r.CSVXColumn, r.CSVYColumn
 		}
+	}
+	if r.Curves != CurvesRefuse {
+		m["curves"] = r.Curves
+		m["curve_step_degrees"] = r.CurveStepDegrees
 	}
 	b, err := json.Marshal(m)
 	if err != nil { // cannot happen: strings, ints and a string list only

@@ -12,7 +12,7 @@ import (
 // goldenHash pins the hash of the default recipe with fixed versions. If it
 // changes, every object ever migrated will be converted again: change it only
 // on purpose (and bump hashVersion when the canonical form changes meaning).
-const goldenHash = "b07b13b3bc9a6d8104ffa214292e9b361202b69ce2a68801c9afe32564861d1b"
+const goldenHash = "0cadab00a43a4c7408963cbb866b80b168e73555c78879e6eacd9eb22dac1d9a"
 
 func baseRecipe() Recipe {
 	r := DefaultRecipe()
@@ -29,7 +29,7 @@ func TestHashGolden(t *testing.T) {
 	if got := r.ShortHash(); got != goldenHash[:16] || len(got) != 16 {
 		t.Fatalf("short hash %q", got)
 	}
-	want := `{"block_size":512,"engine_version":"3.6.2","geometry_policy":"repair","overview_resampling":"auto","raster_format":"COG","row_group_rows":65536,"tool_version":"v0.1.0","v":1,"vector_format":"GeoParquet","zstd_level":9}`
+	want := `{"block_size":512,"engine_version":"3.6.2","geometry_policy":"keep","overview_resampling":"auto","raster_format":"COG","row_group_rows":65536,"tool_version":"v0.1.0","v":1,"vector_format":"GeoParquet","zstd_level":9}`
 	if got := r.CanonicalJSON(); got != want {
 		t.Fatalf("canonical JSON\n got %s\nwant %s", got, want)
 	}
@@ -47,6 +47,9 @@ func TestHashChangesWithOutputFields(t *testing.T) {
 		{"zstd level", func(r *Recipe) { r.ZSTDLevel = 15 }},
 		{"resampling", func(r *Recipe) { r.OverviewResampling = ResamplingNearest }},
 		{"geometry policy", func(r *Recipe) { r.GeometryPolicy = GeometryStrict }},
+		{"geometry policy repair", func(r *Recipe) { r.GeometryPolicy = GeometryRepair }},
+		{"curves", func(r *Recipe) { r.Curves = CurvesLinearize }},
+		{"curve step", func(r *Recipe) { r.Curves, r.CurveStepDegrees = CurvesLinearize, 1 }},
 		{"row group", func(r *Recipe) { r.RowGroupRows = 131072 }},
 		{"engine version", func(r *Recipe) { r.EngineVersion = "3.8.4" }},
 		{"tool version", func(r *Recipe) { r.ToolVersion = "v0.2.0" }},
@@ -74,6 +77,12 @@ func TestHashIgnoresBudgetsAndDefaults(t *testing.T) {
 	if zero.Hash() != base {
 		t.Error("zero fields and explicit defaults hash differently")
 	}
+	// A step without linearisation writes the same bytes.
+	step := baseRecipe()
+	step.CurveStepDegrees = 1
+	if step.Hash() != base {
+		t.Error("a curve step without curves: linearize changed the hash")
+	}
 	for range 3 {
 		if baseRecipe().Hash() != base {
 			t.Fatal("hash not stable")
@@ -88,6 +97,7 @@ func TestValidate(t *testing.T) {
 	bad := []Recipe{
 		{RasterFormat: "PNG"}, {VectorFormat: "Shapefile"}, {BlockSize: 100}, {ZSTDLevel: 23},
 		{OverviewResampling: "lanczos2"}, {GeometryPolicy: "ignore"}, {MaxBytes: -1},
+		{Curves: "keep"}, {CurveStepDegrees: -1}, {CurveStepDegrees: 91},
 	}
 	for _, r := range bad {
 		err := r.Validate()

@@ -1,0 +1,329 @@
+package geoparquet
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+)
+
+// Digest is an order-independent digest of a multiset of features: the
+// sum, modulo 2^256, of each feature's SHA-256 over its canonical encoding
+// (CanonicalFeature), and the count. The writer reorders rows along a
+// Hilbert curve, so a digest that does not depend on order lets a source
+// and its output be compared in one streaming pass each, in constant
+// memory. Two equal multisets give equal digests; a changed byte in any
+// geometry or value changes the sum (short of a SHA-256 collision).
+type Digest struct {
+	sum [4]uint64 // little-endian limbs
+	N   int64
+	buf []byte
+}
+
+// Add adds one feature: its geometry WKB (nil for a null geometry) and
+// its attribute values typed as Write takes them.
+func (d *Digest) Add(wkb []byte, types []FieldType, values []any) error {
+	var err error
+	d.buf, err = CanonicalFeature(d.buf[:0], wkb, types, values)
+	if err != nil {
+		return err
+	}
+	h := sha256.Sum256(d.buf)
+	var carry uint64
+	for i := range d.sum {
+		limb := binary.LittleEndian.Uint64(h[8*i:])
+		s := d.sum[i] + limb
+		c1 := b2u(s < limb)
+		s2 := s + carry
+		c2 := b2u(s2 < s)
+		d.sum[i], carry = s2, c1+c2
+	}
+	d.N++
+	return nil
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Equal reports two digests of the same multiset.
+func (d Digest) Equal(o Digest) bool { return d.sum == o.sum && d.N == o.N }
+
+// String is the sum as 64 hex digits.
+func (d Digest) String() string {
+	var b [32]byte
+	for i, l := range d.sum {
+		binary.BigEndian.PutUint64(b[8*(3-i):], l)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// CanonicalFeature appends the canonical encoding of one feature to dst:
+// the geometry (a 0 byte for null, else 1, its length and its bytes),
+// then every value with AppendCanonical. It is the one definition of a
+// feature's canonical form: a source and its output are compared through
+// it.
+func CanonicalFeature(dst, wkb []byte, types []FieldType, values []any) ([]byte, error) {
+	if len(values) != len(types) {
+		return dst, fmt.Errorf("%d values for %d fields", len(values), len(types))
+	}
+	if len(wkb) == 0 {
+		dst = append(dst, 0)
+	} else {
+		dst = append(dst, 1)
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(len(wkb)))
+		dst = append(dst, wkb...)
+	}
+	var err error
+	for i, v := range values {
+		if dst, err = AppendCanonical(dst, types[i], v); err != nil {
+			return dst, fmt.Errorf("field %d: %w", i+1, err)
+		}
+	}
+	return dst, nil
+}
+
+// AppendCanonical appends the canonical encoding of one attribute value of
+// type t: a 0 byte for null; else a 1 byte and the value as the column
+// holds it: integers as int64, floats as their IEEE bits, booleans as one
+// byte, text and binary as length and bytes, and Date and DateTime both
+// as microseconds since 1970 UTC (a Date at midnight of its civil date),
+// so that a date read back as a date-time compares equal.
+func AppendCanonical(dst []byte, t FieldType, v any) ([]byte, error) {
+	if v == nil {
+		return append(dst, 0), nil
+	}
+	dst = append(dst, 1)
+	switch t {
+	case Int32, Int64:
+		n, ok := toInt64(v)
+		if !ok {
+			return dst, fmt.Errorf("%T is not an integer", v)
+		}
+		return binary.LittleEndian.AppendUint64(dst, uint64(n)), nil
+	case Float64:
+		var f float64
+		switch x := v.(type) {
+		case float64:
+			f = x
+		case float32:
+			f = float64(x)
+		default:
+			n, ok := toInt64(v)
+			if !ok {
+				return dst, fmt.Errorf("%T is not a number", v)
+			}
+			f = float64(n)
+		}
+		return binary.LittleEndian.AppendUint64(dst, math.Float64bits(f)), nil
+	case Bool:
+		b, ok := v.(bool)
+		if !ok {
+			return dst, fmt.Errorf("%T is not a bool", v)
+		}
+		return append(dst, byte(b2u(b))), nil
+	case Date, DateTime:
+		tm, ok := v.(time.Time)
+		if !ok {
+			return dst, fmt.Errorf("%T is not a time.Time", v)
+		}
+		if t == Date {
+			y, m, d := tm.Date()
+			tm = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+		}
+		return binary.LittleEndian.AppendUint64(dst, uint64(tm.UnixMicro())), nil
+	case String, Binary:
+		var b []byte
+		switch x := v.(type) {
+		case string:
+			b = []byte(x)
+		case []byte:
+			b = x
+		default:
+			return dst, fmt.Errorf("%T is not text or bytes", v)
+		}
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(len(b)))
+		return append(dst, b...), nil
+	}
+	return dst, fmt.Errorf("field type %v", t)
+}
+
+// FileDigest reads every row of a GeoParquet file that Write wrote (its
+// primary geometry and every attribute column of info.Fields), in
+// batches, and returns their Digest.
+func FileDigest(r io.ReaderAt, size int64, info Info) (d Digest, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("geoparquet.FileDigest: the Parquet reader failed: %v", v)
+		}
+	}()
+	rdr, err := file.NewParquetReader(io.NewSectionReader(r, 0, size))
+	if err != nil {
+		return d, fmt.Errorf("geoparquet.FileDigest: %w", err)
+	}
+	defer rdr.Close()
+	if err := fileDigest(rdr, info, &d); err != nil {
+		return d, fmt.Errorf("geoparquet.FileDigest: %w", err)
+	}
+	return d, nil
+}
+
+// colCursor reads one flat column of a row group in batches.
+type colCursor struct {
+	typ    FieldType
+	rd     file.ColumnChunkReader
+	maxDef int16
+	defs   []int16
+	i32    []int32
+	i64    []int64
+	f64    []float64
+	bools  []bool
+	bytes  []parquet.ByteArray
+	vals   []any // this batch's values, nil for null
+}
+
+// fill reads the next n rows of the column into c.vals.
+func (c *colCursor) fill(n int) error {
+	c.vals = c.vals[:0]
+	for len(c.vals) < n {
+		want := int64(n - len(c.vals))
+		var total int64
+		var nv int
+		var err error
+		defs := c.defs[:want]
+		switch rd := c.rd.(type) {
+		case *file.Int32ColumnChunkReader:
+			total, nv, err = rd.ReadBatch(want, c.i32[:want], defs, nil)
+		case *file.Int64ColumnChunkReader:
+			total, nv, err = rd.ReadBatch(want, c.i64[:want], defs, nil)
+		case *file.Float64ColumnChunkReader:
+			total, nv, err = rd.ReadBatch(want, c.f64[:want], defs, nil)
+		case *file.BooleanColumnChunkReader:
+			total, nv, err = rd.ReadBatch(want, c.bools[:want], defs, nil)
+		case *file.ByteArrayColumnChunkReader:
+			total, nv, err = rd.ReadBatch(want, c.bytes[:want], defs, nil)
+		default:
+			return fmt.Errorf("column reader %T", c.rd)
+		}
+		if err != nil {
+			return err
+		}
+		if total == 0 {
+			return errors.New("column ends early")
+		}
+		vi := 0
+		for _, dl := range defs[:total] {
+			if dl < c.maxDef || vi >= nv {
+				c.vals = append(c.vals, nil)
+				continue
+			}
+			c.vals = append(c.vals, c.value(vi))
+			vi++
+		}
+	}
+	return nil
+}
+
+// value is the vi-th value of the last batch, typed as Write takes it.
+func (c *colCursor) value(vi int) any {
+	switch c.typ {
+	case Int32:
+		return c.i32[vi]
+	case Date:
+		return time.Unix(int64(c.i32[vi])*86400, 0).UTC()
+	case Int64:
+		return c.i64[vi]
+	case DateTime:
+		return time.UnixMicro(c.i64[vi]).UTC()
+	case Float64:
+		return c.f64[vi]
+	case Bool:
+		return c.bools[vi]
+	case String:
+		return string(c.bytes[vi])
+	case Binary:
+		// A copy: the reader's buffers are reused by the next batch.
+		return append([]byte(nil), c.bytes[vi]...)
+	}
+	return nil
+}
+
+func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
+	md := rdr.MetaData()
+	batch := int(readBatch(rdr))
+	names := []string{info.GeometryColumn}
+	types := []FieldType{Binary}
+	for _, f := range info.Fields {
+		if f.Type == 0 {
+			return fmt.Errorf("column %q is of a type Write does not write", f.Name)
+		}
+		names = append(names, f.Name)
+		types = append(types, f.Type)
+	}
+	leaves := make([]int, len(names))
+	for i, n := range names {
+		if leaves[i] = md.Schema.ColumnIndexByName(n); leaves[i] < 0 {
+			return fmt.Errorf("no column %q", n)
+		}
+	}
+	cs := make([]*colCursor, len(names))
+	for i := range cs {
+		cs[i] = &colCursor{typ: types[i], maxDef: md.Schema.Column(leaves[i]).MaxDefinitionLevel(),
+			defs: make([]int16, batch), vals: make([]any, 0, batch)}
+		switch types[i] {
+		case Int32, Date:
+			cs[i].i32 = make([]int32, batch)
+		case Int64, DateTime:
+			cs[i].i64 = make([]int64, batch)
+		case Float64:
+			cs[i].f64 = make([]float64, batch)
+		case Bool:
+			cs[i].bools = make([]bool, batch)
+		default:
+			cs[i].bytes = make([]parquet.ByteArray, batch)
+		}
+	}
+	values := make([]any, len(names)-1)
+	for g := 0; g < rdr.NumRowGroups(); g++ {
+		rg := rdr.RowGroup(g)
+		for i, c := range cs {
+			rd, err := rg.Column(leaves[i])
+			if err != nil {
+				return fmt.Errorf("row group %d: %w", g, err)
+			}
+			c.rd = rd
+		}
+		for left := rg.NumRows(); left > 0; {
+			n := int(min(int64(batch), left))
+			for i, c := range cs {
+				if err := c.fill(n); err != nil {
+					return fmt.Errorf("row group %d, column %q: %w", g, names[i], err)
+				}
+			}
+			for row := 0; row < n; row++ {
+				var wkb []byte
+				if v, ok := cs[0].vals[row].([]byte); ok {
+					wkb = v
+				}
+				for i := range values {
+					values[i] = cs[i+1].vals[row]
+				}
+				if err := d.Add(wkb, types[1:], values); err != nil {
+					return fmt.Errorf("row group %d: %w", g, err)
+				}
+			}
+			left -= int64(n)
+		}
+	}
+	return nil
+}
