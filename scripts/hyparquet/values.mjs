@@ -1,6 +1,8 @@
 // External judge: prints the values of one column of every row of a Parquet
 // file, as hyparquet reads them, as a JSON array (the layer chroot test
 // compares decoded text, e.g. a DBF's code page 1251 names, with its source).
+// 64-bit integers (BigInt) are printed as strings, lists as arrays,
+// timestamps as ISO text in UTC (hyparquet's Date).
 // Usage: node values.mjs FILE COLUMN     (exit 1 with a message on failure)
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet'
 import { compressors } from 'hyparquet-compressors'
@@ -14,7 +16,7 @@ try {
   const file = await asyncBufferFromFile(path)
   const metadata = await parquetMetadataAsync(file)
   const rows = await parquetReadObjects({ file, metadata, compressors, columns: [column] })
-  console.log(JSON.stringify(rows.map(r => r[column])))
+  console.log(JSON.stringify(rows.map(r => r[column]), (_, v) => typeof v === 'bigint' ? v.toString() : v))
 } catch (e) {
   console.error(String(e?.stack ?? e))
   process.exit(1)
