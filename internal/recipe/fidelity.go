@@ -70,6 +70,9 @@ type Lineage struct {
 	// Layer is the source layer a vector output holds (GeoParquet only:
 	// a GeoTIFF holds no layer).
 	Layer string `json:"layer,omitempty"`
+	// NoGeometry: the source layer has no geometry column and the output
+	// is a plain Parquet table (Recipe.AttributeTables).
+	NoGeometry bool `json:"no_geometry,omitempty"`
 }
 
 // JSON is the lineage as a JSON object (fixed key order: deterministic).

@@ -145,6 +145,9 @@ type VectorSettings struct {
 	GeometryPolicy *string `yaml:"geometry_policy"` // repair, strict
 	RowGroupSize   *int    `yaml:"row_group_size"`  // GeoParquet rows per row group
 	Compression    *string `yaml:"compression"`     // GeoParquet: zstd, snappy, gzip, brotli, lz4, none
+	// AttributeTables: refuse (default) or parquet, for layers without a
+	// geometry column (docs/decisions/0091).
+	AttributeTables *string `yaml:"attribute_tables"`
 }
 
 // Compressions of a COG this build offers (GDAL 3.6's COG driver has them
@@ -371,6 +374,9 @@ func (s Settings) check(at string) error {
 	if err := oneOf(va+".compression", v.Compression, ParquetCompressions, true); err != nil {
 		return err
 	}
+	if err := oneOf(va+".attribute_tables", v.AttributeTables, []string{AttributeTablesRefuse, AttributeTablesParquet}, true); err != nil {
+		return err
+	}
 	if v.RowGroupSize != nil && *v.RowGroupSize < 1 {
 		return &fieldError{va + ".row_group_size", fmt.Sprintf("%d: want a positive number of rows", *v.RowGroupSize)}
 	}
@@ -545,6 +551,9 @@ func (s Settings) apply(r *Recipe) error {
 	}
 	if v.Compression != nil {
 		r.ParquetCompression = strings.ToLower(*v.Compression)
+	}
+	if v.AttributeTables != nil {
+		r.AttributeTables = strings.ToLower(*v.AttributeTables)
 	}
 	return nil
 }

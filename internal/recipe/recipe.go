@@ -20,6 +20,7 @@ const (
 	FormatCOG        = "COG"
 	FormatGeoParquet = "GeoParquet"
 	FormatFlatGeobuf = "FlatGeobuf"
+	FormatParquet    = "Parquet"
 )
 
 // Overview resampling policies. ResamplingAuto picks nearest for
@@ -40,6 +41,14 @@ const (
 const (
 	GeometryRepair = "repair"
 	GeometryStrict = "strict"
+)
+
+// What becomes of a layer without a geometry column (an attribute
+// table): AttributeTablesRefuse refuses its source with fault.NoGeometry,
+// AttributeTablesParquet writes it as plain Parquet (FormatParquet).
+const (
+	AttributeTablesRefuse  = "refuse"
+	AttributeTablesParquet = "parquet"
 )
 
 // Defaults.
@@ -103,6 +112,9 @@ type Recipe struct {
 	// ParquetCompression is the GeoParquet column codec: zstd (default),
 	// snappy, gzip, brotli, lz4, none.
 	ParquetCompression string `json:"parquet_compression,omitempty"`
+	// AttributeTables: AttributeTablesRefuse (default) or
+	// AttributeTablesParquet.
+	AttributeTables string `json:"attribute_tables,omitempty"`
 
 	// level is a recipe file's "level" until the codec is settled.
 	level *int
@@ -184,6 +196,9 @@ func (r Recipe) WithDefaults() Recipe {
 	if r.ParquetCompression == "" {
 		r.ParquetCompression = "zstd"
 	}
+	if r.AttributeTables == "" {
+		r.AttributeTables = AttributeTablesRefuse
+	}
 	if r.MaxBytes == 0 {
 		r.MaxBytes = DefaultMaxBytes
 	}
@@ -260,6 +275,9 @@ func (r Recipe) Validate() error {
 	if r.RowGroupRows < 1 {
 		return bad("row group rows %d", r.RowGroupRows)
 	}
+	if r.AttributeTables != AttributeTablesRefuse && r.AttributeTables != AttributeTablesParquet {
+		return bad("attribute tables %q: want %q or %q", r.AttributeTables, AttributeTablesRefuse, AttributeTablesParquet)
+	}
 	if r.MaxBytes < 0 || r.MaxPixels < 0 || r.MaxFeatures < 0 || r.MaxMemory < 0 {
 		return bad("negative budget")
 	}
@@ -310,6 +328,9 @@ func (r Recipe) canonical() []byte {
 	}
 	if r.ParquetCompression != "zstd" {
 		m["parquet_compression"] = r.ParquetCompression
+	}
+	if r.AttributeTables != AttributeTablesRefuse {
+		m["attribute_tables"] = r.AttributeTables
 	}
 	b, err := json.Marshal(m)
 	if err != nil { // cannot happen: strings, ints and a string list only

@@ -1,7 +1,8 @@
 // External judge: prints the values of one column of every row of a Parquet
 // file, as hyparquet reads them, as a JSON array (the layer chroot test
 // compares decoded text, e.g. a DBF's code page 1251 names, with its source).
-// 64-bit integers (BigInt) are printed as strings, lists as arrays,
+// 64-bit integers (BigInt) are printed as strings, lists as arrays, binaries
+// (not decoded as text: utf8 false) as objects of byte indexes,
 // timestamps as ISO text in UTC (hyparquet's Date).
 // Usage: node values.mjs FILE COLUMN     (exit 1 with a message on failure)
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet'
@@ -15,7 +16,7 @@ if (!path || !column) {
 try {
   const file = await asyncBufferFromFile(path)
   const metadata = await parquetMetadataAsync(file)
-  const rows = await parquetReadObjects({ file, metadata, compressors, columns: [column] })
+  const rows = await parquetReadObjects({ file, metadata, compressors, columns: [column], utf8: false })
   console.log(JSON.stringify(rows.map(r => r[column]), (_, v) => typeof v === 'bigint' ? v.toString() : v))
 } catch (e) {
   console.error(String(e?.stack ?? e))
