@@ -217,9 +217,9 @@ func noGeometry(tables []string, spatial bool) error {
 	}
 	also := ""
 	if spatial {
-		also = " (the source's spatial layers are not converted either: a source converts whole or not at all)"
+		also = "; the source's spatial layers are not converted either (a source converts whole or not at all)"
 	}
-	return fault.Data(fault.NoGeometry, "%s%s; set attribute_tables: parquet in the recipe (vector settings) to write it as plain Parquet", what, also)
+	return fault.Data(fault.NoGeometry, "%s; set attribute_tables: parquet in the recipe (vector settings) to write it as plain Parquet%s", what, also)
 }
 
 // layerCRS checks a layer's CRS (present, valid, georeferencing).
