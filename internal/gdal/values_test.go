@@ -445,7 +445,7 @@ func TestAttributeTables(t *testing.T) {
 			t.Errorf("lineage %+v (%v)", lin, err)
 		}
 		var src ogrRead
-		if err := json.Unmarshal(python(t, valuesRead+"", only), &src); err != nil {
+		if err := json.Unmarshal(python(t, valuesRead, only), &src); err != nil {
 			t.Fatal(err)
 		}
 		for k, fd := range src.Fields {

@@ -112,8 +112,9 @@ type Recipe struct {
 	// ParquetCompression is the GeoParquet column codec: zstd (default),
 	// snappy, gzip, brotli, lz4, none.
 	ParquetCompression string `json:"parquet_compression,omitempty"`
-	// AttributeTables: AttributeTablesRefuse (default) or
-	// AttributeTablesParquet.
+	// AttributeTables: AttributeTablesRefuse or AttributeTablesParquet;
+	// "" is refuse, and is left empty by WithDefaults so that a job's
+	// recipe JSON and hash stay as they were for recipes without it.
 	AttributeTables string `json:"attribute_tables,omitempty"`
 
 	// level is a recipe file's "level" until the codec is settled.
@@ -196,9 +197,6 @@ func (r Recipe) WithDefaults() Recipe {
 	if r.ParquetCompression == "" {
 		r.ParquetCompression = "zstd"
 	}
-	if r.AttributeTables == "" {
-		r.AttributeTables = AttributeTablesRefuse
-	}
 	if r.MaxBytes == 0 {
 		r.MaxBytes = DefaultMaxBytes
 	}
@@ -275,7 +273,7 @@ func (r Recipe) Validate() error {
 	if r.RowGroupRows < 1 {
 		return bad("row group rows %d", r.RowGroupRows)
 	}
-	if r.AttributeTables != AttributeTablesRefuse && r.AttributeTables != AttributeTablesParquet {
+	if r.AttributeTables != "" && r.AttributeTables != AttributeTablesRefuse && r.AttributeTables != AttributeTablesParquet {
 		return bad("attribute tables %q: want %q or %q", r.AttributeTables, AttributeTablesRefuse, AttributeTablesParquet)
 	}
 	if r.MaxBytes < 0 || r.MaxPixels < 0 || r.MaxFeatures < 0 || r.MaxMemory < 0 {
@@ -329,7 +327,7 @@ func (r Recipe) canonical() []byte {
 	if r.ParquetCompression != "zstd" {
 		m["parquet_compression"] = r.ParquetCompression
 	}
-	if r.AttributeTables != AttributeTablesRefuse {
+	if r.AttributeTables == AttributeTablesParquet {
 		m["attribute_tables"] = r.AttributeTables
 	}
 	b, err := json.Marshal(m)
