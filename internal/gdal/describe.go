@@ -75,6 +75,8 @@ func (e *Engine) Describe(ctx context.Context, path, format string) (stac.Descri
 		d, err = describeGeoParquet(path)
 	case recipe.FormatFlatGeobuf:
 		d, err = describeOGR(path, "FlatGeobuf")
+	case recipe.FormatParquet:
+		d, err = describeTable(path)
 	default:
 		return d, fault.Systemic("gdal.Describe", fmt.Errorf("unknown output format %q", format))
 	}
@@ -170,6 +172,31 @@ func statisticsOf(b godal.Band, rec *recorder, opts ...godal.StatisticsOption) *
 
 // describeGeoParquet reads the footer and "geo" metadata with the pure-Go
 // reader (this GDAL may have no Parquet driver) and the CRS with GDAL.
+// describeTable describes an attribute table (plain Parquet): its rows
+// and columns; it has no extent or CRS.
+func describeTable(path string) (stac.Description, error) {
+	var d stac.Description
+	f, err := os.Open(path)
+	if err != nil {
+		return d, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return d, err
+	}
+	info, err := geoparquet.ReadTableInfo(f, fi.Size())
+	if err != nil {
+		return d, err
+	}
+	rows := info.Rows
+	d.RowCount = &rows
+	for _, f := range info.Fields {
+		d.Columns = append(d.Columns, stac.Column{Name: f.Name, Type: parquetTypeName(f.Type)})
+	}
+	return d, nil
+}
+
 func describeGeoParquet(path string) (stac.Description, error) {
 	var d stac.Description
 	f, err := os.Open(path)
@@ -437,6 +464,18 @@ func parquetTypeName(t geoparquet.FieldType) string {
 		return "timestamp[us, tz=UTC]"
 	case geoparquet.Binary:
 		return "binary"
+	case geoparquet.LocalDateTime:
+		return "timestamp[us]"
+	case geoparquet.Time:
+		return "time32[ms]"
+	case geoparquet.Int32List:
+		return "list<int32>"
+	case geoparquet.Int64List:
+		return "list<int64>"
+	case geoparquet.Float64List:
+		return "list<double>"
+	case geoparquet.StringList:
+		return "list<string>"
 	}
 	return "unknown"
 }

@@ -130,6 +130,16 @@ static int gm_has_curve(OGRGeometryH g) { return OGR_G_HasCurveGeometry(g, FALSE
 static int gm_datetime(OGRFeatureH f, int i, int *y, int *m, int *d, int *h, int *mi, float *s, int *tz) {
 	return OGR_F_GetFieldAsDateTimeEx(f, i, y, m, d, h, mi, s, tz);
 }
+
+// gm_string_at is element k of a StringList (OGR returns a
+// NULL-terminated char**).
+static const char *gm_string_at(char **l, int k) { return l[k]; }
+
+static int gm_string_count(char **l) {
+	int n = 0;
+	if (l != NULL) while (l[n] != NULL) n++;
+	return n;
+}
 */
 import "C"
 
@@ -167,11 +177,52 @@ type ogrField struct {
 	asText  bool // unsupported OGR type written as OGR's string form
 }
 
+// columnType is the Parquet column an OGR field type and subtype are
+// written as (docs/fidelity.md, "Values kept"); note says what of the
+// value's type the column does not keep ("" when it keeps everything), for
+// a warning; asText marks the (deprecated) types written as OGR's text.
+func columnType(t C.OGRFieldType, sub C.OGRFieldSubType) (out geoparquet.FieldType, asText bool, note string) {
+	switch t {
+	case C.OFTInteger:
+		if sub == C.OFSTBoolean {
+			return geoparquet.Bool, false, ""
+		}
+		return geoparquet.Int32, false, "" // Int16 too: the same values
+	case C.OFTInteger64:
+		return geoparquet.Int64, false, ""
+	case C.OFTReal:
+		return geoparquet.Float64, false, "" // Float32 too: widening is exact
+	case C.OFTString:
+		return geoparquet.String, false, "" // JSON and UUID as their text
+	case C.OFTDate:
+		return geoparquet.Date, false, ""
+	case C.OFTTime:
+		return geoparquet.Time, false, ""
+	case C.OFTDateTime:
+		return geoparquet.DateTime, false, ""
+	case C.OFTBinary:
+		return geoparquet.Binary, false, ""
+	case C.OFTIntegerList:
+		if sub == C.OFSTBoolean {
+			return geoparquet.Int32List, false, "a list of booleans, written as a list of 0/1 integers"
+		}
+		return geoparquet.Int32List, false, ""
+	case C.OFTInteger64List:
+		return geoparquet.Int64List, false, ""
+	case C.OFTRealList:
+		return geoparquet.Float64List, false, ""
+	case C.OFTStringList:
+		return geoparquet.StringList, false, ""
+	}
+	// WideString and WideStringList: deprecated, made by no driver.
+	return geoparquet.String, true, "no Parquet type: written as OGR's text form"
+}
+
 // geoParquetSchema maps the OGR fields of a layer to GeoParquet columns.
-// Unsupported types (lists, Time) become strings and are returned in
-// asText for a warning. The geometry column is "geometry" unless an
+// notes names, for a warning, each field whose type the column does not
+// keep in full (columnType). The geometry column is "geometry" unless an
 // attribute has that name.
-func geoParquetSchema(l godal.Layer) (fields []geoparquet.Field, read []ogrField, geomCol string, asText []string) {
+func geoParquetSchema(l godal.Layer) (fields []geoparquet.Field, read []ogrField, geomCol string, notes []string) {
 	defn := C.OGR_L_GetLayerDefn(layerHandle(l))
 	n := int(C.OGR_FD_GetFieldCount(defn))
 	used := map[string]bool{}
@@ -186,27 +237,10 @@ func geoParquetSchema(l godal.Layer) (fields []geoparquet.Field, read []ogrField
 		}
 		used[name] = true
 		f := ogrField{index: C.int(i), ogrType: C.OGR_Fld_GetType(fd)}
-		switch f.ogrType {
-		case C.OFTInteger:
-			f.out = geoparquet.Int32
-			if C.OGR_Fld_GetSubType(fd) == C.OFSTBoolean {
-				f.out = geoparquet.Bool
-			}
-		case C.OFTInteger64:
-			f.out = geoparquet.Int64
-		case C.OFTReal:
-			f.out = geoparquet.Float64
-		case C.OFTString:
-			f.out = geoparquet.String
-		case C.OFTDate:
-			f.out = geoparquet.Date
-		case C.OFTDateTime:
-			f.out = geoparquet.DateTime
-		case C.OFTBinary:
-			f.out = geoparquet.Binary
-		default:
-			f.out, f.asText = geoparquet.String, true
-			asText = append(asText, fmt.Sprintf("%s (%s)", name, C.GoString(C.OGR_GetFieldTypeName(f.ogrType))))
+		var note string
+		f.out, f.asText, note = columnType(f.ogrType, C.OGR_Fld_GetSubType(fd))
+		if note != "" {
+			notes = append(notes, fmt.Sprintf("field %q (%s): %s", name, C.GoString(C.OGR_GetFieldTypeName(f.ogrType)), note))
 		}
 		// Every column is nullable: OGR drivers disagree on "unset" and
 		// "null", and a NOT NULL declaration is not worth a refused file.
@@ -217,7 +251,7 @@ func geoParquetSchema(l godal.Layer) (fields []geoparquet.Field, read []ogrField
 	for k := 1; used[geomCol]; k++ {
 		geomCol = fmt.Sprintf("geometry_%d", k)
 	}
-	return fields, read, geomCol, asText
+	return fields, read, geomCol, notes
 }
 
 // ogrSource is a geoparquet.FeatureSource over an OGR layer. It must be
@@ -240,6 +274,9 @@ type ogrSource struct {
 	// corrupt, when set (tests only), alters a feature after it was
 	// digested: the fidelity check must then fail.
 	corrupt func(*geoparquet.Feature)
+	// zonedTimes counts, per field, Time values whose time zone flag was
+	// not kept (a time of day has no zone in Parquet).
+	zonedTimes map[int]int64
 }
 
 func (s *ogrSource) Next() (geoparquet.Feature, error) {
@@ -285,12 +322,28 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 		if C.OGR_F_IsFieldSetAndNotNull(f, fd.index) == 0 {
 			continue
 		}
-		v := fieldValue(f, fd)
+		v, tz := fieldValue(f, fd)
+		if fd.out == geoparquet.Time && tz > 1 {
+			if s.zonedTimes == nil {
+				s.zonedTimes = map[int]int64{}
+			}
+			s.zonedTimes[i]++
+		}
 		switch x := v.(type) {
 		case string:
 			payload += int64(len(x))
 		case []byte:
 			payload += int64(len(x))
+		case []int32:
+			payload += 8 * int64(len(x))
+		case []int64:
+			payload += 8 * int64(len(x))
+		case []float64:
+			payload += 8 * int64(len(x))
+		case []string:
+			for _, e := range x {
+				payload += 8 + int64(len(e))
+			}
 		}
 		out.Values[i] = v
 	}
@@ -311,43 +364,92 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 	return out, nil
 }
 
-func fieldValue(f C.OGRFeatureH, fd ogrField) any {
+// fieldValue is the value written for one set, non-null OGR field: the one
+// conversion from an OGR value to the writer's (docs/fidelity.md, "Values
+// kept"). tz is OGR's time zone flag of a Date, Time or DateTime value
+// (0 unknown, 1 local time, 100 UTC, 100±k UTC±k×15 min), 0 otherwise.
+//
+// A DateTime with a zone (flag 100 or an offset) is its instant, a
+// time.Time in that offset (the writer stores it in UTC and counts the
+// offsets it normalised); one without (0, 1) is a geoparquet.WallTime,
+// its reading as is. Seconds are OGR's float, kept to the millisecond
+// OGR resolves.
+func fieldValue(f C.OGRFeatureH, fd ogrField) (v any, tz int) {
 	if fd.asText {
-		return C.GoString(C.OGR_F_GetFieldAsString(f, fd.index))
+		return C.GoString(C.OGR_F_GetFieldAsString(f, fd.index)), 0
 	}
 	switch fd.out {
 	case geoparquet.Int32:
-		return int32(C.OGR_F_GetFieldAsInteger(f, fd.index))
+		return int32(C.OGR_F_GetFieldAsInteger(f, fd.index)), 0
 	case geoparquet.Bool:
-		return C.OGR_F_GetFieldAsInteger(f, fd.index) != 0
+		return C.OGR_F_GetFieldAsInteger(f, fd.index) != 0, 0
 	case geoparquet.Int64:
-		return int64(C.OGR_F_GetFieldAsInteger64(f, fd.index))
+		return int64(C.OGR_F_GetFieldAsInteger64(f, fd.index)), 0
 	case geoparquet.Float64:
-		return float64(C.OGR_F_GetFieldAsDouble(f, fd.index))
+		return float64(C.OGR_F_GetFieldAsDouble(f, fd.index)), 0
 	case geoparquet.String:
 		// Bytes as stored: the writer refuses text that is not UTF-8.
-		return C.GoString(C.OGR_F_GetFieldAsString(f, fd.index))
+		return C.GoString(C.OGR_F_GetFieldAsString(f, fd.index)), 0
 	case geoparquet.Binary:
 		var n C.int
 		p := C.OGR_F_GetFieldAsBinary(f, fd.index, &n)
-		return C.GoBytes(unsafe.Pointer(p), n)
-	case geoparquet.Date, geoparquet.DateTime:
-		var y, m, d, h, mi, tz C.int
+		return C.GoBytes(unsafe.Pointer(p), n), 0
+	case geoparquet.Int32List:
+		var n C.int
+		p := C.OGR_F_GetFieldAsIntegerList(f, fd.index, &n)
+		out := make([]int32, int(n))
+		for k, e := range unsafe.Slice(p, int(n)) {
+			out[k] = int32(e)
+		}
+		return out, 0
+	case geoparquet.Int64List:
+		var n C.int
+		p := C.OGR_F_GetFieldAsInteger64List(f, fd.index, &n)
+		out := make([]int64, int(n))
+		for k, e := range unsafe.Slice(p, int(n)) {
+			out[k] = int64(e)
+		}
+		return out, 0
+	case geoparquet.Float64List:
+		var n C.int
+		p := C.OGR_F_GetFieldAsDoubleList(f, fd.index, &n)
+		out := make([]float64, int(n))
+		for k, e := range unsafe.Slice(p, int(n)) {
+			out[k] = float64(e)
+		}
+		return out, 0
+	case geoparquet.StringList:
+		l := C.OGR_F_GetFieldAsStringList(f, fd.index)
+		out := make([]string, int(C.gm_string_count(l)))
+		for k := range out {
+			out[k] = C.GoString(C.gm_string_at(l, C.int(k)))
+		}
+		return out, 0
+	case geoparquet.Date, geoparquet.Time, geoparquet.DateTime:
+		var y, m, d, h, mi, ctz C.int
 		var sec C.float
-		if C.gm_datetime(f, fd.index, &y, &m, &d, &h, &mi, &sec, &tz) == 0 {
-			return nil
+		if C.gm_datetime(f, fd.index, &y, &m, &d, &h, &mi, &sec, &ctz) == 0 {
+			return nil, 0
 		}
-		whole, frac := math.Modf(float64(sec))
-		t := time.Date(int(y), time.Month(m), int(d), int(h), int(mi), int(whole),
-			int(math.Round(frac*1e6))*1000, time.UTC)
-		// OGR time zone flag: 100 is UTC, 100±k is UTC±k×15 min; 0 (unknown)
-		// and 1 (local) are taken as UTC, the only deterministic choice.
-		if tz > 1 && tz != 100 {
-			t = t.Add(-time.Duration(int(tz)-100) * 15 * time.Minute)
+		tz = int(ctz)
+		ms := time.Duration(math.Round(float64(sec)*1000)) * time.Millisecond
+		clock := time.Duration(h)*time.Hour + time.Duration(mi)*time.Minute + ms
+		switch fd.out {
+		case geoparquet.Time:
+			return clock, tz
+		case geoparquet.Date:
+			return time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, time.UTC), tz
 		}
-		return t
+		loc := time.UTC
+		switch {
+		case tz <= 1:
+			return geoparquet.WallTime{Wall: time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, time.UTC).Add(clock)}, tz
+		case tz != 100:
+			loc = time.FixedZone("", (tz-100)*15*60)
+		}
+		return time.Date(int(y), time.Month(m), int(d), 0, 0, 0, 0, loc).Add(clock), tz
 	}
-	return nil
+	return nil, 0
 }
 
 // writeGeoParquet writes one layer as GeoParquet 1.1 to dst.
@@ -368,20 +470,22 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 		return recipe.Output{}, nil, fault.Data(fault.CorruptSource, "layer %q cannot be opened", sc.name)
 	}
 	l := *lp
-	sr, assigned, err := layerSRS(l, r)
-	if err != nil {
-		return recipe.Output{}, nil, err
+	var crs crsInfo
+	if !sc.table {
+		sr, assigned, err := layerSRS(l, r)
+		if err != nil {
+			return recipe.Output{}, nil, err
+		}
+		if assigned {
+			defer sr.Close()
+		}
+		if crs, err = canonicalCRS(sr); err != nil {
+			return recipe.Output{}, nil, fault.DataWrap(fault.InvalidCRS, err, "layer %q has a CRS that cannot be written as PROJJSON", sc.name)
+		}
 	}
-	if assigned {
-		defer sr.Close()
-	}
-	crs, err := canonicalCRS(sr)
-	if err != nil {
-		return recipe.Output{}, nil, fault.DataWrap(fault.InvalidCRS, err, "layer %q has a CRS that cannot be written as PROJJSON", sc.name)
-	}
-	fields, read, geomCol, asText := geoParquetSchema(l)
-	for _, f := range asText {
-		rec.warn(fmt.Sprintf("layer %q: field %s has no GeoParquet type; written as text", sc.name, f))
+	fields, read, geomCol, notes := geoParquetSchema(l)
+	for _, n := range notes {
+		rec.warn(fmt.Sprintf("layer %q: %s", sc.name, n))
 	}
 	repair := sc.invalid > 0 && r.GeometryPolicy == recipe.GeometryRepair
 	var flags C.int
@@ -413,9 +517,12 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	if crs.SwapXY {
 		flags |= C.GM_SWAP
 	}
-	layer := geoparquet.Layer{Name: sc.name, Fields: fields, GeometryColumn: geomCol, IsCRS84: crs.IsCRS84()}
-	if !layer.IsCRS84 {
-		layer.CRSProjJSON = crs.PROJJSON
+	layer := geoparquet.Layer{Name: sc.name, Fields: fields, GeometryColumn: geomCol, NoGeometry: sc.table}
+	if !sc.table {
+		layer.IsCRS84 = crs.IsCRS84()
+		if !layer.IsCRS84 {
+			layer.CRSProjJSON = crs.PROJJSON
+		}
 	}
 	opts := geoparquet.DefaultOptions()
 	opts.RowGroupRows = r.RowGroupRows
@@ -426,6 +533,7 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	if sc.curves > 0 {
 		lineage.CurveStepDegrees = r.WithDefaults().CurveStepDegrees
 	}
+	lineage.NoGeometry = sc.table
 	opts.Lineage = lineage.JSON()
 	// Past SpillBytes the writer sorts through temporary files beside the
 	// output (the work directory, on the disk sized for the job).
@@ -467,7 +575,11 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	if src.dropped > 0 {
 		rec.warn(fmt.Sprintf("layer %q: the repair of %d geometries left parts of another dimension (lines or points beside the %ss), which were dropped", sc.name, src.dropped, sc.family))
 	}
+	valueWarnings(sc.name, fields, st, src.zonedTimes, rec)
 	info := recipe.Formats[recipe.FormatGeoParquet]
+	if sc.table {
+		info = recipe.Formats[recipe.FormatParquet]
+	}
 	return recipe.Output{
 		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
 		Kind: recipe.Vector, Layer: sc.name, Warnings: rec.list(),
@@ -549,6 +661,28 @@ func curveError(layer string, n int64) error {
 		layer, n)
 }
 
+// valueWarnings names every field whose values were written other than
+// as read: DateTime offsets normalised to UTC, DateTimes without a zone
+// taken as UTC beside zoned ones, Times whose zone was dropped
+// (docs/decisions/0091).
+func valueWarnings(layer string, fields []geoparquet.Field, st geoparquet.Stats, zonedTimes map[int]int64, rec *recorder) {
+	for _, d := range st.DateTimes {
+		if d.Offset > 0 {
+			rec.warn(fmt.Sprintf("layer %q: field %q: %d of its DateTime values have a UTC offset other than +00: written as the same instants in UTC (Parquet TIMESTAMP, isAdjustedToUTC=true, holds no offset); the original offsets are not kept", layer, d.Field, d.Offset))
+		}
+		if d.Wall > 0 && d.Written == geoparquet.DateTime {
+			rec.warn(fmt.Sprintf("layer %q: field %q: %d of its DateTime values have no time zone (unknown or local) beside %d with one: written in the UTC column as if they were UTC", layer, d.Field, d.Wall, d.UTC+d.Offset))
+		}
+	}
+	for i := range fields {
+		n := zonedTimes[i]
+		if n == 0 {
+			continue
+		}
+		rec.warn(fmt.Sprintf("layer %q: field %q: %d Time values carry a time zone: written as the time of day read (Parquet TIME holds no zone), the zone is not kept", layer, fields[i].Name, n))
+	}
+}
+
 // geoParquetError maps a geoparquet.Write error onto the fault taxonomy.
 func geoParquetError(layer string, err error) error {
 	var d *fault.DataError
@@ -574,6 +708,12 @@ func geoParquetError(layer string, err error) error {
 		return local
 	}
 	return fault.Systemic("gdal.GeoParquet", err)
+}
+
+// hasGeometryColumn says a layer has a geometry field (an attribute table
+// of a GeoPackage, or a CSV without geometry columns, has none).
+func hasGeometryColumn(l godal.Layer) bool {
+	return C.OGR_FD_GetGeomFieldCount(C.OGR_L_GetLayerDefn(layerHandle(l))) > 0
 }
 
 // layerNameOf reads the name through layerHandle (pins godal's layout).

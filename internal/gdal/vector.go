@@ -32,6 +32,9 @@ type layerScan struct {
 	hasM      bool
 	curves    int64  // geometries with arcs (counted in types as their linear type)
 	family    string // "point", "line", "polygon" when there is one
+	// table: the layer has no geometry column (an attribute table),
+	// written as plain Parquet (recipe.AttributeTablesParquet).
+	table bool
 }
 
 // linearOf is the type a curve type linearises to (OGR_G_GetLinearGeometry).
@@ -78,7 +81,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 	// geometry validity under the policy.
 	var total int64
 	var scans []layerScan
-	var skipped []string
+	var skipped, tables []string
 	for _, l := range layers {
 		// The declared count first, without reading the features (a forced
 		// count may mean a full read).
@@ -95,6 +98,13 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		}
 		if n == 0 {
 			skipped = append(skipped, l.Name())
+			continue
+		}
+		// An attribute table has no geometry, so no CRS to require: it is
+		// refused or written as plain Parquet (docs/decisions/0091).
+		if !hasGeometryColumn(l) {
+			tables = append(tables, l.Name())
+			scans = append(scans, layerScan{name: l.Name(), features: int64(n), table: true})
 			continue
 		}
 		if err := layerCRS(l, r, rec); err != nil {
@@ -123,7 +133,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		}
 		if bad := flatGeobufRefuses(l); bad != "" && r.VectorFormat == recipe.FormatFlatGeobuf {
 			return nil, fault.Data(fault.UnsupportedFormat,
-				"layer %q has field %s, which FlatGeobuf output cannot hold (GDAL writes a Time as an empty DateTime and fails on lists): convert with GeoParquet (the default vector format), which keeps it as text",
+				"layer %q has field %s, which FlatGeobuf output cannot hold (GDAL writes a Time as an empty DateTime and fails on lists): convert with GeoParquet (the default vector format), which keeps it as a Parquet TIME or LIST column",
 				sc.name, bad)
 		}
 		switch policy := r.WithDefaults().GeometryPolicy; {
@@ -137,6 +147,9 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		}
 		scans = append(scans, sc)
 	}
+	if len(tables) > 0 && r.AttributeTables != recipe.AttributeTablesParquet {
+		return nil, noGeometry(tables, len(scans) > len(tables))
+	}
 	if len(scans) == 0 {
 		return nil, fault.Data(fault.EmptyDataset, "every layer is empty (%s)", strings.Join(skipped, ", "))
 	}
@@ -145,13 +158,18 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 	}
 	stem := formats.Stem(filepath.Base(s.Path))
 	multi := len(scans) > 1
-	ext := recipe.Formats[r.VectorFormat].Extension
+	extOf := func(sc layerScan) string {
+		if sc.table {
+			return recipe.Formats[recipe.FormatParquet].Extension
+		}
+		return recipe.Formats[r.VectorFormat].Extension
+	}
 	// One output per layer, never two layers in one name: SafeName is
 	// one-to-one by construction, and this proves it for the source at hand
 	// before anything is written.
 	byName := map[string]string{}
 	for _, sc := range scans {
-		name := layerFileName(stem, sc.name, multi, ext)
+		name := layerFileName(stem, sc.name, multi, extOf(sc))
 		if other, dup := byName[name]; dup {
 			return nil, fault.Data(fault.SchemaMismatch,
 				"layers %q and %q would both be written as %s; rename one of them", other, sc.name, name)
@@ -165,10 +183,12 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		}
 		var o recipe.Output
 		var err error
-		dst := filepath.Join(workDir, layerFileName(stem, sc.name, multi, ext))
+		dst := filepath.Join(workDir, layerFileName(stem, sc.name, multi, extOf(sc)))
 		var digest *geoparquet.Digest
-		switch r.VectorFormat {
-		case recipe.FormatFlatGeobuf:
+		switch {
+		case sc.table:
+			o, digest, err = writeGeoParquet(ctx, ds, sc, dst, r, rec.child())
+		case r.VectorFormat == recipe.FormatFlatGeobuf:
 			o, err = writeFlatGeobuf(ds, sc, dst, r, rec.child())
 		default:
 			o, digest, err = writeGeoParquet(ctx, ds, sc, dst, r, rec.child())
@@ -197,10 +217,30 @@ func vectorFidelity(ctx context.Context, ds *godal.Dataset, sc layerScan, dst st
 	if l == nil {
 		return nil, fault.Data(fault.CorruptSource, "layer %q cannot be opened again", sc.name)
 	}
-	if r.VectorFormat == recipe.FormatFlatGeobuf {
+	if r.VectorFormat == recipe.FormatFlatGeobuf && !sc.table {
 		return flatGeobufFidelity(ctx, *l, sc, dst, r, rec)
 	}
 	return geoParquetFidelity(*l, sc, dst, digest)
+}
+
+// noGeometry refuses a source holding attribute tables (layers without a
+// geometry column) under recipe.AttributeTablesRefuse. The whole source
+// is refused, its spatial layers too: an output set that silently left
+// out a table would not be the source (docs/decisions/0091).
+func noGeometry(tables []string, spatial bool) error {
+	q := make([]string, len(tables))
+	for i, t := range tables {
+		q[i] = fmt.Sprintf("%q", t)
+	}
+	what := fmt.Sprintf("layer %s has no geometry column (an attribute table)", q[0])
+	if len(q) > 1 {
+		what = fmt.Sprintf("layers %s have no geometry column (attribute tables)", strings.Join(q, ", "))
+	}
+	also := ""
+	if spatial {
+		also = "; the source's spatial layers are not converted either (a source converts whole or not at all)"
+	}
+	return fault.Data(fault.NoGeometry, "%s; set attribute_tables: parquet in the recipe (vector settings) to write it as plain Parquet%s", what, also)
 }
 
 // layerCRS checks a layer's CRS (present, valid, georeferencing), or

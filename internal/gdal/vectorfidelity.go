@@ -39,29 +39,17 @@ func layerFields(l godal.Layer) []ogrFieldDef {
 }
 
 // parquetTypeFor is the GeoParquet column type an OGR field must have in
-// the output; asText for OGR types GeoParquet output has no type for
-// (lists, Time), which are written as OGR's text form with a warning.
+// the output (columnType); asText for OGR types written as OGR's text form.
 func parquetTypeFor(f ogrFieldDef) (t geoparquet.FieldType, asText bool) {
-	switch f.ogrType {
-	case C.OFTInteger:
-		if f.subType == C.OFSTBoolean {
-			return geoparquet.Bool, false
-		}
-		return geoparquet.Int32, false
-	case C.OFTInteger64:
-		return geoparquet.Int64, false
-	case C.OFTReal:
-		return geoparquet.Float64, false
-	case C.OFTString:
-		return geoparquet.String, false
-	case C.OFTDate:
-		return geoparquet.Date, false
-	case C.OFTDateTime:
-		return geoparquet.DateTime, false
-	case C.OFTBinary:
-		return geoparquet.Binary, false
-	}
-	return geoparquet.String, true
+	t, asText, _ = columnType(f.ogrType, f.subType)
+	return t, asText
+}
+
+// sameColumnType: a column has the type its field maps to; a DateTime
+// column none of whose values has a zone is written without one
+// (geoparquet.LocalDateTime).
+func sameColumnType(want, got geoparquet.FieldType) bool {
+	return got == want || (want == geoparquet.DateTime && got == geoparquet.LocalDateTime)
 }
 
 // sameFieldName: a source field keeps its name, unless it had none or
@@ -97,7 +85,11 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string, want *geoparq
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: open output", err)
 	}
-	info, err := geoparquet.ReadInfo(f, fi.Size())
+	read := geoparquet.ReadInfo
+	if sc.table {
+		read = geoparquet.ReadTableInfo
+	}
+	info, err := read(f, fi.Size())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
 	}
@@ -108,7 +100,7 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string, want *geoparq
 		return nil, layerAltered(sc.name, "%d features without geometry written as %d null geometries", sc.nulls, info.NullGeometries)
 	}
 	lin, err := recipe.ParseLineage(info.KeyValue[geoparquet.LineageKey])
-	if err != nil || lin.Layer != sc.name {
+	if err != nil || lin.Layer != sc.name || lin.NoGeometry != sc.table {
 		return nil, layerAltered(sc.name, "the file names layer %q (%v)", lin.Layer, err)
 	}
 	fields := layerFields(src)
@@ -119,10 +111,13 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string, want *geoparq
 		Checks: []string{"features", "null_geometries", "fields", "layer_name", "geometries", "attribute values"},
 		Layer:  sc.name, Features: info.Rows, NullGeometries: info.NullGeometries, Fields: len(fields),
 	}
+	if sc.table {
+		out.Checks = []string{"features", "fields", "layer_name", "no_geometry", "attribute values"}
+	}
 	for i, sf := range fields {
 		want, asText := parquetTypeFor(sf)
 		got := info.Fields[i]
-		if !sameFieldName(fields, i, got.Name) || got.Type != want {
+		if !sameFieldName(fields, i, got.Name) || !sameColumnType(want, got.Type) {
 			return nil, layerAltered(sc.name, "field %d %q (%s) written as %q (%s), want %s", i+1, sf.name, sf.typeName(), got.Name, got.Type, want)
 		}
 		if asText {

@@ -157,9 +157,11 @@ func (t *table) columnProperties(geomCol, bboxName string, codec compress.Compre
 		return parquet.WithCompressionLevelFor(path, l)
 	}
 	var props []parquet.WriterProperty
-	props = append(props, parquet.WithDictionaryFor(geomCol, false), parquet.WithEncodingFor(geomCol, t.geometryEncoding()))
-	if zstd {
-		props = append(props, level(geomCol, geometryLevel))
+	if geomCol != "" {
+		props = append(props, parquet.WithDictionaryFor(geomCol, false), parquet.WithEncodingFor(geomCol, t.geometryEncoding()))
+		if zstd {
+			props = append(props, level(geomCol, geometryLevel))
+		}
 	}
 	if bboxName != "" {
 		for _, c := range []string{"xmin", "ymin", "xmax", "ymax"} {
@@ -172,8 +174,10 @@ func (t *table) columnProperties(geomCol, bboxName string, codec compress.Compre
 	}
 	limit := int(min(t.base+int64(t.rows), int64(max(opts.RowGroupRows, 1)))) / dictionaryShare
 	for i, c := range t.cols {
-		path := c.f.Name
-		dict := c.f.Type != Bool && t.distinct[i].fewDistinct(limit)
+		path := columnPath(c.f)
+		// Lists are not counted (their elements are not rows): no
+		// dictionary.
+		dict := c.f.Type != Bool && !c.f.Type.isList() && t.distinct[i].fewDistinct(limit)
 		props = append(props, parquet.WithDictionaryFor(path, dict))
 		if !dict {
 			props = append(props, parquet.WithEncodingFor(path, valueEncoding(c.f.Type)))
@@ -193,7 +197,7 @@ func (t *table) columnProperties(geomCol, bboxName string, codec compress.Compre
 // 63 % larger than PLAIN under ZSTD; booleans are bit-packed).
 func valueEncoding(ft FieldType) parquet.Encoding {
 	switch ft {
-	case Int32, Int64, Date, DateTime:
+	case Int32, Int64, Date, DateTime, Time, Int32List, Int64List:
 		return parquet.Encodings.DeltaBinaryPacked
 	}
 	return parquet.Encodings.Plain
@@ -265,7 +269,7 @@ func (t *table) countDistinct(opts Options) {
 		t.distinct = make([]distinct, len(t.cols))
 	}
 	for i, c := range t.cols {
-		if c.f.Type != Bool {
+		if c.f.Type != Bool && !c.f.Type.isList() {
 			t.distinct[i].count(c, distinctCap(opts))
 		}
 	}

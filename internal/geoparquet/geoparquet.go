@@ -19,6 +19,7 @@ package geoparquet
 import (
 	"errors"
 	"io"
+	"time"
 )
 
 // FieldType is the type of an attribute column.
@@ -32,9 +33,46 @@ const (
 	String                        // UTF-8 string
 	Bool                          // boolean
 	Date                          // date32 (days since 1970-01-01, civil date of the time.Time)
-	DateTime                      // timestamp[us, UTC]
+	DateTime                      // timestamp[us, UTC] (isAdjustedToUTC=true), or LocalDateTime when no value has a zone
 	Binary                        // binary
+	// LocalDateTime is what a DateTime column is written as when none
+	// of its values has a time zone (every value a WallTime):
+	// timestamp[us] without zone, isAdjustedToUTC=false. It is never
+	// declared: Write chooses it (Stats.DateTimes).
+	LocalDateTime
+	Time        // time32[ms] (TIME(MILLIS, isAdjustedToUTC=false)): time of day, a time.Duration since midnight
+	Int32List   // list<int32> (3-level LIST, optional elements): []int32 or []int64 in range
+	Int64List   // list<int64>: []int64
+	Float64List // list<double>: []float64 (or []float32)
+	StringList  // list<string>: []string, UTF-8
 )
+
+// lastFieldType is the last FieldType (for range checks).
+const lastFieldType = StringList
+
+// isList says t is one of the LIST column types.
+func (t FieldType) isList() bool { return t >= Int32List && t <= StringList }
+
+// WallTime is a date and time of day without a time zone (a value whose
+// zone is unknown or "local"): its fields are the reading, its Location
+// is ignored. A DateTime value is either a time.Time, an instant (its
+// zone offset, when not 0, is normalised away: Stats.DateTimes counts
+// it), or a WallTime.
+type WallTime struct{ Wall time.Time }
+
+// DateTimeStats says how the values of one DateTime column were written.
+type DateTimeStats struct {
+	Field string
+	// Written is DateTime (UTC instants) or LocalDateTime (every value a
+	// WallTime).
+	Written FieldType
+	// UTC values had zone offset 0; Offset values had another offset and
+	// were normalised to the same instant in UTC (the offset itself is
+	// not kept); Wall values had no zone: in a LocalDateTime column they
+	// are kept as read, in a DateTime column (mixed with zoned values)
+	// they were taken as UTC.
+	UTC, Offset, Wall int64
+}
 
 func (t FieldType) String() string {
 	switch t {
@@ -54,6 +92,18 @@ func (t FieldType) String() string {
 		return "DateTime"
 	case Binary:
 		return "Binary"
+	case LocalDateTime:
+		return "LocalDateTime"
+	case Time:
+		return "Time"
+	case Int32List:
+		return "Int32List"
+	case Int64List:
+		return "Int64List"
+	case Float64List:
+		return "Float64List"
+	case StringList:
+		return "StringList"
 	}
 	return "FieldType(?)"
 }
@@ -66,8 +116,9 @@ type Field struct {
 }
 
 // Feature is one row. Values holds one entry per Layer.Fields (nil = null),
-// typed int32/int64/float64/string/bool/time.Time/[]byte (ints of other
-// widths and float32 are accepted and range-checked). WKB is ISO WKB (2D,
+// typed int32/int64/float64/string/bool/time.Time (or WallTime)/[]byte,
+// time.Duration for Time and slices for the lists (ints of other widths and
+// float32 are accepted and range-checked). WKB is ISO WKB (2D,
 // Z, M or ZM); a nil or empty WKB is a null geometry.
 //
 // MinX..MaxY are accepted for interface compatibility but Write derives the
@@ -89,6 +140,10 @@ type Layer struct {
 	// IsCRS84 says the CRS is OGC:CRS84 (lon/lat WGS 84): the "crs" key is
 	// then omitted, as the spec prescribes.
 	IsCRS84 bool
+	// NoGeometry writes a plain Parquet table: no geometry or covering
+	// column, no "geo" metadata, rows in input order; every Feature.WKB
+	// must be empty. For attribute-only layers (docs/decisions/0091).
+	NoGeometry bool
 }
 
 // FeatureSource yields features; Next returns io.EOF at the end.
@@ -154,6 +209,9 @@ type Stats struct {
 	// Spills is the number of chunks written to temporary files by the
 	// external sort (0: the layer was sorted in memory).
 	Spills int
+	// DateTimes says, per DateTime column in field order, how its values
+	// were written (zone offsets normalised, values without a zone).
+	DateTimes []DateTimeStats
 }
 
 // Errors returned by Write, wrapped with the offending feature or field;

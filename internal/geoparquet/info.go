@@ -33,12 +33,34 @@ type Info struct {
 func ReadInfo(r io.ReaderAt, size int64) (info Info, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = fmt.Errorf("geoparquet.ReadInfo: the Parquet reader failed: %v", v)
+			err = fmt.Errorf("the Parquet reader failed: %v", v)
+		}
+		if err != nil {
+			err = fmt.Errorf("geoparquet.ReadInfo: %w", err)
 		}
 	}()
+	return readInfo(r, size, false)
+}
+
+// ReadTableInfo reads the footer of a plain Parquet table (Layer.NoGeometry):
+// it must have no "geo" metadata; GeometryColumn is "" and every column is
+// in Fields.
+func ReadTableInfo(r io.ReaderAt, size int64) (info Info, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the Parquet reader failed: %v", v)
+		}
+		if err != nil {
+			err = fmt.Errorf("geoparquet.ReadTableInfo: %w", err)
+		}
+	}()
+	return readInfo(r, size, true)
+}
+
+func readInfo(r io.ReaderAt, size int64, table bool) (info Info, err error) {
 	rdr, err := file.NewParquetReader(io.NewSectionReader(r, 0, size))
 	if err != nil {
-		return info, fmt.Errorf("geoparquet.ReadInfo: %w", err)
+		return info, err
 	}
 	defer rdr.Close()
 	md := rdr.MetaData()
@@ -56,8 +78,12 @@ func ReadInfo(r io.ReaderAt, size int64) (info Info, err error) {
 			} `json:"covering"`
 		} `json:"columns"`
 	}
-	if err := json.Unmarshal([]byte(info.KeyValue["geo"]), &geo); err != nil || geo.Primary == "" {
-		return info, fmt.Errorf("geoparquet.ReadInfo: no usable \"geo\" metadata (%v)", err)
+	if g, ok := info.KeyValue["geo"]; table && ok {
+		return info, fmt.Errorf("a table without geometry has \"geo\" metadata (%.80s)", g)
+	} else if !table {
+		if err := json.Unmarshal([]byte(g), &geo); err != nil || geo.Primary == "" {
+			return info, fmt.Errorf("no usable \"geo\" metadata (%v)", err)
+		}
 	}
 	info.GeometryColumn = geo.Primary
 	covering := ""
@@ -66,7 +92,7 @@ func ReadInfo(r io.ReaderAt, size int64) (info Info, err error) {
 	}
 	sc, err := pqarrow.FromParquet(md.Schema, nil, kv)
 	if err != nil {
-		return info, fmt.Errorf("geoparquet.ReadInfo: schema: %w", err)
+		return info, fmt.Errorf("schema: %w", err)
 	}
 	for _, f := range sc.Fields() {
 		if f.Name == covering {
@@ -75,10 +101,13 @@ func ReadInfo(r io.ReaderAt, size int64) (info Info, err error) {
 				info.CoveringType = "float"
 			}
 		}
-		if f.Name == geo.Primary || f.Name == covering {
+		if !table && (f.Name == geo.Primary || f.Name == covering) {
 			continue
 		}
 		info.Fields = append(info.Fields, Field{Name: f.Name, Type: fieldTypeOf(f.Type), Nullable: f.Nullable})
+	}
+	if table {
+		return info, nil
 	}
 	err = eachPrimaryValue(rdr, geo.Primary, func(_ []byte, null bool) error {
 		if null {
@@ -86,16 +115,13 @@ func ReadInfo(r io.ReaderAt, size int64) (info Info, err error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return info, fmt.Errorf("geoparquet.ReadInfo: %w", err)
-	}
-	return info, nil
+	return info, err
 }
 
 // fieldTypeOf maps an Arrow type back to the FieldType Write writes it
 // for (0 for any other type).
 func fieldTypeOf(t arrow.DataType) FieldType {
-	for _, ft := range []FieldType{Int32, Int64, Float64, String, Bool, Date, DateTime, Binary} {
+	for ft := Int32; ft <= lastFieldType; ft++ {
 		if arrow.TypeEqual(arrowType(ft), t) {
 			return ft
 		}

@@ -48,7 +48,7 @@ func (t *table) held() int64 {
 	n := int64(len(t.geom)) + 8*int64(len(t.geomOffs))
 	for _, c := range t.cols {
 		n += int64(len(c.valid)) + 8*int64(len(c.ints)) + 8*int64(len(c.f64)) + int64(len(c.bools)) +
-			int64(len(c.data)) + 8*int64(len(c.offs))
+			int64(len(c.data)) + 8*int64(len(c.offs)) + 8*int64(len(c.loffs))
 	}
 	return n
 }
@@ -64,6 +64,9 @@ func (t *table) reset() {
 		if c.offs != nil {
 			c.offs = c.offs[:1]
 		}
+		if c.loffs != nil {
+			c.loffs = c.loffs[:1]
+		}
 	}
 }
 
@@ -72,18 +75,26 @@ func newTable(layer Layer) *table {
 	t := &table{geomOffs: []int64{0}, types: map[string]struct{}{}}
 	t.extent = [4]float64{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
 	for _, f := range layer.Fields {
-		c := &column{f: f}
-		if f.Type == String || f.Type == Binary {
-			c.offs = []int64{0}
-		}
-		t.cols = append(t.cols, c)
+		t.cols = append(t.cols, newColumn(f, f.Type))
 	}
 	return t
 }
 
+// newColumn is an empty column of f, written as as.
+func newColumn(f Field, as FieldType) *column {
+	c := &column{f: f, as: as}
+	if f.Type == String || f.Type == Binary || f.Type == StringList {
+		c.offs = []int64{0}
+	}
+	if f.Type.isList() {
+		c.loffs = []int64{0}
+	}
+	return c
+}
+
 // appendRow encodes row r of t: WKB length and bytes, then per column a
 // validity byte and the value (varint, 8-byte float, byte, or length and
-// bytes).
+// bytes; a list: its element count, then each element so).
 func (t *table) appendRow(buf []byte, r int32) []byte {
 	w := t.wkb(r)
 	buf = binary.AppendUvarint(buf, uint64(len(w)))
@@ -95,6 +106,21 @@ func (t *table) appendRow(buf []byte, r int32) []byte {
 		}
 		buf = append(buf, 1)
 		switch c.f.Type {
+		case Int32List, Int64List, Float64List, StringList:
+			a, b := c.loffs[r], c.loffs[r+1]
+			buf = binary.AppendUvarint(buf, uint64(b-a))
+			for e := a; e < b; e++ {
+				switch c.f.Type {
+				case Float64List:
+					buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(c.f64[e]))
+				case StringList:
+					v := c.data[c.offs[e]:c.offs[e+1]]
+					buf = binary.AppendUvarint(buf, uint64(len(v)))
+					buf = append(buf, v...)
+				default:
+					buf = binary.AppendVarint(buf, c.ints[e])
+				}
+			}
 		case Float64:
 			buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(c.f64[r]))
 		case Bool:
@@ -137,6 +163,11 @@ func (t *table) readRow(b []byte) error {
 		}
 		c.valid = append(c.valid, true)
 		switch c.f.Type {
+		case Int32List, Int64List, Float64List, StringList:
+			var err error
+			if b, err = c.readList(b); err != nil {
+				return err
+			}
 		case Float64:
 			if len(b) < 8 {
 				return errSpillCorrupt
@@ -171,6 +202,43 @@ func (t *table) readRow(b []byte) error {
 	}
 	t.rows++
 	return nil
+}
+
+// readList appends one list value encoded by appendRow and returns the
+// rest of b.
+func (c *column) readList(b []byte) ([]byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) {
+		return nil, errSpillCorrupt
+	}
+	b = b[k:]
+	for range n {
+		switch c.f.Type {
+		case Float64List:
+			if len(b) < 8 {
+				return nil, errSpillCorrupt
+			}
+			c.f64 = append(c.f64, math.Float64frombits(binary.LittleEndian.Uint64(b)))
+			b = b[8:]
+		case StringList:
+			m, k := binary.Uvarint(b)
+			if k <= 0 || uint64(len(b)-k) < m {
+				return nil, errSpillCorrupt
+			}
+			c.data = append(c.data, b[k:k+int(m)]...)
+			c.offs = append(c.offs, int64(len(c.data)))
+			b = b[k+int(m):]
+		default:
+			v, k := binary.Varint(b)
+			if k <= 0 {
+				return nil, errSpillCorrupt
+			}
+			c.ints = append(c.ints, v)
+			b = b[k:]
+		}
+	}
+	c.loffs = append(c.loffs, int64(c.elements()))
+	return b, nil
 }
 
 // run is a temporary file of records: Hilbert key, input row, and a row
@@ -471,10 +539,7 @@ func (s *spiller) write(last *table, spatial bool, groupRows int, writeGroup fun
 	}
 	g := &table{geomOffs: []int64{0}, cols: make([]*column, len(last.cols))}
 	for i, c := range last.cols {
-		g.cols[i] = &column{f: c.f}
-		if c.offs != nil {
-			g.cols[i].offs = []int64{0}
-		}
+		g.cols[i] = newColumn(c.f, c.as)
 	}
 	idx := make([]int32, 0, groupRows)
 	// inputRow is each held row's input row number and position.

@@ -40,6 +40,18 @@ func spillFeatures(n int) []Feature {
 	return fs
 }
 
+// valueFeatures are n rows of valueFields, with point geometries or none.
+func valueFeatures(n int, geometry bool) []Feature {
+	fs := make([]Feature, n)
+	for i := range fs {
+		fs[i].Values = valueRow(i)
+		if geometry && i%9 != 4 {
+			fs[i].WKB = wkbPointXY(float64(i%41), float64(i%13))
+		}
+	}
+	return fs
+}
+
 // TestSpilledWriteIsTheInMemoryWrite writes layers with a spill threshold
 // so small that every 256 rows go to a temporary file, merged three runs at
 // a time: the file must be byte for byte the in-memory one, its row
@@ -64,6 +76,8 @@ func TestSpilledWriteIsTheInMemoryWrite(t *testing.T) {
 		{"input order", Layer{Fields: allFields}, spillFeatures(1500), Options{RowGroupRows: 100}},
 		{"no geometry at all", Layer{Fields: pointFields}, nullGeoms, Options{RowGroupRows: 256, SpatialOrder: true, Covering: true}},
 		{"one chunk exactly", Layer{Fields: pointFields}, pointFeatures(256, 2), DefaultOptions()},
+		{"times and lists", Layer{Fields: valueFields, IsCRS84: true}, valueFeatures(1800, true), Options{RowGroupRows: 300, SpatialOrder: true, Covering: true}},
+		{"table without geometry", Layer{Fields: valueFields, NoGeometry: true}, valueFeatures(1100, false), Options{RowGroupRows: 300, SpatialOrder: true, Covering: true}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +101,12 @@ func TestSpilledWriteIsTheInMemoryWrite(t *testing.T) {
 			}
 			if left, _ := os.ReadDir(dir); len(left) != 0 {
 				t.Fatalf("temporary files left: %v", left)
+			}
+			if tc.layer.NoGeometry {
+				if info, err := ReadTableInfo(bytes.NewReader(got), int64(len(got))); err != nil || info.Rows != int64(len(tc.feats)) {
+					t.Fatalf("ReadTableInfo: %v, %d rows", err, info.Rows)
+				}
+				return
 			}
 			rep, err := Validate(bytes.NewReader(got), int64(len(got)))
 			if err != nil || !rep.OK() {

@@ -55,14 +55,20 @@ type geoCovering struct {
 }
 
 // column holds one attribute column compactly while features are collected.
+// A list column holds its elements in ints, f64 or data/offs (one entry
+// per element) and each row's first element in loffs.
 type column struct {
 	f     Field
+	as    FieldType // the type written (settle): f.Type, or LocalDateTime
 	valid []bool
-	ints  []int64   // Int32, Int64, Date (days), DateTime (µs)
-	f64   []float64 // Float64
+	ints  []int64   // Int32, Int64, Date (days), DateTime (µs), Time (ms); Int32List, Int64List elements
+	f64   []float64 // Float64; Float64List elements
 	bools []bool    // Bool
-	data  []byte    // String, Binary: arena
-	offs  []int64   // String, Binary: len = rows+1
+	data  []byte    // String, Binary, StringList elements: arena
+	offs  []int64   // String, Binary: len = rows+1; StringList: len = elements+1
+	loffs []int64   // lists: len = rows+1, each row's first element
+	// DateTime values by zone, over every row read (kept across spills).
+	utc, offset, wall int64
 }
 
 // table is every collected feature, columnar.
@@ -127,6 +133,11 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	if layer.GeometryColumn == "" {
 		layer.GeometryColumn = "geometry"
 	}
+	if layer.NoGeometry {
+		// Nothing to order or cover by location.
+		opts.Covering, opts.SpatialOrder = false, false
+		layer.GeometryColumn = ""
+	}
 	crs, err := layerCRS(layer)
 	if err != nil {
 		return Stats{}, err
@@ -155,6 +166,7 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	if cov == noCovering {
 		bboxName = ""
 	}
+	dts := t.settle()
 	schema, err := buildSchema(layer, t, crs, bboxName, cov, opts.Lineage)
 	if err != nil {
 		return Stats{}, err
@@ -164,7 +176,9 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 		parquet.WithCreatedBy(CreatedBy(opts.WriterVersion)),
 		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
 		parquet.WithStats(true),
-		parquet.WithStatsFor(layer.GeometryColumn, false),
+	}
+	if !layer.NoGeometry {
+		wprops = append(wprops, parquet.WithStatsFor(layer.GeometryColumn, false))
 	}
 	wprops = append(wprops, t.columnProperties(layer.GeometryColumn, bboxName, codec, opts)...)
 	cw := &countingWriter{w: w}
@@ -176,7 +190,7 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	rows := t.base + int64(t.rows)
 	groups := 0
 	writeGroup := func(g *table, idx []int32) error {
-		rec := g.record(mem, schema, idx, cov)
+		rec := g.record(mem, schema, idx, cov, !layer.NoGeometry)
 		err := fw.Write(rec)
 		rec.Release()
 		if err != nil {
@@ -209,7 +223,7 @@ func Write(w io.Writer, layer Layer, src FeatureSource, opts Options) (Stats, er
 	if err := fw.Close(); err != nil {
 		return Stats{}, fmt.Errorf("geoparquet.Write: close: %w", err)
 	}
-	st := Stats{Rows: rows, RowGroups: groups, GeometryTypes: sortedKeys(t.types), BBox: t.extent, Bytes: cw.n}
+	st := Stats{Rows: rows, RowGroups: groups, GeometryTypes: sortedKeys(t.types), BBox: t.extent, Bytes: cw.n, DateTimes: dts}
 	if sp != nil {
 		st.Spills = sp.spills
 	}
@@ -257,7 +271,10 @@ func isCRS84(obj map[string]any) bool {
 // checkNames validates the layer's column names and picks the covering
 // column name ("bbox", or "<geometry>_bbox" when "bbox" is an attribute).
 func checkNames(layer Layer, covering bool) (string, error) {
-	seen := map[string]bool{layer.GeometryColumn: true}
+	seen := map[string]bool{}
+	if !layer.NoGeometry {
+		seen[layer.GeometryColumn] = true
+	}
 	for i, f := range layer.Fields {
 		if f.Name == "" {
 			return "", fmt.Errorf("%w: field %d has no name", ErrInvalidLayer, i)
@@ -266,11 +283,11 @@ func checkNames(layer Layer, covering bool) (string, error) {
 			return "", fmt.Errorf("%w: duplicate column name %q", ErrInvalidLayer, f.Name)
 		}
 		seen[f.Name] = true
-		if f.Type < Int32 || f.Type > Binary {
+		if f.Type < Int32 || f.Type > lastFieldType || f.Type == LocalDateTime {
 			return "", fmt.Errorf("%w: field %q has unsupported type %d", ErrInvalidLayer, f.Name, int(f.Type))
 		}
 	}
-	if !covering {
+	if !covering || layer.NoGeometry {
 		return "", nil
 	}
 	for _, name := range []string{"bbox", layer.GeometryColumn + "_bbox"} {
@@ -298,6 +315,9 @@ func collect(layer Layer, src FeatureSource, opts Options) (*table, *spiller, er
 		}
 		if len(f.Values) != len(layer.Fields) {
 			return nil, sp, fmt.Errorf("%w: feature %d has %d values for %d fields", ErrInvalidValue, row, len(f.Values), len(layer.Fields))
+		}
+		if layer.NoGeometry && len(f.WKB) > 0 {
+			return nil, sp, fmt.Errorf("%w: feature %d has a geometry in a layer without geometry", ErrInvalidGeometry, row)
 		}
 		if err := t.addGeometry(f.WKB); err != nil {
 			return nil, sp, fmt.Errorf("%w: feature %d: %v", ErrInvalidGeometry, row, err)
@@ -389,16 +409,45 @@ func (c *column) add(v any) error {
 			return fmt.Errorf("%T is not a bool", v)
 		}
 		c.bools = append(c.bools, b)
-	case Date, DateTime:
-		tm, ok := v.(time.Time)
-		if !ok {
+	case Date:
+		var tm time.Time
+		switch x := v.(type) {
+		case time.Time:
+			tm = x
+		case WallTime:
+			tm = x.Wall
+		default:
 			return fmt.Errorf("%T is not a time.Time", v)
 		}
-		if c.f.Type == Date {
-			y, m, d := tm.Date()
-			c.ints = append(c.ints, time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()/86400)
-		} else {
-			c.ints = append(c.ints, tm.UnixMicro())
+		y, m, d := tm.Date()
+		c.ints = append(c.ints, time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()/86400)
+	case DateTime:
+		switch x := v.(type) {
+		case time.Time:
+			if _, off := x.Zone(); off != 0 {
+				c.offset++
+			} else {
+				c.utc++
+			}
+			c.ints = append(c.ints, x.UnixMicro())
+		case WallTime:
+			c.wall++
+			c.ints = append(c.ints, wallMicros(x.Wall))
+		default:
+			return fmt.Errorf("%T is not a time.Time", v)
+		}
+	case Time:
+		d, ok := v.(time.Duration)
+		if !ok {
+			return fmt.Errorf("%T is not a time.Duration", v)
+		}
+		if d < 0 || d >= 24*time.Hour {
+			return fmt.Errorf("time of day %v is outside [0, 24h)", d)
+		}
+		c.ints = append(c.ints, d.Milliseconds())
+	case Int32List, Int64List, Float64List, StringList:
+		if err := c.addList(v); err != nil {
+			return err
 		}
 	case String:
 		var s string
@@ -430,9 +479,105 @@ func (c *column) add(v any) error {
 	return nil
 }
 
+// wallMicros is a wall-clock reading as microseconds since 1970-01-01
+// 00:00 of the same calendar (its location ignored).
+func wallMicros(t time.Time) int64 {
+	y, m, d := t.Date()
+	h, mi, sec := t.Clock()
+	return time.Date(y, m, d, h, mi, sec, t.Nanosecond(), time.UTC).UnixMicro()
+}
+
+// addList appends one list value: its elements, then the row's end.
+func (c *column) addList(v any) error {
+	switch c.f.Type {
+	case Int32List:
+		switch x := v.(type) {
+		case []int32:
+			for _, e := range x {
+				c.ints = append(c.ints, int64(e))
+			}
+		case []int64:
+			for _, e := range x {
+				if e < math.MinInt32 || e > math.MaxInt32 {
+					return fmt.Errorf("list element %d overflows int32", e)
+				}
+				c.ints = append(c.ints, e)
+			}
+		default:
+			return fmt.Errorf("%T is not a list of integers", v)
+		}
+	case Int64List:
+		x, ok := v.([]int64)
+		if !ok {
+			return fmt.Errorf("%T is not a list of int64", v)
+		}
+		c.ints = append(c.ints, x...)
+	case Float64List:
+		switch x := v.(type) {
+		case []float64:
+			c.f64 = append(c.f64, x...)
+		case []float32:
+			for _, e := range x {
+				c.f64 = append(c.f64, float64(e))
+			}
+		default:
+			return fmt.Errorf("%T is not a list of numbers", v)
+		}
+	case StringList:
+		x, ok := v.([]string)
+		if !ok {
+			return fmt.Errorf("%T is not a list of strings", v)
+		}
+		for _, e := range x {
+			if !utf8.ValidString(e) {
+				return errors.New("list element is not valid UTF-8")
+			}
+			c.data = append(c.data, e...)
+			c.offs = append(c.offs, int64(len(c.data)))
+		}
+	}
+	c.loffs = append(c.loffs, int64(c.elements()))
+	return nil
+}
+
+// elements is the number of list elements a list column holds.
+func (c *column) elements() int {
+	switch c.f.Type {
+	case Float64List:
+		return len(c.f64)
+	case StringList:
+		return len(c.offs) - 1
+	}
+	return len(c.ints)
+}
+
+// settle decides the type each column is written as: a DateTime column
+// none of whose values has a zone is written as LocalDateTime, so that
+// its wall-clock readings are not presented as UTC instants
+// (docs/decisions/0091). It returns what it decided for every DateTime
+// column.
+func (t *table) settle() []DateTimeStats {
+	var out []DateTimeStats
+	for _, c := range t.cols {
+		c.as = c.f.Type
+		if c.f.Type != DateTime {
+			continue
+		}
+		if c.wall > 0 && c.utc+c.offset == 0 {
+			c.as = LocalDateTime
+		}
+		out = append(out, DateTimeStats{Field: c.f.Name, Written: c.as, UTC: c.utc, Offset: c.offset, Wall: c.wall})
+	}
+	return out
+}
+
 // appendNull appends a null: a zero value and validity false.
 func (c *column) appendNull() {
 	c.valid = append(c.valid, false)
+	if c.f.Type.isList() {
+		c.loffs = append(c.loffs, int64(c.elements()))
+		return
+	}
 	switch c.f.Type {
 	case Float64:
 		c.f64 = append(c.f64, 0)
@@ -510,10 +655,37 @@ func arrowType(ft FieldType) arrow.DataType {
 		return arrow.FixedWidthTypes.Date32
 	case DateTime:
 		return &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	case LocalDateTime:
+		return &arrow.TimestampType{Unit: arrow.Microsecond}
+	case Time:
+		return arrow.FixedWidthTypes.Time32ms
 	case Binary:
 		return arrow.BinaryTypes.Binary
+	case Int32List:
+		return arrow.ListOfField(listElement(arrow.PrimitiveTypes.Int32))
+	case Int64List:
+		return arrow.ListOfField(listElement(arrow.PrimitiveTypes.Int64))
+	case Float64List:
+		return arrow.ListOfField(listElement(arrow.PrimitiveTypes.Float64))
+	case StringList:
+		return arrow.ListOfField(listElement(arrow.BinaryTypes.String))
 	}
 	return nil
+}
+
+// listElement is a list's element field, named as the Parquet spec's
+// three-level LIST encoding names it (and as the file reads back).
+func listElement(t arrow.DataType) arrow.Field {
+	return arrow.Field{Name: "element", Type: t, Nullable: true}
+}
+
+// columnPath is the dotted path of a column's leaf, for per-column
+// writer properties.
+func columnPath(f Field) string {
+	if f.Type.isList() {
+		return f.Name + ".list.element"
+	}
+	return f.Name
 }
 
 // bboxStruct is the covering column's type: four FLOAT or DOUBLE fields.
@@ -529,8 +701,15 @@ func bboxStruct(cov coveringKind) *arrow.StructType {
 
 func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, cov coveringKind, lineage string) (*arrow.Schema, error) {
 	fields := make([]arrow.Field, 0, len(layer.Fields)+2)
-	for _, f := range layer.Fields {
-		fields = append(fields, arrow.Field{Name: f.Name, Type: arrowType(f.Type), Nullable: f.Nullable})
+	for i, f := range layer.Fields {
+		fields = append(fields, arrow.Field{Name: f.Name, Type: arrowType(t.cols[i].as), Nullable: f.Nullable})
+	}
+	if layer.NoGeometry {
+		var md arrow.Metadata
+		if lineage != "" {
+			md = arrow.NewMetadata([]string{LineageKey}, []string{lineage})
+		}
+		return arrow.NewSchema(fields, &md), nil
 	}
 	fields = append(fields, arrow.Field{Name: layer.GeometryColumn, Type: arrow.BinaryTypes.Binary, Nullable: true})
 	col := geoColumnMeta{Encoding: "WKB", GeometryTypes: sortedKeys(t.types), CRS: crs}
@@ -558,11 +737,18 @@ func buildSchema(layer Layer, t *table, crs json.RawMessage, bboxName string, co
 }
 
 // record builds the arrow record of the rows idx (already ordered).
-func (t *table) record(mem memory.Allocator, schema *arrow.Schema, idx []int32, cov coveringKind) arrow.RecordBatch {
+func (t *table) record(mem memory.Allocator, schema *arrow.Schema, idx []int32, cov coveringKind, geometry bool) arrow.RecordBatch {
 	n := len(idx)
 	cols := make([]arrow.Array, 0, schema.NumFields())
 	for _, c := range t.cols {
 		cols = append(cols, c.array(mem, idx))
+	}
+	if !geometry {
+		rec := array.NewRecordBatch(schema, cols, int64(n))
+		for _, c := range cols {
+			c.Release()
+		}
+		return rec
 	}
 	gb := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
 	var size int64
@@ -591,7 +777,10 @@ func (t *table) record(mem memory.Allocator, schema *arrow.Schema, idx []int32, 
 }
 
 func (c *column) array(mem memory.Allocator, idx []int32) arrow.Array {
-	switch c.f.Type {
+	if c.f.Type.isList() {
+		return c.listArray(mem, idx)
+	}
+	switch c.as {
 	case Int32:
 		b := array.NewInt32Builder(mem)
 		defer b.Release()
@@ -628,13 +817,25 @@ func (c *column) array(mem memory.Allocator, idx []int32) arrow.Array {
 			}
 		}
 		return b.NewArray()
-	case DateTime:
-		b := array.NewTimestampBuilder(mem, arrowType(DateTime).(*arrow.TimestampType))
+	case DateTime, LocalDateTime:
+		b := array.NewTimestampBuilder(mem, arrowType(c.as).(*arrow.TimestampType))
 		defer b.Release()
 		b.Reserve(len(idx))
 		for _, r := range idx {
 			if c.valid[r] {
 				b.Append(arrow.Timestamp(c.ints[r]))
+			} else {
+				b.AppendNull()
+			}
+		}
+		return b.NewArray()
+	case Time:
+		b := array.NewTime32Builder(mem, arrow.FixedWidthTypes.Time32ms.(*arrow.Time32Type))
+		defer b.Release()
+		b.Reserve(len(idx))
+		for _, r := range idx {
+			if c.valid[r] {
+				b.Append(arrow.Time32(c.ints[r]))
 			} else {
 				b.AppendNull()
 			}
@@ -682,6 +883,35 @@ func (c *column) array(mem memory.Allocator, idx []int32) arrow.Array {
 		}
 		return b.NewArray()
 	}
+}
+
+// listArray builds a list column's array of rows idx.
+func (c *column) listArray(mem memory.Allocator, idx []int32) arrow.Array {
+	lt := arrowType(c.f.Type).(*arrow.ListType)
+	b := array.NewListBuilderWithField(mem, lt.ElemField())
+	defer b.Release()
+	b.Reserve(len(idx))
+	vb := b.ValueBuilder()
+	for _, r := range idx {
+		if !c.valid[r] {
+			b.AppendNull()
+			continue
+		}
+		b.Append(true)
+		for e := c.loffs[r]; e < c.loffs[r+1]; e++ {
+			switch x := vb.(type) {
+			case *array.Int32Builder:
+				x.Append(int32(c.ints[e]))
+			case *array.Int64Builder:
+				x.Append(c.ints[e])
+			case *array.Float64Builder:
+				x.Append(c.f64[e])
+			case *array.StringBuilder:
+				x.BinaryBuilder.Append(c.data[c.offs[e]:c.offs[e+1]])
+			}
+		}
+	}
+	return b.NewArray()
 }
 
 // codecOf maps a codec name (as gpq and GDAL's Parquet driver spell it) to

@@ -542,6 +542,12 @@ func TestWriteErrors(t *testing.T) {
 		{"duplicate names", f(Field{Name: "a", Type: Int32}, Field{Name: "a", Type: Int64}), one(pt), ErrInvalidLayer, "duplicate"},
 		{"name clashes with geometry", f(Field{Name: "geometry", Type: Int32}), one(pt), ErrInvalidLayer, "duplicate"},
 		{"unknown type", f(Field{Name: "a", Type: 99}), one(pt), ErrInvalidLayer, "unsupported type"},
+		{"LocalDateTime declared", f(Field{Name: "a", Type: LocalDateTime}), one(pt), ErrInvalidLayer, "unsupported type"},
+		{"time of day past 24h", f(Field{Name: "a", Type: Time}), one(pt, 25*time.Hour), ErrInvalidValue, "outside"},
+		{"list element overflows", f(Field{Name: "a", Type: Int32List}), one(pt, []int64{1 << 40}), ErrInvalidValue, "overflows"},
+		{"list element not UTF-8", f(Field{Name: "a", Type: StringList}), one(pt, []string{"caf\xe9"}), ErrInvalidValue, "UTF-8"},
+		{"list of the wrong type", f(Field{Name: "a", Type: Float64List}), one(pt, []string{"1"}), ErrInvalidValue, "list of numbers"},
+		{"geometry in a table without", Layer{NoGeometry: true}, one(pt), ErrInvalidGeometry, "without geometry"},
 		{"source error", f(), &failingSource{n: 2}, nil, "disk on fire"},
 	}
 	for _, tc := range tests {

@@ -83,6 +83,9 @@ type Lineage struct {
 	// none were): the tolerance of the approximation, for whoever reads
 	// the geometry.
 	CurveStepDegrees float64 `json:"curve_step_degrees,omitempty"`
+	// NoGeometry: the source layer has no geometry column and the output
+	// is a plain Parquet table (Recipe.AttributeTables).
+	NoGeometry bool `json:"no_geometry,omitempty"`
 }
 
 // JSON is the lineage as a JSON object (fixed key order: deterministic).

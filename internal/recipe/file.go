@@ -172,6 +172,9 @@ type VectorSettings struct {
 	CurveStepDegrees *float64 `yaml:"curve_step_degrees"`
 	RowGroupSize     *int     `yaml:"row_group_size"` // GeoParquet rows per row group
 	Compression      *string  `yaml:"compression"`    // GeoParquet: zstd, snappy, gzip, brotli, lz4, none
+	// AttributeTables: refuse (default) or parquet, for layers without a
+	// geometry column (docs/decisions/0091).
+	AttributeTables *string `yaml:"attribute_tables"`
 }
 
 // Compressions of a COG this build offers (GDAL 3.6's COG driver has them
@@ -417,6 +420,9 @@ func (s Settings) check(at string) error {
 			return &fieldError{at + ".csv." + name, fmt.Sprintf("%q: want a column name (no comma, quote or line break)", *c)}
 		}
 	}
+	if err := oneOf(va+".attribute_tables", v.AttributeTables, []string{AttributeTablesRefuse, AttributeTablesParquet}, true); err != nil {
+		return err
+	}
 	if v.RowGroupSize != nil && *v.RowGroupSize < 1 {
 		return &fieldError{va + ".row_group_size", fmt.Sprintf("%d: want a positive number of rows", *v.RowGroupSize)}
 	}
@@ -635,6 +641,9 @@ func (s Settings) apply(r *Recipe) error {
 	}
 	if c := s.CSV; c.YColumn != nil {
 		r.CSVYColumn = *c.YColumn
+	}
+	if v.AttributeTables != nil {
+		r.AttributeTables = strings.ToLower(*v.AttributeTables)
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad overview levels", "version: 1\ndefaults:\n  raster: {overview_levels: many}\n", []string{"line 3", "overview_levels"}},
 		{"reserved creation option", "version: 1\ndefaults:\n  raster:\n    creation_options: {NUM_THREADS: 4}\n", []string{"line 4", "NUM_THREADS", "set by geomigrate"}},
 		{"row group size", "version: 1\ndefaults:\n  vector: {row_group_size: 0}\n", []string{"line 3", "positive"}},
+		{"bad attribute tables", "version: 1\ndefaults:\n  vector: {attribute_tables: csv}\n", []string{"line 3", "attribute_tables", "parquet"}},
 		{"glob of the wrong shape", "version: 1\nrules:\n  - match: {a: b}\n", []string{"line 3", "want a glob or a list of globs"}},
 		{"null glob in a list", "version: 1\nexclude:\n  - a/**\n  -\n", []string{"line 4", "want a glob"}},
 		{"empty file", "", []string{"empty", "version: 1"}},
@@ -95,7 +96,7 @@ rules:
     raster: {compression: LZW, predictor: standard, target_crs: epsg:3035}
     vector: {format: flatgeobuf}
   - match: ["roads/**", "rail/**"]
-    vector: {format: FlatGeobuf, geometry_policy: Strict, compression: snappy}
+    vector: {format: FlatGeobuf, geometry_policy: Strict, compression: snappy, attribute_tables: Parquet}
     raster:
       creation_options: {bigtiff: "YES"}
 `
@@ -126,7 +127,7 @@ func TestResolvePrecedence(t *testing.T) {
 				r.TargetCRS == "EPSG:3035" && r.VectorFormat == FormatFlatGeobuf && r.NoData == "-9999"
 		}},
 		{"rail/x.shp", []int{3}, func(r Recipe) bool {
-			return r.VectorFormat == FormatFlatGeobuf && r.GeometryPolicy == GeometryStrict && r.ParquetCompression == "snappy" &&
+			return r.VectorFormat == FormatFlatGeobuf && r.GeometryPolicy == GeometryStrict && r.ParquetCompression == "snappy" && r.AttributeTables == AttributeTablesParquet &&
 				reflect.DeepEqual(r.CreationOptions, []string{"BIGTIFF=YES"})
 		}},
 	}
@@ -250,16 +251,17 @@ defaults:
 func TestNewSettingsChangeTheHash(t *testing.T) {
 	seen := map[string]string{baseRecipe().Hash(): "base"}
 	for name, mod := range map[string]func(*Recipe){
-		"compression":     func(r *Recipe) { r.Compression = "DEFLATE" },
-		"deflate level":   func(r *Recipe) { r.Compression, r.DeflateLevel = "DEFLATE", 9 },
-		"predictor":       func(r *Recipe) { r.Predictor = "none" },
-		"overview levels": func(r *Recipe) { r.OverviewLevels = 2 },
-		"no overviews":    func(r *Recipe) { r.OverviewLevels = OverviewsNone },
-		"nodata":          func(r *Recipe) { r.NoData = "0" },
-		"target crs":      func(r *Recipe) { r.TargetCRS = "EPSG:3035" },
-		"web optimized":   func(r *Recipe) { r.TargetCRS = WebOptimized },
-		"creation option": func(r *Recipe) { r.CreationOptions = []string{"BIGTIFF=YES"} },
-		"parquet codec":   func(r *Recipe) { r.ParquetCompression = "snappy" },
+		"compression":      func(r *Recipe) { r.Compression = "DEFLATE" },
+		"deflate level":    func(r *Recipe) { r.Compression, r.DeflateLevel = "DEFLATE", 9 },
+		"predictor":        func(r *Recipe) { r.Predictor = "none" },
+		"overview levels":  func(r *Recipe) { r.OverviewLevels = 2 },
+		"no overviews":     func(r *Recipe) { r.OverviewLevels = OverviewsNone },
+		"nodata":           func(r *Recipe) { r.NoData = "0" },
+		"target crs":       func(r *Recipe) { r.TargetCRS = "EPSG:3035" },
+		"web optimized":    func(r *Recipe) { r.TargetCRS = WebOptimized },
+		"creation option":  func(r *Recipe) { r.CreationOptions = []string{"BIGTIFF=YES"} },
+		"parquet codec":    func(r *Recipe) { r.ParquetCompression = "snappy" },
+		"attribute tables": func(r *Recipe) { r.AttributeTables = AttributeTablesParquet },
 	} {
 		r := baseRecipe()
 		mod(&r)

@@ -66,6 +66,9 @@ var Formats = map[string]FormatInfo{
 	FormatCOG:        {FormatCOG, ".tif", "image/tiff; application=geotiff; profile=cloud-optimized", Raster},
 	FormatGeoParquet: {FormatGeoParquet, ".parquet", "application/vnd.apache.parquet", Vector},
 	FormatFlatGeobuf: {FormatFlatGeobuf, ".fgb", "application/flatgeobuf", Vector},
+	// FormatParquet is an attribute table written as plain Parquet (no
+	// geometry, no "geo" metadata; Recipe.AttributeTables).
+	FormatParquet: {FormatParquet, ".parquet", "application/vnd.apache.parquet", Vector},
 }
 
 // DestKey names an output in the destination bucket from the source key:

@@ -20,6 +20,7 @@ const (
 	FormatCOG        = "COG"
 	FormatGeoParquet = "GeoParquet"
 	FormatFlatGeobuf = "FlatGeobuf"
+	FormatParquet    = "Parquet"
 )
 
 // Overview resampling policies. ResamplingAuto picks nearest for
@@ -55,6 +56,14 @@ const (
 	CurvesLinearize = "linearize"
 	// DefaultCurveStepDegrees is GDAL's own OGR_ARC_STEPSIZE default.
 	DefaultCurveStepDegrees = 4.0
+)
+
+// What becomes of a layer without a geometry column (an attribute
+// table): AttributeTablesRefuse refuses its source with fault.NoGeometry,
+// AttributeTablesParquet writes it as plain Parquet (FormatParquet).
+const (
+	AttributeTablesRefuse  = "refuse"
+	AttributeTablesParquet = "parquet"
 )
 
 // Defaults.
@@ -132,6 +141,11 @@ type Recipe struct {
 	CSVWKTColumn string `json:"csv_wkt_column,omitempty"`
 	CSVXColumn   string `json:"csv_x_column,omitempty"`
 	CSVYColumn   string `json:"csv_y_column,omitempty"`
+
+	// AttributeTables: AttributeTablesRefuse or AttributeTablesParquet;
+	// "" is refuse, and is left empty by WithDefaults so that a job's
+	// recipe JSON and hash stay as they were for recipes without it.
+	AttributeTables string `json:"attribute_tables,omitempty"`
 
 	// level is a recipe file's "level" until the codec is settled.
 	level *int
@@ -317,6 +331,9 @@ func (r Recipe) Validate() error {
 	default:
 		return bad("csv geometry %q: want %s or %s", r.CSVGeometry, CSVGeometryWKT, CSVGeometryXY)
 	}
+	if r.AttributeTables != "" && r.AttributeTables != AttributeTablesRefuse && r.AttributeTables != AttributeTablesParquet {
+		return bad("attribute tables %q: want %q or %q", r.AttributeTables, AttributeTablesRefuse, AttributeTablesParquet)
+	}
 	if r.MaxBytes < 0 || r.MaxPixels < 0 || r.MaxFeatures < 0 || r.MaxMemory < 0 {
 		return bad("negative budget")
 	}
@@ -385,6 +402,9 @@ func (r Recipe) canonical() []byte {
 	if r.Curves != CurvesRefuse {
 		m["curves"] = r.Curves
 		m["curve_step_degrees"] = r.CurveStepDegrees
+	}
+	if r.AttributeTables == AttributeTablesParquet {
+		m["attribute_tables"] = r.AttributeTables
 	}
 	b, err := json.Marshal(m)
 	if err != nil { // cannot happen: strings, ints and a string list only

@@ -169,6 +169,11 @@ func withLayer(o Output, l string) Output { o.Layer = l; return o }
 // format the registry knows is one written here.
 func TestOutputFormatsAgreeWithTheRegistry(t *testing.T) {
 	for name, f := range Formats {
+		if name == FormatParquet {
+			// An attribute table shares .parquet with GeoParquet: its
+			// format is carried in Output.Format, never read from the name.
+			continue
+		}
 		if got := formats.OutputFormat("x" + f.Extension); got != name {
 			t.Errorf("%s is written as %s, which the registry calls %q", name, f.Extension, got)
 		}

@@ -42,6 +42,8 @@ const (
 	FormatCOG        = "COG"
 	FormatGeoParquet = "GeoParquet"
 	FormatFlatGeobuf = "FlatGeobuf"
+	// FormatParquet is an attribute table without geometry (plain Parquet).
+	FormatParquet = "Parquet"
 )
 
 // MediaType is the asset media type of an output format ("" if unknown).
@@ -49,7 +51,7 @@ func MediaType(format string) string {
 	switch format {
 	case FormatCOG:
 		return MediaCOG
-	case FormatGeoParquet:
+	case FormatGeoParquet, FormatParquet:
 		return MediaGeoParquet
 	case FormatFlatGeobuf:
 		return MediaFlatGeobuf

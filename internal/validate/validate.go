@@ -72,6 +72,21 @@ func File(path, format string) (Result, error) {
 			return res, fmt.Errorf("validate.File: %s: %w", path, err)
 		}
 		res.Errors, res.Valid = rep.Problems, rep.OK()
+	case recipe.FormatParquet:
+		// An attribute table: readable as Parquet, with no "geo" metadata.
+		f, err := os.Open(path)
+		if err != nil {
+			return res, fmt.Errorf("validate.File: %s: %w", path, err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return res, fmt.Errorf("validate.File: %s: %w", path, err)
+		}
+		if _, err := geoparquet.ReadTableInfo(f, fi.Size()); err != nil {
+			res.Errors = []string{err.Error()}
+		}
+		res.Valid = len(res.Errors) == 0
 	case recipe.FormatFlatGeobuf:
 		res.Errors = flatGeobufHeader(path)
 		res.Valid = len(res.Errors) == 0
