@@ -13,7 +13,8 @@ import (
 
 // TestZipSidecarsAreNotDatasets: a zipped GeoTIFF with its external
 // overview, mask and QGIS metadata is one dataset (formats: sidecars
-// everywhere), not "several files"; GDAL is given only its world file.
+// everywhere), not "several files"; GDAL is given its world file, mask
+// and overviews, never the QGIS metadata.
 func TestZipSidecarsAreNotDatasets(t *testing.T) {
 	dir := t.TempDir()
 	tif := filepath.Join(dir, "dem.tif")
@@ -32,7 +33,7 @@ func TestZipSidecarsAreNotDatasets(t *testing.T) {
 	if err != nil {
 		t.Fatalf("preflight.Local: %v", err)
 	}
-	if want := []string{"dem.tif", "dem.rrd", "dem.tfw"}; !slices.Equal(s.Siblings, want) {
+	if want := []string{"dem.tif", "dem.rrd", "dem.tfw", "dem.tif.msk", "dem.tif.ovr"}; !slices.Equal(s.Siblings, want) {
 		t.Errorf("siblings %v, want %v", s.Siblings, want)
 	}
 	if s.Driver != "GTiff" {
