@@ -301,14 +301,8 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	if err := checkBlocks(ds, what, r); err != nil {
 		return recipe.Output{}, err
 	}
-	if err := checkCRS(ds.Projection(), what, rec); err != nil {
-		return recipe.Output{}, err
-	}
-	gt, err := ds.GeoTransform(rec.opt())
+	geo, err := checkGeoreferencing(ds, what, rec)
 	if err != nil {
-		return recipe.Output{}, fault.Data(fault.MissingCRS, "%s has a CRS but no geotransform: it is not georeferenced", what)
-	}
-	if err := checkGeoTransform(gt, what); err != nil {
 		return recipe.Output{}, err
 	}
 	reason, err := categoricalReason(ctx, ds, rec)
@@ -328,7 +322,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	}
 	checks := []string(nil)
 	if r.TargetCRS != "" && !alreadyIn(ds, r.TargetCRS) {
-		warped, err := warp(ds, r, categorical, rec)
+		warped, err := warp(ds, r, categorical, geo, rec)
 		if err != nil {
 			return recipe.Output{}, err
 		}
@@ -367,12 +361,16 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	ost := chk.Structure()
 	ovr := len(chk.Bands()[0].Overviews())
 	layout := chk.Metadata("LAYOUT", godal.Domain("IMAGE_STRUCTURE"))
-	chk.Close()
-	if aux := dst + ".aux.xml"; exists(aux) {
-		// Whatever GDAL could not put in the TIFF; the COG stands alone.
-		os.Remove(aux)
-		rec.warn("some metadata could not be stored in the COG and was dropped (.aux.xml)")
+	// Whatever GDAL could not put in the TIFF it writes beside it (a PAM
+	// .aux.xml, an .IMD for the IMD metadata domain): the COG stands alone,
+	// so these go, and the fidelity check names what they held.
+	for _, f := range besideOutput(chk, dst) {
+		if exists(f) {
+			os.Remove(f)
+			rec.warn(fmt.Sprintf("GDAL wrote %s beside the COG for what the COG cannot hold; it is not kept (the metadata it held is named in the other warnings)", filepath.Base(f)))
+		}
 	}
+	chk.Close()
 	if layout != "COG" {
 		removeOutput(dst)
 		return recipe.Output{}, fault.Systemic("gdal.Translate(COG)", fmt.Errorf("output LAYOUT=%q, want COG", layout))
