@@ -340,6 +340,11 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	// New's.
 	threads := e.threads()
 	args := COGOptions(r, categorical, threads)
+	if perBandMasks(ds) {
+		// A COG holds one mask for all bands: the first band's is written
+		// (the fidelity check names the bands whose own mask differs).
+		args = append(args, "-mask", "mask,1")
+	}
 
 	os.Remove(dst)
 	out, err := ds.Translate(dst, args, rec.opt(), godal.ConfigOption("GDAL_NUM_THREADS="+strconv.Itoa(threads)))

@@ -342,6 +342,17 @@ func sameMaskPixels(ctx context.Context, a, b godal.Band, w, h int) (int64, erro
 	return differ, nil
 }
 
+// perBandMasks: some band has a mask of its own (neither per dataset,
+// nor alpha, nodata or all valid).
+func perBandMasks(ds *godal.Dataset) bool {
+	for _, b := range ds.Bands() {
+		if b.MaskFlags() == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func maskKind(flags int) string {
 	switch {
 	case flags&maskAllValid != 0:
