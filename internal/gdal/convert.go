@@ -377,8 +377,10 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	}
 	chk.Close()
 	if layout != "COG" {
+		// GDAL wrote it from what the source holds: a data outcome
+		// (docs/decisions/0089).
 		removeOutput(dst)
-		return recipe.Output{}, fault.Systemic("gdal.Translate(COG)", fmt.Errorf("output LAYOUT=%q, want COG", layout))
+		return recipe.Output{}, fault.Data(fault.CorruptSource, "%s was written as a GeoTIFF that is not laid out as a COG (LAYOUT=%q): its structure (overviews, tiling, masks) is unusual; rewrite it (gdal_translate -of GTiff -co TILED=YES SRC FIXED.tif) and upload again", what, layout)
 	}
 	if e.beforeCheck != nil {
 		e.beforeCheck(dst)
