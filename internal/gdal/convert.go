@@ -321,7 +321,11 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		return recipe.Output{}, fault.Data(fault.InvalidInput, "%s has integer bands: the recipe's floating_point predictor applies to Float32/Float64 rasters only (use standard)", what)
 	}
 	checks := []string(nil)
+	orig := ds
 	if r.TargetCRS != "" && !alreadyIn(ds, r.TargetCRS) {
+		if geo.gcps > 0 || geo.rpc {
+			rec.warn(fmt.Sprintf("%s is reprojected to %s through its GCPs or RPCs, which the reprojected COG does not carry (its geotransform replaces them)", what, r.TargetCRS))
+		}
 		warped, err := warp(ds, r, categorical, geo, rec)
 		if err != nil {
 			return recipe.Output{}, err
@@ -389,7 +393,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	// The file is final: it is hashed while the check decodes it.
 	digests := digestOutput(ctx, dst, e.cfg.OutputMD5)
 	var rawStats rawCheck
-	fid, err := rasterFidelity(ctx, ds, dst, what, r.NoData, threads, rec, &rawStats)
+	fid, err := rasterFidelity(ctx, ds, orig, dst, what, r.NoData, threads, rec, &rawStats)
 	if fid != nil {
 		fid.Checks = append(fid.Checks, checks...)
 	}

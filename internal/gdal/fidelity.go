@@ -66,7 +66,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // nodata, when not "", is the recipe's nodata, which every output band must
 // carry in place of the source's. stats counts the tiles the raw decoder
 // (rawtiles.go) compared.
-func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what, nodata string, threads int, rec *recorder, stats *rawCheck) (*recipe.Fidelity, error) {
+//
+// orig is the source as opened when src is its reprojection (a warp
+// VRT), else src: metadata domains are compared with it, since a warp
+// carries only some of them.
+func rasterFidelity(ctx context.Context, src, orig *godal.Dataset, dst, what, nodata string, threads int, rec *recorder, stats *rawCheck) (*recipe.Fidelity, error) {
 	out, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: reopen output", err)
@@ -133,7 +137,7 @@ func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what, nodata s
 		return nil, err
 	}
 	checks := slices.Concat([]string{"pixels", "nodata"}, geoChecks, []string{maskCheck}, sameBandProperties(src, out, what, rec))
-	if sameMetadata(src, out, what, rec) {
+	if sameMetadata(orig, out, what, rec) {
 		checks = append(checks, "metadata")
 	}
 	f := &recipe.Fidelity{

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
@@ -167,6 +168,7 @@ rpc = {'LINE_OFF':'100','SAMP_OFF':'150','LAT_OFF':'48.25','LONG_OFF':'2.125','H
 		py       string
 		files    map[string]string // written beside the source
 		siblings []string          // sidecars GDAL is given (as preflight would name them)
+		target   string            // the recipe's target_crs
 		checks   []string          // in files[].fidelity.checks
 		warn     []string          // each in some warning
 		judge    func(t *testing.T, src, out judgedRaster)
@@ -276,12 +278,46 @@ d = None
 			},
 		},
 		{
+			name: "GCPs reprojected", src: "gcp.tif", target: "EPSG:3857",
+			py: `
+d = create('gcp.tif', 300, 200)
+s = osr.SpatialReference(); s.ImportFromEPSG(4326)
+g = []
+for i in range(15):
+    for j in range(14):
+        px, ln = i*20.0 + 0.5, j*14.0 + 0.25
+        g.append(gdal.GCP(2.0 + px*0.001, 48.0 - ln*0.001, 10.0 + i + j/7.0, px, ln, 'p%d' % len(g), ''))
+d.SetGCPs(g, s.ExportToWkt())
+d = None
+`,
+			checks: []string{"warp", "geotransform"},
+			warn:   []string{"through its GCPs or RPCs"},
+			judge: func(t *testing.T, src, out judgedRaster) {
+				if len(src.GCPs) != 210 || len(out.GCPs) != 0 {
+					t.Errorf("%d GCPs in the source, %d in the COG", len(src.GCPs), len(out.GCPs))
+				}
+			},
+		},
+		{
 			name: "RPCs only", src: "rpc.tif",
 			py: rpcPy + `
 d = create('rpc.tif', 300, 200); d.SetMetadata(rpc, 'RPC'); d = None
 `,
 			checks: []string{"rpc"},
 			judge:  func(t *testing.T, src, out judgedRaster) { sameRPC(t, src.RPC, out.RPC) },
+		},
+		{
+			name: "RPCs reprojected", src: "rpc.tif", target: "EPSG:4326",
+			py: rpcPy + `
+d = create('rpc.tif', 300, 200); d.SetMetadata(rpc, 'RPC'); d = None
+`,
+			checks: []string{"warp", "geotransform", "crs"},
+			warn:   []string{"through its GCPs or RPCs"},
+			judge: func(t *testing.T, src, out judgedRaster) {
+				if len(src.RPC) == 0 || len(out.RPC) != 0 {
+					t.Errorf("RPCs: %d items in the source, %d in the COG", len(src.RPC), len(out.RPC))
+				}
+			},
 		},
 		{
 			name: "unsorted overviews and mask", src: "u.tif",
@@ -357,6 +393,7 @@ d = None
 			}
 			src := filepath.Join(dir, c.src)
 			r := fgbRecipe()
+			r.TargetCRS = c.target
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			var outs []recipe.Output
@@ -424,5 +461,29 @@ func sameRPC(t *testing.T, src, out map[string][]float64) {
 		if !slices.Equal(v, out[k]) {
 			t.Errorf("RPC %s %v written as %v", k, v, out[k])
 		}
+	}
+}
+
+// TestUngeoreferencedRefused: GCPs without a CRS of their own, or nothing
+// at all, still leave a raster nowhere on Earth.
+func TestUngeoreferencedRefused(t *testing.T) {
+	for _, c := range []struct{ name, py, want string }{
+		{"GCPs without a CRS", `
+d = create('x.tif', 30, 20)
+d.SetGCPs([gdal.GCP(2.0, 48.0, 0, 0.5, 0.5), gdal.GCP(2.1, 48.0, 0, 29.5, 0.5), gdal.GCP(2.0, 47.9, 0, 0.5, 19.5)], '')
+d = None
+`, "has 3 GCPs but no CRS for them"},
+		{"no georeferencing", `
+d = create('x.tif', 30, 20); d = None
+`, "has no coordinate reference system"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			runPython(t, dir, rasterMakerPrelude+c.py)
+			_, err := engine.Convert(context.Background(), filepath.Join(dir, "x.tif"), t.TempDir(), fgbRecipe())
+			if fault.CodeOf(err) != fault.MissingCRS || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want MissingCRS saying %q", err, c.want)
+			}
+		})
 	}
 }
