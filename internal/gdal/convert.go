@@ -443,6 +443,16 @@ func checkBlocks(ds *godal.Dataset, what string, r recipe.Recipe) error {
 				"%s, band %d, is read in blocks of %d x %d pixels (%d bytes), over the memory budget of %d bytes per block; not attempted: retile it (gdal_translate -co TILED=YES)",
 				what, i+1, st.BlockSizeX, st.BlockSizeY, blk, perBlock)
 		}
+		// A mask of its own (an external .msk in a zip is not seen by
+		// preflight's TIFF checks) is read block by block too.
+		if b.MaskFlags()&(maskAllValid|maskNoData|maskAlpha) == 0 {
+			mst := b.MaskBand().Structure()
+			if blk := int64(mst.BlockSizeX) * int64(mst.BlockSizeY) * int64(mst.DataType.Size()); blk > perBlock {
+				return fault.Data(fault.BudgetExceeded,
+					"%s, band %d, has a mask read in blocks of %d x %d pixels (%d bytes), over the memory budget of %d bytes per block; not attempted: retile it",
+					what, i+1, mst.BlockSizeX, mst.BlockSizeY, blk, perBlock)
+			}
+		}
 	}
 	return budget.CheckOutputTile(int64(len(ds.Bands())), widest, r)
 }

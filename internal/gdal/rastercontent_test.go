@@ -487,3 +487,37 @@ d = create('x.tif', 30, 20); d = None
 		})
 	}
 }
+
+// TestMaskBlocksWithinBudget: a mask read in blocks larger than the
+// memory budget allows is refused like the raster's own blocks, here an
+// external .msk of one 2000-row strip beside a tiled raster, in a zip
+// (which preflight's TIFF checks do not open).
+func TestMaskBlocksWithinBudget(t *testing.T) {
+	dir := t.TempDir()
+	runPython(t, dir, rasterMakerPrelude+`
+d = create('s.tif', 2000, 2000); georef(d)
+d.GetRasterBand(1).WriteArray(np.random.default_rng(1).integers(0, 256, (2000, 2000), dtype='uint8')); d = None
+m = gdal.GetDriverByName('GTiff').Create('s.tif.msk', 2000, 2000, 1, gdal.GDT_Byte, ['COMPRESS=DEFLATE', 'BLOCKYSIZE=2000'])
+m.SetMetadataItem('INTERNAL_MASK_FLAGS_1', '2')
+a = np.full((2000, 2000), 255, 'uint8'); a[:10] = 0
+m.GetRasterBand(1).WriteArray(a); m = None
+`)
+	zp := writeZip(t, filepath.Join(dir, "s.zip"), []zipEntry{
+		{name: "s.tif", file: filepath.Join(dir, "s.tif")},
+		{name: "s.tif.msk", file: filepath.Join(dir, "s.tif.msk")},
+	})
+	r := fgbRecipe()
+	r.MaxMemory = 2 << 20 // 256 KiB a block: a 512² output tile fits, a 2000² mask strip does not
+	_, err := engine.Convert(context.Background(), zp, t.TempDir(), r)
+	if fault.CodeOf(err) != fault.BudgetExceeded || !strings.Contains(err.Error(), "has a mask read in blocks of 2000 x 2000") {
+		t.Fatalf("err = %v, want BudgetExceeded for the mask's blocks", err)
+	}
+	r.MaxMemory = 64 << 20
+	outs, err := engine.Convert(context.Background(), zp, t.TempDir(), r)
+	if err != nil {
+		t.Fatalf("within the budget: %v", err)
+	}
+	if !slices.Contains(outs[0].Fidelity.Checks, "masks") {
+		t.Errorf("checks %v: the zipped mask was not compared", outs[0].Fidelity.Checks)
+	}
+}
