@@ -4,17 +4,18 @@ package gdal
 // engine, it is opened again on its own and compared with the source.
 // Compression is lossless, so a raster must hold the very same pixel values,
 // nodata, georeferencing (CRS and geotransform, GCPs, RPCs) and masks, and
-// its other properties are compared too (rasterprops.go); a vector layer the same features (null
-// geometries included), the same attribute fields with the types the
-// conversion maps them to, and its own layer name.
+// its other properties are compared too (rasterprops.go); a vector layer
+// the same features (null geometries included), the same attribute fields
+// with the types the conversion maps them to, and its own layer name.
 //
 // Which error a difference is:
 //   - SystemicError for pixels, nodata, geotransform, GCPs, RPCs, masks,
-//     feature counts and fields. The source was read in full by the conversion without an
-//     error, so the data at hand is what the source holds; an output that
-//     differs from it was altered on our side (GDAL, our options, the work
-//     disk). That is the engine's fault: the job goes to the dead-letter
-//     queue and raises the alarm, and nothing is staged.
+//     feature counts and fields. The source was read in full by the
+//     conversion without an error, so the data at hand is what the source
+//     holds; an output that differs from it was altered on our side (GDAL,
+//     our options, the work disk). That is the engine's fault: the job
+//     goes to the dead-letter queue and raises the alarm, and nothing is
+//     staged.
 //   - DataError InvalidCRS for a CRS that does not come back the same: a
 //     GeoTIFF holds a CRS as GeoKeys, and a source CRS that GeoKeys cannot
 //     express (an unusual projection, a custom datum) is a property of the
@@ -132,7 +133,7 @@ func rasterFidelity(ctx context.Context, src, orig *godal.Dataset, dst, what, no
 	if err != nil {
 		return nil, err
 	}
-	maskCheck, err := sameMasks(ctx, src, out, what, rec, altered)
+	maskCheck, err := sameMasks(ctx, src, out, nodata != "", what, rec, altered)
 	if err != nil {
 		return nil, err
 	}

@@ -169,6 +169,7 @@ rpc = {'LINE_OFF':'100','SAMP_OFF':'150','LAT_OFF':'48.25','LONG_OFF':'2.125','H
 		files    map[string]string // written beside the source
 		siblings []string          // sidecars GDAL is given (as preflight would name them)
 		target   string            // the recipe's target_crs
+		nodata   string            // the recipe's nodata
 		checks   []string          // in files[].fidelity.checks
 		warn     []string          // each in some warning
 		judge    func(t *testing.T, src, out judgedRaster)
@@ -346,6 +347,18 @@ d = None
 			},
 		},
 		{
+			name: "nodata assigned to a raster without a mask", src: "nd.tif", nodata: "7",
+			py: `
+d = create('nd.tif', 300, 200); georef(d); d = None
+`,
+			checks: []string{"mask_flags", "nodata"},
+			judge: func(t *testing.T, src, out judgedRaster) {
+				if src.Bands[0].MaskFlags != 1 || out.Bands[0].MaskFlags != 8 || out.Bands[0].Masked != 300 {
+					t.Errorf("mask flags %d → %d, %d masked", src.Bands[0].MaskFlags, out.Bands[0].MaskFlags, out.Bands[0].Masked)
+				}
+			},
+		},
+		{
 			name: "colour table", src: "pal.tif",
 			py: `
 d = create('pal.tif', 300, 200); georef(d)
@@ -394,6 +407,7 @@ d = None
 			src := filepath.Join(dir, c.src)
 			r := fgbRecipe()
 			r.TargetCRS = c.target
+			r.NoData = c.nodata
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			var outs []recipe.Output

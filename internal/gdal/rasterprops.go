@@ -278,12 +278,18 @@ func sameBandProperties(src, out *godal.Dataset, what string, rec *recorder) []s
 // strips of rows within checkStripBytes. A per-dataset mask is compared
 // once. The COG holds one mask per dataset: a source's per-band masks are
 // written as it, which is named in a warning when they differ.
-func sameMasks(ctx context.Context, src, out *godal.Dataset, what string, rec *recorder, altered func(string, ...any) error) (string, error) {
+//
+// assignedNoData: the recipe gave every band a nodata value, so a band
+// that had no mask of its own has one from nodata in the output.
+func sameMasks(ctx context.Context, src, out *godal.Dataset, assignedNoData bool, what string, rec *recorder, altered func(string, ...any) error) (string, error) {
 	sb, ob := src.Bands(), out.Bands()
 	st := src.Structure()
 	checked := false
 	for i := range sb {
 		sf, of := sb[i].MaskFlags(), ob[i].MaskFlags()
+		if assignedNoData && sf&(maskAllValid|maskNoData) != 0 {
+			sf = maskNoData
+		}
 		stored := sf&(maskAllValid|maskNoData|maskAlpha) == 0 // mask pixels of their own
 		perBand := stored && sf&maskPerDataset == 0
 		if sf != of && !perBand {
