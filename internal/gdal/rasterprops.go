@@ -137,8 +137,10 @@ func sameGeoreferencing(src, out *godal.Dataset, what string, rec *recorder, alt
 }
 
 // sameNumbers compares two metadata values as lists of numbers when both
-// are (GDAL prints numbers it stored as doubles in its own way), else as
-// text.
+// are, else as text. The GeoTIFF RPC tag holds each number as the double
+// GDAL parsed from the source's text, and GDAL reads it back printed with
+// 15 significant digits ("%.15g"): numbers are compared at those digits,
+// all that a reader of the COG through GDAL can see.
 func sameNumbers(a, b string) bool {
 	if a == b {
 		return true
@@ -150,11 +152,17 @@ func sameNumbers(a, b string) bool {
 	for i := range fa {
 		x, err1 := strconv.ParseFloat(fa[i], 64)
 		y, err2 := strconv.ParseFloat(fb[i], 64)
+		x, y = digits15(x), digits15(y)
 		if err1 != nil || err2 != nil || (x != y && !(math.IsNaN(x) && math.IsNaN(y))) {
 			return false
 		}
 	}
 	return true
+}
+
+func digits15(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 15, 64), 64)
+	return r
 }
 
 // metadataOwner is what holds metadata domains: a dataset or a band.
