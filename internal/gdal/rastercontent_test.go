@@ -482,6 +482,14 @@ d = None
 			judgeCOG(t, o.Path)
 			s, out := judgeRasters(t, src, o.Path)
 			c.judge(t, s, out)
+			// The STAC item has a footprint however the COG is placed.
+			d, err := engine.Describe(ctx, o.Path, o.Format)
+			if err != nil {
+				t.Fatalf("Describe: %v", err)
+			}
+			if len(d.BBox) != 4 || d.BBox[0] >= d.BBox[2] || d.BBox[1] >= d.BBox[3] {
+				t.Errorf("Describe: bbox %v", d.BBox)
+			}
 		})
 	}
 }
