@@ -2,7 +2,9 @@ package gdal
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/preflight"
 	"github.com/geomigrate/geomigrate/internal/recipe"
@@ -203,7 +206,10 @@ m = np.zeros((200, 300), 'uint8'); m[50:150, 100:250] = 255; m[0, 0] = 255
 d.GetRasterBand(1).GetMaskBand().WriteArray(m)
 d = None
 `,
-			checks: []string{"masks"},
+			// With a second sidecar GDAL is given the list of siblings,
+			// and reads only those: the mask must be on it.
+			files:  map[string]string{"m.tif.aux.xml": `<PAMDataset><Metadata><MDI key="NOTE">beside</MDI></Metadata></PAMDataset>`},
+			checks: []string{"masks", "metadata"},
 			judge: func(t *testing.T, src, out judgedRaster) {
 				if !slices.Contains(src.Files, "m.tif.msk") {
 					t.Fatalf("the fixture has no external mask: %v", src.Files)
@@ -597,4 +603,92 @@ m.GetRasterBand(1).WriteArray(a); m = None
 	if !slices.Contains(outs[0].Fidelity.Checks, "masks") {
 		t.Errorf("checks %v: the zipped mask was not compared", outs[0].Fidelity.Checks)
 	}
+}
+
+// TestContentFidelityCatchesAlteredOutput: a mask pixel, a GCP or an RPC
+// altered in the COG between its conversion and its check is caught as a
+// SystemicError, and nothing is returned.
+func TestContentFidelityCatchesAlteredOutput(t *testing.T) {
+	dir := t.TempDir()
+	runPython(t, dir, rasterMakerPrelude+`
+gdal.SetConfigOption('GDAL_TIFF_INTERNAL_MASK', 'NO')
+d = create('m.tif', 300, 200); georef(d)
+d.CreateMaskBand(gdal.GMF_PER_DATASET)
+m = np.zeros((200, 300), 'uint8'); m[50:150, 100:250] = 255
+d.GetRasterBand(1).GetMaskBand().WriteArray(m)
+d = None
+s = osr.SpatialReference(); s.ImportFromEPSG(4326)
+d = create('gcp.tif', 300, 200)
+d.SetGCPs([gdal.GCP(2.0 + i*0.01, 48.0 - j*0.01, 0, i*30.0, j*20.0) for i in range(11) for j in range(11)], s.ExportToWkt())
+d = None
+d = create('rpc.tif', 300, 200)
+d.SetMetadata({'LINE_OFF': '100', 'SAMP_OFF': '150', 'LAT_OFF': '48', 'LONG_OFF': '2', 'HEIGHT_OFF': '0',
+    'LINE_SCALE': '100', 'SAMP_SCALE': '150', 'LAT_SCALE': '0.1', 'LONG_SCALE': '0.1', 'HEIGHT_SCALE': '500',
+    'LINE_NUM_COEFF': ' '.join(['0', '-1'] + ['0']*18), 'LINE_DEN_COEFF': ' '.join(['1'] + ['0']*19),
+    'SAMP_NUM_COEFF': ' '.join(['0', '0', '1'] + ['0']*17), 'SAMP_DEN_COEFF': ' '.join(['1'] + ['0']*19)}, 'RPC')
+d = None
+`)
+	cases := []struct {
+		name, src string
+		change    func(ds *godal.Dataset) error
+		says      string
+	}{
+		{"mask pixel", "m.tif", func(ds *godal.Dataset) error {
+			return ds.Bands()[0].MaskBand().Write(120, 60, []byte{0}, 1, 1)
+		}, "mask: 1 pixels differ"},
+		{"GCP", "gcp.tif", func(ds *godal.Dataset) error {
+			g := ds.GCPs()
+			g[7].DfGCPZ += 0.5
+			return ds.SetGCPs(g, godal.GCPSpatialRef(ds.GCPSpatialRef()))
+		}, "GCP 8"},
+		{"RPC", "rpc.tif", nil, "RPC LAT_OFF"}, // patched in the tag itself: patchRPCLatOff
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var altered string
+			e := tampering(func(t *testing.T, p string) {
+				altered = p
+				if c.change == nil {
+					patchRPCLatOff(t, p)
+					return
+				}
+				updateCOG(t, p, c.change)
+			}, t)
+			_, err := e.Convert(context.Background(), filepath.Join(dir, c.src), t.TempDir(), fgbRecipe())
+			if !isSystemic(err) || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("got %T %v, want a SystemicError saying %q", err, err, c.says)
+			}
+			if _, serr := os.Stat(altered); !os.IsNotExist(serr) {
+				t.Errorf("the altered output %s is left behind (%v)", altered, serr)
+			}
+		})
+	}
+}
+
+// patchRPCLatOff adds 0.5 to LAT_OFF (the fifth double) in the
+// RPCCoefficientTag of a classic little-endian TIFF's first IFD: GDAL
+// does not rewrite the tag when the RPC domain is updated in place.
+func patchRPCLatOff(t *testing.T, p string) {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	if string(b[:4]) != "II*\x00" {
+		t.Fatalf("%s is not a classic little-endian TIFF", p)
+	}
+	off := int(le.Uint32(b[4:]))
+	for k := range int(le.Uint16(b[off:])) {
+		e := b[off+2+12*k:]
+		if le.Uint16(e) == 50844 {
+			at := int(le.Uint32(e[8:])) + 4*8
+			le.PutUint64(b[at:], math.Float64bits(math.Float64frombits(le.Uint64(b[at:]))+0.5))
+			if err := os.WriteFile(p, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s has no RPC tag", p)
 }

@@ -3,6 +3,8 @@ package localrun_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/geomigrate/geomigrate/internal/localrun"
@@ -46,6 +48,9 @@ d.CreateMaskBand(gdal.GMF_PER_DATASET)
 m = np.zeros((200, 300), 'uint8'); m[50:150, 100:250] = 255
 d.GetRasterBand(1).GetMaskBand().WriteArray(m)
 d = None
+# A second sidecar: GDAL is then given the list of siblings and reads
+# only those.
+open('masked.tif.aux.xml', 'w').write('<PAMDataset><Metadata><MDI key="NOTE">beside</MDI></Metadata></PAMDataset>')
 gdal.SetConfigOption('GDAL_TIFF_INTERNAL_MASK', 'YES')
 d = create('unsorted.tif', 1024, 1024); georef(d)
 d.BuildOverviews('NEAREST', [4]); d.BuildOverviews('NEAREST', [2])
@@ -65,5 +70,23 @@ d = None
 	}
 	if n := len(p.deadLetter.messages(t)); n != 0 {
 		t.Errorf("%d message(s) in the DLQ", n)
+	}
+	// The mask reached the COG: GDAL's bindings count its masked pixels.
+	cog := ""
+	for k := range outputs(t, p) {
+		if strings.HasSuffix(k, "masked.tif") {
+			cog = filepath.Join(p.destDir, filepath.FromSlash(k))
+		}
+	}
+	out, err := exec.Command(python, "-c", `
+import sys
+from osgeo import gdal
+gdal.UseExceptions()
+d = gdal.Open(sys.argv[1])  # held: a band does not keep its dataset alive
+b = d.GetRasterBand(1)
+print(b.GetMaskFlags(), int((b.GetMaskBand().ReadAsArray() == 0).sum()))
+`, cog).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "2 45000" {
+		t.Errorf("the COG's mask: flags and masked pixels %q (%v), want 2 45000", out, err)
 	}
 }
