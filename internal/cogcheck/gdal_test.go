@@ -80,6 +80,22 @@ func gdalFixtures() []gdalFixture {
 			}
 		}},
 
+		// A source whose overviews are not sorted by size (4, then 2): the
+		// COG driver's default reuses them and writes an invalid COG;
+		// OVERVIEWS=IGNORE_EXISTING (what the engine passes) rebuilds them.
+		{name: "cog-from-unsorted-overviews", steps: [][]string{
+			{"gdal_translate", "-q", "-of", "GTiff", "-co", "TILED=YES", "SRC", "TMP"},
+			{"gdaladdo", "-q", "TMP", "4"},
+			{"gdaladdo", "-q", "TMP", "2"},
+			{"gdal_translate", "-q", "-of", "COG", "TMP", "OUT"},
+		}, exact: true},
+		{name: "cog-from-unsorted-overviews-rebuilt", steps: [][]string{
+			{"gdal_translate", "-q", "-of", "GTiff", "-co", "TILED=YES", "SRC", "TMP"},
+			{"gdaladdo", "-q", "TMP", "4"},
+			{"gdaladdo", "-q", "TMP", "2"},
+			{"gdal_translate", "-q", "-of", "COG", "-co", "OVERVIEWS=IGNORE_EXISTING", "TMP", "OUT"},
+		}, valid: true, exact: true},
+
 		// Hand-corrupted copies of the COG.
 		{name: "cog-tiles-swapped", from: "cog", exact: true,
 			patch: func(t testing.TB, b []byte) []byte { swapBlocks(t, b, firstIFD(b), 0, 1); return b }},

@@ -83,9 +83,10 @@ type Format struct {
 //     (an .ige holds the pixels of a large .img), and HashCheck used to
 //     convert them on their own.
 //   - .ovr, .msk and .qmd are sidecars everywhere (never sources, part of
-//     the source's identity), but are not handed to GDAL: an external .ovr
-//     or .msk is a second TIFF that preflight's TIFF checks do not cover,
-//     and the output builds its own overviews; .qmd is QGIS metadata that
+//     the source's identity). An external .msk is the source's mask and
+//     an .ovr its overviews: both are TIFFs that GDAL is given and that
+//     preflight's TIFF budget checks cover like the main file (the output
+//     builds its own overviews all the same); .qmd is QGIS metadata that
 //     no GDAL driver reads. GDAL preflight used to treat them as datasets
 //     (a zip of dem.tif and dem.tif.ovr was "several files").
 //   - a sidecar belongs only to the main kinds in Of: roads.dbf is a part
@@ -179,8 +180,8 @@ var table = []Format{
 	{Ext: ".j2w", Kind: Sidecar, Of: OfRaster, ReadByGDAL: true},
 	{Ext: ".rrd", Kind: Sidecar, Of: OfRaster, ReadByGDAL: true},
 	{Ext: ".ige", Kind: Sidecar, Of: OfRaster, ReadByGDAL: true},
-	{Ext: ".ovr", Kind: Sidecar, Of: OfRaster},
-	{Ext: ".msk", Kind: Sidecar, Of: OfRaster},
+	{Ext: ".ovr", Kind: Sidecar, Of: OfRaster, ReadByGDAL: true},
+	{Ext: ".msk", Kind: Sidecar, Of: OfRaster, ReadByGDAL: true},
 	// The metadata GDAL reads beside a satellite image (DigitalGlobe/Maxar
 	// and others): the IMD, RPC and IMAGERY metadata domains and the RPC
 	// model. image_RPC.TXT is the stem and "_rpc.txt", not "stem.", as

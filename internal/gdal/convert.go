@@ -308,14 +308,8 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	if assigned {
 		defer ds.Close()
 	}
-	if err := checkCRS(ds.Projection(), what, rec); err != nil {
-		return recipe.Output{}, err
-	}
-	gt, err := ds.GeoTransform(rec.opt())
+	geo, err := checkGeoreferencing(ds, what, rec)
 	if err != nil {
-		return recipe.Output{}, fault.Data(fault.MissingCRS, "%s has a CRS but no geotransform: it is not georeferenced", what)
-	}
-	if err := checkGeoTransform(gt, what); err != nil {
 		return recipe.Output{}, err
 	}
 	reason, err := categoricalReason(ctx, ds, rec)
@@ -334,8 +328,12 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		return recipe.Output{}, fault.Data(fault.InvalidInput, "%s has integer bands: the recipe's floating_point predictor applies to Float32/Float64 rasters only (use standard)", what)
 	}
 	checks := []string(nil)
+	orig := ds
 	if r.TargetCRS != "" && !alreadyIn(ds, r.TargetCRS) {
-		warped, err := warp(ds, r, categorical, rec)
+		if geo.gcps > 0 || geo.rpc {
+			rec.warn(fmt.Sprintf("%s is reprojected to %s through its GCPs or RPCs, which the reprojected COG does not carry (its geotransform replaces them)", what, r.TargetCRS))
+		}
+		warped, err := warp(ds, r, categorical, geo, rec)
 		if err != nil {
 			return recipe.Output{}, err
 		}
@@ -353,6 +351,11 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	// New's.
 	threads := e.threads()
 	args := COGOptions(r, categorical, threads)
+	if perBandMasks(ds) {
+		// A COG holds one mask for all bands: the first band's is written
+		// (the fidelity check names the bands whose own mask differs).
+		args = append(args, "-mask", "mask,1")
+	}
 
 	os.Remove(dst)
 	out, err := ds.Translate(dst, args, rec.opt(), godal.ConfigOption("GDAL_NUM_THREADS="+strconv.Itoa(threads)))
@@ -374,15 +377,21 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	ost := chk.Structure()
 	ovr := len(chk.Bands()[0].Overviews())
 	layout := chk.Metadata("LAYOUT", godal.Domain("IMAGE_STRUCTURE"))
-	chk.Close()
-	if aux := dst + ".aux.xml"; exists(aux) {
-		// Whatever GDAL could not put in the TIFF; the COG stands alone.
-		os.Remove(aux)
-		rec.warn("some metadata could not be stored in the COG and was dropped (.aux.xml)")
+	// Whatever GDAL could not put in the TIFF it writes beside it (a PAM
+	// .aux.xml, an .IMD for the IMD metadata domain): the COG stands alone,
+	// so these go, and the fidelity check names what they held.
+	for _, f := range besideOutput(chk, dst) {
+		if exists(f) {
+			os.Remove(f)
+			rec.warn(fmt.Sprintf("GDAL wrote %s beside the COG for what the COG cannot hold; it is not kept (the metadata it held is named in the other warnings)", filepath.Base(f)))
+		}
 	}
+	chk.Close()
 	if layout != "COG" {
+		// GDAL wrote it from what the source holds: a data outcome
+		// (docs/decisions/0089).
 		removeOutput(dst)
-		return recipe.Output{}, fault.Systemic("gdal.Translate(COG)", fmt.Errorf("output LAYOUT=%q, want COG", layout))
+		return recipe.Output{}, fault.Data(fault.CorruptSource, "%s was written as a GeoTIFF that is not laid out as a COG (LAYOUT=%q): its structure (overviews, tiling, masks) is unusual; rewrite it (gdal_translate -of GTiff -co TILED=YES SRC FIXED.tif) and upload again", what, layout)
 	}
 	if e.beforeCheck != nil {
 		e.beforeCheck(dst)
@@ -391,7 +400,7 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	// The file is final: it is hashed while the check decodes it.
 	digests := digestOutput(ctx, dst, e.cfg.OutputMD5)
 	var rawStats rawCheck
-	fid, err := rasterFidelity(ctx, ds, dst, what, r.NoData, threads, rec, &rawStats)
+	fid, err := rasterFidelity(ctx, ds, orig, dst, what, r.NoData, threads, rec, &rawStats)
 	if fid != nil {
 		fid.Checks = append(fid.Checks, checks...)
 	}
@@ -440,6 +449,16 @@ func checkBlocks(ds *godal.Dataset, what string, r recipe.Recipe) error {
 			return fault.Data(fault.BudgetExceeded,
 				"%s, band %d, is read in blocks of %d x %d pixels (%d bytes), over the memory budget of %d bytes per block; not attempted: retile it (gdal_translate -co TILED=YES)",
 				what, i+1, st.BlockSizeX, st.BlockSizeY, blk, perBlock)
+		}
+		// A mask of its own (an external .msk in a zip is not seen by
+		// preflight's TIFF checks) is read block by block too.
+		if b.MaskFlags()&(maskAllValid|maskNoData|maskAlpha) == 0 {
+			mst := b.MaskBand().Structure()
+			if blk := int64(mst.BlockSizeX) * int64(mst.BlockSizeY) * int64(mst.DataType.Size()); blk > perBlock {
+				return fault.Data(fault.BudgetExceeded,
+					"%s, band %d, has a mask read in blocks of %d x %d pixels (%d bytes), over the memory budget of %d bytes per block; not attempted: retile it",
+					what, i+1, mst.BlockSizeX, mst.BlockSizeY, blk, perBlock)
+			}
 		}
 	}
 	return budget.CheckOutputTile(int64(len(ds.Bands())), widest, r)

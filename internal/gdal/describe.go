@@ -108,7 +108,13 @@ func describeRaster(path string) (stac.Description, error) {
 	d.Shape = []int{st.SizeY, st.SizeX}
 	gt, err := ds.GeoTransform(rec.opt())
 	if err != nil {
-		return d, fmt.Errorf("geotransform: %w", err)
+		// Georeferenced by GCPs or RPCs (docs/decisions/0089): the grid has
+		// no CRS of its own, so no proj:epsg, proj:bbox or proj:transform;
+		// the footprint is that of the GCPs or of the RPCs' domain.
+		if err := describeWithoutGeoTransform(&d, ds); err != nil {
+			return d, err
+		}
+		return d, describeBands(&d, ds, rec)
 	}
 	d.Transform = []float64{gt[1], gt[2], gt[0], gt[4], gt[5], gt[3]}
 	// The grid's corners, then points along its edges, in the CRS.
@@ -126,6 +132,10 @@ func describeRaster(path string) (stac.Description, error) {
 			d.Datetime = &t
 		}
 	}
+	return d, describeBands(&d, ds, rec)
+}
+
+func describeBands(d *stac.Description, ds *godal.Dataset, rec *recorder) error {
 	for _, b := range ds.Bands() {
 		band := stac.Band{DataType: dataTypeName(b.Structure().DataType)}
 		if v, ok := b.NoData(); ok {
@@ -134,7 +144,40 @@ func describeRaster(path string) (stac.Description, error) {
 		band.Statistics = bandStatistics(b, rec)
 		d.Bands = append(d.Bands, band)
 	}
-	return d, nil
+	return nil
+}
+
+// describeWithoutGeoTransform sets the WGS 84 footprint of a raster
+// placed by GCPs (the extent of the GCPs, in their CRS) or by RPCs (their
+// domain of validity: LONG_OFF ± LONG_SCALE, LAT_OFF ± LAT_SCALE).
+func describeWithoutGeoTransform(d *stac.Description, ds *godal.Dataset) error {
+	if gcps := ds.GCPs(); len(gcps) > 0 && strings.TrimSpace(ds.GCPProjection()) != "" {
+		xs, ys := make([]float64, len(gcps)), make([]float64, len(gcps))
+		for i, g := range gcps {
+			xs[i], ys[i] = g.DfGCPX, g.DfGCPY
+		}
+		var fp stac.Description
+		if err := describeCRS(&fp, ds.GCPProjection(), xs, ys); err != nil {
+			return err
+		}
+		d.BBox = fp.BBox
+		return nil
+	}
+	rpc := ds.Metadatas(godal.Domain("RPC"))
+	num := func(k string) (float64, bool) {
+		v, err := strconv.ParseFloat(strings.TrimSpace(rpc[k]), 64)
+		return v, err == nil && !math.IsNaN(v) && !math.IsInf(v, 0)
+	}
+	lon, ok1 := num("LONG_OFF")
+	lat, ok2 := num("LAT_OFF")
+	dlon, ok3 := num("LONG_SCALE")
+	dlat, ok4 := num("LAT_SCALE")
+	if !ok1 || !ok2 || !ok3 || !ok4 {
+		return fmt.Errorf("geotransform: none, and no GCPs with a CRS nor RPCs to place the raster")
+	}
+	dlon, dlat = math.Abs(dlon), math.Abs(dlat)
+	d.BBox = []float64{max(lon-dlon, -180), max(lat-dlat, -90), min(lon+dlon, 180), min(lat+dlat, 90)}
+	return nil
 }
 
 // bandStatistics computes a band's statistics over all its pixels, or over

@@ -739,6 +739,7 @@ func TestOtherRasterDrivers(t *testing.T) {
 			if len(outs) != 1 || outs[0].Stats["width"] != 256 {
 				t.Fatalf("outputs %+v", outs)
 			}
+			t.Logf("warnings %q", outs[0].Warnings)
 			validateCOG(t, outs[0].Path)
 		})
 	}

@@ -3,17 +3,19 @@ package gdal
 // The fidelity check (docs/decisions/0012): before an output leaves the
 // engine, it is opened again on its own and compared with the source.
 // Compression is lossless, so a raster must hold the very same pixel values,
-// nodata, CRS and geotransform; a vector layer the same features (null
-// geometries included), the same attribute fields with the types the
-// conversion maps them to, and its own layer name.
+// nodata, georeferencing (CRS and geotransform, GCPs, RPCs) and masks, and
+// its other properties are compared too (rasterprops.go); a vector layer
+// the same features (null geometries included), the same attribute fields
+// with the types the conversion maps them to, and its own layer name.
 //
 // Which error a difference is:
-//   - SystemicError for pixels, nodata, geotransform, feature counts and
-//     fields. The source was read in full by the conversion without an
-//     error, so the data at hand is what the source holds; an output that
-//     differs from it was altered on our side (GDAL, our options, the work
-//     disk). That is the engine's fault: the job goes to the dead-letter
-//     queue and raises the alarm, and nothing is staged.
+//   - SystemicError for pixels, nodata, geotransform, GCPs, RPCs, masks,
+//     feature counts and fields. The source was read in full by the
+//     conversion without an error, so the data at hand is what the source
+//     holds; an output that differs from it was altered on our side (GDAL,
+//     our options, the work disk). That is the engine's fault: the job
+//     goes to the dead-letter queue and raises the alarm, and nothing is
+//     staged.
 //   - DataError InvalidCRS for a CRS that does not come back the same: a
 //     GeoTIFF holds a CRS as GeoKeys, and a source CRS that GeoKeys cannot
 //     express (an unusual projection, a custom datum) is a property of the
@@ -65,7 +67,11 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // nodata, when not "", is the recipe's nodata, which every output band must
 // carry in place of the source's. stats counts the tiles the raw decoder
 // (rawtiles.go) compared.
-func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what, nodata string, threads int, rec *recorder, stats *rawCheck) (*recipe.Fidelity, error) {
+//
+// orig is the source as opened when src is its reprojection (a warp
+// VRT), else src: metadata domains are compared with it, since a warp
+// carries only some of them.
+func rasterFidelity(ctx context.Context, src, orig *godal.Dataset, dst, what, nodata string, threads int, rec *recorder, stats *rawCheck) (*recipe.Fidelity, error) {
 	out, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: reopen output", err)
@@ -78,12 +84,8 @@ func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what, nodata s
 	if ss.SizeX != ost.SizeX || ss.SizeY != ost.SizeY || ss.NBands != ost.NBands {
 		return nil, altered("%d x %d x %d bands written as %d x %d x %d bands", ss.SizeX, ss.SizeY, ss.NBands, ost.SizeX, ost.SizeY, ost.NBands)
 	}
-	sgt, serr := src.GeoTransform(rec.opt())
-	ogt, oerr := out.GeoTransform(rec.opt())
-	if serr != nil || oerr != nil || !sameGeoTransform(sgt, ogt) {
-		return nil, altered("geotransform %v written as %v", sgt, ogt)
-	}
-	if err := sameCRS(src.Projection(), out.Projection(), what); err != nil {
+	geoChecks, err := sameGeoreferencing(src, out, what, rec, altered)
+	if err != nil {
 		return nil, err
 	}
 	sb, ob := src.Bands(), out.Bands()
@@ -131,8 +133,16 @@ func rasterFidelity(ctx context.Context, src *godal.Dataset, dst, what, nodata s
 	if err != nil {
 		return nil, err
 	}
+	maskCheck, err := sameMasks(ctx, src, out, nodata != "", what, rec, altered)
+	if err != nil {
+		return nil, err
+	}
+	checks := slices.Concat([]string{"pixels", "nodata"}, geoChecks, []string{maskCheck}, sameBandProperties(src, out, what, rec))
+	if sameMetadata(orig, out, what, rec) {
+		checks = append(checks, "metadata")
+	}
 	f := &recipe.Fidelity{
-		Checks: []string{"pixels", "nodata", "crs", "geotransform"},
+		Checks: checks,
 		Bands:  ss.NBands, Pixels: int64(ss.SizeX) * int64(ss.SizeY),
 	}
 	if len(sums) <= recipe.MaxBandChecksums {

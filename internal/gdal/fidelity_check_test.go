@@ -136,7 +136,7 @@ func TestRasterFidelityRecord(t *testing.T) {
 			if f == nil {
 				t.Fatal("no fidelity record")
 			}
-			if strings.Join(f.Checks, ",") != "pixels,nodata,crs,geotransform" {
+			if strings.Join(f.Checks, ",") != "pixels,nodata,geotransform,crs,mask_flags,colour_table,scale_offset,unit,description,colour_interpretation,metadata" {
 				t.Errorf("checks %v", f.Checks)
 			}
 			ds, err := godal.Open(outs[0].Path)

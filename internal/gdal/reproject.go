@@ -159,7 +159,7 @@ const webMercatorHalf = math.Pi * 6378137
 // Web Mercator zoom level (tiles of r.BlockSize pixels) at least as fine
 // as the source, with the extent grown to that zoom level's tile
 // boundaries: rio-cogeo --web-optimized does the same.
-func warp(ds *godal.Dataset, r recipe.Recipe, categorical bool, rec *recorder) (*godal.Dataset, error) {
+func warp(ds *godal.Dataset, r recipe.Recipe, categorical bool, geo georef, rec *recorder) (*godal.Dataset, error) {
 	target := r.TargetCRS
 	if target == recipe.WebOptimized {
 		target = "EPSG:3857"
@@ -175,6 +175,10 @@ func warp(ds *godal.Dataset, r recipe.Recipe, categorical bool, rec *recorder) (
 		resampling = "near"
 	}
 	args := []string{"-of", "VRT", "-t_srs", target, "-r", resampling}
+	if !geo.geoTransform && geo.gcps == 0 && geo.rpc {
+		// gdalwarp uses RPCs only when told to.
+		args = append(args, "-rpc")
+	}
 	switch {
 	case r.NoData != "":
 		args = append(args, "-dstnodata", r.NoData)

@@ -161,11 +161,16 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 	if len(outputs) == 0 {
 		return ConvertOutput{}, fault.Data(fault.EmptyDataset, "%s produced no output", job.SourceKey)
 	}
-	// An output our own validators reject is the pipeline's fault, not the
-	// data's: it must never reach staging, and it goes to the DLQ. So is an
-	// output the engine does not vouch for: its fidelity check (same
-	// pixels, nodata, CRS, geotransform; same features, fields, layer) ran
-	// inside Convert, and an output without its record was not checked.
+	// An output our own validators reject never reaches staging. A COG is
+	// written by GDAL from what the source holds, so one that fails
+	// validation is a property of the source (odd overviews, tiling or
+	// masks): a data outcome, routed to remediation. A GeoParquet or
+	// FlatGeobuf is written by our own code: an invalid one is the
+	// pipeline's fault, and goes to the DLQ (docs/decisions/0089). So is
+	// an output the engine does not vouch for: its fidelity check (same
+	// pixels, nodata, georeferencing, masks; same features, fields, layer)
+	// ran inside Convert, and an output without its record was not
+	// checked.
 	for _, o := range outputs {
 		if o.Fidelity == nil {
 			return ConvertOutput{}, fault.Systemic("migration.Convert", fmt.Errorf("the engine returned %s without a fidelity record: it was not compared with its source", filepath.Base(o.Path)))
@@ -174,6 +179,10 @@ func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger
 			return ConvertOutput{}, fault.Systemic("migration.Convert", errors.New("no output validator configured"))
 		}
 		if err := c.validate(o.Path, o.Format); err != nil {
+			if o.Format == recipe.FormatCOG {
+				return ConvertOutput{}, fault.DataWrap(fault.CorruptSource, err,
+					"the COG written from %s fails validation (%v): the source's structure (overviews, tiling, masks) is unusual; rewrite it (gdal_translate -of GTiff -co TILED=YES SRC FIXED.tif) and upload again", job.SourceKey, err)
+			}
 			return ConvertOutput{}, fault.Systemic("migration.Convert: validate output", err)
 		}
 	}

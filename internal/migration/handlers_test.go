@@ -422,23 +422,56 @@ func TestSameBytesUnderTwoKeysAreTwoMigrations(t *testing.T) {
 }
 
 // TestInvalidOutputNeverReachesStaging: an output the validator rejects is
-// a systemic fault (the pipeline's, not the data's) and is not staged.
+// never staged. A COG that fails validation is a data outcome (GDAL wrote
+// it from what the source holds: odd overviews, tiling or masks), routed
+// to remediation; a GeoParquet or FlatGeobuf our own code wrote is the
+// pipeline's fault (systemic).
 func TestInvalidOutputNeverReachesStaging(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	f.put(t, "x.tif", "x")
-	f.convert = NewConvert(f.cfg, f.store, f.tracker, f.engine, func(path, format string) error {
-		return errors.New("out.tif is not a valid COG: overviews after data")
-	}, slog.New(slog.DiscardHandler))
-	hc := f.check(t, "e1", "x.tif")
-	_, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
-	var se *fault.SystemicError
-	if !errors.As(err, &se) || !strings.Contains(err.Error(), "overviews after data") {
-		t.Fatalf("err = %v, want a SystemicError naming the problem", err)
+	for _, c := range []struct {
+		format string
+		data   bool
+	}{
+		{recipe.FormatCOG, true},
+		{recipe.FormatGeoParquet, false},
+		{recipe.FormatFlatGeobuf, false},
+	} {
+		t.Run(c.format, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			f.put(t, "x.tif", "x")
+			f.convert = NewConvert(f.cfg, f.store, f.tracker, formatEngine{f.engine, c.format}, func(path, format string) error {
+				return errors.New("out.tif is not a valid " + format + ": overviews after data")
+			}, slog.New(slog.DiscardHandler))
+			hc := f.check(t, "e1", "x.tif")
+			_, err := f.convert.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
+			if !strings.Contains(err.Error(), "overviews after data") {
+				t.Fatalf("err = %v, want it to name the problem", err)
+			}
+			var se *fault.SystemicError
+			if got := fault.CodeOf(err); c.data && got != fault.CorruptSource {
+				t.Errorf("err = %v (code %q), want a DataError CorruptSource", err, got)
+			} else if !c.data && !errors.As(err, &se) {
+				t.Errorf("err = %v, want a SystemicError", err)
+			}
+			if keys := f.store.Keys("dest"); len(keys) != 0 {
+				t.Fatalf("staged %v", keys)
+			}
+		})
 	}
-	if keys := f.store.Keys("dest"); len(keys) != 0 {
-		t.Fatalf("staged %v", keys)
+}
+
+// formatEngine is fakeEngine with its outputs labelled format.
+type formatEngine struct {
+	*fakeEngine
+	format string
+}
+
+func (e formatEngine) Convert(ctx context.Context, src, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
+	outs, err := e.fakeEngine.Convert(ctx, src, workDir, r)
+	for i := range outs {
+		outs[i].Format = e.format
 	}
+	return outs, err
 }
 
 // rangeEngine reads the source through ranged reads only; during may

@@ -170,6 +170,9 @@ func Local(src string, r recipe.Recipe, p Probe) (*Source, error) {
 		if err := checkLocalPRJ(src, s.Siblings, p); err != nil {
 			return nil, err
 		}
+		if err := checkLocalTIFFSidecars(src, s.Siblings, r); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -198,6 +201,47 @@ func checkCompanions(src, driver string) error {
 		}
 	}
 	return nil
+}
+
+// checkLocalTIFFSidecars applies the TIFF budget checks to the external
+// mask (.msk) and overviews (.ovr) GDAL is given beside src: each is a
+// TIFF of its own that GDAL opens, whatever the main file's format.
+func checkLocalTIFFSidecars(src string, sibs []string, r recipe.Recipe) error {
+	dir := filepath.Dir(src)
+	for _, n := range sibs[1:] {
+		ext := formats.Lookup(n).Ext
+		if ext != ".msk" && ext != ".ovr" {
+			continue
+		}
+		p := filepath.Join(dir, n)
+		head, err := readHead(p, 4)
+		if err != nil {
+			return fault.DataWrap(fault.CorruptSource, err, "sidecar %s cannot be read", n)
+		}
+		if !isTIFFMagic(head) {
+			return fault.Data(fault.CorruptSource, "sidecar %s is not a TIFF (an external %s is one): it is damaged or misnamed; remove or repair it and upload again", n, ext)
+		}
+		if err := checkLocalTIFF(p, r); err != nil {
+			var de *fault.DataError
+			if errors.As(err, &de) {
+				de.Msg = "sidecar " + n + ": " + de.Msg
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// isTIFFMagic: classic or BigTIFF, either byte order.
+func isTIFFMagic(b []byte) bool {
+	if len(b) < 4 {
+		return false
+	}
+	switch string(b[:4]) {
+	case "II*\x00", "MM\x00*", "II+\x00", "MM\x00+":
+		return true
+	}
+	return false
 }
 
 func extHint(src string) string {

@@ -3,6 +3,7 @@ package preflight
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path"
@@ -118,6 +119,22 @@ func TestLocal(t *testing.T) {
 			write(t, dir, "p.prj", []byte("hello"))
 			return write(t, dir, "p.tif", tiff)
 		}, want: fault.InvalidCRS},
+		{name: "external mask", src: func() string {
+			write(t, dir, "m.tif.msk", declaredTIFF(10, 10))
+			return write(t, dir, "m.tif", declaredTIFF(10, 10))
+		}, driver: "GTiff"},
+		{name: "external mask that is no TIFF", src: func() string {
+			write(t, dir, "n.tif.msk", []byte("not a tiff"))
+			return write(t, dir, "n.tif", tiff)
+		}, want: fault.CorruptSource},
+		{name: "external mask over the pixel budget", src: func() string {
+			write(t, dir, "o.tif.msk", declaredTIFF(100000, 100000))
+			return write(t, dir, "o.tif", declaredTIFF(10, 10))
+		}, r: recipe.Recipe{MaxPixels: 1000}, want: fault.BudgetExceeded},
+		{name: "external overviews over the pixel budget", src: func() string {
+			write(t, dir, "v.tif.ovr", declaredTIFF(100000, 100000))
+			return write(t, dir, "v.tif", declaredTIFF(10, 10))
+		}, r: recipe.Recipe{MaxPixels: 1000}, want: fault.BudgetExceeded},
 		{name: "zip path traversal", src: func() string {
 			return zipOf(t, dir, "evil.zip", map[string]string{"../a.tif": "II*\x00"})
 		}, want: fault.UnsafeSource, noIdentify: true},
@@ -211,4 +228,22 @@ func TestReader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// declaredTIFF is a classic little-endian TIFF header whose one IFD
+// declares w x h pixels of one 8-bit sample (no pixel data follows).
+func declaredTIFF(w, h uint32) []byte {
+	b := []byte("II*\x00\x08\x00\x00\x00")
+	entry := func(tag, typ uint16, v uint32) {
+		b = binary.LittleEndian.AppendUint16(b, tag)
+		b = binary.LittleEndian.AppendUint16(b, typ)
+		b = binary.LittleEndian.AppendUint32(b, 1)
+		b = binary.LittleEndian.AppendUint32(b, v)
+	}
+	b = binary.LittleEndian.AppendUint16(b, 4)
+	entry(256, 4, w)
+	entry(257, 4, h)
+	entry(258, 3, 8)
+	entry(277, 3, 1)
+	return binary.LittleEndian.AppendUint32(b, 0)
 }

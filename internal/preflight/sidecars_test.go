@@ -9,9 +9,9 @@ import (
 
 // TestSiblingsFollowTheRegistry: GDAL is given exactly the sidecars that
 // internal/formats says belong to the main file and are read by GDAL. The
-// former gdal list gave .rrd/.ige (agreed) but not .ovr/.msk/.qmd, which
-// HashCheck counted as sidecars; and it gave any sidecar extension beside
-// any main file.
+// external mask and overviews (.msk, .ovr) are given to GDAL (the mask
+// reaches the output), QGIS's .qmd is not; and a sidecar extension
+// belongs only to its own kinds of main file.
 func TestSiblingsFollowTheRegistry(t *testing.T) {
 	dir := t.TempDir()
 	for _, n := range []string{
@@ -25,7 +25,7 @@ func TestSiblingsFollowTheRegistry(t *testing.T) {
 		}
 	}
 	for main, want := range map[string][]string{
-		"land.img":  {"land.img", "land.ige", "land.img.aux.xml", "land.rrd"},
+		"land.img":  {"land.img", "land.ige", "land.img.aux.xml", "land.img.msk", "land.ovr", "land.rrd"},
 		"roads.shp": {"roads.shp", "roads.DBF", "roads.prj", "roads.shx"},
 		// Satellite metadata, image_RPC.TXT included; not a GML schema.
 		"scene.tif": {"scene.tif", "scene.IMD", "scene.RPB", "scene.XML", "scene_RPC.TXT"},
