@@ -132,16 +132,35 @@ func AppendCanonical(dst []byte, t FieldType, v any) ([]byte, error) {
 			return dst, fmt.Errorf("%T is not a bool", v)
 		}
 		return append(dst, byte(b2u(b))), nil
-	case Date, DateTime:
-		tm, ok := v.(time.Time)
-		if !ok {
+	case Date, DateTime, LocalDateTime:
+		var us int64
+		switch x := v.(type) {
+		case time.Time:
+			if t == Date {
+				y, m, d := x.Date()
+				x = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+			}
+			us = x.UnixMicro()
+		case WallTime:
+			// Written as its reading taken as UTC, in either column type.
+			if t == Date {
+				y, m, d := x.Wall.Date()
+				us = time.Date(y, m, d, 0, 0, 0, 0, time.UTC).UnixMicro()
+			} else {
+				us = wallMicros(x.Wall)
+			}
+		default:
 			return dst, fmt.Errorf("%T is not a time.Time", v)
 		}
-		if t == Date {
-			y, m, d := tm.Date()
-			tm = time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+		return binary.LittleEndian.AppendUint64(dst, uint64(us)), nil
+	case Time:
+		d, ok := v.(time.Duration)
+		if !ok {
+			return dst, fmt.Errorf("%T is not a time.Duration", v)
 		}
-		return binary.LittleEndian.AppendUint64(dst, uint64(tm.UnixMicro())), nil
+		return binary.LittleEndian.AppendUint64(dst, uint64(d.Milliseconds())), nil
+	case Int32List, Int64List, Float64List, StringList:
+		return appendCanonicalList(dst, t, v)
 	case String, Binary:
 		var b []byte
 		switch x := v.(type) {
@@ -156,6 +175,48 @@ func AppendCanonical(dst []byte, t FieldType, v any) ([]byte, error) {
 		return append(dst, b...), nil
 	}
 	return dst, fmt.Errorf("field type %v", t)
+}
+
+// appendCanonicalList appends a list value: its length, then each
+// element as AppendCanonical encodes the element type (integers as int64
+// whether given as []int32 or []int64).
+func appendCanonicalList(dst []byte, t FieldType, v any) ([]byte, error) {
+	elem := map[FieldType]FieldType{Int32List: Int64, Int64List: Int64, Float64List: Float64, StringList: String}[t]
+	var items []any
+	switch x := v.(type) {
+	case []int32:
+		for _, e := range x {
+			items = append(items, int64(e))
+		}
+	case []int64:
+		for _, e := range x {
+			items = append(items, e)
+		}
+	case []float64:
+		for _, e := range x {
+			items = append(items, e)
+		}
+	case []float32:
+		for _, e := range x {
+			items = append(items, float64(e))
+		}
+	case []string:
+		for _, e := range x {
+			items = append(items, e)
+		}
+	case []any:
+		items = x
+	default:
+		return dst, fmt.Errorf("%T is not a list", v)
+	}
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(len(items)))
+	var err error
+	for _, e := range items {
+		if dst, err = AppendCanonical(dst, elem, e); err != nil {
+			return dst, err
+		}
+	}
+	return dst, nil
 }
 
 // FileDigest reads every row of a GeoParquet file that Write wrote (its
@@ -190,11 +251,26 @@ type colCursor struct {
 	bools  []bool
 	bytes  []parquet.ByteArray
 	vals   []any // this batch's values, nil for null
+	// A LIST column's levels are read ahead of its rows: a row ends only
+	// where the next begins (repetition level 0) or the column ends.
+	list *listState
+}
+
+// listState is a LIST column's read-ahead: the levels and values of the
+// last batch not yet consumed, and the row being assembled.
+type listState struct {
+	reps            []int16
+	li, ln, vi      int // next level, levels buffered, next value
+	row             []any
+	null, open, eof bool
 }
 
 // fill reads the next n rows of the column into c.vals.
 func (c *colCursor) fill(n int) error {
 	c.vals = c.vals[:0]
+	if c.list != nil {
+		return c.fillList(n)
+	}
 	for len(c.vals) < n {
 		want := int64(n - len(c.vals))
 		var total int64
@@ -234,6 +310,95 @@ func (c *colCursor) fill(n int) error {
 	return nil
 }
 
+// readLevels reads the next batch of a LIST column's levels and values.
+func (c *colCursor) readLevels() (total int64, err error) {
+	want := int64(len(c.defs))
+	ls := c.list
+	switch rd := c.rd.(type) {
+	case *file.Int32ColumnChunkReader:
+		total, _, err = rd.ReadBatch(want, c.i32, c.defs, ls.reps)
+	case *file.Int64ColumnChunkReader:
+		total, _, err = rd.ReadBatch(want, c.i64, c.defs, ls.reps)
+	case *file.Float64ColumnChunkReader:
+		total, _, err = rd.ReadBatch(want, c.f64, c.defs, ls.reps)
+	case *file.ByteArrayColumnChunkReader:
+		total, _, err = rd.ReadBatch(want, c.bytes, c.defs, ls.reps)
+	default:
+		return 0, fmt.Errorf("list column reader %T", c.rd)
+	}
+	return total, err
+}
+
+// fillList reads the next n rows of a LIST column (three-level: a null
+// list, an empty one, a null element and an element have definition
+// levels maxDef-3 or less, maxDef-2, maxDef-1 and maxDef).
+func (c *colCursor) fillList(n int) error {
+	ls := c.list
+	emit := func() {
+		if ls.null {
+			c.vals = append(c.vals, nil)
+		} else {
+			c.vals = append(c.vals, append([]any{}, ls.row...))
+		}
+		ls.open = false
+	}
+	for len(c.vals) < n {
+		if ls.li == ls.ln {
+			if ls.eof {
+				if ls.open {
+					emit()
+					continue
+				}
+				return errors.New("column ends early")
+			}
+			total, err := c.readLevels()
+			if err != nil {
+				return err
+			}
+			if total == 0 {
+				ls.eof = true
+				continue
+			}
+			ls.li, ls.ln, ls.vi = 0, int(total), 0
+		}
+		d, r := c.defs[ls.li], ls.reps[ls.li]
+		ls.li++
+		if r == 0 {
+			if ls.open {
+				emit()
+			}
+			ls.open, ls.null, ls.row = true, false, ls.row[:0]
+		}
+		switch {
+		case d < c.maxDef-2:
+			ls.null = true
+		case d == c.maxDef-2:
+			// An empty list.
+		case d == c.maxDef-1:
+			ls.row = append(ls.row, nil)
+		default:
+			ls.row = append(ls.row, c.element(ls.vi))
+			ls.vi++
+		}
+	}
+	return nil
+}
+
+// element is the vi-th element value of a LIST column's last batch.
+func (c *colCursor) element(vi int) any {
+	switch c.typ {
+	case Int32List:
+		return int64(c.i32[vi])
+	case Int64List:
+		return c.i64[vi]
+	case Float64List:
+		return c.f64[vi]
+	case StringList:
+		return string(c.bytes[vi])
+	}
+	return nil
+}
+
 // value is the vi-th value of the last batch, typed as Write takes it.
 func (c *colCursor) value(vi int) any {
 	switch c.typ {
@@ -243,8 +408,10 @@ func (c *colCursor) value(vi int) any {
 		return time.Unix(int64(c.i32[vi])*86400, 0).UTC()
 	case Int64:
 		return c.i64[vi]
-	case DateTime:
+	case DateTime, LocalDateTime:
 		return time.UnixMicro(c.i64[vi]).UTC()
+	case Time:
+		return time.Duration(c.i32[vi]) * time.Millisecond
 	case Float64:
 		return c.f64[vi]
 	case Bool:
@@ -261,8 +428,11 @@ func (c *colCursor) value(vi int) any {
 func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
 	md := rdr.MetaData()
 	batch := int(readBatch(rdr))
+	// A plain table (ReadTableInfo) has no geometry column: its rows
+	// digest as features with a null geometry, as the writer's input did.
 	names := []string{info.GeometryColumn}
 	types := []FieldType{Binary}
+	geom := info.GeometryColumn != ""
 	for _, f := range info.Fields {
 		if f.Type == 0 {
 			return fmt.Errorf("column %q is of a type Write does not write", f.Name)
@@ -272,6 +442,12 @@ func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
 	}
 	leaves := make([]int, len(names))
 	for i, n := range names {
+		if i == 0 && !geom {
+			continue
+		}
+		if types[i].isList() {
+			n += ".list.element"
+		}
 		if leaves[i] = md.Schema.ColumnIndexByName(n); leaves[i] < 0 {
 			return fmt.Errorf("no column %q", n)
 		}
@@ -281,11 +457,11 @@ func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
 		cs[i] = &colCursor{typ: types[i], maxDef: md.Schema.Column(leaves[i]).MaxDefinitionLevel(),
 			defs: make([]int16, batch), vals: make([]any, 0, batch)}
 		switch types[i] {
-		case Int32, Date:
+		case Int32, Date, Time, Int32List:
 			cs[i].i32 = make([]int32, batch)
-		case Int64, DateTime:
+		case Int64, DateTime, LocalDateTime, Int64List:
 			cs[i].i64 = make([]int64, batch)
-		case Float64:
+		case Float64, Float64List:
 			cs[i].f64 = make([]float64, batch)
 		case Bool:
 			cs[i].bools = make([]bool, batch)
@@ -297,15 +473,28 @@ func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
 	for g := 0; g < rdr.NumRowGroups(); g++ {
 		rg := rdr.RowGroup(g)
 		for i, c := range cs {
+			if i == 0 && !geom {
+				continue
+			}
 			rd, err := rg.Column(leaves[i])
 			if err != nil {
 				return fmt.Errorf("row group %d: %w", g, err)
 			}
 			c.rd = rd
+			if c.typ.isList() {
+				c.list = &listState{reps: make([]int16, len(c.defs))}
+			}
 		}
 		for left := rg.NumRows(); left > 0; {
 			n := int(min(int64(batch), left))
 			for i, c := range cs {
+				if i == 0 && !geom {
+					c.vals = c.vals[:0]
+					for range n {
+						c.vals = append(c.vals, nil)
+					}
+					continue
+				}
 				if err := c.fill(n); err != nil {
 					return fmt.Errorf("row group %d, column %q: %w", g, names[i], err)
 				}

@@ -12,6 +12,9 @@ var digestFields = []Field{
 	{Name: "f", Type: Float64, Nullable: true}, {Name: "s", Type: String, Nullable: true},
 	{Name: "b", Type: Bool, Nullable: true}, {Name: "d", Type: Date, Nullable: true},
 	{Name: "t", Type: DateTime, Nullable: true}, {Name: "bin", Type: Binary, Nullable: true},
+	{Name: "tod", Type: Time, Nullable: true}, {Name: "il", Type: Int32List, Nullable: true},
+	{Name: "ll", Type: Int64List, Nullable: true}, {Name: "rl", Type: Float64List, Nullable: true},
+	{Name: "sl", Type: StringList, Nullable: true}, {Name: "wall", Type: DateTime, Nullable: true},
 }
 
 func digestFeatures(n int) []Feature {
@@ -21,7 +24,11 @@ func digestFeatures(n int) []Feature {
 	for i := range out {
 		x, y := rng.Float64()*100, rng.Float64()*100
 		f := Feature{Values: []any{int32(i), int64(i) << 33, rng.Float64(), string(rune('a' + i%26)), i%2 == 0,
-			day.AddDate(0, 0, i), day.Add(time.Duration(i) * 1001 * time.Microsecond), []byte{byte(i), 0, 1}}}
+			day.AddDate(0, 0, i), day.Add(time.Duration(i) * 1001 * time.Microsecond), []byte{byte(i), 0, 1},
+			time.Duration(i%86400) * time.Second,
+			// Lists of 0 to 3 elements: the empty list is not the null one.
+			[]int32{int32(i), 1, 2}[:i%4%3], []int64{int64(i) << 40}, []float64{rng.Float64(), -1}[:i%3%2+1], []string{"x", string(rune('a' + i%26))}[:i%3],
+			WallTime{day.Add(time.Duration(i) * time.Minute)}}}
 		switch i % 4 {
 		case 0:
 			f.WKB = wkbPointXY(x, y)
@@ -92,6 +99,9 @@ func TestFileDigest(t *testing.T) {
 		"null":       func(f []Feature) { f[11].Values[0] = nil },
 		"coordinate": func(f []Feature) { f[12].WKB = append([]byte(nil), f[12].WKB...); f[12].WKB[len(f[12].WKB)-1] ^= 1 },
 		"duplicate":  func(f []Feature) { f[13] = f[14] },
+		"list item":  func(f []Feature) { f[21].Values[10] = []int64{1} },
+		"list null":  func(f []Feature) { f[22].Values[11] = nil },
+		"time":       func(f []Feature) { f[23].Values[8] = time.Duration(0) },
 	} {
 		alt := append([]Feature(nil), feats...)
 		for i := range alt {
