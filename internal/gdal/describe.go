@@ -32,6 +32,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -213,22 +214,11 @@ func statisticsOf(b godal.Band, rec *recorder, opts ...godal.StatisticsOption) *
 	return stats
 }
 
-// describeGeoParquet reads the footer and "geo" metadata with the pure-Go
-// reader (this GDAL may have no Parquet driver) and the CRS with GDAL.
 // describeTable describes an attribute table (plain Parquet): its rows
 // and columns; it has no extent or CRS.
 func describeTable(path string) (stac.Description, error) {
 	var d stac.Description
-	f, err := os.Open(path)
-	if err != nil {
-		return d, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return d, err
-	}
-	info, err := geoparquet.ReadTableInfo(f, fi.Size())
+	info, err := parquetInfo(path, geoparquet.ReadTableInfo)
 	if err != nil {
 		return d, err
 	}
@@ -240,18 +230,25 @@ func describeTable(path string) (stac.Description, error) {
 	return d, nil
 }
 
-func describeGeoParquet(path string) (stac.Description, error) {
-	var d stac.Description
+// parquetInfo opens path and reads its footer with read.
+func parquetInfo(path string, read func(io.ReaderAt, int64) (geoparquet.Info, error)) (geoparquet.Info, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return d, err
+		return geoparquet.Info{}, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return d, err
+		return geoparquet.Info{}, err
 	}
-	info, err := geoparquet.ReadInfo(f, fi.Size())
+	return read(f, fi.Size())
+}
+
+// describeGeoParquet reads the footer and "geo" metadata with the pure-Go
+// reader (this GDAL may have no Parquet driver) and the CRS with GDAL.
+func describeGeoParquet(path string) (stac.Description, error) {
+	var d stac.Description
+	info, err := parquetInfo(path, geoparquet.ReadInfo)
 	if err != nil {
 		return d, err
 	}
