@@ -24,6 +24,7 @@ FUZZ_TARGETS ?= \
 	./internal/geoparquet:FuzzDecodeWKB \
 	./internal/cogcheck:FuzzCheck \
 	./internal/budget:FuzzCheckTIFF \
+	./internal/budget:FuzzCgroupFiles \
 	./internal/recipe:FuzzParse
 
 .PHONY: test-race staticcheck tools-staticcheck fuzz-smoke hygiene
