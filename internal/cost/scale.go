@@ -84,8 +84,8 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("| SQS | %s | %s |\n", usd(e.Cost.SQS), usd(e.Cost.SQS))
 	pf("| **total** | **%s** | **%s** |\n", usd(e.Cost.TotalStandard), usd(e.Cost.TotalExpress))
 	pf("| **per 1,000 files** | **%s** | **%s** |\n\n", usd(e.PerThousandStandard), usd(e.PerThousandExpress))
-	pf("- **Duration at concurrency %s: %s** (%s Lambda-seconds, %s of them converting; the longest execution %s).\n",
-		num(int64(s.Concurrency)), hours(e.WallClockSeconds), num(int64(e.LambdaSeconds)), num(int64(e.ConvertSeconds)), secs(e.LongestExecution))
+	pf("- **Duration: %s, bound by %s** (%s Lambda-seconds, %s of them converting; the longest execution %s).\n",
+		hours(e.WallClockSeconds), e.Bounds[0].Name, num(int64(e.LambdaSeconds)), num(int64(e.ConvertSeconds)), secs(e.LongestExecution))
 	pf("- **State transitions: %s** (Standard bills each; %d per converted file, %d per skipped, %d per refused).\n",
 		num(e.Transitions), m.Walks[Converted].Transitions, m.Walks[Skipped].Transitions, m.Walks[Remediation].Transitions)
 	pf("- Lambda: %s invocations, %s GB-seconds. S3: %s GET/HEAD, %s PUT/COPY/LIST (%s DELETE, free). DynamoDB: %s read units,\n",
@@ -103,6 +103,37 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("**%s per 1,000 files** in all with the Standard workflow.\n", usd((e.Cost.TotalStandard+bf.Cost)/float64(e.Files)*1000))
 	pf("\nRunning it again once migrated (every object hashed and skipped, nothing converted) costs %s (Standard) or %s (Express),\n", usd(again.Cost.TotalStandard), usd(again.Cost.TotalExpress))
 	pf("%s per 1,000 files, and takes %s: HashCheck reads every byte to hash it.\n\n", usd(again.PerThousandStandard), hours(again.WallClockSeconds))
+
+	pf("## Duration: the quota that binds\n\n")
+	pf("`cost.Bounds` divides the run's demand by each quota (`cost.DefaultQuotas`, the large Regions' figures: %s;\n", m.Quotas.Region)
+	pf("`geomigrate plan --quota-region other` or `--quotas FILE` for others) and the backfill's MaxConcurrency (%s, the policy's default);\n", num(int64(s.MaxConcurrency)))
+	pf("the longest bound is the duration. Step Functions buckets pass a burst, then the refill rate.\n\n")
+	for _, w := range []struct {
+		name  string
+		scale int64
+	}{{"1 M objects", 1}, {"100 M objects", 100}} {
+		var gs []Group
+		for _, g := range ScaleWorkload() {
+			g.Files *= w.scale
+			g.Bytes *= w.scale
+			gs = append(gs, g)
+		}
+		x, err := Calculate(m, gs)
+		if err != nil {
+			return err
+		}
+		pf("**%s: %s, bound by %s** (raise: %s).\n\n", w.name, hours(x.WallClockSeconds), x.Bounds[0].Name, x.Bounds[0].Raise)
+		pf("| limit | duration | demand | rate per second |\n|---|---:|---:|---:|\n")
+		for _, bd := range x.Bounds {
+			pf("| %s | %s | %s | %s |\n", bd.Name, hours(bd.Seconds), num(int64(bd.Demand)), num(int64(bd.Rate)))
+		}
+		pf("\n")
+	}
+	pf("Quota sources:\n\n")
+	for _, src := range m.Quotas.Sources {
+		pf("- %s\n", src)
+	}
+	pf("\n")
 
 	pf("### Convert memory\n\n")
 	pf("The throughput was measured on one core; Lambda gives one vCPU per %s MB ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)). With `useful_vcpus` = %g (conversion\n", num(int64(s.MemoryPerVCPUMB)), s.UsefulVCPUs)
@@ -135,7 +166,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("  reads, measured per format below, are served from those); an output over\n")
 	pf("  %s MiB (source bytes × the measured output ratio) is a multipart upload: one PUT per part plus create and complete.\n", num(s.PartBytes>>20))
 	pf("- **SQS**: one request per SendMessage of the walk. **Express**: one request per execution and its duration (the tasks' sum,\n")
-	pf("  rounded up to %g ms) at %g MB. **Duration**: Lambda-seconds / concurrency, never less than the longest execution.\n\n", p.StepFunctionsExpressIncrementMS, p.StepFunctionsExpressMemoryMB)
+	pf("  rounded up to %g ms) at %g MB. **Duration**: the longest of the quota bounds (above): raise the first to shorten the run.\n\n", p.StepFunctionsExpressIncrementMS, p.StepFunctionsExpressMemoryMB)
 
 	pf("Requests per file (`cost.PerFile`):\n\n| path | S3 GET/HEAD | S3 PUT/COPY/LIST | S3 DELETE | DynamoDB read units | write units |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, path := range Paths {
@@ -182,8 +213,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("- Free tiers, Savings Plans and volume tiers (all lower the bill); S3 storage of the outputs, data transfer (none within a\n")
 	pf("  Region), CloudWatch logs and metrics, KMS, the backfill's result files.\n")
 	pf("- Retries: each retry is another transition and another invocation; a run with many transient faults costs more.\n")
-	pf("- Throttling: Step Functions StartExecution and state-transition quotas, and S3 request rates per prefix, can stretch the\n")
-	pf("  duration beyond the Lambda-bound figure above; Distributed Map's MaxConcurrency sets how many run at once.\n")
+	pf("- Retries after throttling: the duration is the tightest quota's, assuming requests are paced to it, not retried.\n")
 	pf("- The throughput was measured on one machine (%s): Lambda's Graviton vCPU may differ\n", tp.Machine)
 	pf("  (`--cpu-factor`), and the figures move with load (re-measure on an idle machine and regenerate this file).\n")
 	_, err = io.WriteString(w, b.String())
