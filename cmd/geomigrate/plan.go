@@ -167,6 +167,9 @@ type planFile struct {
 	// that allows it, and no sidecar: migration.Convert.run), whatever the
 	// backend of the plan.
 	rangeRead bool
+	// container: HashCheck routes it to the container task (its work is
+	// over the Lambda's limits: migration.ContainerLimits).
+	container bool
 }
 
 // planCounts are files and bytes by action.
@@ -587,6 +590,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, model cost.M
 		path   cost.Path
 		name   bool
 		rng    bool
+		ctr    bool
 	}
 	byGroup := map[gk]*cost.Group{}
 	for _, f := range r.Files {
@@ -606,7 +610,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, model cost.M
 		k := gk{format: f.Format}
 		switch {
 		case f.Action == actionConvert:
-			k.path, k.rng = cost.Converted, f.rangeRead
+			k.path, k.rng, k.ctr = cost.Converted, f.rangeRead, f.container
 		case f.Action == actionSkip:
 			k.path = cost.Skipped
 			k.name = f.Reason == migration.ReasonNotGeospatial || f.Reason == migration.ReasonFolderMarker
@@ -624,7 +628,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, model cost.M
 		}
 		g := byGroup[k]
 		if g == nil {
-			g = &cost.Group{Format: k.format, Path: k.path, NameOnly: k.name, RangeRead: k.rng}
+			g = &cost.Group{Format: k.format, Path: k.path, NameOnly: k.name, RangeRead: k.rng, Container: k.ctr}
 			byGroup[k] = g
 		}
 		g.Files++
@@ -679,6 +683,7 @@ func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, 
 	var sidecars int
 	f.Bytes, sidecars = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
 	f.rangeRead = formats.ReadableByRange(out.Job.SourceKey) && sidecars == 0
+	f.container = out.Route != nil && out.Route.Engine == migration.EngineContainer
 	f.Driver, f.Preflight, err = preflightOne(ctx, engine, src, out.Job)
 	if err != nil {
 		if fault.TierOf(err) != fault.TierDataSpecific {
@@ -898,7 +903,11 @@ func printBounds(w io.Writer, e cost.Estimate, m planModel) {
 		humanSeconds(e.WallClockSeconds), b.Name, b.Raise, m.Settings.Concurrency, m.Settings.MaxConcurrency, m.Quotas.Region)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, x := range e.Bounds {
-		fmt.Fprintf(tw, "  %s\t%s\t%.0f at %g/s\n", x.Name, humanSeconds(x.Seconds), x.Demand, x.Rate)
+		how := fmt.Sprintf("%.0f at %g/s", x.Demand, x.Rate)
+		if x.Name == cost.BoundLongestExecution {
+			how = "one file's tasks in turn"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", x.Name, humanSeconds(x.Seconds), how)
 	}
 	tw.Flush()
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/policy"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -74,6 +75,9 @@ type Settings struct {
 	// transition at the state machine's log level (ALL logs every
 	// transition's input and output; an assumption).
 	LogBytesPerTransition int64 `json:"log_bytes_per_transition"`
+	// QuarantineCopyLimit is the largest input a quarantine bundle copies
+	// (quarantine.DefaultCopyLimit): larger ones are referenced.
+	QuarantineCopyLimit int64 `json:"quarantine_copy_limit"`
 }
 
 // rangeGets is the GETs of Convert's read-ahead over a source of n bytes
@@ -109,6 +113,7 @@ func DefaultSettings() Settings {
 		IndexWritesPerTransition: 1,
 		NonTerminalTransitions:   map[Path]int{Converted: 5, Remediation: 3, Rejected: 1},
 		LogBytesPerTransition:    2000,
+		QuarantineCopyLimit:      quarantine.DefaultCopyLimit,
 	}
 }
 
@@ -143,6 +148,10 @@ type Group struct {
 	// RangeRead: Convert reads the source by ranged GETs
 	// (formats.ReadableByRange) rather than one download.
 	RangeRead bool `json:"range_read,omitempty"`
+	// Container: converted by the container task (ECS Fargate), one task
+	// launch per file. Its time is charged as the Lambda's (Fargate's
+	// vCPU and memory prices are not in the table).
+	Container bool `json:"container,omitempty"`
 }
 
 // Estimate is the cost of a workload.
@@ -279,11 +288,17 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 		e.Executions += g.Files
 		e.Transitions += g.Files * int64(walk.Transitions)
 		e.LogBytes += g.Files * int64(walk.Transitions) * s.LogBytesPerTransition
-		if g.Path == Remediation { // a rejected source is gone or not the pipeline's: nothing kept
+		// A routed file's bundle copies its input up to the copy limit and
+		// references a larger one; a source HashCheck rejected is gone or
+		// not the pipeline's, and is not counted.
+		if g.Path == Remediation && int64(avg) <= s.QuarantineCopyLimit {
 			e.QuarantineBytes += g.Bytes
 		}
 		e.LambdaInvocations += g.Files * int64(len(walk.Lambdas))
 		e.SQSRequests += g.Files * int64(walk.SQSSends)
+		if g.Container {
+			e.ContainerTasks += g.Files
+		}
 
 		// One execution of this group's average file.
 		var execSeconds, gbSeconds float64

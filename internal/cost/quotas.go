@@ -112,6 +112,10 @@ func (q Quotas) Validate() error {
 	return nil
 }
 
+// BoundLongestExecution names the bound no quota sets: one execution's
+// own duration.
+const BoundLongestExecution = "longest execution"
+
 // Bound is the shortest a run can take under one limit.
 type Bound struct {
 	Name    string  `json:"name"`
@@ -162,7 +166,7 @@ func Bounds(m Model, e Estimate) []Bound {
 			Seconds: float64(e.IndexWrites) / (q.DynamoDBPartitionWCU * float64(q.IndexPartitions)), Raise: "nothing to raise (a hard per-partition limit): shard the index key (index_partitions)"},
 		{Name: "Fargate task launches", Demand: float64(e.ContainerTasks), Rate: q.FargateLaunchPerSec,
 			Seconds: bucketSeconds(float64(e.ContainerTasks), q.FargateLaunchBurst, q.FargateLaunchPerSec), Raise: "the Fargate launch rate (Service Quotas, ECS)"},
-		{Name: "longest execution", Demand: e.LongestExecution, Rate: 1, Seconds: e.LongestExecution, Raise: "nothing: one file's own time"},
+		{Name: BoundLongestExecution, Demand: e.LongestExecution, Rate: 1, Seconds: e.LongestExecution, Raise: "nothing: one file's own time"},
 	}
 	sort.SliceStable(b, func(i, j int) bool { return b[i].Seconds > b[j].Seconds })
 	return b

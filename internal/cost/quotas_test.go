@@ -11,30 +11,40 @@ import (
 func TestBounds(t *testing.T) {
 	groups := []Group{{Format: ".tif", Path: Converted, Files: 100_000, Bytes: 100_000 * 10_000_000}}
 	tests := []struct {
-		binds  string
-		adjust func(*Model)
+		binds     string
+		adjust    func(*Model)
+		container bool
 	}{
-		{"backfill MaxConcurrency", func(m *Model) { m.Settings.MaxConcurrency = 10 }},
-		{"Lambda concurrency", func(m *Model) { m.Settings.Concurrency, m.Settings.MaxConcurrency = 10, 1000 }},
-		{"Step Functions StartExecution", func(m *Model) { m.Quotas.StartExecutionRefill = 1 }},
-		{"Step Functions state transitions", func(m *Model) { m.Quotas.TransitionRefill = 1 }},
-		{"S3 PUT/COPY/POST/DELETE per prefix", func(m *Model) { m.Quotas.S3Prefixes, m.Quotas.S3PutPerPrefix = 1, 1 }},
-		{"S3 GET/HEAD per prefix", func(m *Model) { m.Quotas.S3Prefixes, m.Quotas.S3GetPerPrefix = 1, 1 }},
-		{"DynamoDB table write units", func(m *Model) { m.Quotas.DynamoDBTableWCU = 1 }},
-		{"DynamoDB table read units", func(m *Model) { m.Quotas.DynamoDBTableRCU = 1 }},
+		{"backfill MaxConcurrency", func(m *Model) { m.Settings.MaxConcurrency = 10 }, false},
+		{"Lambda concurrency", func(m *Model) { m.Settings.Concurrency, m.Settings.MaxConcurrency = 10, 1000 }, false},
+		{"Step Functions StartExecution", func(m *Model) { m.Quotas.StartExecutionRefill = 1 }, false},
+		{"Step Functions state transitions", func(m *Model) { m.Quotas.TransitionRefill = 1 }, false},
+		{"S3 PUT/COPY/POST/DELETE per prefix", func(m *Model) { m.Quotas.S3Prefixes, m.Quotas.S3PutPerPrefix = 1, 1 }, false},
+		{"S3 GET/HEAD per prefix", func(m *Model) { m.Quotas.S3Prefixes, m.Quotas.S3GetPerPrefix = 1, 1 }, false},
+		{"DynamoDB table write units", func(m *Model) { m.Quotas.DynamoDBTableWCU = 1 }, false},
+		{"DynamoDB table read units", func(m *Model) { m.Quotas.DynamoDBTableRCU = 1 }, false},
 		{"DynamoDB index partition writes", func(m *Model) {
 			m.Settings.NonTerminalTransitions = map[Path]int{Converted: 5}
 			m.Quotas.IndexPartitions, m.Quotas.DynamoDBPartitionWCU = 1, 1
-		}},
+		}, false},
 		{"Lambda scaling rate", func(m *Model) {
 			m.Settings.Concurrency, m.Settings.MaxConcurrency, m.Quotas.LambdaScalePer10s = 1e5, 1e5, 10
-		}},
+		}, false},
+		{"Fargate task launches", func(m *Model) { m.Quotas.FargateLaunchBurst, m.Quotas.FargateLaunchPerSec = 0, 1 }, true},
+		{BoundLongestExecution, func(m *Model) {
+			m.Settings.Concurrency, m.Settings.MaxConcurrency, m.Quotas.LambdaScalePer10s = 1e6, 1e6, 1e7
+		}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.binds, func(t *testing.T) {
 			m := testModel(t)
 			tt.adjust(&m)
-			e, err := Calculate(m, groups)
+			gs := groups
+			if tt.container {
+				gs = []Group{groups[0]}
+				gs[0].Container = true
+			}
+			e, err := Calculate(m, gs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +99,11 @@ func TestOverrideQuotas(t *testing.T) {
 // TestCostTerms: Convert's download and upload, Promote's copy, index
 // writes, quarantine and logs are charged with the default settings.
 func TestCostTerms(t *testing.T) {
-	groups := []Group{{Format: ".tif", Path: Converted, Files: 10, Bytes: 10 * 80_000_000}, {Format: ".tif", Path: Remediation, Files: 2, Bytes: 2 * 1_000_000_000}}
+	groups := []Group{
+		{Format: ".tif", Path: Converted, Files: 10, Bytes: 10 * 80_000_000},
+		{Format: ".tif", Path: Remediation, Files: 2, Bytes: 2 * 10_000_000},
+		{Format: ".gpkg", Path: Remediation, Files: 1, Bytes: 100_000_000}, // over the copy limit: referenced
+	}
 	base := testModel(t)
 	full := base
 	full.Settings = DefaultSettings()
@@ -106,13 +120,13 @@ func TestCostTerms(t *testing.T) {
 	if d := e.LambdaSeconds - b.LambdaSeconds; math.Abs(d-20) > 1e-6 {
 		t.Errorf("I/O adds %v Lambda-seconds, want 20", d)
 	}
-	if e.IndexWrites != 10*5+2*3 || e.DynamoDBWriteUnits-b.DynamoDBWriteUnits != e.IndexWrites {
+	if e.IndexWrites != 10*5+3*3 || e.DynamoDBWriteUnits-b.DynamoDBWriteUnits != e.IndexWrites {
 		t.Errorf("index writes %d, write units %d vs %d", e.IndexWrites, e.DynamoDBWriteUnits, b.DynamoDBWriteUnits)
 	}
-	if e.QuarantineBytes != 2_000_000_000 || math.Abs(e.Cost.Quarantine-0.046) > 1e-9 {
+	if e.QuarantineBytes != 20_000_000 || math.Abs(e.Cost.Quarantine-0.00046) > 1e-12 {
 		t.Errorf("quarantine %d B, $%v", e.QuarantineBytes, e.Cost.Quarantine)
 	}
-	if want := (10*8 + 2*9) * int64(2000); e.LogBytes != want || e.Cost.Logs <= 0 {
+	if want := (10*8 + 3*9) * int64(2000); e.LogBytes != want || e.Cost.Logs <= 0 {
 		t.Errorf("log bytes %d, want %d ($%v)", e.LogBytes, want, e.Cost.Logs)
 	}
 }

@@ -82,6 +82,8 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("| S3 requests | %s | %s |\n", usd(e.Cost.S3), usd(e.Cost.S3))
 	pf("| DynamoDB | %s | %s |\n", usd(e.Cost.DynamoDB), usd(e.Cost.DynamoDB))
 	pf("| SQS | %s | %s |\n", usd(e.Cost.SQS), usd(e.Cost.SQS))
+	pf("| quarantine copies, one month (%s) | %s | %s |\n", tb(e.QuarantineBytes), usd(e.Cost.Quarantine), usd(e.Cost.Quarantine))
+	pf("| execution logs (%.1f GB) | %s | %s |\n", float64(e.LogBytes)/1e9, usd(e.Cost.Logs), usd(e.Cost.Logs))
 	pf("| **total** | **%s** | **%s** |\n", usd(e.Cost.TotalStandard), usd(e.Cost.TotalExpress))
 	pf("| **per 1,000 files** | **%s** | **%s** |\n\n", usd(e.PerThousandStandard), usd(e.PerThousandExpress))
 	pf("- **Duration: %s, bound by %s** (%s Lambda-seconds, %s of them converting; the longest execution %s).\n",
@@ -90,7 +92,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 		num(e.Transitions), m.Walks[Converted].Transitions, m.Walks[Skipped].Transitions, m.Walks[Remediation].Transitions)
 	pf("- Lambda: %s invocations, %s GB-seconds. S3: %s GET/HEAD, %s PUT/COPY/LIST (%s DELETE, free). DynamoDB: %s read units,\n",
 		num(e.LambdaInvocations), num(int64(e.LambdaGBSeconds)), num(e.S3GetHead), num(e.S3PutCopyList), num(e.S3Delete), num(e.DynamoDBReadUnits))
-	pf("  %s write units. SQS: %s messages. Express: %s executions, %s GB-seconds.\n", num(e.DynamoDBWriteUnits), num(e.SQSRequests), num(e.Executions), num(int64(e.ExpressGBSeconds)))
+	pf("  %s write units (%s of them status-index entries). SQS: %s messages. Express: %s executions, %s GB-seconds.\n", num(e.DynamoDBWriteUnits), num(e.IndexWrites), num(e.SQSRequests), num(e.Executions), num(int64(e.ExpressGBSeconds)))
 	if e.OverExpressLimit > 0 {
 		pf("- %s executions would run longer than Express's %d s: they need the Standard workflow.\n", num(e.OverExpressLimit), ExpressLimitSeconds)
 	} else {
@@ -160,7 +162,12 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	}
 	pf("- **Lambda**: HashCheck %g ms plus reading the object at %g MB/s to hash it (an assumption: no S3 here); Convert the\n", s.StepMS, s.HashReadMBPerSecond)
 	pf("  measured per-file overhead plus bytes / measured MB/s, divided by the vCPUs its memory buys (min(memory / %s MB, %g) × %g);\n", num(int64(s.MemoryPerVCPUMB)), s.UsefulVCPUs, s.CPUFactor)
-	pf("  a refused file pays only the overhead; Promote and Classify %g ms. GB-seconds at each function's memory; one request per task.\n", s.StepMS)
+	pf("  a refused file pays only the overhead; Promote and Classify %g ms. Convert adds its download (a source not read by range) and\n", s.StepMS)
+	pf("  the output's upload, Promote its copy of the output, at %g MB/s (an assumption). GB-seconds at each function's memory; one request per task.\n", s.IOMBPerSecond)
+	pf("- **Status index**: %g entry per state-store transition into a non-terminal status (converted %d, refused %d, rejected %d),\n",
+		s.IndexWritesPerTransition, s.NonTerminalTransitions[Converted], s.NonTerminalTransitions[Remediation], s.NonTerminalTransitions[Rejected])
+	pf("  one write unit each, on top of the base table's. **Quarantine**: a refused source up to %s MiB is copied into its bundle, kept\n", num(s.QuarantineCopyLimit>>20))
+	pf("  a month in S3 Standard. **Logs**: %s bytes per state transition at the state machine's log level (ALL: an assumption).\n", num(s.LogBytesPerTransition))
 	pf("- **S3 and DynamoDB**: the requests counted per path (below); a source read by range is fetched by Convert's read-ahead\n")
 	pf("  instead of one download GET: whole in one GET up to %s MiB, above it one GET per aligned %s MiB block (GDAL's own\n", num(s.SourceReadWhole>>20), num(s.RangeReadBytes>>20))
 	pf("  reads, measured per format below, are served from those); an output over\n")
@@ -211,7 +218,8 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("\n%s\n\n", p.Notes)
 	pf("## What it leaves out\n\n")
 	pf("- Free tiers, Savings Plans and volume tiers (all lower the bill); S3 storage of the outputs, data transfer (none within a\n")
-	pf("  Region), CloudWatch logs and metrics, KMS, the backfill's result files.\n")
+	pf("  Region), CloudWatch metrics and the handlers' own logs, KMS, the backfill's result files; Fargate's vCPU and memory for the\n")
+	pf("  large-object route (its task launches bound the duration; its time is charged as the Lambda's).\n")
 	pf("- Retries: each retry is another transition and another invocation; a run with many transient faults costs more.\n")
 	pf("- Retries after throttling: the duration is the tightest quota's, assuming requests are paced to it, not retried.\n")
 	pf("- The throughput was measured on one machine (%s): Lambda's Graviton vCPU may differ\n", tp.Machine)
