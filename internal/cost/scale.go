@@ -109,7 +109,8 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("## Duration: the quota that binds\n\n")
 	pf("`cost.Bounds` divides the run's demand by each quota (`cost.DefaultQuotas`, the large Regions' figures: %s;\n", m.Quotas.Region)
 	pf("`geomigrate plan --quota-region other` or `--quotas FILE` for others) and the backfill's MaxConcurrency (%s, the policy's default);\n", num(int64(s.MaxConcurrency)))
-	pf("the longest bound is the duration. Step Functions buckets pass a burst, then the refill rate.\n\n")
+	pf("the longest bound is the duration. Step Functions buckets pass a burst, then the refill rate. Each table reads as steps:\n")
+	pf("raise the first row's limit out of the way and the next row binds, at its duration.\n\n")
 	for _, w := range []struct {
 		name  string
 		scale int64
@@ -140,7 +141,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("### Convert memory\n\n")
 	pf("The throughput was measured on one core; Lambda gives one vCPU per %s MB ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)). With `useful_vcpus` = %g (conversion\n", num(int64(s.MemoryPerVCPUMB)), s.UsefulVCPUs)
 	pf("is not assumed to use more than one vCPU; `geomigrate plan --useful-vcpus`), memory above %s MB makes Convert no faster and only dearer:\n\n", num(int64(s.MemoryPerVCPUMB)))
-	pf("| convert memory | total (Standard) | per 1,000 files | duration at %s |\n|---:|---:|---:|---:|\n", num(int64(s.Concurrency)))
+	pf("| convert memory | total (Standard) | per 1,000 files | duration (binding limit) |\n|---:|---:|---:|---:|\n")
 	for _, mem := range []int{1024, 1769, 3008, 10240} {
 		mm := m
 		mm.Settings.ConvertMemoryMB = mem
@@ -148,7 +149,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 		if err != nil {
 			return err
 		}
-		pf("| %s MB | %s | %s | %s |\n", num(int64(mem)), usd(x.Cost.TotalStandard), usd(x.PerThousandStandard), hours(x.WallClockSeconds))
+		pf("| %s MB | %s | %s | %s (%s) |\n", num(int64(mem)), usd(x.Cost.TotalStandard), usd(x.PerThousandStandard), hours(x.WallClockSeconds), x.Bounds[0].Name)
 	}
 	pf("\nThe default of %s MB buys headroom for large rasters (memory budgets, /tmp), not speed: size it to the archive's\n", num(int64(s.ConvertMemoryMB)))
 	pf("largest file, or measure GDAL's multi-threaded COG compression on Lambda and raise `useful_vcpus`.\n\n")
