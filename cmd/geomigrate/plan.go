@@ -60,6 +60,9 @@ type planCmd struct {
 	StepMS       float64 `name:"step-ms" default:"${plan_step_ms}" help:"Assumed duration in ms of a HashCheck, Promote or Classify invocation besides reading."`
 	CPUFactor    float64 `name:"cpu-factor" default:"${plan_cpu_factor}" help:"Lambda vCPU speed relative to a core of the machine that measured the throughput."`
 	UsefulVCPUs  float64 `name:"useful-vcpus" default:"${plan_useful_vcpus}" help:"Most vCPUs a conversion is assumed to use (the throughput was measured on one)."`
+	MaxConc      int     `name:"max-concurrency" default:"${plan_max_concurrency}" help:"The backfill's MaxConcurrency (the policy's backfill.max_concurrency): migrate executions at once."`
+	QuotaRegion  string  `name:"quota-region" enum:"large,other" default:"large" help:"Quota preset: large (us-east-1, us-west-2, eu-west-1) or other (AWS's lower Step Functions figures elsewhere)."`
+	Quotas       string  `name:"quotas" placeholder:"FILE" help:"JSON file overriding fields of the quota table (cost.DefaultQuotas: an account's raised or a new account's lower quotas)."`
 
 	Backend     string     `name:"backend" type:"fold" enum:"local,aws" default:"local" help:"local (directories) or aws (S3 sources, DynamoDB state table, read only)."`
 	AWS         config.AWS `embed:"" group:"aws"`
@@ -75,6 +78,7 @@ func planVars() map[string]string {
 		"plan_small_memory": strconv.Itoa(d.SmallMemoryMB), "plan_concurrency": strconv.Itoa(d.Concurrency),
 		"plan_hash_read_mbps": f(d.HashReadMBPerSecond), "plan_step_ms": f(d.StepMS),
 		"plan_cpu_factor": f(d.CPUFactor), "plan_useful_vcpus": f(d.UsefulVCPUs),
+		"plan_max_concurrency": strconv.Itoa(d.MaxConcurrency),
 	}
 }
 
@@ -104,7 +108,8 @@ func (c *planCmd) Run(e *cmdEnv, k *kong.Context) error {
 		asJSON: c.JSON, pricesFile: c.Prices, aws: c.AWS, endpointURL: c.EndpointURL, settings: cost.DefaultSettings()}
 	p.settings.Architecture, p.settings.ConvertMemoryMB, p.settings.SmallMemoryMB = c.Architecture, c.ConvertMB, c.SmallMB
 	p.settings.Concurrency, p.settings.HashReadMBPerSecond, p.settings.StepMS = c.Concurrency, c.HashReadMBps, c.StepMS
-	p.settings.CPUFactor, p.settings.UsefulVCPUs = c.CPUFactor, c.UsefulVCPUs
+	p.settings.CPUFactor, p.settings.UsefulVCPUs, p.settings.MaxConcurrency = c.CPUFactor, c.UsefulVCPUs, c.MaxConc
+	p.quotaRegion, p.quotasFile = c.QuotaRegion, c.Quotas
 	return runPlan(e.ctx, &p, c.Sources, e.stdout)
 }
 
@@ -119,6 +124,8 @@ type planFlags struct {
 	workers       int
 	asJSON        bool
 	pricesFile    string
+	quotaRegion   string // a cost.QuotaPresets key; "" is the default table
+	quotasFile    string
 	settings      cost.Settings
 	aws           config.AWS
 	endpointURL   string
@@ -160,6 +167,9 @@ type planFile struct {
 	// that allows it, and no sidecar: migration.Convert.run), whatever the
 	// backend of the plan.
 	rangeRead bool
+	// container: HashCheck routes it to the container task (its work is
+	// over the Lambda's limits: migration.ContainerLimits).
+	container bool
 }
 
 // planCounts are files and bytes by action.
@@ -232,6 +242,7 @@ type planModel struct {
 	Throughput cost.Throughput             `json:"throughput"`
 	// Backfill is what running it as a backfill adds per run and per item.
 	Backfill cost.BackfillWalk `json:"backfill"`
+	Quotas   cost.Quotas       `json:"quotas"`
 }
 
 func runPlan(ctx context.Context, p *planFlags, srcs []string, stdout io.Writer) error {
@@ -293,6 +304,23 @@ func (p *planFlags) model(ctx context.Context) (cost.Model, error) {
 		defer f.Close()
 		if m.Prices, err = cost.OverridePrices(f, m.Prices); err != nil {
 			return cost.Model{}, fmt.Errorf("--prices %s: %w", p.pricesFile, err)
+		}
+	}
+	if p.quotaRegion != "" {
+		q, ok := cost.QuotaPresets()[p.quotaRegion]
+		if !ok {
+			return cost.Model{}, usagef("--quota-region %q: want large or other", p.quotaRegion)
+		}
+		m.Quotas = q
+	}
+	if p.quotasFile != "" {
+		f, err := os.Open(p.quotasFile)
+		if err != nil {
+			return cost.Model{}, fmt.Errorf("--quotas: %w", err)
+		}
+		defer f.Close()
+		if m.Quotas, err = cost.OverrideQuotas(f, m.Quotas); err != nil {
+			return cost.Model{}, fmt.Errorf("--quotas %s: %w", p.quotasFile, err)
 		}
 	}
 	m.Settings = p.settings
@@ -562,6 +590,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, model cost.M
 		path   cost.Path
 		name   bool
 		rng    bool
+		ctr    bool
 	}
 	byGroup := map[gk]*cost.Group{}
 	for _, f := range r.Files {
@@ -581,7 +610,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, model cost.M
 		k := gk{format: f.Format}
 		switch {
 		case f.Action == actionConvert:
-			k.path, k.rng = cost.Converted, f.rangeRead
+			k.path, k.rng, k.ctr = cost.Converted, f.rangeRead, f.container
 		case f.Action == actionSkip:
 			k.path = cost.Skipped
 			k.name = f.Reason == migration.ReasonNotGeospatial || f.Reason == migration.ReasonFolderMarker
@@ -599,7 +628,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, model cost.M
 		}
 		g := byGroup[k]
 		if g == nil {
-			g = &cost.Group{Format: k.format, Path: k.path, NameOnly: k.name, RangeRead: k.rng}
+			g = &cost.Group{Format: k.format, Path: k.path, NameOnly: k.name, RangeRead: k.rng, Container: k.ctr}
 			byGroup[k] = g
 		}
 		g.Files++
@@ -619,7 +648,7 @@ func plan(ctx context.Context, src planSource, engine *gdal.Engine, model cost.M
 		return nil, err
 	}
 	r.Estimate = est
-	r.Model = planModel{Prices: model.Prices, Settings: model.Settings, Walks: model.Walks, PerFile: model.PerFile, Throughput: model.Throughput, Backfill: model.Backfill}
+	r.Model = planModel{Prices: model.Prices, Settings: model.Settings, Walks: model.Walks, PerFile: model.PerFile, Throughput: model.Throughput, Backfill: model.Backfill, Quotas: model.Quotas}
 	return r, nil
 }
 
@@ -654,6 +683,7 @@ func planOne(ctx context.Context, hc *migration.HashCheck, engine *gdal.Engine, 
 	var sidecars int
 	f.Bytes, sidecars = sizes.total(ctx, in.Bucket, out.Job.SourceKey, out.Job.SourceSize)
 	f.rangeRead = formats.ReadableByRange(out.Job.SourceKey) && sidecars == 0
+	f.container = out.Route != nil && out.Route.Engine == migration.EngineContainer
 	f.Driver, f.Preflight, err = preflightOne(ctx, engine, src, out.Job)
 	if err != nil {
 		if fault.TierOf(err) != fault.TierDataSpecific {
@@ -841,11 +871,13 @@ func (r *planReport) print(w io.Writer) {
 	fmt.Fprintf(tw, "  S3\t%d GET/HEAD, %d PUT/COPY/LIST\t%s\n", e.S3GetHead, e.S3PutCopyList, dollars(e.Cost.S3))
 	fmt.Fprintf(tw, "  DynamoDB\t%d read units, %d write units\t%s\n", e.DynamoDBReadUnits, e.DynamoDBWriteUnits, dollars(e.Cost.DynamoDB))
 	fmt.Fprintf(tw, "  SQS\t%d messages\t%s\n", e.SQSRequests, dollars(e.Cost.SQS))
+	fmt.Fprintf(tw, "  Quarantine, one month\t%s of refused sources\t%s\n", humanBytes(e.QuarantineBytes), dollars(e.Cost.Quarantine))
+	fmt.Fprintf(tw, "  Execution logs\t%s\t%s\n", humanBytes(e.LogBytes), dollars(e.Cost.Logs))
 	fmt.Fprintf(tw, "  Total, Standard workflow\t\t%s\n", dollars(e.Cost.TotalStandard))
 	fmt.Fprintf(tw, "  Total, Express workflow\t\t%s\n", dollars(e.Cost.TotalExpress))
 	tw.Flush()
 	fmt.Fprintf(w, "Cost per 1,000 files: %s (Standard), %s (Express)\n", dollars(e.PerThousandStandard), dollars(e.PerThousandExpress))
-	fmt.Fprintf(w, "Duration at concurrency %d: %s (longest execution %s)\n", m.Settings.Concurrency, humanSeconds(e.WallClockSeconds), humanSeconds(e.LongestExecution))
+	printBounds(w, e, m)
 	if e.OverExpressLimit > 0 {
 		fmt.Fprintf(w, "%d execution(s) would exceed Express's %d s limit: use Standard\n", e.OverExpressLimit, cost.ExpressLimitSeconds)
 	}
@@ -858,6 +890,26 @@ func (r *planReport) print(w io.Writer) {
 		rates = append(rates, fmt.Sprintf("%s %.1f MB/s", ext, tp.Formats[ext].MBPerSecond))
 	}
 	fmt.Fprintf(w, "Conversion throughput measured %s on %s (1 thread; %s): %s\n", tp.MeasuredAt, tp.Machine, tp.Command, strings.Join(rates, ", "))
+}
+
+// printBounds is the duration and what binds it: every quota's bound,
+// longest first, with what to raise.
+func printBounds(w io.Writer, e cost.Estimate, m planModel) {
+	if len(e.Bounds) == 0 {
+		return
+	}
+	b := e.Bounds[0]
+	fmt.Fprintf(w, "Duration: %s, bound by %s (raise: %s); Lambda concurrency %d, backfill MaxConcurrency %d, quotas of %s\n",
+		humanSeconds(e.WallClockSeconds), b.Name, b.Raise, m.Settings.Concurrency, m.Settings.MaxConcurrency, m.Quotas.Region)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, x := range e.Bounds {
+		how := fmt.Sprintf("%.0f at %g/s", x.Demand, x.Rate)
+		if x.Name == cost.BoundLongestExecution {
+			how = "one file's tasks in turn"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", x.Name, humanSeconds(x.Seconds), how)
+	}
+	tw.Flush()
 }
 
 // recipesPerFile tells whether the files' recipes differ from the run-wide

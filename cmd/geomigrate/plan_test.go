@@ -501,3 +501,74 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 type queueFunc func(ctx context.Context, body string) (string, error)
 
 func (f queueFunc) Send(ctx context.Context, body string) (string, error) { return f(ctx, body) }
+
+// TestPlanQuotas: plan prints the duration with the quota that binds it,
+// and --max-concurrency, --concurrency, --quota-region and --quotas are
+// applied: each quota, made tight, binds in turn.
+func TestPlanQuotas(t *testing.T) {
+	dir := t.TempDir()
+	samples := filepath.Join(dir, "samples")
+	if _, _, err := run(t, "sample-data", samples); err != nil {
+		t.Fatal(err)
+	}
+	quotas := func(doc string) []string {
+		f := filepath.Join(t.TempDir(), "quotas.json")
+		if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return []string{"--quotas", f}
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		binds string
+	}{
+		{"defaults", nil, cost.BoundLongestExecution},
+		{"max concurrency", []string{"--max-concurrency", "1"}, "backfill MaxConcurrency"},
+		{"Lambda concurrency", []string{"--concurrency", "1"}, "Lambda concurrency"},
+		{"StartExecution", quotas(`{"start_execution_bucket": 0, "start_execution_refill_per_s": 0.01}`), "Step Functions StartExecution"},
+		{"state transitions", quotas(`{"state_transition_bucket": 0, "state_transition_refill_per_s": 0.01}`), "Step Functions state transitions"},
+		{"S3 writes", quotas(`{"s3_put_copy_post_delete_per_prefix_per_s": 0.01}`), "S3 PUT/COPY/POST/DELETE per prefix"},
+		{"S3 reads", quotas(`{"s3_get_head_per_prefix_per_s": 0.01}`), "S3 GET/HEAD per prefix"},
+		{"DynamoDB table writes", quotas(`{"dynamodb_table_wcu_per_s": 0.01}`), "DynamoDB table write units"},
+		{"DynamoDB table reads", quotas(`{"dynamodb_table_rcu_per_s": 0.01}`), "DynamoDB table read units"},
+		{"DynamoDB index partition", quotas(`{"dynamodb_partition_wcu_per_s": 0.01}`), "DynamoDB index partition writes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := planJSON(t, append([]string{samples}, tt.args...)...)
+			b := r.Estimate.Bounds
+			if len(b) == 0 || b[0].Name != tt.binds || r.Estimate.WallClockSeconds != b[0].Seconds {
+				t.Fatalf("bounds %+v, want %q first", b, tt.binds)
+			}
+			out, stderr, err := run(t, append([]string{"plan", samples}, tt.args...)...)
+			if err != nil {
+				t.Fatalf("plan: %v\n%s", err, stderr)
+			}
+			if want := ", bound by " + tt.binds + " (raise: " + b[0].Raise + ")"; !strings.Contains(out, want) {
+				t.Errorf("plan output lacks %q:\n%s", want, out)
+			}
+		})
+	}
+	if r := planJSON(t, samples, "--quota-region", "other"); r.Model.Quotas.TransitionRefill != cost.QuotaPresets()["other"].TransitionRefill || r.Model.Quotas.Region != "other" {
+		t.Errorf("--quota-region other: quotas %+v", r.Model.Quotas)
+	}
+	// A file applies over the region's preset.
+	if r := planJSON(t, append([]string{samples, "--quota-region", "other"}, quotas(`{"s3_prefixes": 8}`)...)...); r.Model.Quotas.S3Prefixes != 8 || r.Model.Quotas.Region != "other" {
+		t.Errorf("--quotas over --quota-region: %+v", r.Model.Quotas)
+	}
+	if r := planJSON(t, samples, "--max-concurrency", "7"); r.Model.Settings.MaxConcurrency != 7 {
+		t.Errorf("--max-concurrency 7: settings %+v", r.Model.Settings)
+	}
+	for _, bad := range [][]string{
+		{"plan", samples, "--quota-region", "mars"},
+		{"plan", samples, "--max-concurrency", "0"},
+		{"plan", samples, "--quotas", filepath.Join(dir, "missing.json")},
+		append([]string{"plan", samples}, quotas(`{"s3_prefixes": 0}`)...),
+		append([]string{"plan", samples}, quotas(`{"no_such_quota": 1}`)...),
+	} {
+		if _, _, err := run(t, bad...); err == nil {
+			t.Errorf("geomigrate %v succeeded", bad)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"sort"
 
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/policy"
+	"github.com/geomigrate/geomigrate/internal/quarantine"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -55,6 +57,27 @@ type Settings struct {
 	// (s3store.DefaultPartSize): an output above it costs one PUT per part
 	// plus a create and a complete request.
 	PartBytes int64 `json:"part_bytes"`
+	// MaxConcurrency is the backfill's Distributed Map MaxConcurrency (the
+	// run-time policy's backfill.max_concurrency): at most that many
+	// migrate executions run at once.
+	MaxConcurrency int `json:"max_concurrency"`
+	// IOMBPerSecond is Convert's download of the source and upload of the
+	// output, and Promote's server-side copy of the output to its key (an
+	// assumption, not measured here: no S3).
+	IOMBPerSecond float64 `json:"io_mb_per_s"`
+	// IndexWritesPerTransition is the status-index entries written per
+	// state-store transition into a non-terminal status (1: a sparse
+	// index holding only non-terminal jobs); NonTerminalTransitions counts
+	// those transitions per path.
+	IndexWritesPerTransition float64      `json:"index_writes_per_transition"`
+	NonTerminalTransitions   map[Path]int `json:"non_terminal_transitions"`
+	// LogBytesPerTransition is the execution log volume per state
+	// transition at the state machine's log level (ALL logs every
+	// transition's input and output; an assumption).
+	LogBytesPerTransition int64 `json:"log_bytes_per_transition"`
+	// QuarantineCopyLimit is the largest input a quarantine bundle copies
+	// (quarantine.DefaultCopyLimit): larger ones are referenced.
+	QuarantineCopyLimit int64 `json:"quarantine_copy_limit"`
 }
 
 // rangeGets is the GETs of Convert's read-ahead over a source of n bytes
@@ -82,6 +105,15 @@ func DefaultSettings() Settings {
 		SourceReadWhole:     objectstore.DefaultWholeObjectMax,
 		RangeReadBytes:      objectstore.DefaultBlockSize,
 		PartBytes:           16 << 20,
+		MaxConcurrency:      policy.DefaultMaxConcurrency,
+		IOMBPerSecond:       80,
+		// Converted: claimed, converting, staged, promoting and published
+		// leave the job non-terminal until the last write; routed files
+		// pass claimed, converting, failing.
+		IndexWritesPerTransition: 1,
+		NonTerminalTransitions:   map[Path]int{Converted: 5, Remediation: 3, Rejected: 1},
+		LogBytesPerTransition:    2000,
+		QuarantineCopyLimit:      quarantine.DefaultCopyLimit,
 	}
 }
 
@@ -94,6 +126,10 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("function memory must be within 128..10240 MB (convert %d, small %d)", s.ConvertMemoryMB, s.SmallMemoryMB)
 	case s.Concurrency < 1:
 		return fmt.Errorf("concurrency %d: want at least 1", s.Concurrency)
+	case s.MaxConcurrency < 1:
+		return fmt.Errorf("max concurrency %d: want at least 1", s.MaxConcurrency)
+	case s.IOMBPerSecond <= 0 || s.IndexWritesPerTransition < 0 || s.LogBytesPerTransition < 0:
+		return fmt.Errorf("model parameters must be positive: %+v", s)
 	case s.MemoryPerVCPUMB <= 0 || s.UsefulVCPUs <= 0 || s.CPUFactor <= 0 || s.HashReadMBPerSecond <= 0 || s.StepMS < 0 || s.SourceReadWhole < 0 || s.RangeReadBytes <= 0 || s.PartBytes <= 0:
 		return fmt.Errorf("model parameters must be positive: %+v", s)
 	}
@@ -112,6 +148,10 @@ type Group struct {
 	// RangeRead: Convert reads the source by ranged GETs
 	// (formats.ReadableByRange) rather than one download.
 	RangeRead bool `json:"range_read,omitempty"`
+	// Container: converted by the container task (ECS Fargate), one task
+	// launch per file. Its time is charged as the Lambda's (Fargate's
+	// vCPU and memory prices are not in the table).
+	Container bool `json:"container,omitempty"`
 }
 
 // Estimate is the cost of a workload.
@@ -119,23 +159,34 @@ type Estimate struct {
 	Files int64 `json:"files"`
 	Bytes int64 `json:"bytes"`
 
-	Executions         int64             `json:"executions"`
-	Transitions        int64             `json:"transitions"`
-	LambdaInvocations  int64             `json:"lambda_invocations"`
-	LambdaSeconds      float64           `json:"lambda_seconds"`
-	LambdaGBSeconds    float64           `json:"lambda_gb_seconds"`
-	ConvertSeconds     float64           `json:"convert_seconds"`
-	ExpressGBSeconds   float64           `json:"express_gb_seconds"`
-	LongestExecution   float64           `json:"longest_execution_seconds"`
-	OverExpressLimit   int64             `json:"executions_over_express_limit"`
-	S3GetHead          int64             `json:"s3_get_head"`
-	S3PutCopyList      int64             `json:"s3_put_copy_list"`
-	S3Delete           int64             `json:"s3_delete"`
-	DynamoDBReadUnits  int64             `json:"dynamodb_read_units"`
-	DynamoDBWriteUnits int64             `json:"dynamodb_write_units"`
-	SQSRequests        int64             `json:"sqs_requests"`
-	WallClockSeconds   float64           `json:"wall_clock_seconds"`
-	StandIns           map[string]string `json:"rate_stand_ins,omitempty"` // format → measured row used
+	Executions         int64   `json:"executions"`
+	Transitions        int64   `json:"transitions"`
+	LambdaInvocations  int64   `json:"lambda_invocations"`
+	LambdaSeconds      float64 `json:"lambda_seconds"`
+	LambdaGBSeconds    float64 `json:"lambda_gb_seconds"`
+	ConvertSeconds     float64 `json:"convert_seconds"`
+	ExpressGBSeconds   float64 `json:"express_gb_seconds"`
+	LongestExecution   float64 `json:"longest_execution_seconds"`
+	OverExpressLimit   int64   `json:"executions_over_express_limit"`
+	S3GetHead          int64   `json:"s3_get_head"`
+	S3PutCopyList      int64   `json:"s3_put_copy_list"`
+	S3Delete           int64   `json:"s3_delete"`
+	DynamoDBReadUnits  int64   `json:"dynamodb_read_units"`
+	DynamoDBWriteUnits int64   `json:"dynamodb_write_units"`
+	SQSRequests        int64   `json:"sqs_requests"`
+	WallClockSeconds   float64 `json:"wall_clock_seconds"`
+	// IndexWrites are the status-index entries written (included in
+	// DynamoDBWriteUnits); ContainerTasks the Fargate tasks started.
+	IndexWrites    int64 `json:"index_writes"`
+	ContainerTasks int64 `json:"container_tasks"`
+	// QuarantineBytes are the routed files' sources kept in quarantine;
+	// LogBytes the execution logs at the state machine's log level.
+	QuarantineBytes int64 `json:"quarantine_bytes"`
+	LogBytes        int64 `json:"log_bytes"`
+	// Bounds are the duration under each quota, longest (binding) first;
+	// WallClockSeconds is the first.
+	Bounds   []Bound           `json:"bounds"`
+	StandIns map[string]string `json:"rate_stand_ins,omitempty"` // format → measured row used
 
 	Cost Cost `json:"cost_usd"`
 	// PerThousandStandard and PerThousandExpress are the total per 1,000
@@ -152,6 +203,10 @@ type Cost struct {
 	S3                    float64 `json:"s3"`
 	DynamoDB              float64 `json:"dynamodb"`
 	SQS                   float64 `json:"sqs"`
+	// Quarantine is one month of S3 Standard storage of the routed
+	// sources; Logs the execution logs' ingestion.
+	Quarantine float64 `json:"quarantine_storage_month"`
+	Logs       float64 `json:"execution_logs"`
 	// TotalStandard and TotalExpress are everything, with Step Functions
 	// Standard or Express.
 	TotalStandard float64 `json:"total_standard"`
@@ -171,6 +226,7 @@ type Model struct {
 	// Backfill is what a backfill adds around the migrate executions
 	// (BackfillCost; Calculate prices migrate executions only).
 	Backfill BackfillWalk
+	Quotas   Quotas
 }
 
 // Calculate estimates the cost of running the workload's files through the
@@ -195,6 +251,9 @@ type Model struct {
 func Calculate(m Model, groups []Group) (Estimate, error) {
 	s := m.Settings
 	if err := s.Validate(); err != nil {
+		return Estimate{}, fmt.Errorf("cost.Calculate: %w", err)
+	}
+	if err := m.Quotas.Validate(); err != nil {
 		return Estimate{}, fmt.Errorf("cost.Calculate: %w", err)
 	}
 	perGBs := m.Prices.LambdaArm64PerGBSecond
@@ -228,8 +287,18 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 		e.Bytes += g.Bytes
 		e.Executions += g.Files
 		e.Transitions += g.Files * int64(walk.Transitions)
+		e.LogBytes += g.Files * int64(walk.Transitions) * s.LogBytesPerTransition
+		// A routed file's bundle copies its input up to the copy limit and
+		// references a larger one; a source HashCheck rejected is gone or
+		// not the pipeline's, and is not counted.
+		if g.Path == Remediation && int64(avg) <= s.QuarantineCopyLimit {
+			e.QuarantineBytes += g.Bytes
+		}
 		e.LambdaInvocations += g.Files * int64(len(walk.Lambdas))
 		e.SQSRequests += g.Files * int64(walk.SQSSends)
+		if g.Container {
+			e.ContainerTasks += g.Files
+		}
 
 		// One execution of this group's average file.
 		var execSeconds, gbSeconds float64
@@ -246,10 +315,20 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 				if g.Path == Remediation {
 					d = rate.OverheadMS / 1000 / speed // refused in preflight, before the bytes are converted
 				} else {
+					// Converting, then downloading the source (when not
+					// read by range) and uploading the output.
 					d = rate.Seconds(int64(avg)) / speed
+					io := avg * rate.OutputRatio
+					if !g.RangeRead {
+						io += avg
+					}
+					d += io / 1e6 / s.IOMBPerSecond
 				}
 				e.ConvertSeconds += d * n
-			default: // Promote, Classify
+			case "Promote":
+				// The staged output copied to its key.
+				d, gb = s.StepMS/1000+avg*rate.OutputRatio/1e6/s.IOMBPerSecond, smallGB
+			default: // Classify
 				d, gb = s.StepMS/1000, smallGB
 			}
 			execSeconds += d
@@ -285,8 +364,12 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 		e.S3Delete += g.Files * int64(r.S3Delete)
 		e.DynamoDBReadUnits += g.Files * int64(r.DynamoDBRead)
 		e.DynamoDBWriteUnits += g.Files * int64(r.DynamoDBWrite)
+		iw := int64(math.Ceil(float64(s.NonTerminalTransitions[g.Path]) * s.IndexWritesPerTransition * n))
+		e.IndexWrites += iw
+		e.DynamoDBWriteUnits += iw
 	}
-	e.WallClockSeconds = math.Max(e.LambdaSeconds/float64(s.Concurrency), e.LongestExecution)
+	e.Bounds = Bounds(m, e)
+	e.WallClockSeconds = e.Bounds[0].Seconds
 
 	p := m.Prices
 	c := &e.Cost
@@ -296,7 +379,9 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 	c.S3 = float64(e.S3GetHead)/1000*p.S3GetHeadPer1000 + float64(e.S3PutCopyList)/1000*p.S3PutCopyPostListPer1000
 	c.DynamoDB = float64(e.DynamoDBReadUnits)/1e6*p.DynamoDBPerMillionReadUnits + float64(e.DynamoDBWriteUnits)/1e6*p.DynamoDBPerMillionWriteUnits
 	c.SQS = float64(e.SQSRequests) / 1e6 * p.SQSPerMillionRequests
-	rest := c.Lambda + c.S3 + c.DynamoDB + c.SQS
+	c.Quarantine = float64(e.QuarantineBytes) / 1e9 * p.S3StandardPerGBMonth
+	c.Logs = float64(e.LogBytes) / 1e9 * p.CloudWatchLogsPerGB
+	rest := c.Lambda + c.S3 + c.DynamoDB + c.SQS + c.Quarantine + c.Logs
 	c.TotalStandard = c.StepFunctionsStandard + rest
 	c.TotalExpress = c.StepFunctionsExpress + rest
 	if e.Files > 0 {
@@ -335,5 +420,5 @@ func DefaultModel(ctx context.Context) (Model, error) {
 	if err != nil {
 		return Model{}, err
 	}
-	return Model{Prices: DefaultPrices(), Throughput: DefaultThroughput(), Walks: walks, PerFile: PerFile, Settings: DefaultSettings(), Backfill: backfill}, nil
+	return Model{Prices: DefaultPrices(), Throughput: DefaultThroughput(), Walks: walks, PerFile: PerFile, Settings: DefaultSettings(), Backfill: backfill, Quotas: DefaultQuotas()}, nil
 }

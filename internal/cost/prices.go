@@ -45,6 +45,11 @@ type Prices struct {
 	DynamoDBPerMillionReadUnits  float64 `json:"dynamodb_per_million_read_units"`
 
 	SQSPerMillionRequests float64 `json:"sqs_per_million_requests"`
+
+	// S3StandardPerGBMonth prices the quarantined sources of routed files
+	// (one month); CloudWatchLogsPerGB the ingestion of execution logs.
+	S3StandardPerGBMonth float64 `json:"s3_standard_per_gb_month"`
+	CloudWatchLogsPerGB  float64 `json:"cloudwatch_logs_ingest_per_gb"`
 }
 
 // DefaultPrices are the embedded us-east-1 prices (prices.json).
@@ -84,6 +89,8 @@ func decodePrices(r io.Reader, base Prices) (Prices, error) {
 		"lambda_x86_64_per_gb_second":                 p.LambdaX8664PerGBSecond,
 		"s3_put_copy_post_list_per_1000":              p.S3PutCopyPostListPer1000,
 		"s3_get_head_per_1000":                        p.S3GetHeadPer1000,
+		"s3_standard_per_gb_month":                    p.S3StandardPerGBMonth,
+		"cloudwatch_logs_ingest_per_gb":               p.CloudWatchLogsPerGB,
 		"dynamodb_per_million_write_units":            p.DynamoDBPerMillionWriteUnits,
 		"dynamodb_per_million_read_units":             p.DynamoDBPerMillionReadUnits,
 		"sqs_per_million_requests":                    p.SQSPerMillionRequests,

@@ -82,15 +82,17 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("| S3 requests | %s | %s |\n", usd(e.Cost.S3), usd(e.Cost.S3))
 	pf("| DynamoDB | %s | %s |\n", usd(e.Cost.DynamoDB), usd(e.Cost.DynamoDB))
 	pf("| SQS | %s | %s |\n", usd(e.Cost.SQS), usd(e.Cost.SQS))
+	pf("| quarantine copies, one month (%s) | %s | %s |\n", tb(e.QuarantineBytes), usd(e.Cost.Quarantine), usd(e.Cost.Quarantine))
+	pf("| execution logs (%.1f GB) | %s | %s |\n", float64(e.LogBytes)/1e9, usd(e.Cost.Logs), usd(e.Cost.Logs))
 	pf("| **total** | **%s** | **%s** |\n", usd(e.Cost.TotalStandard), usd(e.Cost.TotalExpress))
 	pf("| **per 1,000 files** | **%s** | **%s** |\n\n", usd(e.PerThousandStandard), usd(e.PerThousandExpress))
-	pf("- **Duration at concurrency %s: %s** (%s Lambda-seconds, %s of them converting; the longest execution %s).\n",
-		num(int64(s.Concurrency)), hours(e.WallClockSeconds), num(int64(e.LambdaSeconds)), num(int64(e.ConvertSeconds)), secs(e.LongestExecution))
+	pf("- **Duration: %s, bound by %s** (%s Lambda-seconds, %s of them converting; the longest execution %s).\n",
+		hours(e.WallClockSeconds), e.Bounds[0].Name, num(int64(e.LambdaSeconds)), num(int64(e.ConvertSeconds)), secs(e.LongestExecution))
 	pf("- **State transitions: %s** (Standard bills each; %d per converted file, %d per skipped, %d per refused).\n",
 		num(e.Transitions), m.Walks[Converted].Transitions, m.Walks[Skipped].Transitions, m.Walks[Remediation].Transitions)
 	pf("- Lambda: %s invocations, %s GB-seconds. S3: %s GET/HEAD, %s PUT/COPY/LIST (%s DELETE, free). DynamoDB: %s read units,\n",
 		num(e.LambdaInvocations), num(int64(e.LambdaGBSeconds)), num(e.S3GetHead), num(e.S3PutCopyList), num(e.S3Delete), num(e.DynamoDBReadUnits))
-	pf("  %s write units. SQS: %s messages. Express: %s executions, %s GB-seconds.\n", num(e.DynamoDBWriteUnits), num(e.SQSRequests), num(e.Executions), num(int64(e.ExpressGBSeconds)))
+	pf("  %s write units (%s of them status-index entries). SQS: %s messages. Express: %s executions, %s GB-seconds.\n", num(e.DynamoDBWriteUnits), num(e.IndexWrites), num(e.SQSRequests), num(e.Executions), num(int64(e.ExpressGBSeconds)))
 	if e.OverExpressLimit > 0 {
 		pf("- %s executions would run longer than Express's %d s: they need the Standard workflow.\n", num(e.OverExpressLimit), ExpressLimitSeconds)
 	} else {
@@ -104,10 +106,42 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("\nRunning it again once migrated (every object hashed and skipped, nothing converted) costs %s (Standard) or %s (Express),\n", usd(again.Cost.TotalStandard), usd(again.Cost.TotalExpress))
 	pf("%s per 1,000 files, and takes %s: HashCheck reads every byte to hash it.\n\n", usd(again.PerThousandStandard), hours(again.WallClockSeconds))
 
+	pf("## Duration: the quota that binds\n\n")
+	pf("`cost.Bounds` divides the run's demand by each quota (`cost.DefaultQuotas`, the large Regions' figures: %s;\n", m.Quotas.Region)
+	pf("`geomigrate plan --quota-region other` or `--quotas FILE` for others) and the backfill's MaxConcurrency (%s, the policy's default);\n", num(int64(s.MaxConcurrency)))
+	pf("the longest bound is the duration. Step Functions buckets pass a burst, then the refill rate. Each table reads as steps:\n")
+	pf("raise the first row's limit out of the way and the next row binds, at its duration.\n\n")
+	for _, w := range []struct {
+		name  string
+		scale int64
+	}{{"1 M objects", 1}, {"100 M objects", 100}} {
+		var gs []Group
+		for _, g := range ScaleWorkload() {
+			g.Files *= w.scale
+			g.Bytes *= w.scale
+			gs = append(gs, g)
+		}
+		x, err := Calculate(m, gs)
+		if err != nil {
+			return err
+		}
+		pf("**%s: %s, bound by %s** (raise: %s).\n\n", w.name, hours(x.WallClockSeconds), x.Bounds[0].Name, x.Bounds[0].Raise)
+		pf("| limit | duration | demand | rate per second |\n|---|---:|---:|---:|\n")
+		for _, bd := range x.Bounds {
+			pf("| %s | %s | %s | %s |\n", bd.Name, hours(bd.Seconds), num(int64(bd.Demand)), num(int64(bd.Rate)))
+		}
+		pf("\n")
+	}
+	pf("Quota sources:\n\n")
+	for _, src := range m.Quotas.Sources {
+		pf("- %s\n", src)
+	}
+	pf("\n")
+
 	pf("### Convert memory\n\n")
 	pf("The throughput was measured on one core; Lambda gives one vCPU per %s MB ([AWS](https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)). With `useful_vcpus` = %g (conversion\n", num(int64(s.MemoryPerVCPUMB)), s.UsefulVCPUs)
 	pf("is not assumed to use more than one vCPU; `geomigrate plan --useful-vcpus`), memory above %s MB makes Convert no faster and only dearer:\n\n", num(int64(s.MemoryPerVCPUMB)))
-	pf("| convert memory | total (Standard) | per 1,000 files | duration at %s |\n|---:|---:|---:|---:|\n", num(int64(s.Concurrency)))
+	pf("| convert memory | total (Standard) | per 1,000 files | duration (binding limit) |\n|---:|---:|---:|---:|\n")
 	for _, mem := range []int{1024, 1769, 3008, 10240} {
 		mm := m
 		mm.Settings.ConvertMemoryMB = mem
@@ -115,7 +149,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 		if err != nil {
 			return err
 		}
-		pf("| %s MB | %s | %s | %s |\n", num(int64(mem)), usd(x.Cost.TotalStandard), usd(x.PerThousandStandard), hours(x.WallClockSeconds))
+		pf("| %s MB | %s | %s | %s (%s) |\n", num(int64(mem)), usd(x.Cost.TotalStandard), usd(x.PerThousandStandard), hours(x.WallClockSeconds), x.Bounds[0].Name)
 	}
 	pf("\nThe default of %s MB buys headroom for large rasters (memory budgets, /tmp), not speed: size it to the archive's\n", num(int64(s.ConvertMemoryMB)))
 	pf("largest file, or measure GDAL's multi-threaded COG compression on Lambda and raise `useful_vcpus`.\n\n")
@@ -129,13 +163,18 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	}
 	pf("- **Lambda**: HashCheck %g ms plus reading the object at %g MB/s to hash it (an assumption: no S3 here); Convert the\n", s.StepMS, s.HashReadMBPerSecond)
 	pf("  measured per-file overhead plus bytes / measured MB/s, divided by the vCPUs its memory buys (min(memory / %s MB, %g) × %g);\n", num(int64(s.MemoryPerVCPUMB)), s.UsefulVCPUs, s.CPUFactor)
-	pf("  a refused file pays only the overhead; Promote and Classify %g ms. GB-seconds at each function's memory; one request per task.\n", s.StepMS)
+	pf("  a refused file pays only the overhead; Promote and Classify %g ms. Convert adds its download (a source not read by range) and\n", s.StepMS)
+	pf("  the output's upload, Promote its copy of the output, at %g MB/s (an assumption). GB-seconds at each function's memory; one request per task.\n", s.IOMBPerSecond)
+	pf("- **Status index**: %g entry per state-store transition into a non-terminal status (converted %d, refused %d, rejected %d),\n",
+		s.IndexWritesPerTransition, s.NonTerminalTransitions[Converted], s.NonTerminalTransitions[Remediation], s.NonTerminalTransitions[Rejected])
+	pf("  one write unit each, on top of the base table's. **Quarantine**: a refused source up to %s MiB is copied into its bundle, kept\n", num(s.QuarantineCopyLimit>>20))
+	pf("  a month in S3 Standard. **Logs**: %s bytes per state transition at the state machine's log level (ALL: an assumption).\n", num(s.LogBytesPerTransition))
 	pf("- **S3 and DynamoDB**: the requests counted per path (below); a source read by range is fetched by Convert's read-ahead\n")
 	pf("  instead of one download GET: whole in one GET up to %s MiB, above it one GET per aligned %s MiB block (GDAL's own\n", num(s.SourceReadWhole>>20), num(s.RangeReadBytes>>20))
 	pf("  reads, measured per format below, are served from those); an output over\n")
 	pf("  %s MiB (source bytes × the measured output ratio) is a multipart upload: one PUT per part plus create and complete.\n", num(s.PartBytes>>20))
 	pf("- **SQS**: one request per SendMessage of the walk. **Express**: one request per execution and its duration (the tasks' sum,\n")
-	pf("  rounded up to %g ms) at %g MB. **Duration**: Lambda-seconds / concurrency, never less than the longest execution.\n\n", p.StepFunctionsExpressIncrementMS, p.StepFunctionsExpressMemoryMB)
+	pf("  rounded up to %g ms) at %g MB. **Duration**: the longest of the quota bounds (above): raise the first to shorten the run.\n\n", p.StepFunctionsExpressIncrementMS, p.StepFunctionsExpressMemoryMB)
 
 	pf("Requests per file (`cost.PerFile`):\n\n| path | S3 GET/HEAD | S3 PUT/COPY/LIST | S3 DELETE | DynamoDB read units | write units |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, path := range Paths {
@@ -180,10 +219,10 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 	pf("\n%s\n\n", p.Notes)
 	pf("## What it leaves out\n\n")
 	pf("- Free tiers, Savings Plans and volume tiers (all lower the bill); S3 storage of the outputs, data transfer (none within a\n")
-	pf("  Region), CloudWatch logs and metrics, KMS, the backfill's result files.\n")
+	pf("  Region), CloudWatch metrics and the handlers' own logs, KMS, the backfill's result files; Fargate's vCPU and memory for the\n")
+	pf("  large-object route (its task launches bound the duration; its time is charged as the Lambda's).\n")
 	pf("- Retries: each retry is another transition and another invocation; a run with many transient faults costs more.\n")
-	pf("- Throttling: Step Functions StartExecution and state-transition quotas, and S3 request rates per prefix, can stretch the\n")
-	pf("  duration beyond the Lambda-bound figure above; Distributed Map's MaxConcurrency sets how many run at once.\n")
+	pf("- Retries after throttling: the duration is the tightest quota's, assuming requests are paced to it, not retried.\n")
 	pf("- The throughput was measured on one machine (%s): Lambda's Graviton vCPU may differ\n", tp.Machine)
 	pf("  (`--cpu-factor`), and the figures move with load (re-measure on an idle machine and regenerate this file).\n")
 	_, err = io.WriteString(w, b.String())
