@@ -40,6 +40,7 @@ const (
 type Backfill struct {
 	exec    *asl.Executor
 	ended   func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
+	onDone  func(Outcome)
 	mu      sync.Mutex
 	results []Outcome
 }
@@ -65,6 +66,9 @@ type BackfillConfig struct {
 	// PolicyParameter is the parameter name substituted for
 	// ${PolicyParameterName}; "" is statemachine.LocalPolicyParameter.
 	PolicyParameter string
+	// OnDone, if set, is called with each child's outcome as it ends
+	// (concurrently, from the child's goroutine): the CLI's progress lines.
+	OnDone func(Outcome)
 }
 
 // ParsedBackfill is the backfill definition as the local executor runs
@@ -105,7 +109,7 @@ func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backfill{ended: cfg.Ended}
+	b := &Backfill{ended: cfg.Ended, onDone: cfg.OnDone}
 	all := []asl.Option{
 		asl.WithStateMachineName("geomigrate-backfill"),
 		asl.WithResource(resourceListObjects, listObjects(cfg.Store)),
@@ -303,6 +307,9 @@ func (b *Backfill) startChild(migrate *asl.Executor) func(context.Context, json.
 			closeEnded(ctx, b.ended, src, res, &o)
 		}
 		o.History = nil
+		if b.onDone != nil {
+			b.onDone(o)
+		}
 		b.mu.Lock()
 		b.results = append(b.results, o)
 		b.mu.Unlock()
