@@ -30,8 +30,10 @@ var (
 	goalSHA256        = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 0.9}
 	goalPeakRSS       = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 1024}
 	goalOrchestration = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 5}
-	goalGPQBytes      = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1}
-	goalGPQRows       = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 1}
+	// CPU outside GDAL per backfill item, at every size up to 10,000.
+	goalOrchestrationCPU = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 5}
+	goalGPQBytes         = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1}
+	goalGPQRows          = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 1}
 )
 
 // gpq (planetlabs/gpq) cannot be installed here: its output sizes for the
@@ -298,7 +300,11 @@ func orchestration(sub string) func(context.Context, *bench, string) (*setup, er
 						benchpair.Number(benchpair.Summarize(first).Median), benchpair.Number(benchpair.Summarize(last).Median))},
 					benchpair.Figure{Key: "orchestration-cpu-" + s, Title: fmt.Sprintf("orchestration per file, %s tiny files, --workers 1, CPU", count(itemsOf(s))), Unit: "ms",
 						Subject: "the same run: CPU time per file outside GDAL (less sensitive than wall time to other work on the machine).",
-						Values:  cpu})
+						Values:  cpu, Goal: goalOrchestrationCPU},
+					benchpair.Figure{Key: "orchestration-peak-rss-" + s, Title: fmt.Sprintf("local backfill of %s tiny files, --workers 1, peak resident set", count(itemsOf(s))), Unit: "MiB",
+						Subject: "the same run: the test process's peak resident set (VmHWM, reset before each size), GDAL's memory included.",
+						Values:  values(as, metric(s+" peak-rss-MiB")),
+						Note:    fmt.Sprintf("Peak Go heap %s MiB.", benchpair.Number(benchpair.Summarize(values(as, metric(s+" peak-heap-MiB"))).Median))})
 			}
 			return figs
 		}}, nil

@@ -9,8 +9,10 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/policy"
 )
 
@@ -121,11 +123,26 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 		return err
 	}
 	defer be.Close()
-	exec, err := localrun.NewExecutor(be.handlers, be.queues)
+	// The progress counts what the map will list: the keys under the
+	// prefix (ignored files among them end as items too).
+	total := 0
+	if err := be.local.store.List(e.ctx, roots[0].bucket, c.Prefix, func(objectstore.Object) error { total++; return nil }); err != nil {
+		return err
+	}
+	prog, closeProgress, err := f.progress(e.stderr, total)
 	if err != nil {
 		return err
 	}
-	cfg := localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: be.local.store, Migrate: exec, Ended: be.closer.Close}
+	defer closeProgress()
+	if f.logs != nil {
+		f.logs.to(noticeWriter{p: prog, log: true})
+		defer f.logs.to(e.stderr)
+	}
+	exec, err := localrun.NewExecutor(be.handlers, be.queues, asl.WithExecutionHistory(prog.observe))
+	if err != nil {
+		return err
+	}
+	cfg := localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: be.local.store, Migrate: exec, Ended: be.closer.Close, OnDone: prog.done}
 	if f.Policy != "" {
 		// The state machine's ReadPolicy reads the same file; the input's
 		// values, taken from it above, come first.
@@ -138,21 +155,26 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	input["prefix"], input["dataset_id"] = c.Prefix, c.Dataset
 	inputJSON, _ := json.Marshal(input)
 	fmt.Fprintf(e.stderr, "geomigrate %s: backfill of %s/%s → %s (%d at a time)\n", buildinfo.Version, roots[0].dir, c.Prefix, f.Dest, input["max_concurrency"])
+	recipe := be.handlers.Recipe()
+	prog.start(runHeader{Version: buildinfo.Version, Files: total, Dest: f.Dest, Backend: backendLocal, GDAL: recipe.EngineVersion, Workers: f.Workers})
 	started := time.Now()
 	res, outcomes, err := bf.Run(e.ctx, localrun.ExecutionName("backfill"), inputJSON)
 	if err != nil {
+		prog.finish(localrun.NewReport(started, outcomes), "")
 		return err
 	}
 	report := localrun.NewReport(started, outcomes)
-	report.Backend, report.Dest, report.Workers, report.Recipe = backendLocal, f.Dest, f.Workers, be.handlers.Recipe().CanonicalJSON()
-	addSignals(e.ctx, report, be, func(msg string) { fmt.Fprintln(e.stderr, msg) })
+	report.Backend, report.Dest, report.Workers, report.Recipe = backendLocal, f.Dest, f.Workers, recipe.CanonicalJSON()
+	addSignals(e.ctx, report, be, prog.notice)
 	reportPath := f.Report
 	if reportPath == "" {
 		reportPath = filepath.Join(be.paths.reports, "backfill-"+started.UTC().Format("20060102T150405.000")+".json")
 	}
 	if err := report.Write(reportPath); err != nil {
+		prog.finish(report, "")
 		return err
 	}
+	prog.finish(report, reportPath)
 	report.PrintSummary(e.stdout)
 	fmt.Fprintf(e.stdout, "\nbackfill execution: %s (%s)\nresults: %s\nreport: %s\n", res.Name, res.Status, resultsDir, reportPath)
 	if res.Status != "SUCCEEDED" {

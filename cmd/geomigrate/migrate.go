@@ -341,7 +341,7 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, noticeWriter{p: prog}); err != nil {
 		return err
 	}
-	runner := &localrun.Runner{Executor: x.exec, Workers: f.Workers, OnDone: prog.done, Release: release, Halt: x.halt, Grace: f.Grace, Abort: abortOf(ctx), Ended: x.be.closer.Close}
+	runner := &localrun.Runner{Executor: x.exec, Workers: f.Workers, OnDone: prog.done, Release: release, Halt: x.halt, Grace: f.Grace, Abort: abortOf(ctx), Ended: x.be.closer.Close, DropHistory: true}
 	stopNotice := context.AfterFunc(ctx, func() {
 		prog.notice(fmt.Sprintf("geomigrate: %v: no new file starts; running ones get %s to finish (interrupt again to stop them now)", context.Cause(ctx), f.Grace))
 	})

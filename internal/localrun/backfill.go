@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path"
 	"strings"
 	"sync"
@@ -40,6 +41,7 @@ const (
 type Backfill struct {
 	exec    *asl.Executor
 	ended   func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
+	onDone  func(Outcome)
 	mu      sync.Mutex
 	results []Outcome
 }
@@ -65,6 +67,9 @@ type BackfillConfig struct {
 	// PolicyParameter is the parameter name substituted for
 	// ${PolicyParameterName}; "" is statemachine.LocalPolicyParameter.
 	PolicyParameter string
+	// OnDone, if set, is called with each child's outcome as it ends
+	// (concurrently, from the child's goroutine): the CLI's progress lines.
+	OnDone func(Outcome)
 }
 
 // ParsedBackfill is the backfill definition as the local executor runs
@@ -105,7 +110,7 @@ func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backfill{ended: cfg.Ended}
+	b := &Backfill{ended: cfg.Ended, onDone: cfg.OnDone}
 	all := []asl.Option{
 		asl.WithStateMachineName("geomigrate-backfill"),
 		asl.WithResource(resourceListObjects, listObjects(cfg.Store)),
@@ -227,51 +232,177 @@ func readInventoryCSV(ctx context.Context, store objectstore.Store, bucket, key 
 
 // writeResults writes the Map's results the way ResultWriter does on AWS:
 // a manifest and the succeeded and failed items as JSON files under the
-// prefix, one folder per execution.
+// prefix, one folder per execution. The items are read from the
+// parameters one at a time and spooled to temporary files, so no copy of
+// the whole result set is made beside the parameters themselves.
 func writeResults(store objectstore.Store) func(context.Context, json.RawMessage) (json.RawMessage, error) {
 	return func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-		var p struct {
-			Bucket, Prefix string
-			Results        []json.RawMessage
-		}
-		if err := json.Unmarshal(params, &p); err != nil {
-			return nil, err
-		}
-		var ok, failed []json.RawMessage
-		for _, r := range p.Results {
-			var probe struct{ Error *string }
-			if json.Unmarshal(r, &probe) == nil && probe.Error != nil {
-				failed = append(failed, r)
-			} else {
-				ok = append(ok, r)
-			}
-		}
-		dir := path.Join(p.Prefix, time.Now().UTC().Format("20060102T150405.000000000")) + "/"
-		put := func(name string, v any) (string, error) {
-			b, err := json.MarshalIndent(v, "", "  ")
-			if err != nil {
-				return "", err
-			}
-			key := dir + name
-			_, err = store.Put(ctx, objectstore.PutRequest{Bucket: p.Bucket, Key: key, Body: bytes.NewReader(b), Size: int64(len(b))})
-			return key, err
-		}
-		if _, err := put("SUCCEEDED_0.json", ok); err != nil {
-			return nil, fmt.Errorf("result writer: %w", err)
-		}
-		if _, err := put("FAILED_0.json", failed); err != nil {
-			return nil, fmt.Errorf("result writer: %w", err)
-		}
-		manifest := map[string]any{"DestinationBucket": p.Bucket, "ResultFiles": map[string]any{
-			"SUCCEEDED": []map[string]any{{"Key": dir + "SUCCEEDED_0.json", "Items": len(ok)}},
-			"FAILED":    []map[string]any{{"Key": dir + "FAILED_0.json", "Items": len(failed)}},
-		}}
-		key, err := put("manifest.json", manifest)
+		ok, err := newResultSpool()
 		if err != nil {
 			return nil, fmt.Errorf("result writer: %w", err)
 		}
-		return json.Marshal(map[string]any{"ResultWriterDetails": map[string]string{"Bucket": p.Bucket, "Key": key}})
+		defer ok.close()
+		failed, err := newResultSpool()
+		if err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+		defer failed.close()
+		var bucket, prefix string
+		dec := json.NewDecoder(bytes.NewReader(params))
+		err = eachField(dec, func(name string) error {
+			switch name {
+			case "Bucket":
+				return dec.Decode(&bucket)
+			case "Prefix":
+				return dec.Decode(&prefix)
+			case "Results":
+				return eachItem(dec, func(r json.RawMessage) error {
+					var probe struct{ Error *string }
+					if json.Unmarshal(r, &probe) == nil && probe.Error != nil {
+						return failed.add(r)
+					}
+					return ok.add(r)
+				})
+			}
+			var skip json.RawMessage
+			return dec.Decode(&skip)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+		dir := path.Join(prefix, time.Now().UTC().Format("20060102T150405.000000000")) + "/"
+		for _, f := range []struct {
+			name  string
+			spool *resultSpool
+		}{{"SUCCEEDED_0.json", ok}, {"FAILED_0.json", failed}} {
+			body, size, err := f.spool.finish()
+			if err == nil {
+				_, err = store.Put(ctx, objectstore.PutRequest{Bucket: bucket, Key: dir + f.name, Body: body, Size: size})
+			}
+			if err != nil {
+				return nil, fmt.Errorf("result writer: %w", err)
+			}
+		}
+		manifest := map[string]any{"DestinationBucket": bucket, "ResultFiles": map[string]any{
+			"SUCCEEDED": []map[string]any{{"Key": dir + "SUCCEEDED_0.json", "Items": ok.n}},
+			"FAILED":    []map[string]any{{"Key": dir + "FAILED_0.json", "Items": failed.n}},
+		}}
+		b, err := json.MarshalIndent(manifest, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+		key := dir + "manifest.json"
+		if _, err := store.Put(ctx, objectstore.PutRequest{Bucket: bucket, Key: key, Body: bytes.NewReader(b), Size: int64(len(b))}); err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+		return json.Marshal(map[string]any{"ResultWriterDetails": map[string]string{"Bucket": bucket, "Key": key}})
 	}
+}
+
+// eachField calls fn with each member name of the JSON object dec is at;
+// fn must consume the member's value.
+func eachField(dec *json.Decoder, fn func(name string) error) error {
+	if t, err := dec.Token(); err != nil {
+		return err
+	} else if t != json.Delim('{') {
+		return fmt.Errorf("parameters: want an object, got %v", t)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := t.(string)
+		if err := fn(name); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token()
+	return err
+}
+
+// eachItem calls fn with each element of the JSON array (or null) dec is at.
+func eachItem(dec *json.Decoder, fn func(json.RawMessage) error) error {
+	t, err := dec.Token()
+	if err != nil || t == nil {
+		return err
+	}
+	if t != json.Delim('[') {
+		return fmt.Errorf("results: want an array, got %v", t)
+	}
+	for dec.More() {
+		var r json.RawMessage
+		if err := dec.Decode(&r); err != nil {
+			return err
+		}
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	_, err = dec.Token()
+	return err
+}
+
+// resultSpool is one result file being written: a JSON array, indented as
+// json.MarshalIndent(items, "", "  ") writes it ("null" when empty, as a
+// nil slice is), in a temporary file.
+type resultSpool struct {
+	f   *os.File
+	w   *bufio.Writer
+	n   int
+	buf bytes.Buffer
+}
+
+func newResultSpool() (*resultSpool, error) {
+	f, err := os.CreateTemp("", "geomigrate-results-*.json")
+	if err != nil {
+		return nil, err
+	}
+	return &resultSpool{f: f, w: bufio.NewWriter(f)}, nil
+}
+
+func (s *resultSpool) add(r json.RawMessage) error {
+	sep := ",\n  "
+	if s.n == 0 {
+		sep = "[\n  "
+	}
+	s.n++
+	s.buf.Reset()
+	if err := json.Indent(&s.buf, r, "  ", "  "); err != nil {
+		return err
+	}
+	if _, err := s.w.WriteString(sep); err != nil {
+		return err
+	}
+	_, err := s.w.Write(s.buf.Bytes())
+	return err
+}
+
+// finish closes the array and returns the file, rewound, and its size.
+func (s *resultSpool) finish() (io.Reader, int64, error) {
+	end := "\n]"
+	if s.n == 0 {
+		end = "null"
+	}
+	if _, err := s.w.WriteString(end); err != nil {
+		return nil, 0, err
+	}
+	if err := s.w.Flush(); err != nil {
+		return nil, 0, err
+	}
+	size, err := s.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil, 0, err
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return nil, 0, err
+	}
+	return s.f, size, nil
+}
+
+func (s *resultSpool) close() {
+	_ = s.f.Close()
+	_ = os.Remove(s.f.Name())
 }
 
 // startChild runs one child execution of the migrate state machine and
@@ -303,6 +434,9 @@ func (b *Backfill) startChild(migrate *asl.Executor) func(context.Context, json.
 			closeEnded(ctx, b.ended, src, res, &o)
 		}
 		o.History = nil
+		if b.onDone != nil {
+			b.onDone(o)
+		}
 		b.mu.Lock()
 		b.results = append(b.results, o)
 		b.mu.Unlock()

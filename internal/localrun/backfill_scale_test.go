@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"syscall"
@@ -229,24 +230,31 @@ func TestBackfillOverTenThousandObjects(t *testing.T) {
 // not), each for the whole run and for its first and last tenth (flat
 // means they match), with the job records in the embedded bbolt store as
 // the CLI keeps them; the bytes allocated per item and the heap the run
-// left live (the outcomes the report needs, the result writer's input).
+// left live (the outcomes the report needs, the result writer's input),
+// and the run's peak Go heap and peak resident set (the process's, reset
+// before each size).
 func BenchmarkBackfillOverhead(b *testing.B) {
 	if os.Getenv(scaleBenchEnv) == "" {
 		b.Skipf("11,100 conversions: run by make bench-backfill (%s=1) at -benchtime 1x", scaleBenchEnv)
 	}
 	for _, n := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("items=%d", n), func(b *testing.B) {
-			var mean, first, last, convert, cpu, cpuFirst, cpuLast, live, alloc float64
+			var mean, first, last, convert, cpu, cpuFirst, cpuLast, live, alloc, rss, heap float64
 			for range b.N {
 				b.StopTimer()
 				s := newScaleRun(b, n, true)
 				runtime.GC()
 				var before runtime.MemStats
 				runtime.ReadMemStats(&before)
+				resetPeakRSS()
+				stopSampling, peakHeap := sampleHeap()
 				cpu0 := processCPU()
 				b.StartTimer()
 				outcomes := s.run(b, 1)
 				b.StopTimer()
+				stopSampling()
+				rss += float64(peakRSS()) / (1 << 20)
+				heap += float64(*peakHeap) / (1 << 20)
 				cpu += float64(processCPU()-cpu0-s.engine.cpu) / float64(time.Millisecond) / float64(n)
 				runtime.GC()
 				var after runtime.MemStats
@@ -282,8 +290,39 @@ func BenchmarkBackfillOverhead(b *testing.B) {
 			b.ReportMetric(cpuLast/k, "last10%-cpu-ms/item")
 			b.ReportMetric(live/k, "live-heap-MiB")
 			b.ReportMetric(alloc/k, "alloc-KiB/item")
+			b.ReportMetric(rss/k, "peak-rss-MiB")
+			b.ReportMetric(heap/k, "peak-heap-MiB")
 		})
 	}
+}
+
+// sampleHeap reads the Go heap's in-use bytes every 10 ms (runtime/metrics,
+// which does not stop the world) until stop is called; *peak is the
+// largest reading.
+func sampleHeap() (stop func(), peak *uint64) {
+	peak = new(uint64)
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() {
+		metrics.Read(sample)
+		if v := sample[0].Value; v.Kind() == metrics.KindUint64 {
+			*peak = max(*peak, v.Uint64())
+		}
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished; read() }, peak
 }
 
 func avgMS(ds []time.Duration) float64 {

@@ -9,3 +9,7 @@ import "time"
 func threadCPU() time.Duration { return 0 }
 
 func processCPU() time.Duration { return 0 }
+
+func resetPeakRSS() {}
+
+func peakRSS() int64 { return 0 }

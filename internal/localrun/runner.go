@@ -115,6 +115,10 @@ type Runner struct {
 	// Abort, when closed, aborts the running executions without waiting
 	// for the rest of Grace (a second signal).
 	Abort <-chan struct{}
+	// DropHistory leaves Outcome.History empty once the outcome is read
+	// from it: a run of many files then holds a few hundred bytes per
+	// file instead of each execution's every event (tens of kilobytes).
+	DropHistory bool
 }
 
 // Run executes one state machine execution per input and returns the
@@ -136,6 +140,9 @@ func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
 					out[i] = notStarted(inputs[i], reason)
 				} else {
 					out[i] = r.runOne(execCtx, inputs[i])
+					if r.DropHistory {
+						out[i].History = nil
+					}
 				}
 				if r.OnDone != nil {
 					r.OnDone(out[i])
