@@ -20,7 +20,7 @@ var (
 		statemachine.HashCheckTimeoutSeconds, statemachine.ConvertTimeoutSeconds,
 		statemachine.PromoteTimeoutSeconds, statemachine.ClassifyTimeoutSeconds,
 	}
-	BackfillPlaceholders = []string{"MigrateStateMachineArn", "SourceBucket", "ResultsBucket", statemachine.SourcePrefixRules, statemachine.PolicyParameterName}
+	BackfillPlaceholders = []string{"MigrateStateMachineArn", "SourceBucket", "ResultsBucket", statemachine.DeadLetterQueueURL, statemachine.SourcePrefixRules, statemachine.PolicyParameterName}
 )
 
 // placeholderRE matches ${Name}; CDK tokens (${Token[TOKEN.12]}) do not match.

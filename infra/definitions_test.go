@@ -97,7 +97,7 @@ func walkStates(t *testing.T, where string, states map[string]any, fn func(name 
 
 func TestBackfillDefinition(t *testing.T) {
 	text, doc := readBackfill(t)
-	if got := strings.Join(Placeholders(text), ","); got != "MigrateStateMachineArn,PolicyParameterName,ResultsBucket,SourceBucket,SourcePrefixRules" {
+	if got := strings.Join(Placeholders(text), ","); got != "DeadLetterQueueUrl,MigrateStateMachineArn,PolicyParameterName,ResultsBucket,SourceBucket,SourcePrefixRules" {
 		t.Errorf("placeholders %s", got)
 	}
 	checkKeys(t, "top level", doc, "Comment", "StartAt", "States", "TimeoutSeconds", "Version")

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +45,7 @@ type Stack struct {
 	Config                               *Config
 	Source, Dest, Ops, AccessLogs        awss3.Bucket
 	Table                                awsdynamodb.Table
+	tableIndexes                         []string // the table's global secondary indexes, by name
 	Remediation, DeadLetter              awssqs.Queue
 	RemediationRedrive, DeadLetterRedrve awssqs.Queue
 	EventsDLQ                            awssqs.Queue
@@ -221,12 +224,19 @@ func (st *Stack) table() {
 		DeletionProtection: jsii.Bool(true),
 		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
 	})
-	st.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+	st.index(&awsdynamodb.GlobalSecondaryIndexProps{
 		IndexName:      s("status-index"),
 		PartitionKey:   &awsdynamodb.Attribute{Name: s("status"), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:        &awsdynamodb.Attribute{Name: s("updated_at"), Type: awsdynamodb.AttributeType_STRING},
 		ProjectionType: awsdynamodb.ProjectionType_ALL,
 	})
+}
+
+// index adds a global secondary index to the state table and records its
+// name, which the throttling alarms watch (one alarm per index).
+func (st *Stack) index(props *awsdynamodb.GlobalSecondaryIndexProps) {
+	st.Table.AddGlobalSecondaryIndex(props)
+	st.tableIndexes = append(st.tableIndexes, *props.IndexName)
 }
 
 func (st *Stack) queue(id, name string, dlq awssqs.IQueue) awssqs.Queue {
@@ -630,6 +640,8 @@ func (st *Stack) stateMachines() error {
 		// ReadPolicy reads the run-time policy document for the Map's
 		// concurrency and tolerated failure percentage.
 		statemachine.PolicyParameterName: *st.Policy.ParameterName(),
+		// An item whose child execution could not be started is named there.
+		statemachine.DeadLetterQueueURL: *st.DeadLetter.QueueUrl(),
 	}
 	if c.BackfillChildExecutionType == "EXPRESS" {
 		// Express workflows run no .sync integration and last at most five minutes: the
@@ -666,6 +678,7 @@ func (st *Stack) stateMachines() error {
 	add("RunOwnMapRunChildren", []string{"states:StartExecution"}, backfillArn)
 	add("ManageOwnMapRunChildren", []string{"states:DescribeExecution", "states:StopExecution"}, backfillExecs)
 	add("ReadPolicyDocument", []string{"ssm:GetParameter"}, st.Policy.ParameterArn())
+	add("NameUnstartedItems", []string{"sqs:SendMessage"}, st.DeadLetter.QueueArn())
 	if c.BackfillChildExecutionType == "EXPRESS" {
 		backfillRole.AddToPrincipalPolicy(invoke)
 		backfillRole.AddToPrincipalPolicy(send)
@@ -820,13 +833,32 @@ func (st *Stack) alarmsAndDashboard() {
 			DimensionsMap: &map[string]*string{"To": s(string(breaker.Open))},
 			Statistic:     s("Sum"), Period: five,
 		}), 0, gt)
+	states := handlerStates(st.MigrateDefinition, st.BackfillDefinition)
 	for _, name := range FunctionNames {
 		fn := st.Functions[name]
 		id := strings.ToUpper(name[:1]) + name[1:]
 		alarm(id+"Throttles", name+" Lambda throttled", fn.MetricThrottles(sumOpts), 0, gt)
-		alarm(id+"Errors", fmt.Sprintf("%s Lambda errors above %d in 5 minutes (data errors returned by handlers count here too)", name, c.LambdaErrorsThreshold),
+		if invoked := states[*fn.FunctionArn()]; len(invoked) > 0 {
+			alarm(id+"Errors", fmt.Sprintf("%s handler returned more than %d systemic or unknown errors in 5 minutes (data errors and retried transient errors are not counted)", name, c.LambdaErrorsThreshold),
+				systemicErrors(id, invoked), float64(c.LambdaErrorsThreshold), gt)
+			continue
+		}
+		// Not a state machine task (executionfailed): it meters no tiers,
+		// and every error it returns is the pipeline's own.
+		alarm(id+"Errors", fmt.Sprintf("%s Lambda errors above %d in 5 minutes", name, c.LambdaErrorsThreshold),
 			fn.MetricErrors(sumOpts), float64(c.LambdaErrorsThreshold), gt)
 	}
+	// Step Functions throttles state transitions and retries once the
+	// account's token bucket is empty: executions slow down, and a
+	// backfill's child starts may outlast their retries (docs/operations.md).
+	for _, sm := range []struct {
+		id string
+		sm awsstepfunctions.StateMachine
+	}{{"Migrate", st.Migrate}, {"Backfill", st.Backfill}} {
+		alarm(sm.id+"ExecutionThrottled", "state transitions or retries of the "+strings.ToLower(sm.id)+" state machine throttled by Step Functions",
+			sm.sm.Metric(s(MetricExecutionThrottled), sumOpts), 0, gt)
+	}
+	st.tableThrottleAlarms(alarm)
 
 	// Dashboard: outcomes by tier. completed = succeeded executions, data_specific = remediation
 	// sends, systemic/unknown/exhausted = dead-letter sends; transient retries are in Lambda errors.
@@ -889,6 +921,133 @@ func (st *Stack) alarmsAndDashboard() {
 		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Data-specific fallback rate by dataset type"), Width: n(8), Left: &byType}),
 		awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: s("Recovery latency, routed to completed after replay (s)"), Width: n(8), Left: &recovery}),
 	)
+}
+
+// MetricExecutionThrottled is Step Functions' per state machine count of
+// throttled StateEntered events and retries (AWS/States, StateMachineArn).
+const MetricExecutionThrottled = "ExecutionThrottled"
+
+// ThrottledOperations are the DynamoDB operations whose ThrottledRequests
+// the table alarm sums (ThrottledRequests is only reported per operation,
+// and an alarm's metric math takes at most 10 metrics): every operation
+// the state store's adapter issues, and the other writes.
+var ThrottledOperations = []awsdynamodb.Operation{
+	awsdynamodb.Operation_GET_ITEM, awsdynamodb.Operation_PUT_ITEM, awsdynamodb.Operation_UPDATE_ITEM,
+	awsdynamodb.Operation_DELETE_ITEM, awsdynamodb.Operation_QUERY, awsdynamodb.Operation_SCAN,
+	awsdynamodb.Operation_BATCH_WRITE_ITEM, awsdynamodb.Operation_TRANSACT_WRITE_ITEMS,
+}
+
+// tableThrottleAlarms alarm on any DynamoDB throttling of the state table:
+// throttled requests, and the read and write throttle events of the table
+// and of each global secondary index (an index's events carry its
+// GlobalSecondaryIndexName; the table's TableName dimension alone leaves
+// them out). A throttled store write is a TransientError that is retried,
+// so throttling shows here long before it shows in the queues.
+func (st *Stack) tableThrottleAlarms(alarm func(id, desc string, metric awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator) awscloudwatch.Alarm) {
+	gt := awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD
+	sum := &awscloudwatch.MetricOptions{Statistic: s("Sum"), Period: mins(5)}
+	ops := ThrottledOperations
+	alarm("StateTableThrottledRequests", "requests to the state table throttled by DynamoDB",
+		st.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Operations: &ops, Period: mins(5)}), 0, gt)
+	events := func(metric string, index string) awscloudwatch.IMetric {
+		dims := map[string]*string{"TableName": st.Table.TableName()}
+		if index != "" {
+			dims["GlobalSecondaryIndexName"] = s(index)
+		}
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: s("AWS/DynamoDB"), MetricName: s(metric), DimensionsMap: &dims, Statistic: sum.Statistic, Period: sum.Period})
+	}
+	for _, m := range []string{"WriteThrottleEvents", "ReadThrottleEvents"} {
+		alarm("StateTable"+m, m+" on the state table", events(m, ""), 0, gt)
+		for _, index := range st.tableIndexes {
+			alarm("StateIndex"+alarmID(index)+m, m+" on the state table's index "+index, events(m, index), 0, gt)
+		}
+	}
+}
+
+// alarmID turns an index name (status-index) into a construct and alarm
+// name part (StatusIndex).
+func alarmID(name string) string {
+	var b strings.Builder
+	up := true
+	for _, r := range name {
+		if r == '-' || r == '_' || r == '.' {
+			up = true
+			continue
+		}
+		if up {
+			b.WriteString(strings.ToUpper(string(r)))
+		} else {
+			b.WriteRune(r)
+		}
+		up = false
+	}
+	return b.String()
+}
+
+// systemicErrors is the handlers' EMF Errors metric of the systemic and
+// unknown tiers, summed over the states that invoke one function: the
+// errors that mean the pipeline, not a file, is failing. DataErrors (a
+// refused file, routed to remediation) and TransientErrors (retried) are
+// left out.
+func systemicErrors(id string, states []string) awscloudwatch.MathExpression {
+	using := map[string]awscloudwatch.IMetric{}
+	var terms []string
+	for i, state := range states {
+		for _, tier := range []fault.Tier{fault.TierSystemic, fault.TierUnknown} {
+			key := fmt.Sprintf("%s_%d", tier, i)
+			using[key] = awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+				Namespace: s(emf.Namespace), MetricName: s(migration.MetricErrors),
+				DimensionsMap: &map[string]*string{"State": s(state), migration.DimTier: s(string(tier))},
+				Statistic:     s("Sum"), Period: mins(5),
+			})
+			terms = append(terms, "FILL("+key+", 0)")
+		}
+	}
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: s(strings.Join(terms, " + ")), UsingMetrics: &using,
+		Label: s(strings.ToLower(id) + " systemic + unknown errors"), Period: mins(5),
+	})
+}
+
+// handlerStates maps each Lambda function a definition invokes
+// (lambda:invoke's FunctionName, as substituted) to the names of the
+// states that invoke it, which the handlers report as the State dimension
+// of their metrics: the inlined states of the EXPRESS backfill carry their
+// Map's label as a prefix.
+func handlerStates(defs ...string) map[string][]string {
+	out := map[string][]string{}
+	var walk func(states map[string]any)
+	walk = func(states map[string]any) {
+		for _, name := range sortedKeys(states) {
+			st, _ := states[name].(map[string]any)
+			if params, _ := st["Parameters"].(map[string]any); params != nil && st["Resource"] == "arn:aws:states:::lambda:invoke" {
+				if fn, _ := params["FunctionName"].(string); fn != "" && !slices.Contains(out[fn], name) {
+					out[fn] = append(out[fn], name)
+				}
+			}
+			for _, key := range []string{"ItemProcessor", "Iterator"} {
+				if proc, _ := st[key].(map[string]any); proc != nil {
+					inner, _ := proc["States"].(map[string]any)
+					walk(inner)
+				}
+			}
+			branches, _ := st["Branches"].([]any)
+			for _, b := range branches {
+				if bm, _ := b.(map[string]any); bm != nil {
+					inner, _ := bm["States"].(map[string]any)
+					walk(inner)
+				}
+			}
+		}
+	}
+	for _, def := range defs {
+		var doc map[string]any
+		if json.Unmarshal([]byte(def), &doc) == nil {
+			states, _ := doc["States"].(map[string]any)
+			walk(states)
+		}
+	}
+	return out
 }
 
 // fallbackMetric is one of the handlers' fallback-rate metrics

@@ -390,6 +390,14 @@ func TestStateMachines(t *testing.T) {
 	if !strings.Contains(js(doc), `"ExecutionType":"STANDARD"`) {
 		t.Error("backfill children are not STANDARD by default")
 	}
+	// An item whose child never started is named in the dead-letter queue,
+	// which the backfill role may send to.
+	if !strings.Contains(strings.ReplaceAll(text, " ", ""), `"QueueUrl":"<Ref:DeadLetterQueue`) {
+		t.Error("backfill definition does not send unstarted items to the dead-letter queue")
+	}
+	if g := strings.Join(grants(b.statements(t, "BackfillStateMachineRole")), "\n"); !strings.Contains(g, "sqs:SendMessage on <GetAtt:DeadLetterQueue") {
+		t.Errorf("backfill role cannot send to the dead-letter queue:\n%s", g)
+	}
 }
 
 func TestBackfillExpressVariant(t *testing.T) {
@@ -403,6 +411,13 @@ func TestBackfillExpressVariant(t *testing.T) {
 	}
 	if !strings.Contains(js(doc), `"ExecutionType":"EXPRESS"`) || !strings.Contains(text, "<GetAtt:ConvertFunction") {
 		t.Error("express variant does not run the migrate states inline")
+	}
+	// The inlined states report their own State names: the error alarms count them too.
+	for _, a := range b.resources("AWS::CloudWatch::Alarm") {
+		p := a["Properties"].(map[string]any)
+		if p["AlarmName"] == "geomigrate-ConvertErrors" && !strings.Contains(js(p), `"Value":"BackfillPrefixConvert"`) {
+			t.Errorf("express: ConvertErrors misses the inlined Convert states: %s", js(p))
+		}
 	}
 	g := strings.Join(grants(b.statements(t, "BackfillStateMachineRole")), "\n")
 	if !strings.Contains(g, "lambda:InvokeFunction on <GetAtt:ConvertFunction") || strings.Contains(g, "states:StartExecution on arn:<Ref:AWS::Partition>:states:<Ref:AWS::Region>:<Ref:AWS::AccountId>:stateMachine:geomigrate-migrate") {
@@ -498,6 +513,62 @@ func TestAlarms(t *testing.T) {
 	for _, f := range []string{"Hashcheck", "Convert", "Classify", "Promote", "Executionfailed"} {
 		check(f+"Throttles", "Throttles", 0)
 		check(f+"Errors", "Errors", 5)
+	}
+	// The handlers' error alarms count their EMF Errors of the systemic and
+	// unknown tiers only, by the state that invokes them.
+	for f, state := range map[string]string{"Hashcheck": "HashCheck", "Convert": "Convert", "Classify": "Classify", "Promote": "Promote"} {
+		a := js(byName["geomigrate-"+f+"Errors"]["Metrics"])
+		for _, tier := range []string{"systemic", "unknown"} {
+			want := `"Dimensions":[{"Name":"State","Value":"` + state + `"},{"Name":"Tier","Value":"` + tier + `"}],"MetricName":"Errors","Namespace":"` + emf.Namespace + `"`
+			if !strings.Contains(a, want) {
+				t.Errorf("%sErrors does not count %s errors of state %s: %s", f, tier, state, a)
+			}
+		}
+		if strings.Contains(a, "data_specific") || strings.Contains(a, "transient") || strings.Contains(a, "AWS/Lambda") {
+			t.Errorf("%sErrors counts data, transient or Lambda-level errors: %s", f, a)
+		}
+	}
+	if a := js(byName["geomigrate-ExecutionfailedErrors"]); !strings.Contains(a, `"Namespace":"AWS/Lambda"`) {
+		t.Errorf("executionfailed (no tiers) is not alarmed on its Lambda errors: %s", a)
+	}
+	for sm, ref := range map[string]string{"Migrate": "MigrateStateMachine", "Backfill": "BackfillStateMachine"} {
+		check(sm+"ExecutionThrottled", "ExecutionThrottled", 0)
+		a := js(byName["geomigrate-"+sm+"ExecutionThrottled"])
+		if !strings.Contains(a, `"Namespace":"AWS/States"`) || !strings.Contains(a, `"Name":"StateMachineArn","Value":{"Ref":"`+ref) {
+			t.Errorf("%sExecutionThrottled does not watch %s: %s", sm, ref, a)
+		}
+	}
+	check("StateTableThrottledRequests", "ThrottledRequests", 0)
+	if a := js(byName["geomigrate-StateTableThrottledRequests"]); !strings.Contains(a, `"Value":"PutItem"`) || !strings.Contains(a, `"Value":"TransactWriteItems"`) || !strings.Contains(a, `"Name":"TableName","Value":{"Ref":"StateTable`) {
+		t.Errorf("ThrottledRequests alarm does not sum the table's write operations: %s", a)
+	}
+	_, table := b.one(t, "AWS::DynamoDB::Table", "StateTable")
+	indexes, _ := table["GlobalSecondaryIndexes"].([]any)
+	if len(indexes) == 0 {
+		t.Fatal("state table has no global secondary index")
+	}
+	for _, m := range []string{"WriteThrottleEvents", "ReadThrottleEvents"} {
+		check("StateTable"+m, m, 0)
+		if a := js(byName["geomigrate-StateTable"+m]); !strings.Contains(a, `"Dimensions":[{"Name":"TableName","Value":{"Ref":"StateTable`) || strings.Contains(a, "GlobalSecondaryIndexName") {
+			t.Errorf("StateTable%s is not the table's own: %s", m, a)
+		}
+		// One alarm per index the table has, wherever its name comes from.
+		for _, ix := range indexes {
+			name := ix.(map[string]any)["IndexName"].(string)
+			found := false
+			for _, p := range byName {
+				a := js(p)
+				if strings.Contains(a, `"MetricName":"`+m+`"`) && strings.Contains(a, `{"Name":"GlobalSecondaryIndexName","Value":"`+name+`"}`) && strings.Contains(a, `"Name":"TableName","Value":{"Ref":"StateTable`) {
+					found = true
+					if p["Threshold"] != 0.0 || p["ComparisonOperator"] != "GreaterThanThreshold" {
+						t.Errorf("%s on %s: %v %v, want > 0", m, name, p["ComparisonOperator"], p["Threshold"])
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no %s alarm on index %s", m, name)
+			}
+		}
 	}
 	_, d := b.one(t, "AWS::CloudWatch::Dashboard", "Dashboard")
 	if body := render(d["DashboardBody"]); !strings.Contains(body, "Outcomes by tier") || !strings.Contains(body, "data_specific") {
@@ -611,6 +682,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			`states:(DescribeExecution|StopExecution) on arn:<Ref:AWS::Partition>:states:<Ref:AWS::Region>:<Ref:AWS::AccountId>:execution:geomigrate-(backfill/|migrate:)\*`,
 			`events:(PutTargets|PutRule|DescribeRule) on arn:<Ref:AWS::Partition>:events:<Ref:AWS::Region>:<Ref:AWS::AccountId>:rule/StepFunctionsGetEventsForStepFunctionsExecutionRule`,
 			policyGrant,
+			`sqs:SendMessage on <GetAtt:DeadLetterQueue\w+\.Arn>`,
 			`(logs|xray):\w+ on \*`,
 		},
 		"MigrateStateMachineEventsRole": {

@@ -142,7 +142,7 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: be.local.store, Migrate: exec, Ended: be.closer.Close, OnDone: prog.done}
+	cfg := localrun.BackfillConfig{SourceBucket: roots[0].bucket, ResultsBucket: resultsBucket, Store: be.local.store, Migrate: exec, Ended: be.closer.Close, OnDone: prog.done, DeadLetter: be.queues.DeadLetter}
 	if f.Policy != "" {
 		// The state machine's ReadPolicy reads the same file; the input's
 		// values, taken from it above, come first.

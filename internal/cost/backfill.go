@@ -37,6 +37,7 @@ func WalkBackfill(ctx context.Context, def []byte) (BackfillWalk, error) {
 		"MigrateStateMachineArn":         "arn:aws:states:local:000000000000:stateMachine:migrate",
 		"SourceBucket":                   "src",
 		"ResultsBucket":                  "results",
+		statemachine.DeadLetterQueueURL:  "local://dead-letter",
 		statemachine.PolicyParameterName: "/geomigrate/policy",
 	})
 	if err != nil {

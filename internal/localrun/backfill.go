@@ -20,6 +20,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/policy"
+	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/tracing"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
@@ -64,6 +65,11 @@ type BackfillConfig struct {
 	// task reads (aws-sdk:ssm:getParameter), the --policy file locally.
 	// Nil: no parameter, so the input's values or the defaults apply.
 	Policy policy.Fetcher
+	// DeadLetter receives the message about an item whose child execution
+	// could not be started (the definition's ItemNotStarted), as the
+	// dead-letter queue does on AWS. Nil: the send fails, and the item is
+	// recorded only as a failed item in the results.
+	DeadLetter queue.Sender
 	// PolicyParameter is the parameter name substituted for
 	// ${PolicyParameterName}; "" is statemachine.LocalPolicyParameter.
 	PolicyParameter string
@@ -89,6 +95,7 @@ func parsedBackfill(sourceBucket, resultsBucket string, sourcePrefixes []string,
 		"MigrateStateMachineArn":         MigrateStateMachine,
 		"SourceBucket":                   sourceBucket,
 		"ResultsBucket":                  resultsBucket,
+		statemachine.DeadLetterQueueURL:  DeadLetterQueueURL,
 		statemachine.PolicyParameterName: policyParameter,
 	})
 	if err != nil {
@@ -118,6 +125,12 @@ func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
 		asl.WithResource(resourcePutObject, writeResults(cfg.Store)),
 		asl.WithResource(resourceStartExecution, b.startChild(cfg.Migrate)),
 		asl.WithResource(statemachine.ResourceSSMGetParameter, ssmGetParameter(cfg.PolicyParameter, cfg.Policy)),
+		asl.WithSQS(func(ctx context.Context, url, body string) (string, error) {
+			if url != DeadLetterQueueURL || cfg.DeadLetter == nil {
+				return "", fmt.Errorf("no local queue for %s", url)
+			}
+			return cfg.DeadLetter.Send(ctx, body)
+		}),
 	}
 	b.exec = asl.NewExecutor(sm, append(all, opts...)...)
 	return b, nil

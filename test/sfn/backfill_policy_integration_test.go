@@ -25,7 +25,7 @@ func policyMachine(t *testing.T) []byte {
 	}
 	def, err = asl.Substitute(def, map[string]string{
 		"MigrateStateMachineArn": "arn:aws:states:local:000000000000:stateMachine:migrate", "SourceBucket": "src", "ResultsBucket": "ops",
-		statemachine.PolicyParameterName: statemachine.LocalPolicyParameter,
+		statemachine.DeadLetterQueueURL: "local://dead-letter", statemachine.PolicyParameterName: statemachine.LocalPolicyParameter,
 	})
 	if err != nil {
 		t.Fatal(err)
