@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -93,6 +94,13 @@ func call[T any](ctx context.Context, b *Breaker, dependency string, fn func() (
 	return v, err
 }
 
+// exhausted reports a worker's own resource running out (a full disk or
+// quota, memory): not the bucket refusing, and the local run stops on it
+// at once instead of waiting.
+func exhausted(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.ENOMEM)
+}
+
 // IsWriteDependency reports whether dependency names a bucket's writes
 // (BucketWriteDependency).
 func IsWriteDependency(dependency string) bool {
@@ -112,7 +120,7 @@ func IsWriteDependency(dependency string) bool {
 // SystemicError. A transient failure is left to the task's retries.
 func holdSystemic(dependency string, err error) error {
 	var open *fault.BreakerOpenError
-	if err == nil || errors.As(err, &open) || fault.TierOf(err) != fault.TierSystemic || !Counts(err) {
+	if err == nil || errors.As(err, &open) || fault.TierOf(err) != fault.TierSystemic || !Counts(err) || exhausted(err) {
 		return err
 	}
 	return &fault.BreakerOpenError{Dependency: dependency, State: string(Closed), RetryAfterSeconds: 1, Err: err}

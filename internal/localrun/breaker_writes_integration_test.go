@@ -68,7 +68,9 @@ func (s splitStore) Copy(ctx context.Context, r objectstore.CopyRequest) (object
 	return to.Put(ctx, objectstore.PutRequest{Bucket: r.DstBucket, Key: r.DstKey, Body: rc, Size: o.Size, Metadata: md, IfNoneMatch: r.IfNoneMatch})
 }
 
-func (s splitStore) Delete(ctx context.Context, b, k string) error { return s.pick(b).Delete(ctx, b, k) }
+func (s splitStore) Delete(ctx context.Context, b, k string) error {
+	return s.pick(b).Delete(ctx, b, k)
+}
 
 func (s splitStore) List(ctx context.Context, b, prefix string, fn func(objectstore.Object) error) error {
 	return s.pick(b).List(ctx, b, prefix, fn)
