@@ -503,3 +503,102 @@ func TestAHealthyReadOlderThanAFailureIsNotCached(t *testing.T) {
 		t.Fatalf("worker a after the opening: %v, want BreakerOpenError (no cached healthy read from before b's failure)", err)
 	}
 }
+
+// TestObjectsTrackReadsAndWritesApart: a bucket that fails one kind of
+// call and answers the other. The answers of the working kind neither
+// reset the failing kind's count nor close its breaker, and the probe
+// after the cooldown is a call of the failing kind; a systemic write
+// failure (AccessDenied) is reported as the breaker every time, so the
+// job waits instead of being dead-lettered.
+func TestObjectsTrackReadsAndWritesApart(t *testing.T) {
+	ctx := context.Background()
+	isDest := func(bucket, _ string) bool { return bucket == "dest" }
+	put := func(s objectstore.Store) error {
+		_, err := s.Put(ctx, objectstore.PutRequest{Bucket: "dest", Key: "k", Body: strings.NewReader("y"), Size: 1})
+		return err
+	}
+	head := func(s objectstore.Store) error {
+		if _, err := s.Head(ctx, "dest", "k"); err != nil && !errors.Is(err, objectstore.ErrNotFound) {
+			return err
+		}
+		return nil
+	}
+	tests := []struct {
+		name         string
+		failOps      []string
+		kind         faultstore.Kind
+		fail, answer func(objectstore.Store) error // the failing kind, the working kind
+		failOp       string                        // counted at the store
+		dependency   string                        // whose record opens
+		held         bool                          // every failure is a BreakerOpenError
+	}{
+		{"write-only SlowDown", []string{faultstore.OpPut}, faultstore.SlowDown, put, head, faultstore.OpPut, breaker.BucketWriteDependency("dest"), false},
+		{"write-only AccessDenied", []string{faultstore.OpPut}, faultstore.AccessDenied, put, head, faultstore.OpPut, breaker.BucketWriteDependency("dest"), true},
+		{"read-only SlowDown", []string{faultstore.OpHead}, faultstore.SlowDown, head, put, faultstore.OpHead, breaker.BucketDependency("dest"), false},
+		{"read-only AccessDenied", []string{faultstore.OpHead}, faultstore.AccessDenied, head, put, faultstore.OpHead, breaker.BucketDependency("dest"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			inner := memstore.New("dest")
+			rule := func() faultstore.Rule {
+				return faultstore.Rule{Kind: tc.kind, Match: isDest, When: func(int) bool { return true }}
+			}
+			fs := faultstore.New(inner)
+			for _, op := range tc.failOps {
+				r := rule()
+				r.Op = op
+				fs.AddRule(r)
+			}
+			store := breakertest.NewMemory()
+			c := &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+			s := breaker.Objects(fs, breaker.New(store, policy, breaker.WithClock(c.Now), breaker.WithClosedCache(0)))
+			for i := range 2 * policy.Threshold {
+				if err := tc.answer(s); err != nil {
+					t.Fatalf("call %d of the working kind: %v", i, err)
+				}
+				err := tc.fail(s)
+				var open *fault.BreakerOpenError
+				if err == nil {
+					t.Fatalf("call %d of the failing kind succeeded", i)
+				}
+				if tc.held && !errors.As(err, &open) {
+					t.Fatalf("call %d: %v, want a BreakerOpenError (the job waits, not dead-lettered)", i, err)
+				}
+				if !tc.held && i < policy.Threshold-1 && errors.As(err, &open) {
+					t.Fatalf("call %d: %v before the threshold, want the failure itself", i, err)
+				}
+			}
+			if n := fs.Calls(tc.failOp); n != policy.Threshold {
+				t.Fatalf("%d failing calls reached the bucket, want %d: the working kind reset the count", n, policy.Threshold)
+			}
+			rec, err := store.GetBreaker(ctx, tc.dependency)
+			if err != nil || rec.State != breaker.Open {
+				t.Fatalf("%s = %+v (%v), want OPEN", tc.dependency, rec, err)
+			}
+			// After the cooldown a call of the working kind is no probe: the
+			// breaker stays open, and the next failing-kind call probes it.
+			c.Advance(policy.Cooldown)
+			if err := tc.answer(s); err != nil {
+				t.Fatal(err)
+			}
+			if rec, _ := store.GetBreaker(ctx, tc.dependency); rec.State != breaker.Open {
+				t.Fatalf("after a call of the working kind %s is %s, want still OPEN", tc.dependency, rec.State)
+			}
+			var open *fault.BreakerOpenError
+			if err := tc.fail(s); !errors.As(err, &open) || open.State != string(breaker.Open) {
+				t.Fatalf("failed probe = %v, want the breaker reopened", err)
+			}
+			if n := fs.Calls(tc.failOp); n != policy.Threshold+1 {
+				t.Fatalf("%d failing calls, want %d (one probe)", n, policy.Threshold+1)
+			}
+			fs.ClearRules()
+			c.Advance(policy.Cooldown)
+			if err := tc.fail(s); err != nil {
+				t.Fatalf("probe after the recovery: %v", err)
+			}
+			if rec, _ := store.GetBreaker(ctx, tc.dependency); rec.State != breaker.Closed || rec.Failures != 0 {
+				t.Fatalf("after the probe %s = %+v, want CLOSED", tc.dependency, rec)
+			}
+		})
+	}
+}

@@ -84,7 +84,7 @@ func (e *DataError) Unwrap() error { return e.Err }
 
 // BreakerOpenError reports that a call was not made (or that its failure
 // opened the breaker) because the circuit breaker of a dependency
-// ("s3:<bucket>") is open: the dependency is known to be down. It is not a
+// ("s3:<bucket>" or "s3:<bucket>/write") is open: the dependency is known to be down. It is not a
 // TransientError on purpose: the state machine does not retry it (that
 // would burn the retry budget against a dead store) but catches it into a
 // Wait loop of RetryAfterSeconds, bounded by the job deadline
@@ -96,7 +96,9 @@ type BreakerOpenError struct {
 	Dependency string
 	// State is "OPEN", "HALF_OPEN" (a probe is in flight) or "CLOSED" (the
 	// call was allowed before an opening the breaker has since closed: its
-	// failure belongs to that outage and is not retried, RetryAfterSeconds 1).
+	// failure belongs to that outage and is not retried, RetryAfterSeconds 1;
+	// or a systemic write failure counted towards the opening, held the
+	// same way instead of dead-lettered).
 	State             string
 	RetryAfterSeconds int
 	Err               error // the failure that opened it, when this call did
