@@ -135,7 +135,7 @@ func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func
 	if f.noIndex {
 		resp := &smithyhttp.Response{Response: &http.Response{StatusCode: 400, Header: http.Header{}}}
 		return nil, &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: &awshttp.ResponseError{
-			ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: "ValidationException", Message: "The table does not have the specified index: status-index"}}}}
+			ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: "ValidationException", Message: "The table does not have the specified index: status-shard-index"}}}}
 	}
 	cond := aws.ToString(in.KeyConditionExpression)
 	ranged := cond == "#s = :s AND #u >= :u" && in.ExpressionAttributeNames["#u"] == "updated_at"

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/cost"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
@@ -119,5 +120,13 @@ func TestMergedQueryOrder(t *testing.T) {
 	}
 	if !slices.Equal(recent, wantRecent) {
 		t.Errorf("ListUpdatedSince = %d jobs, want %d in order", len(recent), len(wantRecent))
+	}
+}
+
+// TestShardsMatchScaleDoc: docs/scale.md's arithmetic uses the shard count
+// the store writes.
+func TestShardsMatchScaleDoc(t *testing.T) {
+	if cost.StateIndexShards != StatusShards {
+		t.Errorf("cost.StateIndexShards = %d, dynamostore.StatusShards = %d", cost.StateIndexShards, StatusShards)
 	}
 }
