@@ -498,10 +498,10 @@ func (r *rehearsal) checkTable() {
 	}
 	gsi := false
 	for _, g := range tb.GlobalSecondaryIndexes {
-		gsi = gsi || aws.ToString(g.IndexName) == "status-index"
+		gsi = gsi || aws.ToString(g.IndexName) == "status-shard-index"
 	}
 	if !gsi {
-		r.t.Error("state table has no status-index")
+		r.t.Error("state table has no status-shard-index")
 	}
 }
 

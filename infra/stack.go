@@ -224,9 +224,12 @@ func (st *Stack) table() {
 		DeletionProtection: jsii.Bool(true),
 		RemovalPolicy:      awscdk.RemovalPolicy_RETAIN,
 	})
+	// Partition key status_shard (status#NN over 64 shards of the job ID), not
+	// status: one status's index writes spread over 64 values, each under
+	// DynamoDB's per-partition write limit (docs/decisions/0094).
 	st.index(&awsdynamodb.GlobalSecondaryIndexProps{
-		IndexName:      s("status-index"),
-		PartitionKey:   &awsdynamodb.Attribute{Name: s("status"), Type: awsdynamodb.AttributeType_STRING},
+		IndexName:      s("status-shard-index"),
+		PartitionKey:   &awsdynamodb.Attribute{Name: s("status_shard"), Type: awsdynamodb.AttributeType_STRING},
 		SortKey:        &awsdynamodb.Attribute{Name: s("updated_at"), Type: awsdynamodb.AttributeType_STRING},
 		ProjectionType: awsdynamodb.ProjectionType_ALL,
 	})
@@ -444,7 +447,7 @@ func (st *Stack) functions(assets *Assets) error {
 			stmts: append([]awsiam.PolicyStatement{tableStmt,
 				awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 					Sid: s("FindJobsByStatus"), Actions: strs("dynamodb:Query"),
-					Resources: arns(s(*st.Table.TableArn() + "/index/status-index")),
+					Resources: arns(s(*st.Table.TableArn() + "/index/status-shard-index")),
 				}),
 				s3Statement("DeleteUnfinishedStaging", []string{"s3:DeleteObject"}, staging),
 				listStaging("ListUnfinishedStaging"),

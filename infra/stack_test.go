@@ -110,7 +110,7 @@ func TestStateTable(t *testing.T) {
 		"PointInTimeRecoverySpecification": `{"PointInTimeRecoveryEnabled":true}`,
 		"TimeToLiveSpecification":          `{"AttributeName":"expires_at","Enabled":true}`,
 		"SSESpecification":                 `{"SSEEnabled":true}`,
-		"GlobalSecondaryIndexes":           `[{"IndexName":"status-index","KeySchema":[{"AttributeName":"status","KeyType":"HASH"},{"AttributeName":"updated_at","KeyType":"RANGE"}],"Projection":{"ProjectionType":"ALL"}}]`,
+		"GlobalSecondaryIndexes":           `[{"IndexName":"status-shard-index","KeySchema":[{"AttributeName":"status_shard","KeyType":"HASH"},{"AttributeName":"updated_at","KeyType":"RANGE"}],"Projection":{"ProjectionType":"ALL"}}]`,
 	}
 	for k, want := range checks {
 		if got := js(p[k]); got != want {
@@ -642,7 +642,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 		"ExecutionfailedRole": {
 			`logs:(CreateLogStream|PutLogEvents) on <GetAtt:ExecutionfailedLogs\w+\.Arn>`,
 			`dynamodb:(GetItem|PutItem|UpdateItem|ConditionCheckItem) on <GetAtt:StateTable\w+\.Arn>`,
-			`dynamodb:Query on <GetAtt:StateTable\w+\.Arn>/index/status-index`,
+			`dynamodb:Query on <GetAtt:StateTable\w+\.Arn>/index/status-shard-index`,
 			`s3:DeleteObject on <GetAtt:DestinationBucket\w+\.Arn>/_staging/\*`,
 			`s3:ListBucket on <GetAtt:DestinationBucket\w+\.Arn>`,
 			`sqs:SendMessage on <GetAtt:DeadLetterQueue\w+\.Arn>`,

@@ -35,7 +35,7 @@ type Quotas struct {
 	// DynamoDB: a partition serves at most PartitionWCU write units a
 	// second; an on-demand table TableWCU and TableRCU. IndexPartitions is
 	// how many partition key values the status index's writes spread over
-	// (1: one hot key).
+	// (StateIndexShards: the index is write-sharded, docs/decisions/0094).
 	DynamoDBPartitionWCU float64 `json:"dynamodb_partition_wcu_per_s"`
 	DynamoDBTableWCU     float64 `json:"dynamodb_table_wcu_per_s"`
 	DynamoDBTableRCU     float64 `json:"dynamodb_table_rcu_per_s"`
@@ -56,7 +56,7 @@ func DefaultQuotas() Quotas {
 		TransitionBucket: 5000, TransitionRefill: 1500,
 		LambdaScalePer10s: 1000,
 		S3PutPerPrefix:    3500, S3GetPerPrefix: 5500, S3Prefixes: 1,
-		DynamoDBPartitionWCU: 1000, DynamoDBTableWCU: 40000, DynamoDBTableRCU: 40000, IndexPartitions: 1,
+		DynamoDBPartitionWCU: 1000, DynamoDBTableWCU: 40000, DynamoDBTableRCU: 40000, IndexPartitions: StateIndexShards,
 		FargateLaunchBurst: 100, FargateLaunchPerSec: 20,
 		Sources: []string{
 			"Step Functions (Standard) StartExecution and StateTransition token buckets: https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html (new accounts have lower state transition quotas)",

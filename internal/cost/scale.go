@@ -217,6 +217,7 @@ func WriteScaleDoc(w io.Writer, m Model) error {
 		pf("- %s\n", src)
 	}
 	pf("\n%s\n\n", p.Notes)
+	writeStateIndex(pf)
 	pf("## What it leaves out\n\n")
 	pf("- Free tiers, Savings Plans and volume tiers (all lower the bill); S3 storage of the outputs, data transfer (none within a\n")
 	pf("  Region), CloudWatch metrics and the handlers' own logs, KMS, the backfill's result files; Fargate's vCPU and memory for the\n")

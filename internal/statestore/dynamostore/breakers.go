@@ -18,14 +18,18 @@ import (
 // Circuit breaker records (breaker.Store) share the job table: one item
 // per dependency under the key BreakerKeyPrefix + dependency, so no
 // further table (or IAM grant) is needed. Each carries the status
-// BreakerStatus and its updated_at, so the status index lists the
-// breakers without reading the jobs; List of every job leaves them out.
+// BreakerStatus and its updated_at, and the one index key breakerShard
+// (a breaker is written per failure of its bucket, not per file), so the
+// status index lists the breakers without reading the jobs; List of every
+// job leaves them out.
 const (
 	BreakerKeyPrefix = "breaker#"
 	BreakerStatus    = "BREAKER"
 )
 
 var _ breaker.Store = (*Backend)(nil)
+
+var breakerShard = shardValue(BreakerStatus, 0)
 
 func breakerKey(dependency string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{AttrPK: &types.AttributeValueMemberS{Value: BreakerKeyPrefix + dependency}}
@@ -86,8 +90,8 @@ func (b *Backend) ListBreakers(ctx context.Context, fn func(breaker.Record) erro
 		in := &dynamodb.QueryInput{
 			TableName: &b.table, IndexName: &b.index,
 			KeyConditionExpression:    aws.String("#s = :s"),
-			ExpressionAttributeNames:  map[string]string{"#s": AttrStatus},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: BreakerStatus}},
+			ExpressionAttributeNames:  map[string]string{"#s": AttrStatusShard},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: breakerShard}},
 		}
 		p := dynamodb.NewQueryPaginator(b.api, in)
 		first := true
@@ -139,6 +143,7 @@ func encodeBreaker(rec breaker.Record) (map[string]types.AttributeValue, error) 
 	dropEmptyStrings(item)
 	item[AttrPK] = &types.AttributeValueMemberS{Value: BreakerKeyPrefix + rec.Dependency}
 	item[AttrStatus] = &types.AttributeValueMemberS{Value: BreakerStatus}
+	item[AttrStatusShard] = &types.AttributeValueMemberS{Value: breakerShard}
 	item[AttrUpdatedAt] = &types.AttributeValueMemberS{Value: rec.UpdatedAt.UTC().Format(TimeLayout)}
 	return item, nil
 }

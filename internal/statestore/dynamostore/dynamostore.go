@@ -5,10 +5,14 @@
 // Table layout (one item per job, attribute names from the Job struct's
 // dynamodbav tags):
 //
-//	pk          S  partition key (the job ID)
-//	status      S  partition key of the GSI "status-index"
-//	updated_at  S  sort key of the GSI: fixed-width UTC RFC 3339 with nine
-//	               fractional digits, so that string order is time order
+//	pk            S  partition key (the job ID)
+//	status        S  the job's status
+//	status_shard  S  partition key of the GSI "status-shard-index": the
+//	                 status, "#" and the job's shard (ShardKey), so that no
+//	                 index partition key value takes more than about
+//	                 1/StatusShards of a status's writes (docs/decisions/0094)
+//	updated_at    S  sort key of the GSI: fixed-width UTC RFC 3339 with nine
+//	                 fractional digits, so that string order is time order
 //	expires_at  N  Unix seconds; the table's TTL attribute (set by the infra
 //	               stack on AWS; dynalite ignores TTL)
 //	version     N  the compare-and-swap token
@@ -16,8 +20,8 @@
 // Put writes the whole item with ConditionExpression attribute_not_exists(pk)
 // when expect is 0, #v = :expect otherwise; a failed condition is
 // statestore.ErrConflict. Get is a strongly consistent GetItem. List by status
-// is a Query on the GSI (eventually consistent, as every GSI read; ordered by
-// updated_at); when the table has no such index the backend falls back to a
+// is one Query per shard on the GSI (eventually consistent, as every GSI
+// read), merged into updated_at order, oldest first; when the table has no such index the backend falls back to a
 // consistent Scan with a filter, once detected. List of every status is a
 // consistent Scan.
 package dynamostore
@@ -28,6 +32,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,13 +48,16 @@ import (
 
 // Attribute and index names.
 const (
-	AttrPK        = "pk"
-	AttrStatus    = "status"
-	AttrUpdatedAt = "updated_at"
-	AttrExpiresAt = "expires_at"
-	AttrVersion   = "version"
-	// DefaultStatusIndex is the GSI used by List.
-	DefaultStatusIndex = "status-index"
+	AttrPK     = "pk"
+	AttrStatus = "status"
+	// AttrStatusShard is the index partition key (ShardKey).
+	AttrStatusShard = "status_shard"
+	AttrUpdatedAt   = "updated_at"
+	AttrExpiresAt   = "expires_at"
+	AttrVersion     = "version"
+	// DefaultStatusIndex is the GSI used by List: partition key
+	// status_shard, sort key updated_at.
+	DefaultStatusIndex = "status-shard-index"
 )
 
 // TimeLayout is how times are stored: fixed width, UTC, so that
@@ -70,7 +78,7 @@ var _ API = (*dynamodb.Client)(nil)
 // Options configures the backend.
 type Options struct {
 	Table string
-	// StatusIndex names the GSI (partition status, sort updated_at);
+	// StatusIndex names the GSI (partition status_shard, sort updated_at);
 	// "" means DefaultStatusIndex.
 	StatusIndex string
 	// ScanOnly lists by status with a filtered Scan instead of the GSI.
@@ -173,34 +181,126 @@ func (b *Backend) ListUpdatedSince(ctx context.Context, status statestore.Status
 }
 
 func (b *Backend) query(ctx context.Context, status statestore.Status, fn func(statestore.Job) error, since ...time.Time) error {
-	in := &dynamodb.QueryInput{
-		TableName:                 &b.table,
-		IndexName:                 &b.index,
-		KeyConditionExpression:    aws.String("#s = :s"),
-		ExpressionAttributeNames:  map[string]string{"#s": AttrStatus},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: string(status)}},
-	}
+	var after string
 	if len(since) > 0 {
-		in.KeyConditionExpression = aws.String("#s = :s AND #u >= :u")
-		in.ExpressionAttributeNames["#u"] = AttrUpdatedAt
-		in.ExpressionAttributeValues[":u"] = &types.AttributeValueMemberS{Value: since[0].UTC().Format(TimeLayout)}
+		after = since[0].UTC().Format(TimeLayout)
 	}
-	first := true
-	p := dynamodb.NewQueryPaginator(b.api, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			if first && isMissingIndex(err) {
-				return err // unmapped: List falls back to Scan
-			}
-			return MapError("dynamodb.List: table "+b.table+" "+string(status), err)
+	err := b.mergeShards(ctx, string(status), after, func(it map[string]types.AttributeValue) error {
+		return each([]map[string]types.AttributeValue{it}, fn)
+	})
+	if err != nil && !isMissingIndex(err) {
+		var mapped *shardError
+		if errors.As(err, &mapped) {
+			return MapError("dynamodb.List: table "+b.table+" "+string(status), mapped.err)
 		}
-		first = false
-		if err := each(page.Items, fn); err != nil {
+	}
+	return err
+}
+
+// shardError is a Query error of one shard, before MapError: List tells a
+// missing index (fall back to Scan) from the rest.
+type shardError struct{ err error }
+
+func (e *shardError) Error() string { return e.err.Error() }
+func (e *shardError) Unwrap() error { return e.err }
+
+// shardCursor is one shard's Query: its paginator and the page not yet
+// passed on.
+type shardCursor struct {
+	p     *dynamodb.QueryPaginator
+	items []map[string]types.AttributeValue
+}
+
+// fill reads pages until one has items or there are none left.
+func (c *shardCursor) fill(ctx context.Context) error {
+	for len(c.items) == 0 && c.p.HasMorePages() {
+		page, err := c.p.NextPage(ctx)
+		if err != nil {
+			return &shardError{err}
+		}
+		c.items = page.Items
+	}
+	return nil
+}
+
+// mergeShards queries every shard of status (ShardKey) on the index,
+// updated at or after after ("" for all), and passes the items to fn in
+// updated_at order, oldest first (ties by pk): a k-way merge holding one
+// page per shard, so a long listing is streamed, not gathered. Shard 0 is
+// read first (a missing index costs one Query), the others in parallel.
+func (b *Backend) mergeShards(ctx context.Context, status, after string, fn func(map[string]types.AttributeValue) error) error {
+	cursors := make([]*shardCursor, StatusShards)
+	errs := make([]error, StatusShards)
+	var wg sync.WaitGroup
+	for i := range cursors {
+		in := &dynamodb.QueryInput{
+			TableName:                 &b.table,
+			IndexName:                 &b.index,
+			KeyConditionExpression:    aws.String("#s = :s"),
+			ExpressionAttributeNames:  map[string]string{"#s": AttrStatusShard},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":s": &types.AttributeValueMemberS{Value: shardValue(status, i)}},
+		}
+		if after != "" {
+			in.KeyConditionExpression = aws.String("#s = :s AND #u >= :u")
+			in.ExpressionAttributeNames["#u"] = AttrUpdatedAt
+			in.ExpressionAttributeValues[":u"] = &types.AttributeValueMemberS{Value: after}
+		}
+		cursors[i] = &shardCursor{p: dynamodb.NewQueryPaginator(b.api, in)}
+		if i == 0 {
+			// One Query first: on a table without the index it is the
+			// only one List makes before falling back to Scan.
+			if err := cursors[0].fill(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = cursors[i].fill(ctx)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
 			return err
 		}
 	}
-	return nil
+	for {
+		best := -1
+		for i, c := range cursors {
+			if len(c.items) > 0 && (best < 0 || itemBefore(c.items[0], cursors[best].items[0])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		c := cursors[best]
+		it := c.items[0]
+		c.items = c.items[1:]
+		if err := fn(it); err != nil {
+			return err
+		}
+		if err := c.fill(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func itemBefore(a, b map[string]types.AttributeValue) bool {
+	ua, ub := stringAttr(a, AttrUpdatedAt), stringAttr(b, AttrUpdatedAt)
+	if ua != ub {
+		return ua < ub
+	}
+	return stringAttr(a, AttrPK) < stringAttr(b, AttrPK)
+}
+
+func stringAttr(item map[string]types.AttributeValue, name string) string {
+	if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
 }
 
 func (b *Backend) scan(ctx context.Context, status statestore.Status, fn func(statestore.Job) error) error {
@@ -255,7 +355,8 @@ func encodeTime(t time.Time) (types.AttributeValue, error) {
 
 // Encode renders a job as a DynamoDB item: dynamodbav tags, times in
 // TimeLayout, zero lease times omitted, and empty strings dropped (a GSI
-// key may not be an empty string; absent decodes to "" again).
+// key may not be an empty string; absent decodes to "" again), plus the
+// index key status_shard of a job with a status.
 func Encode(job statestore.Job) (map[string]types.AttributeValue, error) {
 	item, err := attributevalue.MarshalMapWithOptions(job, func(o *attributevalue.EncoderOptions) {
 		o.EncodeTime = encodeTime
@@ -265,6 +366,9 @@ func Encode(job statestore.Job) (map[string]types.AttributeValue, error) {
 		return nil, err
 	}
 	dropEmptyStrings(item)
+	if job.Status != "" {
+		item[AttrStatusShard] = &types.AttributeValueMemberS{Value: ShardKey(job.Status, job.ID)}
+	}
 	return item, nil
 }
 

@@ -97,14 +97,14 @@ func (f *fakeDynamo) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...
 	return &dynamodb.PutItemOutput{}, nil
 }
 
-// page returns the items matching status after the exclusive start key, in
-// key order (Scan) or updated_at order (Query).
-func (f *fakeDynamo) page(status string, byTime bool, start map[string]types.AttributeValue) ([]map[string]types.AttributeValue, map[string]types.AttributeValue) {
+// page returns the items whose attribute attr is value ("" for all) after
+// the exclusive start key, in key order (Scan) or updated_at order (Query).
+func (f *fakeDynamo) page(attr, value string, byTime bool, start map[string]types.AttributeValue) ([]map[string]types.AttributeValue, map[string]types.AttributeValue) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var all []map[string]types.AttributeValue
 	for _, it := range f.items {
-		if status == "" || s(it["status"]) == status {
+		if value == "" || s(it[attr]) == value {
 			all = append(all, it)
 		}
 	}
@@ -135,14 +135,14 @@ func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func
 	if f.noIndex {
 		resp := &smithyhttp.Response{Response: &http.Response{StatusCode: 400, Header: http.Header{}}}
 		return nil, &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: &awshttp.ResponseError{
-			ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: "ValidationException", Message: "The table does not have the specified index: status-index"}}}}
+			ResponseError: &smithyhttp.ResponseError{Response: resp, Err: &smithy.GenericAPIError{Code: "ValidationException", Message: "The table does not have the specified index: status-shard-index"}}}}
 	}
 	cond := aws.ToString(in.KeyConditionExpression)
 	ranged := cond == "#s = :s AND #u >= :u" && in.ExpressionAttributeNames["#u"] == "updated_at"
-	if aws.ToString(in.IndexName) != DefaultStatusIndex || (cond != "#s = :s" && !ranged) || in.ExpressionAttributeNames["#s"] != "status" {
+	if aws.ToString(in.IndexName) != DefaultStatusIndex || (cond != "#s = :s" && !ranged) || in.ExpressionAttributeNames["#s"] != "status_shard" {
 		f.t.Errorf("unexpected query %+v", in)
 	}
-	items, last := f.page(s(in.ExpressionAttributeValues[":s"]), true, in.ExclusiveStartKey)
+	items, last := f.page("status_shard", s(in.ExpressionAttributeValues[":s"]), true, in.ExclusiveStartKey)
 	if ranged { // the sort key condition, as DynamoDB applies it before paging
 		var kept []map[string]types.AttributeValue
 		for _, it := range items {
@@ -170,7 +170,7 @@ func (f *fakeDynamo) Scan(_ context.Context, in *dynamodb.ScanInput, _ ...func(*
 	default:
 		f.t.Errorf("unexpected scan %+v", in)
 	}
-	items, last := f.page(status, false, in.ExclusiveStartKey)
+	items, last := f.page("status", status, false, in.ExclusiveStartKey)
 	var kept []map[string]types.AttributeValue
 	for _, it := range items {
 		if keep(it) {

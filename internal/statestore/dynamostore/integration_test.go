@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -410,4 +412,157 @@ func TestBreakersAreNotJobsOnTheServers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// indexWriteCounter is the DynamoDB client with a count of the writes each
+// PutItem makes on the status index, by index partition key value, as
+// DynamoDB charges them: an item whose key value is unchanged is one write
+// under it, a changed value is a delete under the old one and a write under
+// the new one, an item leaving the index is a delete. The item's previous
+// value is the one this counter last wrote (every write of the test goes
+// through it).
+type indexWriteCounter struct {
+	*dynamodb.Client
+	mu     sync.Mutex
+	last   map[string]string          // pk → status_shard last written
+	writes map[string]int             // status_shard → index writes
+	jobs   map[string]map[string]bool // status → pks written under it
+}
+
+func (c *indexWriteCounter) count(key, pk string) {
+	c.writes[key]++
+	status, _, _ := strings.Cut(key, "#")
+	if c.jobs[status] == nil {
+		c.jobs[status] = map[string]bool{}
+	}
+	c.jobs[status][pk] = true
+}
+
+func (c *indexWriteCounter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := c.Client.PutItem(ctx, in, opts...)
+	if err != nil {
+		return out, err
+	}
+	str := func(name string) string {
+		v, _ := in.Item[name].(*types.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	pk, key := str(dynamostore.AttrPK), str(dynamostore.AttrStatusShard)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev := c.last[pk]; prev != "" && prev != key {
+		c.count(prev, pk)
+	}
+	if key != "" {
+		c.count(key, pk)
+	}
+	c.last[pk] = key
+	return out, nil
+}
+
+// TestIndexWriteDistribution runs 2,048 jobs through the tracker's
+// transitions as the migrate workflow makes them (claim, an attempt per
+// task state, a retry for some, an end in each terminal status) on
+// dynalite, counts the status index writes per partition key value, and
+// checks that none takes more than its share of its status's writes: 1/N
+// with N = StatusShards, plus a tolerance. Of the J jobs that wrote a
+// status, a shard holds binomial(J, 1/N), whose standard deviation relative
+// to its mean is sqrt((N-1)/J); the tolerance is five of them: for
+// PROCESSING (J = 2,048) a key may take up to 1.9/N, for REMEDIAL (J = 205)
+// up to 3.8/N. One unsharded key would take all of them (N/N);
+// TestShardSpread checks the hash itself closely at a million IDs. dynalite does not model partitions, so the test counts keys,
+// not throttling.
+func TestIndexWriteDistribution(t *testing.T) {
+	c, _ := client(t)
+	counter := &indexWriteCounter{Client: c, last: map[string]string{}, writes: map[string]int{}, jobs: map[string]map[string]bool{}}
+	b := dynamostore.New(counter, dynamostore.Options{Table: newTable(t, c)})
+	tr := statestore.NewTracker(b)
+	ctx := context.Background()
+	const jobs, workers = 2048, 16
+	ids := make(chan int)
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ids {
+				if err := runJob(ctx, tr, i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range jobs {
+		ids <- i
+	}
+	close(ids)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	perStatus := map[string]int{}
+	total := 0
+	for key, n := range counter.writes {
+		status, _, _ := strings.Cut(key, "#")
+		perStatus[status] += n
+		total += n
+	}
+	const shards = float64(dynamostore.StatusShards)
+	limitOf := func(jobs int) float64 { return (1 + 5*math.Sqrt((shards-1)/float64(jobs))) / shards }
+	limit := limitOf(jobs)
+	worst, worstKey := 0.0, ""
+	for key, n := range counter.writes {
+		status, _, _ := strings.Cut(key, "#")
+		share, limit := float64(n)/float64(perStatus[status]), limitOf(len(counter.jobs[status]))
+		if share > limit {
+			t.Errorf("index key %s took %d of the %d %s index writes (%.4f > %.4f)", key, n, perStatus[status], status, share, limit)
+		}
+		if f := float64(n) / float64(total); f > worst {
+			worst, worstKey = f, key
+		}
+	}
+	if len(counter.writes) < 3*dynamostore.StatusShards {
+		t.Errorf("%d index key values written; want every shard of PROCESSING, RETRYING and COMPLETED", len(counter.writes))
+	}
+	t.Logf("%d index writes over %d key values; by status %v; the busiest key %s took %.4f of all (1/N = %.4f)",
+		total, len(counter.writes), perStatus, worstKey, worst, 1.0/dynamostore.StatusShards)
+	if worst > limit {
+		t.Errorf("the busiest key %s took %.4f of all index writes, over %.4f", worstKey, worst, limit)
+	}
+}
+
+// runJob makes job i's state writes: claim, an attempt of each task state,
+// a retried Convert for one in four, and an end: COMPLETED for most,
+// REMEDIAL or QUARANTINED for one in ten each.
+func runJob(ctx context.Context, tr *statestore.Tracker, i int) error {
+	id := fmt.Sprintf("dataset-%d/%064x/%016x", i%3, i*2654435761, i%5)
+	exec := fmt.Sprintf("arn:aws:states:eu-west-1:1:execution:migrate:%d", i)
+	if _, outcome, err := tr.Claim(ctx, statestore.ClaimRequest{Job: statestore.Job{ID: id, SourceBucket: "src", SourceKey: fmt.Sprintf("k/%d.tif", i)}, Execution: exec}); err != nil || outcome != statestore.Claimed {
+		return fmt.Errorf("claim %s: %v %v", id, outcome, err)
+	}
+	for _, state := range []string{"HashCheck", "Convert", "Validate", "Promote"} {
+		if _, err := tr.BeginAttempt(ctx, id, exec, state, 0); err != nil {
+			return err
+		}
+		if state == "Convert" && i%4 == 0 {
+			if _, err := tr.BeginAttempt(ctx, id, exec, state, 1); err != nil {
+				return err
+			}
+		}
+	}
+	to := statestore.Completed
+	switch i % 10 {
+	case 3:
+		to = statestore.Remedial
+	case 7:
+		to = statestore.Quarantined
+	}
+	_, err := tr.Transition(ctx, statestore.Update{ID: id, Execution: exec, To: to})
+	return err
 }

@@ -19,15 +19,15 @@ type TableAPI interface {
 }
 
 // TableInput is the table definition: pk (S) hash key, on-demand billing,
-// the GSI status-index (status S hash, updated_at S range, all attributes
-// projected). On AWS the infra stack creates the same table and also turns
+// the GSI status-shard-index (status_shard S hash, updated_at S range, all
+// attributes projected). On AWS the infra stack creates the same table and also turns
 // on TTL over expires_at (dynalite has no UpdateTimeToLive).
 func TableInput(table string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName: aws.String(table),
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String(AttrPK), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(AttrStatus), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrStatusShard), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AttrUpdatedAt), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
@@ -36,7 +36,7 @@ func TableInput(table string) *dynamodb.CreateTableInput {
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
 			IndexName: aws.String(DefaultStatusIndex),
 			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(AttrStatus), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(AttrStatusShard), KeyType: types.KeyTypeHash},
 				{AttributeName: aws.String(AttrUpdatedAt), KeyType: types.KeyTypeRange},
 			},
 			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},

@@ -38,6 +38,7 @@ func RunBackendTests(t *testing.T, newBackend func(t *testing.T) statestore.Back
 		{"ConcurrentUpdateOneWins", testConcurrentUpdate},
 		{"ConcurrentIncrementsNoLostUpdate", testConcurrentIncrements},
 		{"ListByStatus", testListByStatus},
+		{"ListByStatusManyJobs", testListByStatusManyJobs},
 		{"ListStopsOnError", testListStopsOnError},
 		{"ListCallbackMayWrite", testListCallbackMayWrite},
 		{"ListUpdatedSince", testListUpdatedSince},
@@ -377,6 +378,42 @@ func listIDs(t *testing.T, b statestore.Backend, status statestore.Status) []str
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// testListByStatusManyJobs: a listing of a status returns every job of it,
+// also when the jobs are many more than a page of a backend or a shard of
+// its index (a backend that reads per shard must read them all), and moves
+// follow the job.
+func testListByStatusManyJobs(t *testing.T, b statestore.Backend) {
+	const n = 300
+	want := map[statestore.Status][]string{}
+	for i := range n {
+		id := fmt.Sprintf("many/%03d/%x", i, i*7919)
+		s := statestore.Processing
+		if i%3 == 0 {
+			s = statestore.Completed
+		}
+		j := newJob(id, s)
+		j.UpdatedAt = t0.Add(time.Duration(n-i) * time.Millisecond)
+		mustPut(t, b, j, 0)
+		if i%10 == 1 { // moved on: listed under the new status only
+			cur := mustGet(t, b, id)
+			cur.Status = statestore.Retrying
+			mustPut(t, b, cur, cur.Version)
+			s = statestore.Retrying
+		}
+		want[s] = append(want[s], id)
+	}
+	for _, s := range []statestore.Status{statestore.Processing, statestore.Retrying, statestore.Completed, statestore.Pending} {
+		w := want[s]
+		if w == nil {
+			w = []string{}
+		}
+		slices.Sort(w)
+		if got := listIDs(t, b, s); !slices.Equal(got, w) {
+			t.Errorf("List(%s): %d jobs, want %d", s, len(got), len(w))
+		}
+	}
 }
 
 func testListByStatus(t *testing.T, b statestore.Backend) {
