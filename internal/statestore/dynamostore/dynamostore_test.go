@@ -131,7 +131,10 @@ func (f *fakeDynamo) page(attr, value string, byTime bool, start map[string]type
 }
 
 func (f *fakeDynamo) Query(_ context.Context, in *dynamodb.QueryInput, _ ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	// The store queries the shards from several goroutines at once.
+	f.mu.Lock()
 	f.queries++
+	f.mu.Unlock()
 	if f.noIndex {
 		resp := &smithyhttp.Response{Response: &http.Response{StatusCode: 400, Header: http.Header{}}}
 		return nil, &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: &awshttp.ResponseError{
