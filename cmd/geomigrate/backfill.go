@@ -129,15 +129,11 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	if err := be.local.store.List(e.ctx, roots[0].bucket, c.Prefix, func(objectstore.Object) error { total++; return nil }); err != nil {
 		return err
 	}
-	prog, closeProgress, err := f.progress(e.stderr, total)
+	prog, closeProgress, err := f.progressWithLogs(e.stderr, total)
 	if err != nil {
 		return err
 	}
 	defer closeProgress()
-	if f.logs != nil {
-		f.logs.to(noticeWriter{p: prog, log: true})
-		defer f.logs.to(e.stderr)
-	}
 	exec, err := localrun.NewExecutor(be.handlers, be.queues, asl.WithExecutionHistory(prog.observe))
 	if err != nil {
 		return err

@@ -202,15 +202,11 @@ func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pr
 	if be.engine != nil {
 		be.engine.SetConversions(min(f.Workers, len(inputs)))
 	}
-	prog, closeProgress, err := f.progress(e.stderr, len(inputs)+len(pre))
+	prog, closeProgress, err := f.progressWithLogs(e.stderr, len(inputs)+len(pre))
 	if err != nil {
 		return err
 	}
 	defer closeProgress()
-	if f.logs != nil {
-		f.logs.to(noticeWriter{p: prog, log: true})
-		defer f.logs.to(e.stderr)
-	}
 	if lb := be.local; lb != nil && lb.sweptTemps > 0 {
 		prog.notice(fmt.Sprintf("geomigrate: removed %d temporary file(s) left in %s by an interrupted run", lb.sweptTemps, f.Dest))
 	}
@@ -220,6 +216,21 @@ func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pr
 		return err
 	}
 	return f.execute(e, execution{exec: exec, be: be, inputs: inputs, pre: pre, halt: halt, report: reportPath, prog: prog})
+}
+
+// progressWithLogs opens the progress view and routes the run's log lines
+// through it (above the bar) until the returned func, which also closes
+// the view, puts them back on stderr.
+func (f *runFlags) progressWithLogs(stderr io.Writer, total int) (progress, func(), error) {
+	prog, closeProgress, err := f.progress(stderr, total)
+	if err != nil {
+		return prog, nil, err
+	}
+	if f.logs == nil {
+		return prog, closeProgress, nil
+	}
+	f.logs.to(noticeWriter{p: prog, log: true})
+	return prog, func() { f.logs.to(stderr); closeProgress() }, nil
 }
 
 // progress opens the view --progress asks for over total inputs: auto is
