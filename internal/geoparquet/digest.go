@@ -273,24 +273,7 @@ func (c *colCursor) fill(n int) error {
 	}
 	for len(c.vals) < n {
 		want := int64(n - len(c.vals))
-		var total int64
-		var nv int
-		var err error
-		defs := c.defs[:want]
-		switch rd := c.rd.(type) {
-		case *file.Int32ColumnChunkReader:
-			total, nv, err = rd.ReadBatch(want, c.i32[:want], defs, nil)
-		case *file.Int64ColumnChunkReader:
-			total, nv, err = rd.ReadBatch(want, c.i64[:want], defs, nil)
-		case *file.Float64ColumnChunkReader:
-			total, nv, err = rd.ReadBatch(want, c.f64[:want], defs, nil)
-		case *file.BooleanColumnChunkReader:
-			total, nv, err = rd.ReadBatch(want, c.bools[:want], defs, nil)
-		case *file.ByteArrayColumnChunkReader:
-			total, nv, err = rd.ReadBatch(want, c.bytes[:want], defs, nil)
-		default:
-			return fmt.Errorf("column reader %T", c.rd)
-		}
+		total, nv, err := c.readBatch(want, nil)
 		if err != nil {
 			return err
 		}
@@ -298,7 +281,7 @@ func (c *colCursor) fill(n int) error {
 			return errors.New("column ends early")
 		}
 		vi := 0
-		for _, dl := range defs[:total] {
+		for _, dl := range c.defs[:total] {
 			if dl < c.maxDef || vi >= nv {
 				c.vals = append(c.vals, nil)
 				continue
@@ -310,23 +293,24 @@ func (c *colCursor) fill(n int) error {
 	return nil
 }
 
-// readLevels reads the next batch of a LIST column's levels and values.
-func (c *colCursor) readLevels() (total int64, err error) {
-	want := int64(len(c.defs))
-	ls := c.list
+// readBatch reads up to want levels of the column into c.defs (and, for a
+// LIST column, reps) and their values into the typed buffer: the levels
+// read and the values among them.
+func (c *colCursor) readBatch(want int64, reps []int16) (total int64, nv int, err error) {
+	defs := c.defs[:want]
 	switch rd := c.rd.(type) {
 	case *file.Int32ColumnChunkReader:
-		total, _, err = rd.ReadBatch(want, c.i32, c.defs, ls.reps)
+		return rd.ReadBatch(want, c.i32[:want], defs, reps)
 	case *file.Int64ColumnChunkReader:
-		total, _, err = rd.ReadBatch(want, c.i64, c.defs, ls.reps)
+		return rd.ReadBatch(want, c.i64[:want], defs, reps)
 	case *file.Float64ColumnChunkReader:
-		total, _, err = rd.ReadBatch(want, c.f64, c.defs, ls.reps)
+		return rd.ReadBatch(want, c.f64[:want], defs, reps)
+	case *file.BooleanColumnChunkReader:
+		return rd.ReadBatch(want, c.bools[:want], defs, reps)
 	case *file.ByteArrayColumnChunkReader:
-		total, _, err = rd.ReadBatch(want, c.bytes, c.defs, ls.reps)
-	default:
-		return 0, fmt.Errorf("list column reader %T", c.rd)
+		return rd.ReadBatch(want, c.bytes[:want], defs, reps)
 	}
-	return total, err
+	return 0, 0, fmt.Errorf("column reader %T", c.rd)
 }
 
 // fillList reads the next n rows of a LIST column (three-level: a null
@@ -351,7 +335,7 @@ func (c *colCursor) fillList(n int) error {
 				}
 				return errors.New("column ends early")
 			}
-			total, err := c.readLevels()
+			total, _, err := c.readBatch(int64(len(c.defs)), ls.reps)
 			if err != nil {
 				return err
 			}
