@@ -80,14 +80,6 @@ func assignRasterCRS(ds *godal.Dataset, r recipe.Recipe, what string, rec *recor
 	if r.AssignCRS == "" {
 		return ds, false, nil
 	}
-	// GCPs with their CRS, or RPCs, georeference the raster already: a CRS
-	// given to its grid would contradict them.
-	if (len(ds.GCPs()) > 0 && strings.TrimSpace(ds.GCPProjection()) != "") || len(ds.Metadatas(godal.Domain("RPC"))) > 0 {
-		if strings.TrimSpace(ds.Projection()) == "" {
-			rec.warn(fmt.Sprintf("%s is georeferenced by its GCPs or RPCs: assign_crs %s not applied", what, r.AssignCRS))
-			return ds, false, nil
-		}
-	}
 	if wkt := strings.TrimSpace(ds.Projection()); wkt != "" {
 		declared, err := godal.NewSpatialRefFromWKT(wkt, godal.ErrLogger(quietLogger))
 		if err != nil {
@@ -95,6 +87,12 @@ func assignRasterCRS(ds *godal.Dataset, r recipe.Recipe, what string, rec *recor
 		}
 		defer declared.Close()
 		return ds, false, checkDeclaredCRS(declared, r.AssignCRS, what)
+	}
+	// GCPs with their CRS, or RPCs, georeference the raster already: a CRS
+	// given to its grid would contradict them.
+	if (len(ds.GCPs()) > 0 && strings.TrimSpace(ds.GCPProjection()) != "") || len(ds.Metadatas(godal.Domain("RPC"))) > 0 {
+		rec.warn(fmt.Sprintf("%s is georeferenced by its GCPs or RPCs: assign_crs %s not applied", what, r.AssignCRS))
+		return ds, false, nil
 	}
 	sr, err := assignedSRS(r.AssignCRS)
 	if err != nil {
