@@ -144,6 +144,20 @@ func judgeRasters(t *testing.T, src, out string) (judgedRaster, judgedRaster) {
 	return got[src], got[out]
 }
 
+// gcpScript writes gcp.tif, placed by 210 GCPs with a GCP CRS (EPSG:4326)
+// and no geotransform: converted as it is, and reprojected.
+const gcpScript = `
+d = create('gcp.tif', 300, 200)
+s = osr.SpatialReference(); s.ImportFromEPSG(4326)
+g = []
+for i in range(15):
+    for j in range(14):
+        px, ln = i*20.0 + 0.5, j*14.0 + 0.25
+        g.append(gdal.GCP(2.0 + px*0.001, 48.0 - ln*0.001, 10.0 + i + j/7.0, px, ln, 'p%d' % len(g), ''))
+d.SetGCPs(g, s.ExportToWkt())
+d = None
+`
+
 func TestRasterContentCarried(t *testing.T) {
 	rpb := `satId = "WV02";
 bandId = "P";
@@ -299,17 +313,7 @@ d = create('t.tif', 300, 200, opts=('RPCTXT=YES', 'PROFILE=BASELINE')); d.SetMet
 		},
 		{
 			name: "GCPs with a GCP CRS", src: "gcp.tif",
-			py: `
-d = create('gcp.tif', 300, 200)
-s = osr.SpatialReference(); s.ImportFromEPSG(4326)
-g = []
-for i in range(15):
-    for j in range(14):
-        px, ln = i*20.0 + 0.5, j*14.0 + 0.25
-        g.append(gdal.GCP(2.0 + px*0.001, 48.0 - ln*0.001, 10.0 + i + j/7.0, px, ln, 'p%d' % len(g), ''))
-d.SetGCPs(g, s.ExportToWkt())
-d = None
-`,
+			py:     gcpScript,
 			checks: []string{"gcps", "gcp_crs"},
 			judge: func(t *testing.T, src, out judgedRaster) {
 				if len(src.GCPs) != 210 || !slices.Equal(src.GCPs, out.GCPs) {
@@ -322,17 +326,7 @@ d = None
 		},
 		{
 			name: "GCPs reprojected", src: "gcp.tif", target: "EPSG:3857",
-			py: `
-d = create('gcp.tif', 300, 200)
-s = osr.SpatialReference(); s.ImportFromEPSG(4326)
-g = []
-for i in range(15):
-    for j in range(14):
-        px, ln = i*20.0 + 0.5, j*14.0 + 0.25
-        g.append(gdal.GCP(2.0 + px*0.001, 48.0 - ln*0.001, 10.0 + i + j/7.0, px, ln, 'p%d' % len(g), ''))
-d.SetGCPs(g, s.ExportToWkt())
-d = None
-`,
+			py:     gcpScript,
 			checks: []string{"warp", "geotransform"},
 			warn:   []string{"through its GCPs or RPCs"},
 			judge: func(t *testing.T, src, out judgedRaster) {
