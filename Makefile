@@ -1,5 +1,8 @@
 # geomigrate — run `make help` for the targets.
 SHELL := /bin/bash
+# A recipe line stops at its first failing command, an unset variable or a
+# failing stage of a pipe (a `go test | tee` that fails fails the target).
+.SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
 GO       ?= go
@@ -17,8 +20,9 @@ export PATH := $(TOOLS)/bin:$(PATH)
 export AWS_EC2_METADATA_DISABLED := true
 
 .PHONY: help
-help: ## list the targets
-	@grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | sort | awk 'BEGIN{FS=":.*## "}{printf "  \033[36m%-18s\033[0m %s\n",$$1,$$2}'
+help: ## list the targets (names in colour on a terminal only)
+	@if [ -t 1 ]; then on='\033[36m'; off='\033[0m'; else on=''; off=''; fi; \
+	grep -hE '^[a-zA-Z0-9_.-]+:.*## ' $(MAKEFILE_LIST) | sort | awk -v on="$$on" -v off="$$off" 'BEGIN{FS=":.*## "}{printf "  %s%-18s%s %s\n",on,$$1,off,$$2}'
 
 .PHONY: deps
 deps: ## install the system packages the build needs (GDAL), when missing
@@ -39,13 +43,13 @@ run: cli ## generate sample data (once: your edits under samples/ are kept) and 
 	@if [ -e $(SAMPLES) ]; then echo "$(SAMPLES)/ exists: kept as it is (rm -r $(SAMPLES) to get fresh samples)"; \
 	else ./$(BIN)/geomigrate sample-data $(SAMPLES); fi
 	./$(BIN)/geomigrate migrate $(SAMPLES) --dest $(OUT)
-	./$(BIN)/geomigrate status --dest $(OUT)
+	@echo "./$(BIN)/geomigrate status --dest $(OUT) shows the latest job of each source and the queues"
 
 .PHONY: test
 test: export GEOMIGRATE_REQUIRE_JUDGES := 1
 test: export GEOMIGRATE_REQUIRE_LAYER := 1
-test: deps layer-deps hyparquet asl-judges chromium ## install and start what the tests need, run them all, stop what was started
-	$(MAKE) --no-print-directory layer build
+test: deps layer-deps hyparquet asl-judges stac-validator chromium ## install and start what the tests need, run them all, stop what was started
+	$(MAKE) --no-print-directory layer build build-native
 	$(GO) mod tidy -diff
 	cd infra && $(GO) mod tidy -diff
 	$(GO) vet ./...
@@ -78,13 +82,13 @@ bench-binaries: cli ## build what make bench runs: bin/geomigrate, bin/geomigrat
 	$(GO) test -c -o $(BENCH_DIR)/geoparquet.test ./internal/geoparquet
 
 .PHONY: bench
-bench: bench-binaries ## figures against their anchors, pairs alternated, median and range (full: ~50 min on 2 busy CPUs; BENCH_QUICK=1: 2 to 5 min)
+bench: bench-binaries ## figures against their anchors, pairs alternated, median and range; the backfill's CPU and peak memory per size (full: ~60 min on 2 busy CPUs; BENCH_QUICK=1: 2 to 5 min)
 	./$(BIN)/geomigrate-bench run -json $(BENCH_JSON) $(if $(filter 1 true yes,$(BENCH_QUICK)),-quick) $(foreach f,$(BENCH_INCLUDE),-include $(f)) $(BENCH_FLAGS)
 	$(MAKE) --no-print-directory bench-e2e
 
 .PHONY: bench-doc
 bench-doc: ## put the last make bench's figures (bin/bench/results.json) into docs/benchmarks.json and docs/benchmarks.md
-	$(GO) run ./internal/benchpair/benchdoc -from $(BENCH_JSON)
+	$(GO) run ./tools/benchdoc -from $(BENCH_JSON)
 
 .PHONY: bench-go
 bench-go: deps ## the Go benchmarks of every package (conversion vs gdal_translate in-process, GeoParquet rows/s and memory, cold starts, check/convert)
@@ -110,20 +114,20 @@ bench-rss: cli ## peak RSS of migrating a 10-million-point FlatGeobuf layer and 
 	@mkdir -p $(BENCH_RSS_DIR)/vector $(BENCH_RSS_DIR)/raster
 	@if [ ! -e $(BENCH_RSS_DIR)/vector/points.fgb ]; then \
 	  echo "generating $(BENCH_RSS_FEATURES) points"; \
-	  $(GO) run ./internal/rssbench points $(BENCH_RSS_FEATURES) $(BENCH_RSS_DIR)/points.csv && \
+	  $(GO) run ./tools/rssbench points $(BENCH_RSS_FEATURES) $(BENCH_RSS_DIR)/points.csv && \
 	  ogr2ogr -f FlatGeobuf -lco SPATIAL_INDEX=NO -a_srs EPSG:4326 -oo X_POSSIBLE_NAMES=x -oo Y_POSSIBLE_NAMES=y \
 	    -oo AUTODETECT_TYPE=YES -nln points $(BENCH_RSS_DIR)/vector/points.fgb $(BENCH_RSS_DIR)/points.csv && \
 	  rm -f $(BENCH_RSS_DIR)/points.csv; fi
 	@if [ ! -e $(BENCH_RSS_DIR)/raster/big.tif ]; then \
 	  echo "generating a $(BENCH_RSS_PIXELS) x $(BENCH_RSS_PIXELS) UInt16 GeoTIFF"; \
-	  $(GO) run ./internal/rssbench pgm $(BENCH_RSS_PIXELS) $(BENCH_RSS_DIR)/big.pgm && \
+	  $(GO) run ./tools/rssbench pgm $(BENCH_RSS_PIXELS) $(BENCH_RSS_DIR)/big.pgm && \
 	  gdal_translate -q -of GTiff -co TILED=YES -a_srs EPSG:3857 -a_ullr 0 $(BENCH_RSS_PIXELS)0 $(BENCH_RSS_PIXELS)0 0 \
 	    $(BENCH_RSS_DIR)/big.pgm $(BENCH_RSS_DIR)/raster/big.tif && \
 	  rm -f $(BENCH_RSS_DIR)/big.pgm; fi
 	@rm -rf $(BENCH_RSS_DIR)/out-vector $(BENCH_RSS_DIR)/out-raster
-	@$(GO) run ./internal/rssbench run rss-10m-features '$(BENCH_RSS_DIR)/out-vector/*.parquet' -- \
+	@$(GO) run ./tools/rssbench run rss-10m-features '$(BENCH_RSS_DIR)/out-vector/*.parquet' -- \
 	  ./$(BIN)/geomigrate migrate $(BENCH_RSS_DIR)/vector --dest $(BENCH_RSS_DIR)/out-vector --workers 1 --progress plain
-	@$(GO) run ./internal/rssbench run rss-2gib-geotiff '$(BENCH_RSS_DIR)/out-raster/*.tif' -- \
+	@$(GO) run ./tools/rssbench run rss-2gib-geotiff '$(BENCH_RSS_DIR)/out-raster/*.tif' -- \
 	  ./$(BIN)/geomigrate migrate $(BENCH_RSS_DIR)/raster --dest $(BENCH_RSS_DIR)/out-raster --workers 1 --progress plain
 	@rm -rf $(BENCH_RSS_DIR)/out-vector $(BENCH_RSS_DIR)/out-raster
 
@@ -140,6 +144,7 @@ include test/hygiene.mk
 include scripts/hyparquet/hyparquet.mk
 include infra/infra.mk
 include scripts/asl-judges/asl-judges.mk
+include scripts/stac-validator/stac-validator.mk
 include functions/functions.mk
 include layers/gdal/layer.mk
 include scripts/chromium/chromium.mk

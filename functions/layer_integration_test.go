@@ -81,7 +81,7 @@ func builtLayer(t *testing.T) (layer, buildDir string) {
 }
 
 // lambdaGDALEnv is the GDAL part of the Convert function's environment as
-// the stack sets it (infra/stack.go: config.LayerEnvironment and a cache).
+// the stack sets it (infra/functions.go: config.LayerEnvironment and a cache).
 func lambdaGDALEnv() map[string]string {
 	env := config.LayerEnvironment()
 	env["GDAL_CACHEMAX"] = "256"

@@ -28,30 +28,10 @@ const (
 	destBucket = "geo-archive-cog"
 )
 
-var (
-	binOnce sync.Once
-	binDir  string
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-// bootstrap builds (once per test binary) the host-arch bootstrap of name.
+// bootstrap is the host-arch bootstrap of name (make build-native).
 func bootstrap(t testing.TB, name string) string {
 	t.Helper()
-	binOnce.Do(func() {
-		d, err := os.MkdirTemp("", "geomigrate-bootstraps-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		binDir = d
-	})
-	return lambdatest.Build(t, binDir, name)
+	return lambdatest.NativeBootstrap(t, name)
 }
 
 func sample(t testing.TB, name string) []byte {

@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/constructs-go/constructs/v10"
 
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/signals"
 )
 
@@ -198,21 +200,24 @@ func LoadConfig(scope constructs.Construct) (*Config, error) {
 		}
 		return b
 	}
+	// The function settings' defaults are internal/config's declaration,
+	// the CLI's too: one default per setting, on AWS and locally.
+	declared := config.DefaultLambda()
 	c := &Config{
 		StackName:                   ctxString(n, "stackName", "Geomigrate"),
 		NamePrefix:                  ctxString(n, "namePrefix", "geomigrate"),
 		SourceBucketName:            ctxString(n, "sourceBucketName", ""),
 		DestBucketName:              ctxString(n, "destBucketName", ""),
 		DestPrefix:                  ctxString(n, "destPrefix", ""),
-		StagingPrefix:               ctxString(n, "stagingPrefix", "_staging/"),
+		StagingPrefix:               ctxString(n, "stagingPrefix", declared.StagingPrefix),
 		StagingExpirationDays:       geti("stagingExpirationDays", 3),
 		AbortMultipartDays:          geti("abortMultipartDays", 1),
 		NoncurrentVersionDays:       geti("noncurrentVersionDays", 30),
 		EnableInventory:             getb("enableInventory", true),
-		VectorFormat:                ctxString(n, "vectorFormat", "GeoParquet"),
-		ZstdLevel:                   geti("zstdLevel", 9),
-		LeaseSeconds:                geti("leaseSeconds", 1800),
-		LogLevel:                    ctxString(n, "logLevel", "info"),
+		VectorFormat:                ctxString(n, "vectorFormat", declared.VectorFormat),
+		ZstdLevel:                   geti("zstdLevel", declared.ZSTDLevel),
+		LeaseSeconds:                geti("leaseSeconds", int(declared.Lease.Duration()/time.Second)),
+		LogLevel:                    ctxString(n, "logLevel", declared.LogLevel),
 		Architecture:                ctxString(n, "architecture", "arm64"),
 		ConvertMemoryMB:             geti("convertMemoryMB", 10240),
 		ConvertTimeoutSeconds:       geti("convertTimeoutSeconds", 900),
@@ -245,7 +250,7 @@ func LoadConfig(scope constructs.Construct) (*Config, error) {
 		BackfillDefinition:          ctxString(n, "backfillDefinition", "statemachine/backfill.asl.json"),
 	}
 	c.GDALLayerZip = ctxString(n, "gdalLayerZip", "build/gdal-layer-"+c.Architecture+".zip")
-	ft := geti("fingerprintThresholdBytes", 1<<30)
+	ft := geti("fingerprintThresholdBytes", int(declared.FingerprintThreshold))
 	c.FingerprintThresholdBytes = int64(ft)
 	prefixes, err := ctxList(n, "sourcePrefixes", []string{"incoming/"})
 	if err != nil {

@@ -18,7 +18,7 @@ var (
 		"RemediationQueueUrl", "DeadLetterQueueUrl",
 		statemachine.ConvertClusterArn, statemachine.ConvertTaskDefinitionArn, statemachine.ConvertSubnetIDs, statemachine.ConvertSecurityGroupID,
 		statemachine.HashCheckTimeoutSeconds, statemachine.ConvertTimeoutSeconds,
-		statemachine.PromoteTimeoutSeconds, statemachine.ClassifyTimeoutSeconds,
+		statemachine.PromoteTimeoutSeconds, statemachine.ClassifyTimeoutSeconds, statemachine.ContainerTaskTimeoutSeconds,
 	}
 	BackfillPlaceholders = []string{"MigrateStateMachineArn", "SourceBucket", "ResultsBucket", statemachine.DeadLetterQueueURL, statemachine.SourcePrefixRules, statemachine.PolicyParameterName}
 )
@@ -222,6 +222,9 @@ func ExpressBackfill(backfill, migrate string) (string, error) {
 		}
 		dropUnreachable(proc)
 		proc["ProcessorConfig"] = map[string]any{"Mode": "DISTRIBUTED", "ExecutionType": "EXPRESS"}
+		if err := closeUnfinishedAfter(states, mapName, label); err != nil {
+			return "", err
+		}
 		n++
 	}
 	if n == 0 {
@@ -232,6 +235,41 @@ func ExpressBackfill(backfill, migrate string) (string, error) {
 	}
 	out, err := json.MarshalIndent(b, "", "  ")
 	return string(out), err
+}
+
+// closeUnfinishedAfter puts statemachine.CloseMapRun's state after the Map mapName, named with
+// the Map's label as prefix: it takes the Map's Next, and the Map goes to it. Express children
+// send no status-change events, so this is where the jobs of children that timed out are closed.
+// The state's other transitions (its Catch) must be states of the backfill.
+func closeUnfinishedAfter(states map[string]any, mapName, label string) error {
+	var frag struct {
+		States map[string]any
+	}
+	if err := json.Unmarshal(statemachine.CloseMapRun, &frag); err != nil {
+		return fmt.Errorf("close-map-run definition: %w", err)
+	}
+	st, _ := frag.States[statemachine.CloseMapRunState].(map[string]any)
+	if st == nil {
+		return fmt.Errorf("close-map-run definition has no %s state", statemachine.CloseMapRunState)
+	}
+	m := states[mapName].(map[string]any)
+	next, _ := m["Next"].(string)
+	if next == "" {
+		return fmt.Errorf("backfill Map %s has no Next to close its unfinished children before", mapName)
+	}
+	name := label + statemachine.CloseMapRunState
+	if _, clash := states[name]; clash {
+		return fmt.Errorf("state name %s exists in the backfill", name)
+	}
+	st["Next"] = next
+	for _, to := range transitions(st) {
+		if _, ok := states[to]; !ok {
+			return fmt.Errorf("%s goes to %s, which the backfill does not have", name, to)
+		}
+	}
+	states[name] = st
+	m["Next"] = name
+	return nil
 }
 
 // retarget rewrites a state's transitions: Next, Default, each Choice rule's Next, each

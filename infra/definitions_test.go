@@ -159,8 +159,17 @@ func TestBackfillDefinition(t *testing.T) {
 				child = v.(map[string]any)
 			}
 		}
+		// An inventory's keys are URL-encoded: the child is told so, and
+		// HashCheck decodes (docs/decisions/0100); a listing's are plain.
+		input := `{"bucket.$":"$.bucket","dataset_id.$":"$.dataset_id","key.$":"$.key"}`
+		if reader["Resource"] == "arn:aws:states:::s3:getObject" {
+			input = `{"bucket.$":"$.bucket","dataset_id.$":"$.dataset_id","key.$":"$.key","key_encoding.$":"$.key_encoding"}`
+			if sel["key_encoding"] != "url" {
+				t.Errorf("%s: item selector %s does not mark the inventory's keys as URL-encoded", name, js(sel))
+			}
+		}
 		if child["Resource"] != "arn:aws:states:::states:startExecution.sync:2" ||
-			js(child["Parameters"]) != `{"Input":{"bucket.$":"$.bucket","dataset_id.$":"$.dataset_id","key.$":"$.key"},"StateMachineArn":"${MigrateStateMachineArn}"}` {
+			js(child["Parameters"]) != `{"Input":`+input+`,"StateMachineArn":"${MigrateStateMachineArn}"}` {
 			t.Errorf("%s: child start %s", name, js(child))
 		}
 	})

@@ -217,6 +217,7 @@ func TestTaskTimeoutsWithinFunctionTimeoutAndLease(t *testing.T) {
 		want := 4 // migrate's four Lambda tasks
 		if synthVariants[variant]["backfillChildExecutionType"] == "EXPRESS" {
 			want += 2 * 4 // inlined in both backfill processors
+			want += 2     // and executionfailed after each Map
 		}
 		if checked != want {
 			t.Errorf("%s: %d Lambda tasks checked, want %d", variant, checked, want)

@@ -89,6 +89,11 @@ func TestBuckets(t *testing.T) {
 	if !strings.Contains(js(src["InventoryConfigurations"]), `"Prefix":"inventory"`) {
 		t.Errorf("source: no S3 Inventory for backfills: %s", js(src["InventoryConfigurations"]))
 	}
+	// Current versions only: no non-current versions or delete markers as
+	// backfill items.
+	if inv := js(src["InventoryConfigurations"]); !strings.Contains(inv, `"IncludedObjectVersions":"Current"`) {
+		t.Errorf("source: the inventory must list current versions only: %s", inv)
+	}
 	// EventBridge notifications: on the source only.
 	for _, r := range b.resources("Custom::S3BucketNotifications") {
 		p := r["Properties"].(map[string]any)
@@ -184,7 +189,7 @@ func TestFunctionsRuntimeArchLayerEnv(t *testing.T) {
 		"GEOMIGRATE_DEST_PREFIX":                 "",
 		"GEOMIGRATE_STAGING_PREFIX":              "_staging/",
 		"GEOMIGRATE_STATE_TABLE":                 "<Ref:" + tableID + ">",
-		"GEOMIGRATE_LEASE_SECONDS":               "1800",
+		"GEOMIGRATE_LEASE_SECONDS":               "1200",
 		"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES": "1073741824",
 		"GEOMIGRATE_VECTOR_FORMAT":               "GeoParquet",
 		"GEOMIGRATE_ZSTD_LEVEL":                  "9",
@@ -423,6 +428,30 @@ func TestBackfillExpressVariant(t *testing.T) {
 	if !strings.Contains(g, "lambda:InvokeFunction on <GetAtt:ConvertFunction") || strings.Contains(g, "states:StartExecution on arn:<Ref:AWS::Partition>:states:<Ref:AWS::Region>:<Ref:AWS::AccountId>:stateMachine:geomigrate-migrate") {
 		t.Errorf("express backfill role:\n%s", g)
 	}
+	// Express children send no status-change events: after each Map, executionfailed closes
+	// the jobs of the children that timed out from the Map Run's result files, which it may read.
+	states := doc["States"].(map[string]any)
+	for mapName, label := range map[string]string{"BackfillFromPrefix": "BackfillPrefix", "BackfillFromManifest": "BackfillManifest"} {
+		closeName := label + statemachine.CloseMapRunState
+		m, _ := states[mapName].(map[string]any)
+		cl, _ := states[closeName].(map[string]any)
+		if m == nil || cl == nil || m["Next"] != closeName || cl["Next"] != "BackfillDone" {
+			t.Fatalf("%s: Next %v, want %s (then BackfillDone): %s", mapName, m["Next"], closeName, js(cl))
+		}
+		p := strings.NewReplacer(" ", "", `\u003c`, "<", `\u003e`, ">").Replace(js(cl["Parameters"]))
+		if !strings.Contains(p, `"FunctionName":"<GetAtt:ExecutionfailedFunction`) || !strings.Contains(p, `"ResultWriterDetails.$":"$.map_run.ResultWriterDetails"`) {
+			t.Errorf("%s: parameters %s", closeName, p)
+		}
+		if cl["Retry"] == nil || cl["Catch"] == nil {
+			t.Errorf("%s has no Retry or Catch", closeName)
+		}
+	}
+	if !strings.Contains(g, "lambda:InvokeFunction on <GetAtt:ExecutionfailedFunction") {
+		t.Errorf("express backfill role cannot invoke executionfailed:\n%s", g)
+	}
+	if g := strings.Join(grants(b.statements(t, "ExecutionfailedRole")), "\n"); !strings.Contains(g, "s3:GetObject on <GetAtt:OpsBucket") || !strings.Contains(g, "/backfill-results/*") {
+		t.Errorf("executionfailed cannot read the backfill results:\n%s", g)
+	}
 }
 
 func TestEventBridgeRule(t *testing.T) {
@@ -632,8 +661,8 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			`dynamodb:(GetItem|PutItem|UpdateItem|ConditionCheckItem) on <GetAtt:StateTable\w+\.Arn>`,
 			`s3:DeleteObject on <GetAtt:DestinationBucket\w+\.Arn>/_staging/\*`,
 			`s3:ListBucket on <GetAtt:DestinationBucket\w+\.Arn>`,
-			`s3:(PutObject|GetObject|AbortMultipartUpload) on <GetAtt:DestinationBucket\w+\.Arn>/_staging/quarantine/\*`,
-			`s3:(PutObject|GetObject|AbortMultipartUpload) on <GetAtt:DestinationBucket\w+\.Arn>/\.geomigrate-quarantine/\*`,
+			`s3:(PutObject|GetObject|AbortMultipartUpload) on <GetAtt:OpsBucket\w+\.Arn>/_staging/quarantine/\*`,
+			`s3:(PutObject|GetObject|AbortMultipartUpload) on <GetAtt:OpsBucket\w+\.Arn>/quarantine/\*`,
 			`s3:GetObject on <GetAtt:SourceBucket\w+\.Arn>/\S*\*`,
 			`s3:ListBucket on <GetAtt:SourceBucket\w+\.Arn>`,
 			policyGrant,
@@ -646,10 +675,12 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			`s3:DeleteObject on <GetAtt:DestinationBucket\w+\.Arn>/_staging/\*`,
 			`s3:ListBucket on <GetAtt:DestinationBucket\w+\.Arn>`,
 			`sqs:SendMessage on <GetAtt:DeadLetterQueue\w+\.Arn>`,
-			`s3:(PutObject|GetObject|AbortMultipartUpload) on <GetAtt:DestinationBucket\w+\.Arn>/_staging/quarantine/\*`,
-			`s3:(PutObject|GetObject|AbortMultipartUpload) on <GetAtt:DestinationBucket\w+\.Arn>/\.geomigrate-quarantine/\*`,
+			`s3:(PutObject|GetObject|AbortMultipartUpload) on <GetAtt:OpsBucket\w+\.Arn>/_staging/quarantine/\*`,
+			`s3:(PutObject|GetObject|AbortMultipartUpload) on <GetAtt:OpsBucket\w+\.Arn>/quarantine/\*`,
 			`s3:GetObject on <GetAtt:SourceBucket\w+\.Arn>/\S*\*`,
 			`s3:ListBucket on <GetAtt:SourceBucket\w+\.Arn>`,
+			// The EXPRESS backfill's Map Run results (read-only).
+			`s3:GetObject on <GetAtt:OpsBucket\w+\.Arn>/backfill-results/\*`,
 			`xray:\w+ on \*`,
 		},
 		"MigrateStateMachineRole": {
@@ -680,6 +711,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			`s3:(PutObject|GetObject|ListMultipartUploadParts|AbortMultipartUpload) on <GetAtt:OpsBucket\w+\.Arn>/backfill-results/\*`,
 			`states:StartExecution on arn:<Ref:AWS::Partition>:states:<Ref:AWS::Region>:<Ref:AWS::AccountId>:stateMachine:geomigrate-(backfill|migrate)`,
 			`states:(DescribeExecution|StopExecution) on arn:<Ref:AWS::Partition>:states:<Ref:AWS::Region>:<Ref:AWS::AccountId>:execution:geomigrate-(backfill/|migrate:)\*`,
+			`states:RedriveExecution on arn:<Ref:AWS::Partition>:states:<Ref:AWS::Region>:<Ref:AWS::AccountId>:execution:geomigrate-backfill/\*`,
 			`events:(PutTargets|PutRule|DescribeRule) on arn:<Ref:AWS::Partition>:events:<Ref:AWS::Region>:<Ref:AWS::AccountId>:rule/StepFunctionsGetEventsForStepFunctionsExecutionRule`,
 			policyGrant,
 			`sqs:SendMessage on <GetAtt:DeadLetterQueue\w+\.Arn>`,
@@ -729,12 +761,12 @@ func TestIAMLeastPrivilege(t *testing.T) {
 		// They read the routed source (its quarantine bundle) and write
 		// only bundles: under staging first, then the quarantine prefix.
 		for _, g := range grants(b.statements(t, role)) {
-			bundle := strings.HasSuffix(g, "/_staging/quarantine/*") || strings.HasSuffix(g, "/.geomigrate-quarantine/*")
+			bundle := strings.Contains(g, "OpsBucket") && (strings.HasSuffix(g, "/_staging/quarantine/*") || strings.HasSuffix(g, "/quarantine/*"))
 			if strings.HasPrefix(g, "s3:PutObject") && !bundle {
 				t.Errorf("%s writes outside the quarantine prefixes: %s", role, g)
 			}
-			if strings.HasPrefix(g, "s3:GetObject") && strings.Contains(g, "DestinationBucket") && !bundle {
-				t.Errorf("%s reads destination objects beyond its bundles: %s", role, g)
+			if strings.HasPrefix(g, "s3:GetObject") && strings.Contains(g, "DestinationBucket") {
+				t.Errorf("%s reads destination objects: %s", role, g)
 			}
 		}
 	}
@@ -929,4 +961,18 @@ func TestRecipeContext(t *testing.T) {
 			t.Errorf("recipe %q accepted", bad)
 		}
 	}
+}
+
+// TestBackfillCanRedriveItsMapRun: redriving a backfill execution
+// redrives its Distributed Map's failed children, which needs
+// states:RedriveExecution on them (docs/decisions/0102).
+func TestBackfillCanRedriveItsMapRun(t *testing.T) {
+	b := defaultStack(t)
+	want := "states:RedriveExecution on arn:<Ref:AWS::Partition>:states:<Ref:AWS::Region>:<Ref:AWS::AccountId>:execution:geomigrate-backfill/*"
+	for _, g := range grants(b.statements(t, "BackfillStateMachineRole")) {
+		if g == want {
+			return
+		}
+	}
+	t.Errorf("the backfill role lacks %s", want)
 }

@@ -9,5 +9,5 @@ set -eu
 cd "$(dirname "$0")/.."
 out="$(pwd)/internal/cost/throughput.json"
 GEOMIGRATE_MEASURE_THROUGHPUT="$out" go test -count=1 -timeout 30m -run '^TestMeasureThroughput$' -v ./internal/gdal/
-go run ./internal/cost/scaledoc > docs/scale.md
+go run ./tools/scaledoc > docs/scale.md
 echo "wrote $out and docs/scale.md"

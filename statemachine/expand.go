@@ -16,7 +16,32 @@ const (
 	ConvertTimeoutSeconds   = "ConvertTimeoutSeconds"
 	PromoteTimeoutSeconds   = "PromoteTimeoutSeconds"
 	ClassifyTimeoutSeconds  = "ClassifyTimeoutSeconds"
+	// ContainerTaskTimeoutSeconds is RunConvertTask's, derived from the
+	// others by ContainerTaskTimeout.
+	ContainerTaskTimeoutSeconds = "ContainerTaskTimeoutSeconds"
 )
+
+// ContainerResultReadSeconds is ReadConvertResult's TimeoutSeconds: the
+// container path's read of its result object, between the task and
+// Promote.
+const ContainerResultReadSeconds = 60
+
+// ContainerTaskTimeout is RunConvertTask's TimeoutSeconds: what the
+// execution's TimeoutSeconds leaves after HashCheck, the result read and
+// Promote at their own timeouts, so that a container that runs to its
+// limit still leaves Promote (or Classify and a queue, which take less)
+// the time to finish before the execution times out and executionfailed
+// has to close the job (docs/decisions/0103). It is an error when that
+// leaves the container less than the Convert Lambda has: the container
+// path exists for conversions longer than the Lambda's.
+func ContainerTaskTimeout(execution int, t TaskTimeouts) (int, error) {
+	c := execution - t.HashCheck - ContainerResultReadSeconds - max(t.Promote, t.Classify)
+	if c < t.Convert {
+		return 0, fmt.Errorf("statemachine.ContainerTaskTimeout: the execution's %d s leave the container task %d s after HashCheck (%d s), the result read (%d s) and Promote (%d s): less than the Convert Lambda's %d s",
+			execution, c, t.HashCheck, ContainerResultReadSeconds, t.Promote, t.Convert)
+	}
+	return c, nil
+}
 
 // SourcePrefixRules is the value placeholder of Backfill: the Or list of the
 // Choice that keeps an S3 Inventory item only when its key lies under one of
@@ -67,6 +92,15 @@ func ExpandMigrate(def []byte, t TaskTimeouts) ([]byte, error) {
 	v, err := t.Values()
 	if err != nil {
 		return nil, err
+	}
+	var top struct{ TimeoutSeconds int }
+	if err := json.Unmarshal(def, &top); err != nil {
+		return nil, fmt.Errorf("statemachine.ExpandMigrate: %w", err)
+	}
+	if bytes.Contains(def, []byte(`"${`+ContainerTaskTimeoutSeconds+`}"`)) {
+		if v[ContainerTaskTimeoutSeconds], err = ContainerTaskTimeout(top.TimeoutSeconds, t); err != nil {
+			return nil, err
+		}
 	}
 	return ExpandValues(def, v)
 }

@@ -3,6 +3,7 @@ package statemachine
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,5 +110,62 @@ func TestPrefixRulesMatchLikeS3Prefixes(t *testing.T) {
 		if in := res.Status == asl.StatusSucceeded; in != tt.in {
 			t.Errorf("prefixes %q, key %q: in scope %v, want %v", tt.prefixes, tt.key, in, tt.in)
 		}
+	}
+}
+
+// TestContainerPathFitsTheExecution: on the container path, HashCheck,
+// RunConvertTask, ReadConvertResult and Promote (or Classify), each at its
+// TimeoutSeconds, end before the execution's TimeoutSeconds; and the
+// throttled RunTask (ECS.InvalidParameterException) is retried.
+func TestContainerPathFitsTheExecution(t *testing.T) {
+	for _, tt := range []TaskTimeouts{DefaultTaskTimeouts, {HashCheck: 300, Convert: 900, Promote: 120, Classify: 60}} {
+		def, err := ExpandMigrate(Migrate, tt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type state struct {
+			TimeoutSeconds int
+			Retry          []struct{ ErrorEquals []string }
+			Branches       []struct{ States map[string]json.RawMessage }
+		}
+		var m struct {
+			TimeoutSeconds int
+			States         map[string]state
+		}
+		if err := json.Unmarshal(def, &m); err != nil {
+			t.Fatal(err)
+		}
+		branch := map[string]state{}
+		for name, raw := range m.States["ConvertInContainer"].Branches[0].States {
+			var st state
+			if err := json.Unmarshal(raw, &st); err != nil {
+				t.Fatal(err)
+			}
+			branch[name] = st
+		}
+		run, read := branch["RunConvertTask"], branch["ReadConvertResult"]
+		path := m.States["HashCheck"].TimeoutSeconds + run.TimeoutSeconds + read.TimeoutSeconds +
+			max(m.States["Promote"].TimeoutSeconds, m.States["Classify"].TimeoutSeconds)
+		if path > m.TimeoutSeconds || run.TimeoutSeconds < tt.Convert {
+			t.Errorf("%+v: HashCheck + RunConvertTask (%d s) + ReadConvertResult + Promote = %d s; the execution has %d s",
+				tt, run.TimeoutSeconds, path, m.TimeoutSeconds)
+		}
+		if read.TimeoutSeconds != ContainerResultReadSeconds {
+			t.Errorf("ReadConvertResult TimeoutSeconds %d, ContainerResultReadSeconds %d", read.TimeoutSeconds, ContainerResultReadSeconds)
+		}
+		retried := false
+		for _, r := range run.Retry {
+			retried = retried || slices.Contains(r.ErrorEquals, "ECS.InvalidParameterException")
+		}
+		if !retried {
+			t.Error("RunConvertTask does not retry ECS.InvalidParameterException (a throttled RunTask)")
+		}
+	}
+	// Timeouts that leave the container less than the Lambda are refused.
+	if _, err := ExpandMigrate(Migrate, TaskTimeouts{HashCheck: 900, Convert: 900, Promote: 900, Classify: 60}); err != nil {
+		t.Errorf("default-sized timeouts refused: %v", err)
+	}
+	if _, err := ContainerTaskTimeout(7200, TaskTimeouts{HashCheck: 3500, Convert: 900, Promote: 3000, Classify: 60}); err == nil {
+		t.Error("a container timeout shorter than the Lambda's was accepted")
 	}
 }

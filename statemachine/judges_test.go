@@ -64,6 +64,8 @@ func TestDefinitionsPassOutsideJudges(t *testing.T) {
 				def, err = ExpandMigrate(raw, DefaultTaskTimeouts)
 			case "backfill.asl.json":
 				def, err = ExpandBackfill(raw, []string{"incoming/", "legacy/gis/"})
+			case "close-map-run.asl.json":
+				def = raw // no value placeholders
 			default:
 				t.Fatalf("%s: add its value placeholders to this test", file)
 			}

@@ -76,6 +76,21 @@ const (
 //go:embed backfill.asl.json
 var Backfill []byte
 
+// CloseMapRun is close-map-run.asl.json: the state the EXPRESS backfill
+// runs after each Distributed Map (infra's ExpressBackfill puts it there),
+// closing the jobs of children that ended unfinished from the Map Run's
+// result files, since Express children send no status-change events.
+//
+//go:embed close-map-run.asl.json
+var CloseMapRun []byte
+
+// Names in CloseMapRun: its state, and the placeholder of the function it
+// invokes (executionfailed).
+const (
+	CloseMapRunState           = "CloseUnfinishedChildren"
+	ExecutionFailedFunctionArn = "ExecutionFailedFunctionArn"
+)
+
 // Backfill's run-time policy read: the placeholder of the SSM parameter
 // holding the policy document (internal/policy), substituted by CDK with
 // the stack's parameter and locally with LocalPolicyParameter, and the

@@ -42,6 +42,9 @@ var serviceErrors = []string{
 	// Failures fails the task as AmazonECS.Unknown), and the SDK
 	// integration's S3 errors (ServiceName.ErrorName).
 	"ECS.AmazonECSException", "ECS.SdkClientException", "AmazonECS.Unknown",
+	// A RunTask refused while ECS throttles the account's task launches
+	// (https://docs.aws.amazon.com/AmazonECS/latest/APIReference/request-throttling.html).
+	"ECS.InvalidParameterException",
 	"S3.SdkClientException", "S3.S3Exception",
 	// The backfill's policy read (aws-sdk:ssm:getParameter): GetParameter's
 	// InternalServerError and the integration's generic service and client
@@ -92,13 +95,15 @@ func definitions(t *testing.T) map[string]*asl.StateMachine {
 	return map[string]*asl.StateMachine{
 		"migrate.asl.json":  parse(t, "migrate.asl.json", Migrate),
 		"backfill.asl.json": parse(t, "backfill.asl.json", Backfill),
+		// The EXPRESS backfill's state after each Map.
+		"close-map-run.asl.json": parse(t, "close-map-run.asl.json", CloseMapRun),
 	}
 }
 
 func TestPlaceholdersAreTheDocumentedOnes(t *testing.T) {
 	want := []string{ClassifyFunctionArn, ConvertFunctionArn, DeadLetterQueueURL, HashCheckFunctionArn, PromoteFunctionArn, RemediationQueueURL,
 		ConvertClusterArn, ConvertTaskDefinitionArn, ConvertSubnetIDs, ConvertSecurityGroupID,
-		HashCheckTimeoutSeconds, ConvertTimeoutSeconds, PromoteTimeoutSeconds, ClassifyTimeoutSeconds}
+		HashCheckTimeoutSeconds, ConvertTimeoutSeconds, PromoteTimeoutSeconds, ClassifyTimeoutSeconds, ContainerTaskTimeoutSeconds}
 	slices.Sort(want)
 	if got := asl.Placeholders(Migrate); !slices.Equal(got, want) {
 		t.Fatalf("placeholders = %v, want %v", got, want)

@@ -33,7 +33,9 @@ var (
 	// CPU outside GDAL per backfill item, at every size up to 10,000.
 	goalOrchestrationCPU = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 5}
 	goalGPQBytes         = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1}
-	goalGPQRows          = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 1}
+	// migrate of 10,000 tiny files within 400 MiB of peak memory.
+	goalTinyFilesRSS = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 400}
+	goalGPQRows      = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 1}
 )
 
 // gpq (planetlabs/gpq) cannot be installed here: its output sizes for the
@@ -52,13 +54,14 @@ type sizes struct {
 	points    int   // GeoParquet points set (gpq's count is for 1,000,000)
 	polygons  int   // GeoParquet polygons set (gpq's count is for 100,000)
 	backfill  string
+	tiny      []int // file counts of the tiny-files CLI runs
 }
 
 func (b *bench) sizes() sizes {
 	if b.quick {
-		return sizes{cogSide: 2000, bigSide: 8192, hashBytes: 256e6, vector: 1_000_000, points: 1_000_000, polygons: 100_000, backfill: "^items=100$"}
+		return sizes{cogSide: 2000, bigSide: 8192, hashBytes: 256e6, vector: 1_000_000, points: 1_000_000, polygons: 100_000, backfill: "^items=100$", tiny: []int{100, 1000}}
 	}
-	return sizes{cogSide: 6000, bigSide: 23170, hashBytes: 2e9, vector: 10_000_000, points: 1_000_000, polygons: 100_000, backfill: ""}
+	return sizes{cogSide: 6000, bigSide: 23170, hashBytes: 2e9, vector: 10_000_000, points: 1_000_000, polygons: 100_000, backfill: "", tiny: []int{100, 1000, 10000}}
 }
 
 func experiments(s sizes) []experiment {
@@ -73,6 +76,7 @@ func experiments(s sizes) []experiment {
 		{name: "cog-rss", title: fmt.Sprintf("%s GeoTIFF → COG", gib(rasterBytes(s.bigSide))), runs: 2, quick: 2, goal: goalPeakRSS, setup: cogPeakRSS(s.bigSide)},
 		{name: "vector-rss", title: fmt.Sprintf("peak RSS, %s-point GeoPackage layer → GeoParquet", count(s.vector)), runs: 1, quick: 1, goal: goalPeakRSS, setup: vectorPeakRSS(s.vector)},
 		{name: "geoparquet-writer", title: "GeoParquet writer alone, 1,000,000 points", runs: 3, quick: 1, setup: geoParquetWriter},
+		{name: "tiny-files", title: "migrate and backfill CLIs over tiny files, peak RSS and CPU per file", runs: 1, quick: 1, goal: goalTinyFilesRSS, setup: tinyFiles(s.tiny)},
 	}
 }
 
@@ -309,6 +313,77 @@ func orchestration(sub string) func(context.Context, *bench, string) (*setup, er
 			return figs
 		}}, nil
 	}
+}
+
+// tinyFiles: `geomigrate migrate` and `geomigrate backfill` (default
+// workers) over n one-point GeoJSON files in one directory, for each n,
+// each a child process under GNU time: its peak resident set and its CPU
+// time per file, GDAL's included (the whole process's).
+func tinyFiles(ns []int) func(context.Context, *bench, string) (*setup, error) {
+	return func(ctx context.Context, b *bench, dir string) (*setup, error) {
+		srcs := make([]string, len(ns))
+		for i, n := range ns {
+			srcs[i] = filepath.Join(dir, fmt.Sprintf("tiny-%d", n))
+			if err := writeTinyFiles(srcs[i], n); err != nil {
+				return nil, err
+			}
+		}
+		a := func(ctx context.Context, run int) (benchpair.Measurement, error) {
+			m := benchpair.Measurement{Metrics: map[string]float64{}}
+			for i, n := range ns {
+				for _, cmd := range []string{"migrate", "backfill"} {
+					dest := filepath.Join(dir, fmt.Sprintf("dest-%s-%d-%d", cmd, n, run))
+					progress("tiny-files: %s of %s files", cmd, count(n))
+					c, _, err := child(ctx, nil, b.cli, cmd, srcs[i], "--dest", dest, "--progress", "plain")
+					os.RemoveAll(dest)
+					if err != nil {
+						return m, fmt.Errorf("%s of %d files: %w", cmd, n, err)
+					}
+					key := fmt.Sprintf("%s-%d", cmd, n)
+					m.Metrics[key+" rss"] = float64(c.MaxRSS) / (1 << 20)
+					m.Metrics[key+" cpu"] = float64(c.CPU.Milliseconds()) / float64(n)
+					m.Metrics[key+" wall"] = c.Wall.Seconds()
+				}
+			}
+			return m, nil
+		}
+		return &setup{a: a, figures: func(as, _ []benchpair.Measurement) []benchpair.Figure {
+			var figs []benchpair.Figure
+			for _, cmd := range []string{"migrate", "backfill"} {
+				for _, n := range ns {
+					key := fmt.Sprintf("%s-%d", cmd, n)
+					var goal *benchpair.Goal
+					if cmd == "migrate" && n == 10000 {
+						goal = goalTinyFilesRSS
+					}
+					subject := fmt.Sprintf("`geomigrate %s DIR --dest OUT --progress plain` (default workers, bbolt state store, report written) over %s one-point GeoJSON files in one directory, a child process under GNU time", cmd, count(n))
+					figs = append(figs,
+						benchpair.Figure{Key: "tiny-" + key + "-peak-rss", Title: fmt.Sprintf("%s of %s tiny files, peak RSS", cmd, count(n)), Unit: "MiB",
+							Subject: subject + "; peak resident set of the process.", Values: values(as, metric(key+" rss")), Goal: goal,
+							Note: fmt.Sprintf("Wall time %s s.", benchpair.Number(benchpair.Summarize(values(as, metric(key+" wall"))).Median))},
+						benchpair.Figure{Key: "tiny-" + key + "-cpu", Title: fmt.Sprintf("%s of %s tiny files, CPU per file (GDAL included)", cmd, count(n)), Unit: "ms",
+							Subject: subject + "; user + system CPU of the process divided by the files.", Values: values(as, metric(key+" cpu"))})
+				}
+			}
+			return figs
+		}}, nil
+	}
+}
+
+// writeTinyFiles writes n one-point GeoJSON files, distinct content each,
+// into dir/incoming, as internal/localrun's BenchmarkBackfillOverhead does.
+func writeTinyFiles(dir string, n int) error {
+	in := filepath.Join(dir, "incoming")
+	if err := os.MkdirAll(in, 0o755); err != nil {
+		return err
+	}
+	for i := range n {
+		body := fmt.Sprintf(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"id":%d},"geometry":{"type":"Point","coordinates":[%d.5,%d.25]}}]}`, i, i%359-179, i%179-89)
+		if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("point_%05d.geojson", i)), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func itemsOf(sub string) int {

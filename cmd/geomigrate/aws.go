@@ -10,12 +10,11 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -41,7 +40,10 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 			return nil, err
 		}
 		if prefix != "" && !strings.HasSuffix(prefix, "/") {
-			if _, err := store.Head(ctx, bucket, prefix); err == nil {
+			// A key no store accepts ("../x", "a//b") is still named as a
+			// source: HashCheck refuses it as a DataError InvalidKey, so the
+			// report and the remediation queue say what is wrong with it.
+			if _, err := store.Head(ctx, bucket, prefix); err == nil || fault.CodeOf(err) == fault.InvalidKey {
 				inputs = append(inputs, migration.Source{Bucket: bucket, Key: prefix, KeyEncoding: "plain"})
 				continue
 			} else if !errors.Is(err, objectstore.ErrNotFound) {
@@ -98,24 +100,20 @@ func sqsQueue(cfg aws.Config, o awsconfig.Options, url string) *sqsqueue.Queue {
 // Map then runs on AWS; follow it in the console).
 func (b *backendFlags) startBackfill(ctx context.Context, arn string, input map[string]any, stdout io.Writer) error {
 	if arn == "" {
-		return usagef("backfill --backend aws needs --state-machine-arn (the stack output BackfillStateMachineArn)")
+		return usagef("backfill --backend aws needs --state-machine-arn or " + envBackfillStateMachine + " (the stack output BackfillStateMachineArn)")
 	}
 	body, err := json.Marshal(input)
 	if err != nil {
 		return err
 	}
-	o := b.clientOptions()
-	cfg, err := awsconfig.Load(ctx, o)
+	d, err := b.deployed(ctx, arn)
 	if err != nil {
 		return err
 	}
-	name := "backfill-" + time.Now().UTC().Format("20060102T150405")
-	out, err := awsconfig.NewSFN(cfg, o).StartExecution(ctx, &sfn.StartExecutionInput{
-		StateMachineArn: aws.String(arn), Name: aws.String(name), Input: aws.String(string(body)),
-	})
+	execution, err := d.start(ctx, executionName("backfill"), body)
 	if err != nil {
 		return fmt.Errorf("start backfill: %w", err)
 	}
-	fmt.Fprintf(stdout, "started %s\ninput: %s\n", aws.ToString(out.ExecutionArn), body)
+	fmt.Fprintf(stdout, "started %s\ninput: %s\n", execution, body)
 	return nil
 }

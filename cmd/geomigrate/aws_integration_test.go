@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -87,14 +88,17 @@ func TestAWSBackendMatchesTheEmbeddedBackends(t *testing.T) {
 	local := statuses(lastReport(t, out))
 
 	suffix := fmt.Sprint(time.Now().UnixNano())
-	src, dst, table := "src-"+suffix, "dst-"+suffix, "state-"+suffix
+	src, dst, ops, table := "src-"+suffix, "dst-"+suffix, "ops-"+suffix, "state-"+suffix
 	uploadSamples(t, c, src, samples)
-	if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(dst)}); err != nil {
-		t.Fatal(err)
+	for _, b := range []string{dst, ops} {
+		if _, err := c.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(b)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	awsArgs := func(stateDir string) []string {
 		return []string{"migrate", "s3://" + src + "/samples/", "--backend", "aws", "--dest", "s3://" + dst + "/out",
-			"--state-table", table, "--create-table", "--state-dir", stateDir, "--progress", "plain"}
+			"--state-table", table, "--create-table", "--state-dir", stateDir, "--progress", "plain",
+			"--quarantine-bucket", ops, "--quarantine-prefix", "quarantine/"}
 	}
 	out, stderr, err := run(t, awsArgs(filepath.Join(dir, "aws1"))...)
 	if err != nil {
@@ -123,25 +127,46 @@ func TestAWSBackendMatchesTheEmbeddedBackends(t *testing.T) {
 	if head.Metadata["src-sha256"] == "" || head.Metadata["recipe"] == "" {
 		t.Errorf("promoted object metadata %v", head.Metadata)
 	}
-	// Every routed file has its quarantine bundle under the destination
-	// bucket's quarantine prefix, written by Classify through the AWS
-	// adapters: the manifest and the copy of the input.
+	// Every routed file has its quarantine bundle in the operations
+	// bucket, written by Classify through the AWS adapters: a manifest
+	// that references the input (no copy); the destination holds none.
 	routed := 0
 	for _, o := range remoteReport.Files {
 		if o.Status != localrun.StatusRemediation && o.Status != localrun.StatusDeadLetter {
 			continue
 		}
 		routed++
-		prefix, ok := strings.CutPrefix(o.Bundle, "s3://"+dst+"/"+quarantine.DefaultPrefix)
+		prefix, ok := strings.CutPrefix(o.Bundle, "s3://"+ops+"/quarantine/")
 		if !ok {
-			t.Errorf("%s: bundle %q is not under s3://%s/%s", o.Key, o.Bundle, dst, quarantine.DefaultPrefix)
+			t.Errorf("%s: bundle %q is not under s3://%s/quarantine/", o.Key, o.Bundle, ops)
 			continue
 		}
-		for _, k := range []string{quarantine.ManifestFile, quarantine.InputDir + filepath.Base(o.Key)} {
-			if _, err := c.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(dst), Key: aws.String(quarantine.DefaultPrefix + prefix + k)}); err != nil {
-				t.Errorf("%s: bundle object %s: %v", o.Key, k, err)
-			}
+		got, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(ops), Key: aws.String("quarantine/" + prefix + quarantine.ManifestFile)})
+		if err != nil {
+			t.Errorf("%s: manifest: %v", o.Key, err)
+			continue
 		}
+		var m quarantine.Manifest
+		err = json.NewDecoder(got.Body).Decode(&m)
+		got.Body.Close()
+		if err != nil || m.Copied || m.Input.URI != "s3://"+src+"/"+o.Key || len(m.Input.SHA256) != 64 {
+			t.Errorf("%s: manifest %v: copied %v, input %+v", o.Key, err, m.Copied, m.Input)
+		}
+	}
+	listed, err := c.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(dst)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range listed.Contents {
+		if k := aws.ToString(o.Key); strings.Contains(k, "quarantine") || strings.HasSuffix(k, "/"+quarantine.ManifestFile) {
+			t.Errorf("a bundle object in the destination: %s", k)
+		}
+	}
+	// The run linked its items into the destination's STAC catalog.
+	if cat, err := c.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(dst), Key: aws.String("out/catalog.json")}); err != nil {
+		t.Errorf("catalog: %v", err)
+	} else {
+		cat.Body.Close()
 	}
 	if routed == 0 {
 		t.Error("the aws run routed no file")

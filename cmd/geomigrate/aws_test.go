@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -66,5 +67,45 @@ func TestBackfillStartsTheDeployedStateMachine(t *testing.T) {
 	// Without the ARN it says what to pass.
 	if _, _, err := run(t, "backfill", "--backend", "aws", "--prefix", "x/", "--dest", "unused"); err == nil || !strings.Contains(err.Error(), "state-machine-arn") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestNoCredentialsIsOneLineWithTheNextStep: an AWS command on a
+// workstation without credentials ends in one line saying what to set, not
+// the SDK's credential chain; no request leaves the machine.
+func TestNoCredentialsIsOneLineWithTheNextStep(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("HOME", dir)
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "credentials"))
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	for _, v := range []string{"AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ENDPOINT_URL"} {
+		t.Setenv(v, "")
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"status", []string{"status", "--backend", "aws", "--state-table", "jobs"}, nil, `run "aws configure"`},
+		{"migrate", []string{"migrate", "s3://src-bucket/in/", "--backend", "aws", "--dest", "s3://dst-bucket/out/", "--state-table", "jobs"}, nil, `run "aws configure"`},
+		{"plan", []string{"plan", "s3://src-bucket/in/", "--backend", "aws", "--dest", "s3://dst-bucket/out/", "--state-table", "jobs"}, nil, `run "aws configure"`},
+		{"unknown profile", []string{"status", "--backend", "aws", "--state-table", "jobs"}, map[string]string{"AWS_PROFILE": "nosuch"}, `AWS profile "nosuch"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			_, _, err := run(t, tt.args...)
+			var stderr strings.Builder
+			code := exitCode(err, &stderr)
+			got := stderr.String()
+			if code != 1 || strings.Count(got, "\n") != 1 || !strings.Contains(got, tt.want) || strings.Contains(got, "IMDS") || strings.Contains(got, "get identity") {
+				t.Errorf("exit %d, stderr %q: want exit 1 and one line with %q, no SDK chain", code, got, tt.want)
+			}
+		})
 	}
 }

@@ -125,7 +125,11 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 		return nil, fmt.Errorf("GDAL: %w", err)
 	}
 	if r.book != nil {
-		if err := checkCreationOptions(r.book); err != nil {
+		file := ""
+		if r.recipes != nil {
+			file = r.recipes.File
+		}
+		if err := checkRecipes(r.book, file, engine); err != nil {
 			return nil, err
 		}
 	}
@@ -133,7 +137,7 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 	if b.aws() {
 		be, err = b.openAWS(ctx, r, engine.Version())
 	} else {
-		be, err = openLocalBackend(r, engine)
+		be, err = openLocalBackend(r, engine, strings.EqualFold(b.AWS.QuarantinePrefix, "off"))
 	}
 	if err != nil {
 		return nil, err
@@ -171,8 +175,7 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 	}
 	if be.local != nil {
 		cfg := be.ports.Config
-		spec, err := json.Marshal(localTaskPorts{Buckets: be.local.dirs, DestBucket: cfg.DestBucket, DestPrefix: cfg.DestPrefix, StagingPrefix: cfg.StagingPrefix,
-			WorkDir: cfg.WorkDir, Lease: cfg.Lease, Recipe: cfg.Recipe})
+		spec, err := json.Marshal(localTaskPorts{Buckets: be.local.dirs, DestBucket: cfg.DestBucket, DestPrefix: cfg.DestPrefix, Handlers: r.handlers})
 		if err != nil {
 			be.Close()
 			return nil, fmt.Errorf("container task: %w", err)
@@ -210,11 +213,14 @@ func (b *backendFlags) open(ctx context.Context, r openRequest) (*backend, error
 func runConfig(h config.Handlers, book *recipe.Book, bucket, prefix, engineVersion string) migration.Config {
 	cfg := h.Migration(bucket, prefix, engineVersion)
 	cfg.Recipes = book
+	// A run links its items into the STAC tree once, at its end
+	// (linkTree), not per job.
+	cfg.CatalogByRun = true
 	return cfg
 }
 
 // openLocalBackend wires the embedded backends under dest.
-func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
+func openLocalBackend(r openRequest, engine *gdal.Engine, noBundles bool) (*backend, error) {
 	cfg := runConfig(r.handlers, r.book, destBucket, "", engine.Version())
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -244,10 +250,13 @@ func openLocalBackend(r openRequest, engine *gdal.Engine) (*backend, error) {
 	// trace_id (one per execution, set by the runner) goes on each record
 	// before the log book keeps it for the quarantine bundles.
 	log = slog.New(tracing.Handler(book.Handler(log.Handler())))
-	bundles, err := newQuarantine(lb, engine, book, cfg.StagingPrefix, r.handlers.QuarantineCopyLimit)
-	if err != nil {
-		lb.Close()
-		return nil, err
+	// --quarantine-prefix off: no bundles, on this backend as on AWS.
+	var bundles *quarantine.Writer
+	if !noBundles {
+		if bundles, err = newQuarantine(lb, engine, book, cfg.StagingPrefix, r.handlers); err != nil {
+			lb.Close()
+			return nil, err
+		}
 	}
 	return &backend{
 		name: backendLocal,
@@ -292,7 +301,7 @@ func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion
 			o.EndpointURL = b.EndpointURL
 		}
 	}
-	app, err := awsapp.New(ctx, cfg, b.AWS, awsapp.WithQuarantineCopyLimit(r.handlers.QuarantineCopyLimit), awsapp.WithLogger(r.log), awsapp.WithPreflight(checks), awsapp.WithAWSOptions(endpoint))
+	app, err := awsapp.New(ctx, cfg, b.AWS, awsapp.WithQuarantineCopyLimit(r.handlers.QuarantineCopyLimit), awsapp.WithQuarantineCopyInput(r.handlers.QuarantineCopyInput), awsapp.WithLogger(r.log), awsapp.WithPreflight(checks), awsapp.WithAWSOptions(endpoint))
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +384,12 @@ func (s *sources) list(ctx context.Context, be *backend) error {
 	if s.listed {
 		return nil
 	}
-	inputs, err := listS3Sources(ctx, be.ports.Store, s.args)
+	var inputs []migration.Source
+	err := awsapp.StartupRetry(ctx, func() error {
+		var err error
+		inputs, err = listS3Sources(ctx, be.ports.Store, s.args)
+		return err
+	})
 	if err != nil {
 		return err
 	}

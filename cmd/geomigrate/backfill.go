@@ -29,7 +29,7 @@ type backfillCmd struct {
 	Dataset   string `name:"dataset" help:"Dataset id (default: the source bucket)."`
 	Tolerated int    `name:"tolerated-failure-percentage" default:"100" placeholder:"PERCENT" help:"Stop the map when more items fail (routed files count as failures), 0 to 100."`
 	// With --backend aws.
-	StateMachineArn string   `name:"state-machine-arn" group:"aws" placeholder:"ARN" help:"The deployed backfill state machine (stack output BackfillStateMachineArn)."`
+	StateMachineArn string   `name:"state-machine-arn" env:"GEOMIGRATE_BACKFILL_STATE_MACHINE_ARN" group:"aws" placeholder:"ARN" help:"The deployed backfill state machine (stack output BackfillStateMachineArn)."`
 	Manifest        string   `name:"manifest" group:"aws" placeholder:"s3://BUCKET/KEY" help:"An S3 Inventory manifest.json to backfill instead of --prefix."`
 	Options         runFlags `embed:""`
 }
@@ -114,6 +114,11 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	if err != nil {
 		return err
 	}
+	// The recipe is checked before the results directory is made: a
+	// refused recipe leaves the destination as it was.
+	if err := f.checkRecipeFirst(e.stderr); err != nil {
+		return err
+	}
 	resultsDir := filepath.Join(pathsFor(f.Dest, f.StateDir).dir, "backfill")
 	if err := os.MkdirAll(resultsDir, 0o755); err != nil {
 		return err
@@ -154,18 +159,30 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	recipe := be.handlers.Recipe()
 	prog.start(runHeader{Version: buildinfo.Version, Files: total, Dest: f.Dest, Backend: backendLocal, GDAL: recipe.EngineVersion, Workers: f.Workers})
 	started := time.Now()
+	stopHeartbeat := startHeartbeat(e.ctx, be.tracker(), f.Heartbeat, prog.notice)
 	res, outcomes, err := bf.Run(e.ctx, localrun.ExecutionName("backfill"), inputJSON)
+	stopHeartbeat()
+	defer outcomes.Close()
 	if err != nil {
-		prog.finish(localrun.NewReport(started, outcomes), "")
+		if outcomes != nil {
+			prog.finish(localrun.NewSpooledReport(started, outcomes), "")
+		}
 		return err
 	}
-	report := localrun.NewReport(started, outcomes)
+	treeErr := linkTree(context.WithoutCancel(e.ctx), be.ports)
+	if treeErr != nil {
+		prog.notice(fmt.Sprintf("geomigrate: STAC catalog: %v", treeErr))
+	}
+	// The report reads the outcomes back from their spool as it is
+	// written: a backfill's memory does not grow with its items.
+	report := localrun.NewSpooledReport(started, outcomes)
 	report.Backend, report.Dest, report.Workers, report.Recipe = backendLocal, f.Dest, f.Workers, recipe.CanonicalJSON()
 	addSignals(e.ctx, report, be, prog.notice)
 	reportPath := f.Report
 	if reportPath == "" {
 		reportPath = filepath.Join(be.paths.reports, "backfill-"+started.UTC().Format("20060102T150405.000")+".json")
 	}
+	report.Dest = reportDest(reportPath, f.Dest)
 	if err := report.Write(reportPath); err != nil {
 		prog.finish(report, "")
 		return err
@@ -175,6 +192,9 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	fmt.Fprintf(e.stdout, "\nbackfill execution: %s (%s)\nresults: %s\nreport: %s\n", res.Name, res.Status, resultsDir, reportPath)
 	if res.Status != "SUCCEEDED" {
 		return fmt.Errorf("backfill %s: %s: %s", res.Status, res.Error, res.Cause)
+	}
+	if treeErr != nil {
+		return fmt.Errorf("the outputs are published, but the STAC catalog does not link this run's items: %w", treeErr)
 	}
 	return nil
 }

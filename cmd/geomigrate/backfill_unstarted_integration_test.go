@@ -56,7 +56,8 @@ func TestBackfillUnstartedItemOnMotoSQS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	res, _, err := bf.Run(ctx, "moto-unstarted", json.RawMessage(`{"prefix":"in/"}`))
+	res, outs, err := bf.Run(ctx, "moto-unstarted", json.RawMessage(`{"prefix":"in/"}`))
+	t.Cleanup(func() { outs.Close() })
 	if err != nil || res.Status != "SUCCEEDED" {
 		t.Fatalf("backfill: %v %+v", err, res)
 	}

@@ -553,7 +553,7 @@ func TestChaosLocalKill9(t *testing.T) {
 	// chaos runs must reproduce them byte for byte.
 	var paths []string
 	for k := range cleanOut {
-		if strings.HasSuffix(k, stac.ItemSuffix) || strings.HasPrefix(k, migration.CollectionsDir) {
+		if strings.HasSuffix(k, stac.ItemSuffix) || strings.HasPrefix(k, migration.CollectionsDir) || k == stac.CatalogFileName {
 			continue // STAC metadata, judged by the stac and localrun tests
 		}
 		paths = append(paths, filepath.Join(cleanDest, filepath.FromSlash(k)))
@@ -601,7 +601,23 @@ func TestChaosLocalKill9(t *testing.T) {
 	fig.retries, fig.finalConverted = rep.Totals.Retries, rep.Totals.Completed
 	out, left := localOutputs(t, dest)
 	checkEndState(t, inputs, localJobs(t, dest), func(j statestore.Job) string { return j.SourceKey }, out, cleanOut, left)
+	// Every file completed: a dead letter the SIGTERM round sent for a file
+	// it rolled back is superseded, none is outstanding.
+	if st := cli.run(t, stopPlan{}, perRun, "status", "--dest", dest); st.exit != 0 || !outstandingDeadLetters0(st.stdout) {
+		t.Errorf("status after every file completed: exit %d, want 0 outstanding dead letters\n%s", st.exit, st.stdout)
+	}
 	fig.log(t)
+}
+
+// outstandingDeadLetters0 reports whether status's dead-letter line has
+// nothing outstanding: no message, or only superseded ones.
+func outstandingDeadLetters0(status string) bool {
+	for _, l := range strings.Split(status, "\n") {
+		if strings.HasPrefix(l, "queue dead-letter ") {
+			return strings.Contains(l, " 0 message(s)") || strings.Contains(l, ", 0 outstanding (")
+		}
+	}
+	return false
 }
 
 // checkReportAgreesWithState: a run stopped by SIGTERM reports "completed"
@@ -771,6 +787,57 @@ func (a *awsChaos) outputs(t *testing.T, bucket string) (out map[string]string, 
 
 func awsKeyOf(j statestore.Job) string { return strings.TrimPrefix(j.SourceKey, "in/") }
 
+// checkFaultedRun is what a run under S3 faults must leave behind,
+// whatever it dead-lettered: every final key holds the output of a
+// COMPLETED job (a routed job's outputs were rolled back), nothing in
+// staging, and no final key written twice (writes, from the proxy: a lost
+// answer is resolved by reading the key, not by copying again). The
+// dataset collection is rewritten by every job that widens it, and is
+// not counted.
+func (a *awsChaos) checkFaultedRun(t *testing.T, dst string, writes map[string][]string, run string) {
+	t.Helper()
+	ctx := context.Background()
+	status := map[string]statestore.Job{}
+	for _, j := range a.jobs(t, dst) {
+		status[j.SourceBucket+"/"+j.SourceKey] = j
+	}
+	out, staged, bundleStaged := a.outputs(t, dst)
+	if left := append(staged, bundleStaged...); len(left) > 0 {
+		t.Errorf("%s: %d object(s) left in staging, e.g. %v", run, len(left), left[:min(5, len(left))])
+	}
+	live := 0
+	for k := range out {
+		h, err := a.s3.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(dst), Key: aws.String(k)})
+		if err != nil {
+			t.Fatalf("head s3://%s/%s: %v", dst, k, err)
+		}
+		src := h.Metadata["src-key"]
+		if src == "" {
+			continue // the dataset collection
+		}
+		if j, ok := status[src]; !ok || j.Status != statestore.Completed {
+			t.Errorf("%s: final key %s holds the output of %s, whose job is %s (%s)", run, k, src, j.Status, j.ErrorName)
+		}
+		live++
+	}
+	twice := 0
+	for k, ops := range writes {
+		n := len(ops)
+		key, ok := strings.CutPrefix(k, dst+"/")
+		if !ok || strings.HasPrefix(key, migration.DefaultStagingPrefix) || strings.HasPrefix(key, quarantine.DefaultPrefix) ||
+			strings.Contains(key, ".geomigrate-probe-") || strings.HasSuffix(key, "/"+stac.CollectionFileName) {
+			continue
+		}
+		if n > 1 {
+			twice++
+			if twice <= 5 {
+				t.Errorf("%s: final key %s written %d times: %v", run, key, n, ops)
+			}
+		}
+	}
+	t.Logf("%s: %d final keys of completed jobs, %d final key(s) written more than once, %d writes counted", run, live, twice, len(writes))
+}
+
 // TestChaosAWS runs the same inputs through --backend aws against the S3
 // (versitygw) and DynamoDB (dynalite) stand-ins: once cleanly, then killed
 // with SIGKILL at random points and finished, then through a proxy that
@@ -838,6 +905,11 @@ func TestChaosAWS(t *testing.T) {
 		// local run sweeps them at its end).
 		t.Logf("%d quarantine bundle file(s) left in staging by the kills", len(bundleStaged))
 		checkEndState(t, inputs, a.jobs(t, dst), awsKeyOf, out, a.clean, staged)
+		// The reruns took the killed runs' files over and completed them:
+		// no dead-letter message was sent for any.
+		if dlq, _ := os.ReadFile(filepath.Join(dir, "kill", "dead-letter.jsonl")); len(dlq) > 0 {
+			t.Errorf("dead-letter messages after the kill storm and a complete rerun:\n%s", localrun.OneLine(string(dlq), 2000))
+		}
 		fig.log(t)
 	})
 
@@ -862,6 +934,7 @@ func TestChaosAWS(t *testing.T) {
 		r := fcli.run(t, stopPlan{}, perRun, args...)
 		rep := reportOf(t, r)
 		fig.retries = rep.Totals.Retries
+		a.checkFaultedRun(t, dst, proxy.takeWrites(), "faulted run")
 		if r.exit != 0 {
 			// Retries exhausted for some files (dead-letter queue): the
 			// next run converts them; count it and say so.
@@ -874,6 +947,7 @@ func TestChaosAWS(t *testing.T) {
 			r = fcli.run(t, stopPlan{}, perRun, args...)
 			rep2 := reportOf(t, r)
 			fig.retries += rep2.Totals.Retries
+			a.checkFaultedRun(t, dst, proxy.takeWrites(), "second faulted run")
 			if r.exit != 0 {
 				t.Errorf("second faulted run: exit %d, totals %+v", r.exit, rep2.Totals)
 			}
@@ -897,9 +971,10 @@ func TestChaosAWS(t *testing.T) {
 // quarter of the requests: 503 SlowDown, 500 InternalError, a connection
 // reset before any answer, and a response dropped after the server did the
 // request (the client cannot know it succeeded). Start-up requests
-// (HeadBucket, the conditional-copy probe, the source listing) pass
-// untouched: a fault there ends the run before any file, with one line,
-// which TestMisconfigurationFailsFast covers.
+// (HeadBucket, the conditional-copy probe, the source listing) are faulted
+// like any other: the run retries them. It counts the writes the server
+// did per key (a 2xx PutObject, CopyObject or CompleteMultipartUpload,
+// answered or not).
 type faultProxy struct {
 	upstream  *url.URL
 	transport *http.Transport
@@ -909,6 +984,7 @@ type faultProxy struct {
 	rng      *rand.Rand
 	byKind   map[string]int
 	requests int
+	writes   map[string][]string // "bucket/key" → the writes done (operation names)
 }
 
 const (
@@ -920,7 +996,7 @@ const (
 
 func startFaultProxy(t *testing.T, upstream *url.URL, rng *rand.Rand) *faultProxy {
 	t.Helper()
-	p := &faultProxy{upstream: upstream, rng: rng, byKind: map[string]int{},
+	p := &faultProxy{upstream: upstream, rng: rng, byKind: map[string]int{}, writes: map[string][]string{},
 		transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 16}}
 	p.srv = httptest.NewServer(p)
 	t.Cleanup(func() {
@@ -943,22 +1019,45 @@ func (p *faultProxy) counts() (map[string]int, int) {
 	return m, p.requests
 }
 
-// startUp reports the requests a run makes before its first file.
-func startUp(r *http.Request) bool {
-	path := strings.Trim(r.URL.Path, "/")
-	bucketOnly := !strings.Contains(path, "/")
-	return (r.Method == http.MethodHead && bucketOnly) ||
-		(r.Method == http.MethodGet && bucketOnly && r.URL.Query().Get("list-type") == "2") ||
-		strings.Contains(path, ".geomigrate-probe-")
+// takeWrites returns the writes counted so far and starts counting anew.
+func (p *faultProxy) takeWrites() map[string][]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.writes
+	p.writes = map[string][]string{}
+	return w
+}
+
+// written counts r if the server did it and it writes a whole object:
+// PutObject or CopyObject (a PUT that is not a part), or
+// CompleteMultipartUpload (a POST with an uploadId).
+func (p *faultProxy) written(r *http.Request, status int) {
+	q := r.URL.Query()
+	whole := (r.Method == http.MethodPut && q.Get("partNumber") == "") ||
+		(r.Method == http.MethodPost && q.Get("uploadId") != "")
+	if !whole || status < 200 || status > 299 {
+		return
+	}
+	op := "PutObject"
+	switch {
+	case r.Method == http.MethodPost:
+		op = "CompleteMultipartUpload"
+	case r.Header.Get("X-Amz-Copy-Source") != "":
+		op = "CopyObject"
+	}
+	if m := r.Header.Get("If-None-Match") + r.Header.Get("If-Match"); m != "" {
+		op += " if " + m
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := strings.TrimPrefix(r.URL.Path, "/")
+	p.writes[k] = append(p.writes[k], op)
 }
 
 func (p *faultProxy) pick(r *http.Request) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests++
-	if startUp(r) {
-		return ""
-	}
 	kind := ""
 	switch x := p.rng.Float64(); {
 	case x < 0.08:
@@ -992,8 +1091,11 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case faultDropped:
 		resp, err := p.forward(r)
 		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
+			// A CompleteMultipartUpload's failure can come in a 200's body;
+			// read whole, it is counted as the client would see it.
+			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			p.written(r, proxyStatus(resp.StatusCode, b))
 		}
 		p.hangUp(w, false)
 	default:
@@ -1003,12 +1105,27 @@ func (p *faultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			p.hangUp(w, true)
+			return
+		}
+		p.written(r, proxyStatus(resp.StatusCode, b))
 		for k, v := range resp.Header {
 			w.Header()[k] = v
 		}
 		w.WriteHeader(resp.StatusCode)
-		_, _ = io.Copy(w, resp.Body)
+		_, _ = w.Write(b)
 	}
+}
+
+// proxyStatus is a response's status, or 500 for a 200 whose body is an
+// S3 error (CompleteMultipartUpload and CopyObject may answer so).
+func proxyStatus(code int, body []byte) int {
+	if code == http.StatusOK && bytes.Contains(body[:min(len(body), 200)], []byte("<Error>")) {
+		return http.StatusInternalServerError
+	}
+	return code
 }
 
 // forward sends the request on unchanged: same Host header (it is signed),

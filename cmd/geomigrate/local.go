@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
+	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
@@ -41,24 +42,24 @@ const stateDirName = ".geomigrate-state"
 type localPaths struct{ dir, db, remediation, deadLetter, reports, buckets string }
 
 // quarantineBucket is the local bucket of the quarantine bundles: the
-// directory DEST/.geomigrate-quarantine (quarantineDirName), beside the
-// outputs but never among them (the destination bucket refuses keys with a
-// ".geomigrate-" element, so no output can land there).
+// directory STATE-DIR/quarantine (quarantineDirName), outside the output
+// tree: a destination holds only outputs, their STAC metadata and the
+// state directory.
 const (
 	quarantineBucket  = "quarantine"
-	quarantineDirName = ".geomigrate-quarantine"
+	quarantineDirName = "quarantine"
 )
 
 // newQuarantine is the writer of the local quarantine bundles; book holds
 // the records of every handler (all run in this process).
-func newQuarantine(b *localBackend, engine *gdal.Engine, book *quarantine.LogBook, stagingPrefix string, copyLimit int64) (*quarantine.Writer, error) {
+func newQuarantine(b *localBackend, engine *gdal.Engine, book *quarantine.LogBook, stagingPrefix string, h config.Handlers) (*quarantine.Writer, error) {
 	v := quarantine.Versions{Geomigrate: buildinfo.Version, GDAL: engine.Version()}
 	// VersionDetail is "GDAL x; PROJ y".
 	if _, proj, ok := strings.Cut(engine.VersionDetail(), "PROJ "); ok {
 		v.PROJ = proj
 	}
 	return quarantine.NewWriter(quarantine.Config{Store: b.store, Bucket: quarantineBucket, StagingPrefix: stagingPrefix,
-		CopyLimit: copyLimit, Versions: v, Logs: book,
+		CopyInput: h.QuarantineCopyInput, CopyLimit: h.QuarantineCopyLimit, Versions: v, Logs: book,
 		LogScope: "every handler's records of the execution at info level and above (the local executor runs them all in this process)"})
 }
 
@@ -113,7 +114,7 @@ func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.
 	if err := os.MkdirAll(paths.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create state dir: %w", err)
 	}
-	qdir := filepath.Join(dest, quarantineDirName)
+	qdir := filepath.Join(paths.dir, quarantineDirName)
 	if err := os.MkdirAll(qdir, 0o755); err != nil {
 		return nil, fmt.Errorf("create quarantine dir: %w", err)
 	}
@@ -177,13 +178,19 @@ func openLocalStateView(dest, stateDir string) (*stateView, error) {
 		return nil, err
 	}
 	v := &stateView{db: bolt, where: paths.db, close: bolt.Close, deadLetterAge: func(ctx context.Context) (*signals.QueueAge, error) {
-		return localrun.DeadLetterAge(ctx, paths.deadLetter, time.Now())
+		return localrun.DeadLetterAge(ctx, paths.deadLetter, time.Now(), supersededBy(ctx, bolt.Get))
 	}}
 	for _, q := range []struct{ name, path string }{{"remediation", paths.remediation}, {"dead-letter", paths.deadLetter}} {
-		v.queues = append(v.queues, queueDepth{name: q.name, where: q.path, depth: func(ctx context.Context) (queue.Depth, error) {
+		d := queueDepth{name: q.name, where: q.path, depth: func(ctx context.Context) (queue.Depth, error) {
 			n, err := countMessages(ctx, q.path)
 			return queue.Depth{Visible: n}, err
-		}})
+		}}
+		if q.path == paths.deadLetter {
+			d.superseded = func(ctx context.Context) (int, error) {
+				return countSuperseded(ctx, q.path, supersededBy(ctx, bolt.Get))
+			}
+		}
+		v.queues = append(v.queues, d)
 	}
 	return v, nil
 }

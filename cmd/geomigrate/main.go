@@ -28,6 +28,8 @@ import (
 	"syscall"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
 )
 
 // cli is the command line: one field per command.
@@ -38,6 +40,7 @@ type cli struct {
 	Plan       planCmd       `cmd:"" help:"What migrate would do, writing nothing, and what it would cost on AWS."`
 	Backfill   backfillCmd   `cmd:"" help:"The Distributed Map backfill: run here over a directory, or start the deployed one (--backend aws)."`
 	Replay     replayCmd     `cmd:"" help:"Run the jobs a queue holds again."`
+	Redrive    redriveCmd    `cmd:"" help:"Resume failed executions of the deployed state machines from the state that failed (--backend aws)."`
 	Status     statusCmd     `cmd:"" help:"What the state store and the queues hold."`
 	State      stateCmd      `cmd:"" help:"Repair the local state store."`
 	Report     reportCmd     `cmd:"" help:"A run report again: the summary, or one self-contained HTML page (--html)."`
@@ -80,9 +83,15 @@ func main() {
 func exitCode(err error, stderr io.Writer) int {
 	var ue usageError
 	var pe *kong.ParseError
+	var ce *awsconfig.CredentialsError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &ce):
+		// What the command was doing when the SDK found no credentials
+		// adds nothing to what to do about it.
+		fmt.Fprintln(stderr, "geomigrate:", ce)
+		return 1
 	case errors.Is(err, errUsage):
 		return 2
 	case errors.As(err, &pe):
@@ -163,7 +172,10 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	if err != nil {
 		return err
 	}
-	err = kctx.Run(&cmdEnv{ctx: ctx, stdout: stdout, stderr: stderr})
+	err = checkS3Locations(kctx)
+	if err == nil {
+		err = kctx.Run(&cmdEnv{ctx: ctx, stdout: stdout, stderr: stderr})
+	}
 	var ue usageError
 	if errors.As(err, &ue) {
 		ue.cmd = commandOf(kctx)

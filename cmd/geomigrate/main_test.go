@@ -158,7 +158,7 @@ func TestLeftoverStagingIsSwept(t *testing.T) {
 	// bundle file.
 	leftovers := []string{filepath.Join(dest, ".geomigrate-scratch", "_staging%2Fabc-124%2Fdem.tif"),
 		filepath.Join(dest, "_staging", "abc-123", "dem.tif"),
-		filepath.Join(dest, quarantineDirName, "_staging", "job", "exec", "manifest.json")}
+		filepath.Join(pathsFor(dest, "").dir, quarantineDirName, "_staging", "job", "exec", "manifest.json")}
 	for _, leftover := range leftovers {
 		if err := os.MkdirAll(filepath.Dir(leftover), 0o755); err != nil {
 			t.Fatal(err)

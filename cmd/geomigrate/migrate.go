@@ -1,5 +1,7 @@
 package main
 
+// Size: the migrate command: its flags, its run and the staging sweeps around it read top to bottom; execute is the pipeline itself.
+
 import (
 	"context"
 	"encoding/json"
@@ -17,6 +19,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/config"
+	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -40,6 +43,7 @@ type runFlags struct {
 	LogFormat string        `name:"log-format" type:"fold" enum:"text,json" default:"text" help:"Handler log format: text or json."`
 	Policy    string        `name:"policy" placeholder:"FILE" help:"Run-time policy document (JSON: classification rules, job deadline, backfill concurrency; docs/operations.md), read again at each file's routing so an edit applies to files that fail after it. With --backend aws and no --policy: --policy-parameter."`
 	Grace     time.Duration `name:"grace" default:"20s" help:"On SIGINT/SIGTERM no new file starts and running ones get this long to finish; then (or at a second signal) they are stopped and rolled back."`
+	Heartbeat time.Duration `name:"heartbeat" default:"30s" help:"How often the run renews the heartbeat of the files it holds; a run that misses 4 in a row (killed, its host or container gone) has its files taken over by the next run, on any host."`
 
 	// ProgressFile keeps the JSON stream apart from stderr's other lines.
 	ProgressFile string `name:"progress-file" placeholder:"FILE" help:"With --progress json: write the event stream to FILE instead of stderr."`
@@ -65,6 +69,8 @@ func (f *runFlags) Validate() error {
 		return fmt.Errorf("--workers %d: want 1 or more", f.Workers)
 	case f.Grace < 0:
 		return fmt.Errorf("--grace %s: want 0 or more", f.Grace)
+	case f.Heartbeat < 100*time.Millisecond:
+		return fmt.Errorf("--heartbeat %s: want 100ms or more", f.Heartbeat)
 	case f.ProgressFile != "" && f.Progress != progressJSON:
 		return fmt.Errorf("--progress-file needs --progress json")
 	}
@@ -101,6 +107,21 @@ func (f *runFlags) recipeBookOnce(stderr io.Writer) (*recipe.Book, error) {
 		f.book = b
 	}
 	return f.book, nil
+}
+
+// checkRecipeFirst checks the run's recipe book against this GDAL before
+// the command writes anything (open checks it again with the engine it
+// opens).
+func (f *runFlags) checkRecipeFirst(stderr io.Writer) error {
+	book, err := f.recipeBookOnce(stderr)
+	if err != nil {
+		return err
+	}
+	engine, err := gdal.New()
+	if err != nil {
+		return fmt.Errorf("GDAL: %w", err)
+	}
+	return checkRecipes(book, f.Recipes.File, engine)
 }
 
 // nothingToMigrate is the error of a run whose sources hold no candidate
@@ -349,7 +370,9 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		return tracker.Release(ctx, jobID, execution, "execution ended unfinished")
 	}
 	prog := x.prog
-	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, noticeWriter{p: prog}); err != nil {
+	stopHeartbeat := startHeartbeat(ctx, tracker, f.Heartbeat, prog.notice)
+	defer stopHeartbeat()
+	if err := takeOverDeadLeases(ctx, tracker, x.be.closer, x.inputs, x.be.local != nil, noticeWriter{p: prog}); err != nil {
 		return err
 	}
 	runner := &localrun.Runner{Executor: x.exec, Workers: f.Workers, OnDone: prog.done, Release: release, Halt: x.halt, Grace: f.Grace, Abort: abortOf(ctx), Ended: x.be.closer.Close, DropHistory: true}
@@ -364,6 +387,10 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		prog.done(o)
 	}
 	outcomes := runner.Run(ctx, x.inputs)
+	held, heldUntil, herr := heldElsewhere(context.WithoutCancel(ctx), tracker, outcomes)
+	if herr != nil {
+		prog.notice(fmt.Sprintf("geomigrate: %v", herr))
+	}
 	if x.be.local != nil {
 		// Every execution of this run has ended: what unfinished jobs
 		// staged can go.
@@ -378,6 +405,11 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		prog.notice(fmt.Sprintf("geomigrate: removed %d staged object(s) of migrated files", n))
 	}
 
+	treeErr := linkTree(context.WithoutCancel(ctx), x.be.ports)
+	if treeErr != nil {
+		prog.notice(fmt.Sprintf("geomigrate: STAC catalog: %v", treeErr))
+	}
+
 	report := localrun.NewReport(started, append(outcomes, x.pre...))
 	report.Backend, report.Dest, report.Workers, report.Recipe = x.be.name, f.Dest, f.Workers, recipe.CanonicalJSON()
 	addSignals(context.WithoutCancel(ctx), report, x.be, prog.notice)
@@ -387,6 +419,9 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	}
 	if reportPath == "" {
 		reportPath = filepath.Join(x.be.paths.reports, "run-"+started.UTC().Format("20060102T150405.000")+".json")
+	}
+	if x.be.local != nil {
+		report.Dest = reportDest(reportPath, f.Dest)
 	}
 	// On a full disk the report may not fit either: the summary is
 	// printed regardless.
@@ -409,10 +444,66 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	if werr != nil {
 		return werr
 	}
+	if len(held) > 0 {
+		fmt.Fprintf(stdout, "\n%d file(s) not migrated: another run holds them (a live lease, or one whose heartbeat has not lapsed yet):\n", len(held))
+		for _, l := range held {
+			fmt.Fprintf(stdout, "  %s\n", l)
+		}
+	}
 	if t := report.Totals; t.DeadLetter+t.Failed > 0 {
 		return fmt.Errorf("%d file(s) in the dead-letter queue, %d failed: see the report", t.DeadLetter, t.Failed)
 	}
+	if len(held) > 0 {
+		return fmt.Errorf("%d file(s) held by another run were not migrated (listed above): run again after %s, or once that run has ended", len(held), heldUntil.UTC().Format(time.RFC3339))
+	}
+	if treeErr != nil {
+		return fmt.Errorf("the outputs are published, but the STAC catalog does not link this run's items: %w", treeErr)
+	}
 	return ctx.Err()
+}
+
+// reportDest is how a local run's report names its destination: relative
+// to the report file's directory (so that `report --html` finds the
+// outputs from any working directory, and a destination copied with its
+// state directory keeps a working report), or absolute when the two share
+// no root.
+func reportDest(reportPath, dest string) string {
+	absDest, err := filepath.Abs(dest)
+	if err != nil {
+		return dest
+	}
+	absReport, err := filepath.Abs(reportPath)
+	if err != nil {
+		return absDest
+	}
+	rel, err := filepath.Rel(filepath.Dir(absReport), absDest)
+	if err != nil {
+		return absDest
+	}
+	return rel
+}
+
+// linkTree links the STAC items of the destination into its catalog
+// once per run, after the last file: this run's, and any a killed run, a
+// failed update or the Lambda path left unlinked (docs/stac.md).
+// Reconcile is idempotent: a store error is retried a few times, as the
+// state machine retries a task, before the run reports it.
+func linkTree(ctx context.Context, ports steps.Ports) error {
+	tree := migration.NewTree(ports.Config, ports.Store)
+	var err error
+	for attempt := range 4 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(1<<attempt) * 250 * time.Millisecond):
+			}
+		}
+		if _, err = tree.Reconcile(ctx); err == nil {
+			return nil
+		}
+	}
+	return err
 }
 
 // saveBuckets remembers which directory each local bucket name stood for,
@@ -455,13 +546,13 @@ func loadBuckets(paths localPaths) (map[string]string, error) {
 // the dead-letter queue into the report. What cannot be read is noticed
 // and left out; the report is written regardless.
 func addSignals(ctx context.Context, report *localrun.Report, be *backend, notice func(string)) {
-	recovered, err := localrun.Recovered(ctx, be.tracker(), report.Files, be.local != nil)
+	recovered, err := report.Recovered(ctx, be.tracker(), be.local != nil)
 	if err != nil {
 		notice(fmt.Sprintf("geomigrate: recovery latency not reported: %v", err))
 	}
 	var deadLetter *signals.QueueAge
 	if be.local != nil {
-		if deadLetter, err = localrun.DeadLetterAge(ctx, be.paths.deadLetter, time.Now()); err != nil {
+		if deadLetter, err = localrun.DeadLetterAge(ctx, be.paths.deadLetter, time.Now(), supersededBy(ctx, be.tracker().Get)); err != nil {
 			notice(fmt.Sprintf("geomigrate: dead-letter queue not reported: %v", err))
 		}
 	}

@@ -1,39 +1,31 @@
 package main
 
+// Size: the plan's model and its per-file computation; the sources it reads are in plansource.go, its printing in planprint.go.
+
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 
 	"github.com/alecthomas/kong"
 
-	"github.com/geomigrate/geomigrate/internal/awsapp"
-	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/cost"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/gdal"
-	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
-	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
-	"github.com/geomigrate/geomigrate/internal/statestore"
-	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
 )
 
 // planCmd is `geomigrate plan`: what migrate would do, writing nothing,
@@ -104,7 +96,7 @@ func (c *planCmd) Run(e *cmdEnv, k *kong.Context) error {
 	if err != nil {
 		return err
 	}
-	p := planFlags{dest: c.Dest, stateDir: c.StateDir, backend: c.Backend, handlers: c.Handlers, book: book, workers: c.Workers,
+	p := planFlags{dest: c.Dest, stateDir: c.StateDir, backend: c.Backend, handlers: c.Handlers, book: book, recipeFile: c.Recipes.File, workers: c.Workers,
 		asJSON: c.JSON, pricesFile: c.Prices, aws: c.AWS, endpointURL: c.EndpointURL, settings: cost.DefaultSettings()}
 	p.settings.Architecture, p.settings.ConvertMemoryMB, p.settings.SmallMemoryMB = c.Architecture, c.ConvertMB, c.SmallMB
 	p.settings.Concurrency, p.settings.HashReadMBPerSecond, p.settings.StepMS = c.Concurrency, c.HashReadMBps, c.StepMS
@@ -120,6 +112,7 @@ type planFlags struct {
 	// book is the recipe book (--recipe, --co and the handler flags
 	// given), as migrate builds it.
 	book          *recipe.Book
+	recipeFile    string // --recipe, for messages
 	engineVersion string // GDAL's, named by every recipe
 	workers       int
 	asJSON        bool
@@ -254,7 +247,7 @@ func runPlan(ctx context.Context, p *planFlags, srcs []string, stdout io.Writer)
 	if err != nil {
 		return fmt.Errorf("GDAL: %w", err)
 	}
-	if err := checkCreationOptions(p.book); err != nil {
+	if err := checkRecipes(p.book, p.recipeFile, engine); err != nil {
 		return err
 	}
 	p.engineVersion = engine.Version()
@@ -328,201 +321,6 @@ func (p *planFlags) model(ctx context.Context) (cost.Model, error) {
 		return cost.Model{}, err
 	}
 	return m, nil
-}
-
-// planSource is what a plan reads: the inputs, what the listing already
-// decided, and a HashCheck over stores that refuse every write.
-type planSource struct {
-	dest   string // the destination as the user named it, for messages
-	inputs []migration.Source
-	pre    []planFile
-	store  objectstore.Store
-	hash   func(migration.Config) *migration.HashCheck
-	cfg    migration.Config
-	local  bool
-	close  func()
-}
-
-// readOnlyStore refuses every write: the plan's proof, on top of only
-// calling HashCheck.Preview, that nothing is written.
-type readOnlyStore struct{ objectstore.Store }
-
-var errPlanWrite = errors.New("geomigrate plan writes nothing")
-
-func (readOnlyStore) Put(context.Context, objectstore.PutRequest) (objectstore.Object, error) {
-	return objectstore.Object{}, errPlanWrite
-}
-func (readOnlyStore) Copy(context.Context, objectstore.CopyRequest) (objectstore.Object, error) {
-	return objectstore.Object{}, errPlanWrite
-}
-func (readOnlyStore) Delete(context.Context, string, string) error { return errPlanWrite }
-
-// LocalPath passes the directory store's in-place paths through (preflight
-// reads the file where it is).
-func (s readOnlyStore) LocalPath(bucket, key string) (string, error) {
-	if lp, ok := s.Store.(objectstore.LocalPather); ok {
-		return lp.LocalPath(bucket, key)
-	}
-	return "", errors.New("not a local store")
-}
-
-// emptyState is the state store of a destination no run has written to:
-// no records.
-type emptyState struct{}
-
-func (emptyState) Get(_ context.Context, id string) (statestore.Job, error) {
-	return statestore.Job{}, fmt.Errorf("%s: %w", id, statestore.ErrNotFound)
-}
-func (emptyState) Put(context.Context, statestore.Job, int64) error { return errPlanWrite }
-func (emptyState) List(context.Context, statestore.Status, func(statestore.Job) error) error {
-	return nil
-}
-
-// localSource lists directories as migrate does (collectSources) and opens
-// the destination's state store read-only, if it has one.
-func (p *planFlags) localSource(srcs []string) (planSource, error) {
-	dest := p.dest
-	if dest == "" {
-		dest = filepath.Join(os.TempDir(), "geomigrate-plan-no-dest") // never created: only compared with the sources
-	}
-	roots, inputs, pre, err := collectSources(srcs, dest)
-	if err != nil {
-		return planSource{}, err
-	}
-	opts := []dirstore.Option{}
-	for _, r := range roots {
-		opts = append(opts, dirstore.WithBucketDir(r.bucket, r.dir))
-	}
-	destExists := false
-	if p.dest != "" {
-		if fi, err := os.Stat(p.dest); err == nil && fi.IsDir() {
-			destExists = true
-			opts = append(opts, dirstore.WithBucketDir(destBucket, p.dest))
-		}
-	}
-	ds, err := dirstore.New("", opts...)
-	if err != nil {
-		return planSource{}, err
-	}
-	var store objectstore.Store = readOnlyStore{ds}
-	if !destExists {
-		store = noDestStore{readOnlyStore{ds}}
-	}
-	var state statestore.Backend = emptyState{}
-	closeState := func() {}
-	if p.dest != "" || p.stateDir != "" {
-		db := pathsFor(p.dest, p.stateDir).db
-		switch bs, err := boltstore.OpenReadOnly(db); {
-		case err == nil:
-			state, closeState = bs, func() { bs.Close() }
-		case !errors.Is(err, os.ErrNotExist):
-			return planSource{}, fmt.Errorf("state store %s: %w", db, err)
-		}
-	}
-	src := planSource{dest: cmp.Or(p.dest, "DEST"), inputs: inputs, store: store, local: true, close: closeState}
-	for _, o := range pre {
-		src.pre = append(src.pre, planFile{Dataset: o.Bucket, Bucket: o.Bucket, Key: o.Key, Format: formatOf(o.Key), Action: actionIgnore, Reason: o.Reason,
-			Bytes: fileSizeIn(roots, o.Bucket, o.Key)})
-	}
-	src.cfg = runConfig(p.handlers, p.book, destBucket, "", p.engineVersion)
-	src.hash = func(cfg migration.Config) *migration.HashCheck {
-		return migration.NewHashCheck(cfg, store, statestore.NewTracker(state), migration.StoreFingerprinter{Store: store, Threshold: cfg.FastFingerprintAbove()}, slog.New(slog.DiscardHandler))
-	}
-	return src, nil
-}
-
-// noDestStore answers "not found" for the destination bucket: there is no
-// destination yet.
-type noDestStore struct{ readOnlyStore }
-
-func (s noDestStore) Head(ctx context.Context, bucket, key string) (objectstore.Object, error) {
-	if bucket == destBucket {
-		return objectstore.Object{}, fmt.Errorf("%s: %w", key, objectstore.ErrNotFound)
-	}
-	return s.readOnlyStore.Head(ctx, bucket, key)
-}
-
-func (s noDestStore) List(ctx context.Context, bucket, prefix string, fn func(objectstore.Object) error) error {
-	if bucket == destBucket {
-		return nil
-	}
-	return s.readOnlyStore.List(ctx, bucket, prefix, fn)
-}
-
-func fileSizeIn(roots []sourceRoot, bucket, key string) int64 {
-	for _, r := range roots {
-		if r.bucket == bucket {
-			if fi, err := os.Stat(filepath.Join(r.dir, filepath.FromSlash(key))); err == nil && fi.Mode().IsRegular() {
-				return fi.Size()
-			}
-		}
-	}
-	return 0
-}
-
-// awsSource lists the buckets as migrate --backend aws does
-// (listS3Sources) and reads the state table. awsapp checks first, read
-// only, that the buckets and the table exist (HeadBucket, DescribeTable:
-// one line naming what is missing); the conditional-copy probe, which
-// writes, is not run.
-func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, error) {
-	if p.aws.StateTable == "" {
-		return planSource{}, usagef("plan --backend aws needs --state-table (read only: what is already migrated)")
-	}
-	var buckets []string
-	for _, s := range srcs {
-		b, _, err := s3URI(s)
-		if err != nil {
-			return planSource{}, err
-		}
-		buckets = append(buckets, b)
-	}
-	mcfg := runConfig(p.handlers, p.book, destBucket, "", p.engineVersion)
-	if p.dest != "" {
-		bucket, prefix, err := s3URI(p.dest)
-		if err != nil {
-			return planSource{}, fmt.Errorf("--dest: %w", err)
-		}
-		if prefix != "" && !strings.HasSuffix(prefix, "/") {
-			prefix += "/"
-		}
-		mcfg.DestBucket, mcfg.DestPrefix = bucket, prefix
-		buckets = append(buckets, bucket)
-	}
-	// Read only: the conditional-copy probe, which writes, is not run.
-	a := p.aws
-	a.ConditionalCopy = awsapp.CopyModeClient
-	a.QuarantinePrefix = "off" // nothing is routed by a plan
-	endpoint := func(o *awsconfig.Options) {
-		if p.endpointURL != "" {
-			o.EndpointURL = p.endpointURL
-		}
-	}
-	app, err := awsapp.New(ctx, mcfg, a, awsapp.WithLogger(slog.New(slog.DiscardHandler)),
-		awsapp.WithPreflight(awsapp.Resources{Buckets: buckets, Table: a.StateTable}), awsapp.WithAWSOptions(endpoint))
-	if err != nil {
-		return planSource{}, err
-	}
-	var store objectstore.Store = readOnlyStore{app.Store}
-	if p.dest == "" {
-		store = noDestStore{readOnlyStore{app.Store}}
-	}
-	inputs, err := listS3Sources(ctx, store, srcs)
-	if err != nil {
-		return planSource{}, err
-	}
-	src := planSource{dest: cmp.Or(p.dest, "DEST"), store: store, cfg: mcfg, close: func() {}}
-	for _, in := range inputs {
-		if why := migration.NotGeospatial(in.Key); why != "" {
-			src.pre = append(src.pre, planFile{Dataset: in.Bucket, Bucket: in.Bucket, Key: in.Key, Format: formatOf(in.Key), Action: actionIgnore, Reason: why})
-			continue
-		}
-		src.inputs = append(src.inputs, in)
-	}
-	src.hash = func(cfg migration.Config) *migration.HashCheck {
-		return migration.NewHashCheck(cfg, store, app.Tracker, migration.StoreFingerprinter{Store: store, Threshold: cfg.FastFingerprintAbove()}, slog.New(slog.DiscardHandler))
-	}
-	return src, nil
 }
 
 func formatOf(key string) string {
@@ -784,230 +582,4 @@ func (s *sidecarSizes) total(ctx context.Context, bucket, key string, size int64
 		}
 	}
 	return size, n
-}
-
-func (r *planReport) print(w io.Writer) {
-	t := r.Totals
-	perFile := r.recipesPerFile()
-	recipes := "recipe " + r.RecipeHash
-	if perFile {
-		recipes = fmt.Sprintf("%d recipe(s) by file, see By recipe", len(r.ByRecipe))
-	}
-	fmt.Fprintf(w, "geomigrate plan: %d file(s), %s in %s (%s backend, GDAL %s, %s); written: %s\n",
-		t.Files, humanBytes(t.Bytes), strings.Join(r.Sources, ", "), r.Backend, r.GDAL, recipes, r.Written)
-	if len(r.Clashes) > 0 {
-		fmt.Fprintf(w, "\n%d output key(s) claimed by more than one source: each of these sources would be routed to remediation (DestinationConflict), the rest migrates; rename all but one of each, or exclude them in the recipe file\n", len(r.Clashes))
-		for _, c := range r.Clashes {
-			fmt.Fprintf(w, "  %s <- %s\n", c.Dest, strings.Join(c.Sources, ", "))
-		}
-	}
-	fmt.Fprintf(w, "\nWould convert %d (%s), skip %d (%s), refuse %d (%s); %d ignored\n",
-		t.Convert, humanBytes(t.ConvertBytes), t.Skip, humanBytes(t.SkipBytes), t.Refuse, humanBytes(t.RefuseBytes), t.Ignore)
-	reasons := map[string]int{}
-	for _, f := range r.Files {
-		if f.Action == actionSkip {
-			reasons[f.Reason]++
-		}
-	}
-	if len(reasons) > 0 {
-		var parts []string
-		for reason, n := range reasons {
-			parts = append(parts, fmt.Sprintf("%s %d", reason, n))
-		}
-		sort.Strings(parts)
-		fmt.Fprintf(w, "Skipped because: %s\n", strings.Join(parts, ", "))
-	}
-	printCounts(w, "format", r.ByFormat)
-	printCounts(w, "dataset", r.ByDataset)
-	if perFile {
-		r.printRecipes(w)
-	}
-	// Refusals are what a user acts on; long lists of skipped and ignored
-	// files are cut (--json lists every file).
-	sections := []struct {
-		title, action string
-		limit         int
-	}{
-		{"Would skip", actionSkip, 20}, {"Would refuse", actionRefuse, 200}, {"Ignored", actionIgnore, 20},
-	}
-	for _, s := range sections {
-		var lines []string
-		more := 0
-		for _, f := range r.Files {
-			if f.Action != s.action {
-				continue
-			}
-			if len(lines) == s.limit {
-				more++
-				continue
-			}
-			why := f.Reason
-			if f.Code != "" {
-				why = fmt.Sprintf("%s at %s: %s", f.Error, f.Stage, f.Reason) // Reason starts with the code
-			}
-			if perFile && f.RecipeHash != "" {
-				why += "  (recipe " + f.RecipeHash + ")"
-			}
-			lines = append(lines, fmt.Sprintf("  %s/%s  %s", f.Bucket, localrun.QuoteKey(f.Key), why))
-		}
-		if more > 0 {
-			lines = append(lines, fmt.Sprintf("  … and %d more (--json lists every file)", more))
-		}
-		if len(lines) > 0 {
-			fmt.Fprintf(w, "\n%s:\n%s\n", s.title, strings.Join(lines, "\n"))
-		}
-	}
-	e, m := r.Estimate, r.Model
-	fmt.Fprintf(w, "\nEstimated cost on AWS (%s list prices of %s; %s, convert %d MB, others %d MB, concurrency %d):\n",
-		m.Prices.Region, m.Prices.AsOf, m.Settings.Architecture, m.Settings.ConvertMemoryMB, m.Settings.SmallMemoryMB, m.Settings.Concurrency)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  Step Functions Standard\t%d transitions (%d per converted file, %d per skipped, %d per refused)\t%s\n",
-		e.Transitions, m.Walks[cost.Converted].Transitions, m.Walks[cost.Skipped].Transitions, m.Walks[cost.Remediation].Transitions, dollars(e.Cost.StepFunctionsStandard))
-	if n := r.countStage("hashcheck"); n > 0 {
-		fmt.Fprintf(tw, "  \t(%d refused by HashCheck: %d transitions each)\t\n", n, m.Walks[cost.Rejected].Transitions)
-	}
-	fmt.Fprintf(tw, "  Step Functions Express\t%d requests, %.1f GB-s\t%s\n", e.Executions, e.ExpressGBSeconds, dollars(e.Cost.StepFunctionsExpress))
-	fmt.Fprintf(tw, "  Lambda\t%d requests, %.1f GB-s (%.2f s converting)\t%s\n", e.LambdaInvocations, e.LambdaGBSeconds, e.ConvertSeconds, dollars(e.Cost.Lambda))
-	fmt.Fprintf(tw, "  S3\t%d GET/HEAD, %d PUT/COPY/LIST\t%s\n", e.S3GetHead, e.S3PutCopyList, dollars(e.Cost.S3))
-	fmt.Fprintf(tw, "  DynamoDB\t%d read units, %d write units\t%s\n", e.DynamoDBReadUnits, e.DynamoDBWriteUnits, dollars(e.Cost.DynamoDB))
-	fmt.Fprintf(tw, "  SQS\t%d messages\t%s\n", e.SQSRequests, dollars(e.Cost.SQS))
-	fmt.Fprintf(tw, "  Quarantine, one month\t%s of refused sources\t%s\n", humanBytes(e.QuarantineBytes), dollars(e.Cost.Quarantine))
-	fmt.Fprintf(tw, "  Execution logs\t%s\t%s\n", humanBytes(e.LogBytes), dollars(e.Cost.Logs))
-	fmt.Fprintf(tw, "  Total, Standard workflow\t\t%s\n", dollars(e.Cost.TotalStandard))
-	fmt.Fprintf(tw, "  Total, Express workflow\t\t%s\n", dollars(e.Cost.TotalExpress))
-	tw.Flush()
-	fmt.Fprintf(w, "Cost per 1,000 files: %s (Standard), %s (Express)\n", dollars(e.PerThousandStandard), dollars(e.PerThousandExpress))
-	printBounds(w, e, m)
-	if e.OverExpressLimit > 0 {
-		fmt.Fprintf(w, "%d execution(s) would exceed Express's %d s limit: use Standard\n", e.OverExpressLimit, cost.ExpressLimitSeconds)
-	}
-	if s := e.StandInList(); len(s) > 0 {
-		fmt.Fprintf(w, "Not measured, estimated with another format's rate: %s\n", strings.Join(s, ", "))
-	}
-	tp := m.Throughput
-	var rates []string
-	for _, ext := range tp.Measured() {
-		rates = append(rates, fmt.Sprintf("%s %.1f MB/s", ext, tp.Formats[ext].MBPerSecond))
-	}
-	fmt.Fprintf(w, "Conversion throughput measured %s on %s (1 thread; %s): %s\n", tp.MeasuredAt, tp.Machine, tp.Command, strings.Join(rates, ", "))
-}
-
-// printBounds is the duration and what binds it: every quota's bound,
-// longest first, with what to raise.
-func printBounds(w io.Writer, e cost.Estimate, m planModel) {
-	if len(e.Bounds) == 0 {
-		return
-	}
-	b := e.Bounds[0]
-	fmt.Fprintf(w, "Duration: %s, bound by %s (raise: %s); Lambda concurrency %d, backfill MaxConcurrency %d, quotas of %s\n",
-		humanSeconds(e.WallClockSeconds), b.Name, b.Raise, m.Settings.Concurrency, m.Settings.MaxConcurrency, m.Quotas.Region)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, x := range e.Bounds {
-		how := fmt.Sprintf("%.0f at %g/s", x.Demand, x.Rate)
-		if x.Name == cost.BoundLongestExecution {
-			how = "one file's tasks in turn"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", x.Name, humanSeconds(x.Seconds), how)
-	}
-	tw.Flush()
-}
-
-// recipesPerFile tells whether the files' recipes differ from the run-wide
-// one (a recipe file, --co): the text then shows each file's.
-func (r *planReport) recipesPerFile() bool {
-	for h := range r.ByRecipe {
-		if h != r.RecipeHash {
-			return true
-		}
-	}
-	return false
-}
-
-// printRecipes is the table of recipe hashes: what each would do, and the
-// first file of each (`geomigrate recipe show` prints a key's settings).
-func (r *planReport) printRecipes(w io.Writer) {
-	first := map[string]string{}
-	for _, f := range r.Files {
-		if _, ok := first[f.RecipeHash]; !ok && f.RecipeHash != "" {
-			first[f.RecipeHash] = f.Bucket + "/" + localrun.QuoteKey(f.Key)
-		}
-	}
-	var hashes []string
-	for h := range r.ByRecipe {
-		hashes = append(hashes, h)
-	}
-	sort.Strings(hashes)
-	fmt.Fprintf(w, "\nBy recipe:\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  recipe\tfiles\tbytes\tconvert\tskip\trefuse\tfirst file\n")
-	for _, h := range hashes {
-		c := r.ByRecipe[h]
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%d\t%s\n", h, c.Files, humanBytes(c.Bytes), c.Convert, c.Skip, c.Refuse, first[h])
-	}
-	tw.Flush()
-}
-
-// countStage counts the files refused at stage.
-func (r *planReport) countStage(stage string) int {
-	n := 0
-	for _, f := range r.Files {
-		if f.Action == actionRefuse && f.Stage == stage {
-			n++
-		}
-	}
-	return n
-}
-
-func printCounts(w io.Writer, what string, m map[string]*planCounts) {
-	var keys []string
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	fmt.Fprintf(w, "\nBy %s:\n", what)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  %s\tfiles\tbytes\tconvert\tskip\trefuse\tignore\t\n", what)
-	for _, k := range keys {
-		c := m[k]
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%d\t%d\t\n", k, c.Files, humanBytes(c.Bytes), c.Convert, c.Skip, c.Refuse, c.Ignore)
-	}
-	tw.Flush()
-}
-
-// dollars shows an amount with the precision its size needs.
-func dollars(v float64) string {
-	switch {
-	case v == 0:
-		return "$0"
-	case v >= 1:
-		return fmt.Sprintf("$%.2f", v)
-	case v >= 0.01:
-		return fmt.Sprintf("$%.4f", v)
-	}
-	return fmt.Sprintf("$%.6f", v)
-}
-
-func humanBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, i := float64(n), 0
-	for v >= unit && i < 5 {
-		v /= unit
-		i++
-	}
-	return fmt.Sprintf("%.1f %cB", v, "kMGTP"[i-1])
-}
-
-func humanSeconds(s float64) string {
-	switch {
-	case s < 120:
-		return fmt.Sprintf("%.1f s", s)
-	case s < 2*3600:
-		return fmt.Sprintf("%.1f min", s/60)
-	case s < 2*86400:
-		return fmt.Sprintf("%.1f h", s/3600)
-	}
-	return fmt.Sprintf("%.1f days", s/86400)
 }

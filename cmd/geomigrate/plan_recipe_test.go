@@ -180,7 +180,7 @@ func TestPlanRecipeFlags(t *testing.T) {
 		{"missing file", []string{"--recipe", filepath.Join(dir, "missing.yaml")}, "--recipe"},
 		{"invalid file", []string{"--recipe", bad}, "JPEG"},
 		{"malformed --co", []string{"--co", "BLOCKSIZE"}, "--co BLOCKSIZE"},
-		{"--co the COG driver lacks", []string{"--co", "NO_SUCH_OPTION=1"}, "creation options"},
+		{"--co the COG driver lacks", []string{"--co", "NO_SUCH_OPTION=1"}, "creation option NO_SUCH_OPTION"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

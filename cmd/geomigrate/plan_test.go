@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/geomigrate/geomigrate/internal/cost"
@@ -30,7 +31,6 @@ import (
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
-	"github.com/geomigrate/geomigrate/internal/statestore/statestoretest"
 	"github.com/geomigrate/geomigrate/internal/validate"
 )
 
@@ -105,7 +105,7 @@ func TestPlanSamples(t *testing.T) {
 	}
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`Would convert 9 \(.*\), skip 0 \(0 B\), refuse 4 \(.*\); 1 ignored`),
-		regexp.MustCompile(`(?m)^\s+\.tif\s+9\s+\S+ kB\s+5\s+0\s+4\s+0$`),
+		regexp.MustCompile(`(?m)^\s+\.tif\s+9\s+\S+ KiB\s+5\s+0\s+4\s+0$`),
 		regexp.MustCompile(`(?m)^\s+samples\s+14\s`),
 		regexp.MustCompile(`samples/vrt_passwd.tif\s+DataError at preflight: UnsafeSource`),
 		regexp.MustCompile(`samples/empty.tif\s+DataError at preflight: CorruptSource`),
@@ -211,7 +211,7 @@ func TestPlanRejectedByHashCheck(t *testing.T) {
 	}
 	copyFile(t, sampleFile(t, "dem_utm33.tif"), filepath.Join(dir, "bad\nname.tif"))
 	r := planJSON(t, dir)
-	if len(r.Files) != 1 || r.Files[0].Action != actionRefuse || r.Files[0].Stage != "hashcheck" || r.Files[0].Code != "InvalidInput" {
+	if len(r.Files) != 1 || r.Files[0].Action != actionRefuse || r.Files[0].Stage != "hashcheck" || r.Files[0].Code != "InvalidKey" {
 		t.Fatalf("files %+v", r.Files)
 	}
 	if w := r.Model.Walks[cost.Rejected]; r.Estimate.Transitions != int64(w.Transitions) || r.Estimate.SQSRequests != 1 {
@@ -288,6 +288,7 @@ type rangedCount struct {
 // countingStore counts object store calls by S3 request class.
 type countingStore struct {
 	objectstore.Store
+	dyn    *countingDynamo // read and reset between runs
 	mu     sync.Mutex
 	req    cost.Requests
 	ranges int // the OpenRange calls among S3GetHead
@@ -367,11 +368,100 @@ func itemBytes(j statestore.Job) int {
 	if err != nil {
 		panic(err)
 	}
+	return itemSize(item)
+}
+
+func itemSize(item map[string]types.AttributeValue) int {
 	n := 0
 	for name, v := range item {
 		n += len(name) + attrBytes(v)
 	}
 	return n
+}
+
+// dynamoWrites are the writes DynamoDB charges for: PutItem calls, their
+// table write units, and the status index's writes and units.
+type dynamoWrites struct {
+	PutItems, TableUnits, IndexWrites, IndexUnits int
+	ByStatus                                      map[string]int // index units by the status of the entry written or deleted
+}
+
+// countingDynamo is a DynamoDB table in memory for dynamostore: GetItem,
+// and PutItem with its version condition; Query and Scan find nothing (no
+// handler lists jobs on these paths). Each PutItem is charged as DynamoDB
+// charges it (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.Writes):
+// one write unit per KB of the item on the table, and on the status index
+// (projection ALL: an entry is the item) one write when an item enters it,
+// two (the old entry deleted, the new one put) when its index key,
+// status_shard or the sort key updated_at, changes, one when only
+// projected attributes change, one when it leaves; each write one unit
+// per KB of the entry it writes or deletes.
+type countingDynamo struct {
+	items map[string]map[string]types.AttributeValue
+	w     dynamoWrites
+	mu    sync.Mutex
+}
+
+func kb(item map[string]types.AttributeValue) int { return max(1, (itemSize(item)+1023)/1024) }
+
+func (d *countingDynamo) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pk := in.Key[dynamostore.AttrPK].(*types.AttributeValueMemberS).Value
+	return &dynamodb.GetItemOutput{Item: d.items[pk]}, nil
+}
+
+func (d *countingDynamo) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	pk := in.Item[dynamostore.AttrPK].(*types.AttributeValueMemberS).Value
+	old, exists := d.items[pk]
+	if expect, ok := in.ExpressionAttributeValues[":expect"]; ok {
+		if v, _ := old[dynamostore.AttrVersion].(*types.AttributeValueMemberN); !exists || v == nil || v.Value != expect.(*types.AttributeValueMemberN).Value {
+			return nil, &types.ConditionalCheckFailedException{}
+		}
+	} else if exists {
+		return nil, &types.ConditionalCheckFailedException{}
+	}
+	d.items[pk] = in.Item
+	d.w.PutItems++
+	d.w.TableUnits += kb(in.Item)
+	key := func(item map[string]types.AttributeValue) (string, bool) {
+		shard, ok := item[dynamostore.AttrStatusShard].(*types.AttributeValueMemberS)
+		updated, _ := item[dynamostore.AttrUpdatedAt].(*types.AttributeValueMemberS)
+		if !ok || updated == nil {
+			return "", false // a GSI holds only items with both key attributes
+		}
+		return shard.Value + "|" + updated.Value, true
+	}
+	was, in1 := key(old)
+	now, in2 := key(in.Item)
+	charge := func(item map[string]types.AttributeValue) {
+		if d.w.ByStatus == nil {
+			d.w.ByStatus = map[string]int{}
+		}
+		d.w.IndexWrites++
+		d.w.IndexUnits += kb(item)
+		d.w.ByStatus[item[dynamostore.AttrStatus].(*types.AttributeValueMemberS).Value] += kb(item)
+	}
+	switch {
+	case in1 && in2 && was != now:
+		charge(old)
+		charge(in.Item)
+	case in2:
+		charge(in.Item)
+	case in1:
+		charge(old)
+	}
+	return &dynamodb.PutItemOutput{}, nil
+}
+
+func (d *countingDynamo) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return &dynamodb.QueryOutput{}, nil
+}
+
+func (d *countingDynamo) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return &dynamodb.ScanOutput{}, nil
 }
 
 func attrBytes(v types.AttributeValue) int {
@@ -445,7 +535,12 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 		}
 	}
 	store := &countingStore{Store: mem}
-	tracker := statestore.NewTracker(countingState{Backend: statestoretest.NewMemory(), store: store})
+	// The job records are dynamostore's items, on a DynamoDB stand-in that
+	// counts the table's and the status index's writes as DynamoDB
+	// charges them.
+	dyn := &countingDynamo{items: map[string]map[string]types.AttributeValue{}}
+	store.dyn = dyn
+	tracker := statestore.NewTracker(countingState{Backend: dynamostore.New(dyn, dynamostore.Options{Table: "jobs"}), store: store})
 	cfg := migration.Config{DestBucket: "dest", WorkDir: t.TempDir(), Recipe: recipe.Recipe{EngineVersion: engine.Version(), ToolVersion: "test"}}
 	quiet := slog.New(slog.DiscardHandler)
 	h := localrun.Handlers{
@@ -478,21 +573,31 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 		{cost.Remediation, "not_a_raster.tif", "FAILED"},
 		{cost.Rejected, "gone.tif", "FAILED"}, // listed, then deleted: HashCheck's HEAD finds nothing
 	} {
-		store.count(func(r *cost.Requests) { *r = cost.Requests{} })
+		store.count(func(r *cost.Requests) { *r, dyn.w = cost.Requests{}, dynamoWrites{} })
 		res, err := exec.Run(ctx, "count-"+string(step.path), json.RawMessage(fmt.Sprintf(`{"bucket":"src","key":%q}`, step.key)))
 		if err != nil || res.Status != step.status {
 			t.Fatalf("%s: %v %s %s %s", step.path, err, res.Status, res.Error, res.Cause)
 		}
-		store.count(func(r *cost.Requests) { got[step.path] = *r })
-		t.Logf("%s: %+v", step.path, got[step.path])
+		store.count(func(r *cost.Requests) {
+			w := dyn.w
+			if w.TableUnits != r.DynamoDBWrite {
+				t.Errorf("%s: DynamoDB charged %d table write units for %d PutItems, the tracker's writes sized %d", step.path, w.TableUnits, w.PutItems, r.DynamoDBWrite)
+			}
+			r.DynamoDBIndexWrite = w.IndexUnits
+			got[step.path] = *r
+			t.Logf("%s: %+v; DynamoDB: %d PutItems (no other write call exists in dynamostore.API), %d index writes, units by status %v", step.path, *r, w.PutItems, w.IndexWrites, w.ByStatus)
+		})
 	}
-	store.count(func(r *cost.Requests) { *r, store.ranges = cost.Requests{}, 0 })
+	store.count(func(r *cost.Requests) { *r, store.ranges, dyn.w = cost.Requests{}, 0, dynamoWrites{} })
 	res, err := execRanged.Run(ctx, "count-ranged", json.RawMessage(`{"bucket":"src","key":"landcover_ranged.tif"}`))
 	if err != nil || res.Status != "SUCCEEDED" {
 		t.Fatalf("ranged: %v %s %s %s", err, res.Status, res.Error, res.Cause)
 	}
 	var ranged rangedCount
-	store.count(func(r *cost.Requests) { ranged = rangedCount{req: *r, ranges: store.ranges} })
+	store.count(func(r *cost.Requests) {
+		r.DynamoDBIndexWrite = dyn.w.IndexUnits
+		ranged = rangedCount{req: *r, ranges: store.ranges}
+	})
 	t.Logf("converted by range: %+v, %d ranged GETs", ranged.req, ranged.ranges)
 	return got, ranged
 }

@@ -52,8 +52,18 @@ func (b *backendFlags) policyParameter(ctx context.Context) (ssmpolicy.Parameter
 
 // policyCmd is `geomigrate policy`.
 type policyCmd struct {
+	Init  policyInitCmd  `cmd:"" help:"Print the built-in policy document, a starting point to edit (geomigrate policy init > policy.json)."`
 	Check policyCheckCmd `cmd:"" help:"Validate a policy document and print it with the defaults filled in."`
 	Put   policyPutCmd   `cmd:"" help:"Validate a policy document and store it in the SSM parameter the functions read (--policy-parameter)."`
+}
+
+type policyInitCmd struct{}
+
+// Run prints the document in force when none is given, so a first policy
+// file starts from what the run already does rather than from a blank page.
+func (*policyInitCmd) Run(e *cmdEnv) error {
+	_, err := fmt.Fprintf(e.stdout, "%s\n", policy.Default().JSON())
+	return err
 }
 
 type policyCheckCmd struct {

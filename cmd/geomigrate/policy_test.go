@@ -39,6 +39,28 @@ func TestPolicyCheck(t *testing.T) {
 	}
 }
 
+// policy init prints a document that policy check accepts unchanged and
+// that a run takes with --policy.
+func TestPolicyInitIsAValidStartingPoint(t *testing.T) {
+	doc, _, err := run(t, "policy", "init")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeFile(t, filepath.Join(t.TempDir(), "policy.json"), doc)
+	checked, _, err := run(t, "policy", "check", path)
+	if err != nil {
+		t.Fatalf("policy check of policy init's output: %v", err)
+	}
+	if checked != doc {
+		t.Errorf("policy check changed the built-in document:\ninit:  %s\ncheck: %s", doc, checked)
+	}
+	for _, want := range []string{`"version": 1`, `"classification"`, `"job_deadline_seconds": 7200`, `"backfill"`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("policy init lacks %s:\n%s", want, doc)
+		}
+	}
+}
+
 // A run given a bad document does not start.
 func TestMigrateRefusesABadPolicy(t *testing.T) {
 	src, dest := t.TempDir(), filepath.Join(t.TempDir(), "out")

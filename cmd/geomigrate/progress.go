@@ -1,5 +1,7 @@
 package main
 
+// Size: the two progress renderers (plain and bar) and the run state they share change together.
+
 import (
 	"cmp"
 	"encoding/json"
@@ -590,9 +592,13 @@ type progressEvent struct {
 	JobID string `json:"job_id,omitempty"`
 
 	// file events: the outcome, and how far the run is.
-	Reason     string   `json:"reason,omitempty"`
-	Code       string   `json:"code,omitempty"`
-	Outputs    []string `json:"outputs,omitempty"`
+	Reason  string   `json:"reason,omitempty"`
+	Code    string   `json:"code,omitempty"`
+	Outputs []string `json:"outputs,omitempty"`
+	// Warnings are the conversion's non-fatal messages and Hint what to do
+	// about a routed file, as the run report's files[] has them.
+	Warnings   []string `json:"warnings,omitempty"`
+	Hint       string   `json:"hint,omitempty"`
 	BytesIn    int64    `json:"bytes_in,omitempty"`
 	BytesOut   int64    `json:"bytes_out,omitempty"`
 	DurationMS int64    `json:"duration_ms,omitempty"`
@@ -672,7 +678,7 @@ func (j *jsonProgress) done(o localrun.Outcome) {
 	j.emit(progressEvent{
 		Type: eventFile, Execution: o.Execution, Bucket: o.Bucket, Key: o.Key, Status: o.Status,
 		JobID: o.JobID, Reason: o.Reason, Code: o.Code, Error: o.Error, Cause: localrun.OneLine(o.Message, 500),
-		Outputs: o.Outputs, BytesIn: o.BytesIn, BytesOut: o.BytesOut, DurationMS: o.Duration.Milliseconds(),
+		Outputs: o.Outputs, Warnings: o.Warnings, Hint: localrun.WithHint(o).Hint, BytesIn: o.BytesIn, BytesOut: o.BytesOut, DurationMS: o.Duration.Milliseconds(),
 		Done: j.totals.Files, Total: j.total,
 	})
 }

@@ -216,7 +216,7 @@ func TestJSONProgressStream(t *testing.T) {
 	dir := t.TempDir()
 	src, dest := filepath.Join(dir, "src"), filepath.Join(dir, "out")
 	mkdirs(t, src)
-	for _, name := range []string{"landcover_4326.tif", "no_crs.tif"} {
+	for _, name := range []string{"landcover_4326.tif", "no_crs.tif", "parks.geojson"} {
 		if err := sampledata.Writer(name)(filepath.Join(src, name)); err != nil {
 			t.Fatal(err)
 		}
@@ -352,11 +352,20 @@ func checkJSONStream(t *testing.T, stream string, report localrun.Report) {
 			bad("has an unknown type")
 		}
 	}
-	ran := 0
+	ran, hinted, warned := 0, 0, 0
 	for _, o := range report.Files {
 		f, ok := files[o.Key]
 		if !ok || f.Status != o.Status || f.Execution != o.Execution {
 			t.Errorf("%s: file event %+v, report %s %s", o.Key, f, o.Status, o.Execution)
+		}
+		if f.Hint != o.Hint || strings.Join(f.Warnings, "\n") != strings.Join(o.Warnings, "\n") {
+			t.Errorf("%s: file event hint %q warnings %q, report hint %q warnings %q", o.Key, f.Hint, f.Warnings, o.Hint, o.Warnings)
+		}
+		if f.Hint != "" {
+			hinted++
+		}
+		if len(f.Warnings) > 0 {
+			warned++
 		}
 		if o.Execution == "" {
 			continue
@@ -367,7 +376,10 @@ func checkJSONStream(t *testing.T, stream string, report localrun.Report) {
 			t.Errorf("%s: execution %s in the stream %+v, report retries %d", o.Key, o.Execution, x, o.Retries)
 		}
 	}
-	if ran != 2 || len(execs) != ran || len(files) != 3 {
+	if hinted == 0 || warned == 0 {
+		t.Errorf("%d file events with a hint, %d with warnings: want the routed no_crs.tif's hint and parks.geojson's warning", hinted, warned)
+	}
+	if ran != 3 || len(execs) != ran || len(files) != 4 {
 		t.Errorf("%d executions, %d file events in the stream; report: %d ran of %d", len(execs), len(files), ran, len(report.Files))
 	}
 }

@@ -84,18 +84,18 @@ func (rf *recipeFlags) commandBook(k *kong.Context, h config.Handlers) (*recipe.
 
 // book is the recipe file (if any) with the flags over it: the command
 // line's --vector-format and --zstd-level (0 and "" mean not given) and
-// --co. It needs no GDAL; checkCreationOptions does.
+// --co. It needs no GDAL; checkRecipes does.
 func (rf *recipeFlags) book(vectorFormat string, zstdLevel int) (*recipe.Book, error) {
 	b := &recipe.Book{}
 	if rf != nil && rf.File != "" {
 		data, err := os.ReadFile(rf.File)
 		if err != nil {
-			return nil, fmt.Errorf("--recipe: %w", err)
+			return nil, usagef("--recipe: %v", err)
 		}
 		rf.data = data
 		f, err := recipe.Parse(data)
 		if err != nil {
-			return nil, fmt.Errorf("--recipe %s: %w", rf.File, err)
+			return nil, usagef("--recipe %s: %s", rf.File, recipeMessage(err))
 		}
 		b.File = f
 	}
@@ -115,27 +115,31 @@ func (rf *recipeFlags) book(vectorFormat string, zstdLevel int) (*recipe.Book, e
 	return b, nil
 }
 
-// checkCreationOptions checks every creation option of the book (--co and
-// the file's) against this GDAL's COG driver, before any file is
-// converted; call it after gdal.New, which registers the driver.
-func checkCreationOptions(b *recipe.Book) error {
-	all := []recipe.Settings{b.Flags}
-	if b.File != nil {
-		all = append(all, b.File.Defaults)
-		for _, r := range b.File.Rules {
-			all = append(all, r.Settings)
+// checkRecipes checks the whole book (--co, the file's every rule, each
+// combination a key can resolve to) against this GDAL — its COG driver's
+// creation option list, its overview resamplings, PROJ's database —
+// before any file is claimed: a recipe it cannot apply is a command line
+// to fix (exit status 2), never a failure of every file it matches.
+// file is --recipe, named in the message of a refusal of its lines.
+func checkRecipes(b *recipe.Book, file string, engine *gdal.Engine) error {
+	if err := b.Check(engine.Capabilities()); err != nil {
+		msg := recipeMessage(err)
+		if file != "" && !strings.HasPrefix(msg, "the command line") {
+			msg = "--recipe " + file + ": " + msg
 		}
-	}
-	for _, s := range all {
-		var opts []string
-		for k, v := range s.Raster.CreationOptions {
-			opts = append(opts, k+"="+v)
-		}
-		if err := gdal.CheckCreationOptions(opts); err != nil {
-			return fmt.Errorf("creation options: %w", err)
-		}
+		return usagef("%s", msg)
 	}
 	return nil
+}
+
+// recipeMessage drops the Go location of a recipe error: the user reads
+// "--recipe FILE: line N: …".
+func recipeMessage(err error) string {
+	msg := err.Error()
+	for _, p := range []string{"recipe.Check: ", "recipe.Parse: "} {
+		msg = strings.Replace(msg, p, "", 1)
+	}
+	return msg
 }
 
 // rememberedRecipe is where a local destination keeps a copy of the recipe
@@ -213,7 +217,7 @@ func showRecipe(rf *recipeFlags, paths []string, asJSON bool, vectorFormat strin
 	if err != nil {
 		return err
 	}
-	if err := checkCreationOptions(book); err != nil {
+	if err := checkRecipes(book, rf.File, engine); err != nil {
 		return err
 	}
 	base := recipe.Recipe{EngineVersion: engine.Version(), ToolVersion: buildinfo.Version}
@@ -306,6 +310,8 @@ func printResolved(w io.Writer, book *recipe.Book, s shown) {
 		level = " level=" + strconv.Itoa(r.ZSTDLevel)
 	case "DEFLATE", "LERC_DEFLATE":
 		level = " level=" + strconv.Itoa(r.DeflateLevel)
+	case "JPEG", "WEBP":
+		level = fmt.Sprintf(" (lossy) quality=%d min_psnr_db=%g", r.Quality, r.MinPSNR)
 	}
 	overviews := "auto"
 	switch {

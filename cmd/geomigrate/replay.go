@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/queue"
@@ -30,8 +31,13 @@ import (
 // because the file is unchanged, failed, interrupted) is made visible again.
 type replayCmd struct {
 	Queue      string        `name:"queue" type:"fold" enum:"dlq,remediation" default:"dlq" help:"Which queue: dlq or remediation."`
-	Visibility time.Duration `name:"visibility-timeout" default:"30m" help:"How long received messages stay hidden while their jobs run (1s to 12h, SQS's range)."`
-	Options    runFlags      `embed:""`
+	Visibility time.Duration `name:"visibility-timeout" default:"30m" help:"How long received messages stay hidden while their jobs run (1s to 12h, SQS's range); with --backend aws also how long the executions are waited for."`
+	// With --backend aws the jobs run as executions of the deployed
+	// migrate state machine, with the deployed functions' GDAL; --local
+	// converts them in this process instead.
+	StateMachineArn string   `name:"state-machine-arn" env:"GEOMIGRATE_MIGRATE_STATE_MACHINE_ARN" group:"aws" placeholder:"ARN" help:"The deployed migrate state machine (stack output MigrateStateMachineArn) that --backend aws replays through."`
+	Local           bool     `name:"local" group:"aws" help:"With --backend aws: convert in this process with this machine's GDAL (the AWS adapters, no Step Functions) instead of starting executions of the deployed state machine."`
+	Options         runFlags `embed:""`
 }
 
 // Validate checks the visibility timeout against SQS's range.
@@ -47,6 +53,10 @@ func (c *replayCmd) Run(e *cmdEnv, k *kong.Context) error {
 	f.kctx = k
 	// Queued jobs run again under the recipe they were made with.
 	f.Recipes.reuse = true
+	if f.Where.aws() && !c.Local {
+		// The deployed state machine knows its destination.
+		return c.replayDeployed(e)
+	}
 	if f.Dest == "" {
 		return usagef("replay needs --dest")
 	}
@@ -107,41 +117,85 @@ func (c *replayCmd) replayLocal(e *cmdEnv) error {
 	}, report)
 }
 
+// replayDeployed replays from an SQS queue (or, without its URL flag, the
+// JSONL file `migrate --backend aws` wrote instead) by starting executions
+// of the deployed migrate state machine, one per job, and settles each
+// message by its execution's end.
+func (c *replayCmd) replayDeployed(e *cmdEnv) error {
+	f := &c.Options
+	if c.StateMachineArn == "" {
+		return usagef("replay --backend aws needs --state-machine-arn or " + envMigrateStateMachine + " (the stack output MigrateStateMachineArn); --local converts in this process instead")
+	}
+	d, err := f.Where.deployed(e.ctx, c.StateMachineArn)
+	if err != nil {
+		return err
+	}
+	paths := pathsFor(".", f.StateDir)
+	q, name, closeQueue, err := c.openQueue(e, paths, func(url string) (queue.Consumer, error) {
+		o := f.Where.clientOptions()
+		cfg, err := awsconfig.Load(e.ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return sqsQueue(cfg, o, url), nil
+	})
+	if err != nil {
+		return err
+	}
+	defer closeQueue()
+	rp := &replayer{queue: q, name: name, visibility: c.Visibility, stdout: e.stdout, stderr: e.stderr}
+	report := f.reportPath(paths)
+	if err := os.MkdirAll(filepath.Dir(report), 0o755); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(c.Visibility)
+	return rp.replay(e.ctx, func(ctx context.Context, inputs []migration.Source) error {
+		return d.replayDeployed(ctx, e, inputs, deadline, report)
+	}, report)
+}
+
 // replayAWS replays from an SQS queue (or, without its URL flag, the JSONL
 // file `migrate --backend aws` wrote instead) through the AWS adapters.
 func (c *replayCmd) replayAWS(e *cmdEnv) error {
 	f := &c.Options
-	url, flagName := f.Where.AWS.DeadLetterQueueURL, "--dlq-url"
-	paths := pathsFor(".", f.StateDir)
-	file := paths.deadLetter
-	if c.Queue == "remediation" {
-		url, flagName, file = f.Where.RemediationQueueURL, "--remediation-queue-url", paths.remediation
-	}
 	be, err := f.open(e.ctx, e.stderr, openRequest{})
 	if err != nil {
 		return err
 	}
 	defer be.Close()
-	var (
-		q    queue.Consumer
-		name string
-	)
-	if url != "" {
-		q, name = be.app.Queue(url), url
-	} else {
-		fmt.Fprintf(e.stderr, "geomigrate: no %s: replaying %s\n", flagName, file)
-		jq, err := jsonlqueue.Open(file)
-		if err != nil {
-			return err
-		}
-		defer jq.Close()
-		q, name = jq, file
+	paths := pathsFor(".", f.StateDir)
+	q, name, closeQueue, err := c.openQueue(e, paths, func(url string) (queue.Consumer, error) { return be.app.Queue(url), nil })
+	if err != nil {
+		return err
 	}
+	defer closeQueue()
 	rp := &replayer{queue: q, name: name, visibility: c.Visibility, stdout: e.stdout, stderr: e.stderr}
 	report := f.reportPath(paths)
 	return rp.replay(e.ctx, func(ctx context.Context, inputs []migration.Source) error {
 		return f.migrate(e, be, inputs, nil, report)
 	}, report)
+}
+
+// openQueue opens the queue --queue names: SQS at its URL flag (by sqs),
+// or, without the flag, the JSONL file `migrate --backend aws` wrote
+// instead. closeQueue releases what it opened.
+func (c *replayCmd) openQueue(e *cmdEnv, paths localPaths, sqs func(url string) (queue.Consumer, error)) (q queue.Consumer, name string, closeQueue func(), err error) {
+	f := &c.Options
+	url, flagName := f.Where.AWS.DeadLetterQueueURL, "--dlq-url"
+	file := paths.deadLetter
+	if c.Queue == "remediation" {
+		url, flagName, file = f.Where.RemediationQueueURL, "--remediation-queue-url", paths.remediation
+	}
+	if url != "" {
+		q, err := sqs(url)
+		return q, url, func() {}, err
+	}
+	fmt.Fprintf(e.stderr, "geomigrate: no %s: replaying %s\n", flagName, file)
+	jq, err := jsonlqueue.Open(file)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return jq, file, func() { jq.Close() }, nil
 }
 
 // reportPath fixes the run report's path (replay reads it back for the

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,21 +28,29 @@ func (c *reportCmd) Run(e *cmdEnv) error {
 	return runReport(e.stdout, e.stderr, c.File, c.HTML, c.Out, c.Dest)
 }
 
+// reportPerPage is how many quick-looks a page of `report --html` holds
+// (some 25 KiB each): 50 keep a page near 1.3 MB.
+const reportPerPage = 50
+
 func runReport(stdout, stderr io.Writer, run string, html bool, out, destDir string) error {
-	pos := []string{run}
-	asHTML, dest := &html, &destDir
-	report, err := readReport(pos[0])
+	report, err := readReport(run)
 	if err != nil {
 		return err
 	}
-	if !*asHTML {
+	if !html {
 		report.PrintSummary(stdout)
 		return nil
 	}
 	// --dest also serves outputs of an aws run copied to this machine.
-	local := report.Backend == "local" || *dest != ""
-	if *dest == "" {
-		*dest = report.Dest
+	local := report.Backend == "local" || destDir != ""
+	dest := destDir
+	if dest == "" {
+		// A local run names its destination relative to the report file
+		// (or absolutely), never to the directory it ran in.
+		dest = report.Dest
+		if local && !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(run), dest)
+		}
 	}
 	engine, err := gdal.New()
 	if err != nil {
@@ -50,23 +58,46 @@ func runReport(stdout, stderr io.Writer, run string, html bool, out, destDir str
 	}
 	path := out
 	if path == "" {
-		path = strings.TrimSuffix(pos[0], filepath.Ext(pos[0])) + ".html"
+		path = strings.TrimSuffix(run, filepath.Ext(run)) + ".html"
 	}
-	var page bytes.Buffer
-	res, err := htmlreport.Write(&page, pageRun(pos[0], report, *dest, local), engine)
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	pageName := func(n int) string {
+		if n == 1 {
+			return filepath.Base(path)
+		}
+		return fmt.Sprintf("%s-%d.html", base, n)
+	}
+	paging := htmlreport.Paging{PerPage: reportPerPage, Href: func(n int) string { return url.PathEscape(pageName(n)) }}
+	pageDir := filepath.Dir(path)
+	if path == "-" {
+		// One stream, one page.
+		paging, pageDir = htmlreport.Paging{}, "."
+	}
+	pages, res, err := htmlreport.Render(pageRun(run, report, dest, local, pageDir), engine, paging)
 	if err != nil {
 		return err
 	}
 	if path == "-" {
-		_, err = stdout.Write(page.Bytes())
-		return err
+		if _, err = stdout.Write(pages[0]); err != nil {
+			return err
+		}
+	} else {
+		for i, b := range pages {
+			if err := os.WriteFile(filepath.Join(pageDir, pageName(i+1)), b, 0o644); err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+		}
+		fmt.Fprintf(stdout, "%s: %d quick-look(s)", path, res.Images)
+		if len(pages) > 1 {
+			fmt.Fprintf(stdout, " on %d pages (%s … %s)", len(pages), pageName(1), pageName(len(pages)))
+		}
+		fmt.Fprintln(stdout)
 	}
-	if err := os.WriteFile(path, page.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	fmt.Fprintf(stdout, "%s: %d quick-look(s)\n", path, res.Images)
 	for _, m := range res.Missing {
 		fmt.Fprintf(stderr, "  no quick-look: %s\n", m)
+	}
+	if len(res.Failed) > 0 {
+		return fmt.Errorf("report: %d output(s) could not be drawn (is %s the destination? --dest names it)", len(res.Failed), dest)
 	}
 	return nil
 }
@@ -88,8 +119,8 @@ func readReport(path string) (*localrun.Report, error) {
 }
 
 // pageRun is the report as the page shows it; outputs are read under dest
-// when local.
-func pageRun(source string, r *localrun.Report, dest string, local bool) htmlreport.Run {
+// when local, and their STAC items linked relative to pageDir.
+func pageRun(source string, r *localrun.Report, dest string, local bool, pageDir string) htmlreport.Run {
 	run := htmlreport.Run{
 		Source: source, SchemaVersion: r.SchemaVersion, Started: r.Started, Finished: r.Finished, Seconds: r.Seconds,
 		Backend: r.Backend, Dest: r.Dest, Workers: r.Workers, Generator: "geomigrate " + buildinfo.Version,
@@ -100,16 +131,36 @@ func pageRun(source string, r *localrun.Report, dest string, local bool) htmlrep
 			Dataset: o.Bucket, Key: o.Key, Status: o.Status, Reason: o.Reason, Tier: o.Tier, Error: o.Error, Code: o.Code,
 			Message: o.Message, Hint: o.Hint, Warnings: o.Warnings, BytesIn: o.BytesIn, BytesOut: o.BytesOut,
 		}
-		for _, key := range o.Outputs {
+		for i, key := range o.Outputs {
 			out := htmlreport.Output{Key: key}
+			if i < len(o.STACItems) {
+				out.ItemKey = o.STACItems[i]
+			}
 			// An S3 destination is not read from here (no network); a
 			// key is never followed out of the destination.
 			if local && filepath.IsLocal(filepath.FromSlash(key)) {
 				out.Path = filepath.Join(dest, filepath.FromSlash(key))
+				if out.ItemKey != "" && filepath.IsLocal(filepath.FromSlash(out.ItemKey)) {
+					out.Item = relativeHref(pageDir, filepath.Join(dest, filepath.FromSlash(out.ItemKey)))
+				}
 			}
 			f.Outputs = append(f.Outputs, out)
 		}
 		run.Files = append(run.Files, f)
 	}
 	return run
+}
+
+// relativeHref is target as a relative URL from a page in dir.
+func relativeHref(dir, target string) string {
+	ad, err1 := filepath.Abs(dir)
+	at, err2 := filepath.Abs(target)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(ad, at)
+	if err != nil {
+		return ""
+	}
+	return (&url.URL{Path: filepath.ToSlash(rel)}).String()
 }

@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,7 +48,8 @@ func reportPage(t *testing.T) (string, localrun.Report) {
 
 // checkPage checks a report page (as written, or as a browser's DOM): the
 // totals table, and one <img> per output of the report whose src is a
-// data: URI holding a PNG; no URL leads outside the page.
+// data: URI holding a PNG and one relative link to its STAC item; no
+// other URL leads outside the page.
 func checkPage(t *testing.T, page string, r localrun.Report) {
 	t.Helper()
 	doc, err := html.Parse(strings.NewReader(page))
@@ -61,7 +64,7 @@ func checkPage(t *testing.T, page string, r localrun.Report) {
 		t.Fatal("the report has no outputs")
 	}
 	var imgs []string
-	totals := false
+	totals, stacLinks := false, 0
 	var visit func(*html.Node)
 	visit = func(n *html.Node) {
 		if n.Type == html.ElementNode {
@@ -69,7 +72,11 @@ func checkPage(t *testing.T, page string, r localrun.Report) {
 				if a.Key == "id" && a.Val == "totals" && n.Data == "table" {
 					totals = true
 				}
-				if (a.Key == "src" || a.Key == "href") && !strings.HasPrefix(a.Val, "data:") && !strings.HasPrefix(a.Val, "#") {
+				stacLink := n.Data == "a" && a.Key == "href" && strings.HasSuffix(a.Val, ".stac.json") && !strings.Contains(a.Val, ":")
+				if stacLink {
+					stacLinks++
+				}
+				if (a.Key == "src" || a.Key == "href") && !strings.HasPrefix(a.Val, "data:") && !strings.HasPrefix(a.Val, "#") && !stacLink {
 					t.Errorf("<%s %s=%.80q>: a URL outside the page", n.Data, a.Key, a.Val)
 				}
 				if n.Data == "img" && a.Key == "src" {
@@ -90,6 +97,9 @@ func checkPage(t *testing.T, page string, r localrun.Report) {
 	}
 	if len(imgs) != outputs {
 		t.Errorf("%d <img>, want one per output (%d)", len(imgs), outputs)
+	}
+	if stacLinks != outputs {
+		t.Errorf("%d links to STAC items, want one per output (%d)", stacLinks, outputs)
 	}
 	for _, src := range imgs {
 		data, ok := strings.CutPrefix(src, "data:image/png;base64,")
@@ -227,4 +237,148 @@ func TestChromiumConsoleIsRead(t *testing.T) {
 	if len(console) == 0 {
 		t.Fatal("a blocked outside image left no console message")
 	}
+}
+
+// TestReportHTMLFindsOutputsFromTheReport: the page is drawn from the
+// report's own dest (relative to the report file), wherever the command
+// runs and wherever the page goes; each STAC link resolves to the item;
+// a report whose outputs are gone exits 1.
+func TestReportHTMLFindsOutputsFromTheReport(t *testing.T) {
+	first, _, dest := sampleRun(t)
+	r, err := readReport(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.IsAbs(r.Dest) || filepath.Join(filepath.Dir(first), r.Dest) != dest {
+		t.Fatalf("report dest %q: want it relative to the report file (%s)", r.Dest, dest)
+	}
+	pageDir := t.TempDir()
+	page := filepath.Join(pageDir, "page.html")
+	if out, stderr, err := run(t, "report", first, "--html", "-o", page); err != nil || stderr != "" {
+		t.Fatalf("report --html: %v\n%s\n%s", err, out, stderr)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, string(b), *r)
+	doc, err := html.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var visit func(*html.Node)
+	visit = func(n *html.Node) {
+		for _, a := range n.Attr {
+			if n.Data == "a" && a.Key == "href" && strings.HasSuffix(a.Val, ".stac.json") {
+				item, err := os.ReadFile(filepath.Join(pageDir, filepath.FromSlash(a.Val)))
+				if err != nil || !bytes.Contains(item, []byte(`"type": "Feature"`)) {
+					t.Errorf("STAC link %s: %v", a.Val, err)
+				}
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			visit(c)
+		}
+	}
+	visit(doc)
+
+	// The outputs moved away: the page cannot be drawn, and says so.
+	if err := os.Rename(dest, dest+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := run(t, "report", first, "--html", "-o", page)
+	if code := exitCode(err, io.Discard); code != 1 || !strings.Contains(stderr, "no quick-look") {
+		t.Fatalf("report --html without its outputs: exit %d (%v), stderr %s", code, err, stderr)
+	}
+	// --dest names where they are now.
+	if out, stderr, err := run(t, "report", first, "--html", "-o", page, "--dest", dest+".moved"); err != nil {
+		t.Fatalf("report --html --dest: %v\n%s\n%s", err, out, stderr)
+	}
+}
+
+func TestReportDest(t *testing.T) {
+	for _, tc := range []struct{ report, dest, want string }{
+		{"/data/out/.geomigrate-state/reports/run.json", "/data/out", "../.."},
+		{"/data/run1.json", "/data/out", "out"},
+		{"/elsewhere/r.json", "/data/out", "../data/out"},
+	} {
+		if got := reportDest(tc.report, tc.dest); got != tc.want {
+			t.Errorf("reportDest(%q, %q) = %q, want %q", tc.report, tc.dest, got, tc.want)
+		}
+	}
+}
+
+// TestReportHTMLPagesLargeRuns: a report of 300 outputs (real COGs and
+// GeoParquet files, drawn by GDAL) is written as pages of at most 50
+// quick-looks, each under 2 MB, linked to each other; together they hold
+// every quick-look.
+func TestReportHTMLPagesLargeRuns(t *testing.T) {
+	first, _, dest := sampleRun(t)
+	r, err := readReport(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var real []localrun.Outcome
+	for _, o := range r.Files {
+		if o.Status == localrun.StatusCompleted && len(o.Outputs) == 1 {
+			real = append(real, o)
+		}
+	}
+	if len(real) < 2 {
+		t.Fatalf("%d completed files in the sample run", len(real))
+	}
+	big := *r
+	big.Files = nil
+	const n = 300
+	for i := range n {
+		o := real[i%len(real)]
+		key := fmt.Sprintf("copies/%03d-%s", i, path.Base(o.Outputs[0]))
+		for _, ln := range [][2]string{{o.Outputs[0], key}, {o.STACItems[0], key + ".stac.json"}} {
+			to := filepath.Join(dest, filepath.FromSlash(ln[1]))
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Link(filepath.Join(dest, filepath.FromSlash(ln[0])), to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		o.Key, o.Outputs, o.STACItems = fmt.Sprintf("copies/%03d", i), []string{key}, []string{key + ".stac.json"}
+		big.Files = append(big.Files, o)
+	}
+	reportPath := filepath.Join(filepath.Dir(first), "big.json")
+	if err := os.WriteFile(reportPath, mustJSON(t, big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := run(t, "report", reportPath, "--html")
+	if err != nil {
+		t.Fatalf("report --html: %v\n%s\n%s", err, out, stderr)
+	}
+	pages, _ := filepath.Glob(filepath.Join(filepath.Dir(first), "big*.html"))
+	if len(pages) != n/reportPerPage {
+		t.Fatalf("%d pages %v, want %d", len(pages), pages, n/reportPerPage)
+	}
+	var total int64
+	imgs := 0
+	for _, p := range pages {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += fi.Size()
+		t.Logf("%s: %d bytes", filepath.Base(p), fi.Size())
+		if fi.Size() > 2_000_000 {
+			t.Errorf("%s is %d bytes, over 2 MB", filepath.Base(p), fi.Size())
+		}
+		b, _ := os.ReadFile(p)
+		imgs += strings.Count(string(b), `src="data:image/png;base64,`)
+		for _, other := range pages {
+			if other != p && !strings.Contains(string(b), `href="`+filepath.Base(other)+`"`) {
+				t.Errorf("%s does not link to %s", filepath.Base(p), filepath.Base(other))
+			}
+		}
+	}
+	if imgs != n {
+		t.Errorf("%d quick-looks over the pages, want %d", imgs, n)
+	}
+	t.Logf("%d outputs: %d pages, %d bytes together", n, len(pages), total)
 }

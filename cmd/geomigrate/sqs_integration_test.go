@@ -174,7 +174,9 @@ func TestReplayFromSQSAgainstMoto(t *testing.T) {
 		return cliRun(t, bin, dir, append(args, extra...)...)
 	}
 	replay := func(stateDir string, args ...string) cliResult {
-		return cliRun(t, bin, dir, append(append([]string{"replay", "--dest", "s3://" + dst + "/out", "--state-dir", stateDir}, awsArgs...), args...)...)
+		// --local: converted in this process (the stand-ins have no Step
+		// Functions to start the deployed state machine on).
+		return cliRun(t, bin, dir, append(append([]string{"replay", "--local", "--dest", "s3://" + dst + "/out", "--state-dir", stateDir}, awsArgs...), args...)...)
 	}
 
 	r := migrate(filepath.Join(dir, "run1"), "--create-table")

@@ -111,6 +111,15 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 		if d.InFlight > 0 {
 			inFlight = fmt.Sprintf(" (+%d in flight)", d.InFlight)
 		}
+		if q.superseded != nil {
+			n, err := q.superseded(ctx)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				inFlight += fmt.Sprintf(", %d outstanding (%d superseded: their job has completed; replay deletes them)", d.Visible-n, n)
+			}
+		}
 		fmt.Fprintf(stdout, "queue %-12s %d message(s)%s  %s\n", q.name, d.Visible, inFlight, q.where)
 	}
 	if err := printStatusSignals(ctx, stdout, v, all, latest); err != nil {
@@ -140,6 +149,9 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 type queueDepth struct {
 	name, where string
 	depth       func(context.Context) (queue.Depth, error)
+	// superseded counts the messages that ask for nothing any more (nil:
+	// the adapter cannot tell without receiving them).
+	superseded func(context.Context) (int, error)
 }
 
 func oneLineErr(name, cause string) string {
@@ -151,6 +163,38 @@ func oneLineErr(name, cause string) string {
 		s = s[:120] + "…"
 	}
 	return s
+}
+
+// supersededBy reports whether a dead-letter message is superseded: its
+// job (the same content and recipe) has completed, before or after the
+// message was sent (a run took the file over after the one that sent it
+// was killed or interrupted; a replay, a redrive or another execution
+// converted it). Such a message asks for nothing; `status` does not count
+// it as outstanding and `replay` finds the job completed and deletes it.
+func supersededBy(ctx context.Context, get func(context.Context, string) (statestore.Job, error)) func(queue.Message) bool {
+	return func(m queue.Message) bool {
+		var body struct {
+			JobID string `json:"job_id"`
+		}
+		if json.Unmarshal([]byte(m.Body), &body) != nil || body.JobID == "" {
+			return false
+		}
+		j, err := get(ctx, body.JobID)
+		return err == nil && j.Status == statestore.Completed
+	}
+}
+
+// countSuperseded counts the messages of a local queue file that
+// superseded reports as such.
+func countSuperseded(ctx context.Context, path string, superseded func(queue.Message) bool) (int, error) {
+	n := 0
+	_, err := jsonlqueue.Scan(ctx, path, func(m queue.Message) error {
+		if superseded(m) {
+			n++
+		}
+		return nil
+	})
+	return n, err
 }
 
 func countMessages(ctx context.Context, path string) (int, error) {

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/geomigrate/geomigrate/internal/awsapp"
 	"github.com/geomigrate/geomigrate/internal/config"
@@ -21,7 +20,6 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
-	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/rpcstore"
 	"github.com/geomigrate/geomigrate/internal/steps"
@@ -48,17 +46,23 @@ type taskConvertCmd struct{}
 const taskLocalEnv = "GEOMIGRATE_TASK_LOCAL"
 
 // localTaskPorts is what a local child needs to open its parent's run: the
-// directories served as buckets and the handlers' settings. The state
+// directories served as buckets, the destination and the handlers'
+// settings, whole, as internal/config declares them (the child derives its
+// configuration from them as the parent does, so a new setting reaches it
+// with no change here; TestLocalTaskGetsEveryHandlerSetting). The state
 // store is reached over file descriptors 3 (requests in) and 4 (answers
 // out).
 type localTaskPorts struct {
-	Buckets       map[string]string `json:"buckets"`
-	DestBucket    string            `json:"dest_bucket"`
-	DestPrefix    string            `json:"dest_prefix"`
-	StagingPrefix string            `json:"staging_prefix"`
-	WorkDir       string            `json:"work_dir"`
-	Lease         time.Duration     `json:"lease"`
-	Recipe        recipe.Recipe     `json:"recipe"`
+	Buckets    map[string]string `json:"buckets"`
+	DestBucket string            `json:"dest_bucket"`
+	DestPrefix string            `json:"dest_prefix"`
+	Handlers   config.Handlers   `json:"handlers"`
+}
+
+// migrationConfig is the child's handler configuration: the parent's
+// (runConfig) without the recipe book, which only HashCheck reads.
+func (p localTaskPorts) migrationConfig(engineVersion string) migration.Config {
+	return runConfig(p.Handlers, nil, p.DestBucket, p.DestPrefix, engineVersion)
 }
 
 func (c *taskConvertCmd) Run(e *cmdEnv) error {
@@ -129,13 +133,14 @@ func openLocalTask(spec string, log *slog.Logger) (*migration.Convert, objectsto
 		return nil, nil, nil, errors.New("no state store connection on file descriptors 3 and 4")
 	}
 	client := rpcstore.NewClient(pipeConn{Reader: in, Writer: out, closers: []io.Closer{in, out}})
-	engine, err := gdal.New(gdal.WithTmpDir(p.WorkDir))
+	cfg := p.migrationConfig("")
+	engine, err := gdal.New(gdal.WithTmpDir(cfg.WorkDir))
 	if err != nil {
 		client.Close()
 		return nil, nil, nil, err
 	}
-	cfg := migration.Config{DestBucket: p.DestBucket, DestPrefix: p.DestPrefix, StagingPrefix: p.StagingPrefix, WorkDir: p.WorkDir, Lease: p.Lease, Recipe: p.Recipe}
-	ports := steps.Ports{Config: cfg, Store: wrapObjects(store), Tracker: statestore.NewTracker(client, statestore.WithLease(p.Lease)), Log: log}
+	cfg.Recipe.EngineVersion = engine.Version() // the GDAL this child converts with
+	ports := steps.Ports{Config: cfg, Store: wrapObjects(store), Tracker: statestore.NewTracker(client, statestore.WithLease(cfg.Lease)), Log: log}
 	conv := ports.Convert(engine, validate.Output)
 	return conv, ports.Store, func() error { return errors.Join(conv.Close(), client.Close()) }, nil
 }

@@ -27,7 +27,7 @@ func realMain(ctx context.Context) error {
 		return err
 	}
 	app, err := awsapp.New(ctx, cfg.Migration(), cfg.AWS, awsapp.WithLogger(awsapp.NewLambdaLogger(cfg.LogLevel)),
-		awsapp.WithQuarantineCopyLimit(cfg.QuarantineCopyLimit))
+		awsapp.WithQuarantineCopyLimit(cfg.QuarantineCopyLimit), awsapp.WithQuarantineCopyInput(cfg.QuarantineCopyInput))
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,13 @@ func realMain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The deployment's recipe is checked against this GDAL at cold start:
+	// one it cannot apply stops the function here, not at every file. (A
+	// recipe file's rules are resolved by hashcheck, which has no GDAL;
+	// the engine refuses what they ask that it cannot do, per file.)
+	if err := app.Config.Recipe.Check(engine.Capabilities()); err != nil {
+		return fmt.Errorf("the deployment's recipe: %w", err)
+	}
 	lambda.Start(app.Ports().Convert(engine, validate.Output).Handle)
 	return nil
 }

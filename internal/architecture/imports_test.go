@@ -16,13 +16,14 @@ import (
 // Lambda runtime. Domain packages declare interfaces and import none of them.
 var allowed = map[string][]string{
 	"github.com/airbusgeo/godal": {"internal/gdal", "internal/sampledata"},
-	"github.com/aws/aws-sdk-go-v2": {"internal/awsconfig", "internal/awsapp", "internal/objectstore/s3store", "internal/recipesource", "internal/policy/ssmpolicy",
+	"github.com/aws/aws-sdk-go-v2": {"internal/awsconfig", "internal/awsapp", "internal/objectstore/s3store", "internal/recipesource", "internal/policy/ssmpolicy/",
 		"internal/statestore/dynamostore", "internal/queue/sqsqueue", "functions/", "cmd/", "test/"},
 	"github.com/aws/aws-lambda-go": {"internal/awsapp", "functions/", "events", "test/"},
 }
 
 type pkg struct {
 	ImportPath   string
+	Name         string
 	Imports      []string
 	TestImports  []string
 	XTestImports []string
@@ -39,9 +40,7 @@ func importViolations(pkgs []pkg) []string {
 		for _, imp := range domainViolations(rel, imports) {
 			bad = append(bad, rel+" is a domain package and imports "+imp+"; domain packages never import adapters or wiring")
 		}
-		if len(p.CgoFiles) > 0 && rel != "internal/gdal" {
-			bad = append(bad, rel+" uses cgo; only internal/gdal may")
-		}
+		bad = append(bad, placeViolations(rel, p)...)
 		for _, imp := range imports {
 			for dep, who := range allowed {
 				if !strings.HasPrefix(imp, dep) {
@@ -64,6 +63,29 @@ func importViolations(pkgs []pkg) []string {
 		}
 	}
 	return bad
+}
+
+// placeViolations: commands only where commands live, cgo only in
+// internal/gdal.
+func placeViolations(rel string, p pkg) []string {
+	var bad []string
+	if p.Name == "main" && !mainAllowed(rel) {
+		bad = append(bad, rel+" is a command; commands live under cmd/ (the product), functions/ (the Lambdas) or tools/ (the developer tools), not beside the packages they use")
+	}
+	if len(p.CgoFiles) > 0 && rel != "internal/gdal" {
+		bad = append(bad, rel+" uses cgo; only internal/gdal may")
+	}
+	return bad
+}
+
+// mainAllowed says whether a command may live at rel.
+func mainAllowed(rel string) bool {
+	for _, dir := range []string{"cmd/", "functions/", "tools/"} {
+		if strings.HasPrefix(rel, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestImportRules(t *testing.T) {
@@ -113,6 +135,8 @@ func TestImportViolations(t *testing.T) {
 		{ImportPath: m + "internal/formats", Imports: []string{m + "internal/utils"}},
 		{ImportPath: m + "internal/gdal", CgoFiles: []string{"gdal.go"}, Imports: []string{"github.com/airbusgeo/godal", m + "internal/convert"}},
 		{ImportPath: m + "functions/convert", Imports: []string{m + "internal/gdal", m + "internal/awsapp", "github.com/aws/aws-lambda-go/lambda"}},
+		{ImportPath: m + "internal/cost/scaledoc", Name: "main", Imports: []string{m + "internal/cost"}},
+		{ImportPath: m + "tools/scaledoc", Name: "main", Imports: []string{m + "internal/cost"}},
 	}
 	only := func(dep string) string { return "; only " + strings.Join(allowed[dep], ", ") + " may" }
 	want := []string{
@@ -122,6 +146,7 @@ func TestImportViolations(t *testing.T) {
 		"internal/validate imports github.com/airbusgeo/godal" + only("github.com/airbusgeo/godal"),
 		"internal/fault imports github.com/aws/aws-lambda-go/lambda" + only("github.com/aws/aws-lambda-go"),
 		"internal/formats imports a junk-drawer package " + m + "internal/utils",
+		"internal/cost/scaledoc is a command; commands live under cmd/ (the product), functions/ (the Lambdas) or tools/ (the developer tools), not beside the packages they use",
 	}
 	if got := importViolations(pkgs); !slices.Equal(got, want) {
 		t.Errorf("importViolations:\ngot  %q\nwant %q", got, want)

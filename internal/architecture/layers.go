@@ -25,7 +25,6 @@ var roles = []struct {
 	{"internal/objectstore/s3store", adapter},
 	{"internal/statestore/dynamostore", adapter},
 	{"internal/queue/sqsqueue", adapter},
-	{"internal/awsapp", adapter},
 	{"internal/awsconfig", adapter},
 	{"internal/recipesource", adapter},
 	{"internal/policy/ssmpolicy", adapter},
@@ -38,6 +37,11 @@ var roles = []struct {
 	{"internal/statestore/boltstore", adapter},
 	{"internal/queue/jsonlqueue", adapter},
 	{"cmd/", wiring},
+	// The AWS composition root: builds the SDK clients, the adapters and
+	// the handlers once per cold start for every Lambda main.
+	{"internal/awsapp", wiring},
+	// Developer tools (document generators, the RSS benchmark driver).
+	{"tools/", wiring},
 	{"functions", wiring},
 	{"functions/", wiring},
 	{"internal/localrun", wiring},
@@ -46,6 +50,8 @@ var roles = []struct {
 	// demo input files for `geomigrate sample-data` and tests.
 	{"events", tests},
 	{"internal/sampledata", tests},
+	// The local executor's stand-in for the SSM SDK integration, for tests.
+	{"internal/policy/ssmpolicy/ssmpolicytest", tests},
 	{"internal/architecture", tests},
 }
 

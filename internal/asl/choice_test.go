@@ -8,6 +8,7 @@ import (
 )
 
 func TestChoiceOperators(t *testing.T) {
+	t.Parallel()
 	input := `{"s":"abc","s2":"abd","n":5,"n2":5.0,"b":true,"ts":"2024-01-01T00:00:00Z","ts2":"2024-01-01T01:00:00+01:00","nil":null,"star":"a*b","file":"data/x.tif"}`
 	tests := []struct {
 		rule string
@@ -101,6 +102,7 @@ func TestChoiceOperators(t *testing.T) {
 }
 
 func TestChoiceFlow(t *testing.T) {
+	t.Parallel()
 	def := `{"StartAt":"C","States":{"C":{"Type":"Choice","InputPath":"$.in","OutputPath":"$.keep","Choices":[
 	  {"Variable":"$.n","NumericGreaterThan":10,"Next":"Big"},{"Variable":"$.n","NumericGreaterThan":0,"Next":"Small"}]},
 	  "Big":{"Type":"Pass","Result":"big","ResultPath":"$.r","End":true},"Small":{"Type":"Pass","Result":"small","ResultPath":"$.r","End":true}}}`
@@ -115,6 +117,7 @@ func TestChoiceFlow(t *testing.T) {
 }
 
 func TestMatchWildcard(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		pattern, s string
 		want       bool
@@ -138,6 +141,7 @@ func TestMatchWildcard(t *testing.T) {
 }
 
 func TestChoiceParseErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ rule, want string }{
 		{`"Variable":"$.a","StringEquals":1`, "must be a string"},
 		{`"Variable":"$.a","NumericEquals":"1"`, "must be a number"},
@@ -167,6 +171,7 @@ func TestChoiceParseErrors(t *testing.T) {
 // misspelt while editing the table fails here rather than at parse time of
 // some definition.
 func TestComparisonTableIsTheSpecList(t *testing.T) {
+	t.Parallel()
 	var want []string
 	for _, family := range []string{"String", "Numeric", "Timestamp"} {
 		for _, order := range []string{"Equals", "LessThan", "GreaterThan", "LessThanEquals", "GreaterThanEquals"} {

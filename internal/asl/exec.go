@@ -1,5 +1,7 @@
 package asl
 
+// Size: one interpreter: the executor's options and its run loop over states read top to bottom.
+
 import (
 	"context"
 	"encoding/json"
@@ -101,6 +103,9 @@ type Executor struct {
 	lambdas   map[string]LambdaFunc
 	sqs       SQSSendFunc
 	resources map[string]ResourceFunc
+	// resultWriters stream a distributed Map's results as its iterations
+	// end, by ResultWriter resource.
+	resultWriters map[string]ResultWriterFunc
 	// observers get the execution's name with each event: one executor
 	// runs many executions at once.
 	observers []func(execution string, ev Event)
@@ -138,6 +143,33 @@ func WithResource(resourceARN string, fn func(ctx context.Context, params json.R
 	return func(e *Executor) { e.resources[resourceARN] = fn }
 }
 
+// ResultSink receives a distributed Map's results one at a time, as each
+// iteration ends (in the order they end), the way Step Functions'
+// ResultWriter exports a Map Run's results to S3: the Map keeps none of
+// them in memory, so a run over a million items needs no more than one
+// over ten.
+type ResultSink interface {
+	// Add takes one item's result: its output, or its {"Error","Cause"}
+	// object when failed. Calls are serialized.
+	Add(result json.RawMessage, failed bool) error
+	// Finish writes what is left (manifests, the files' ends) and returns
+	// the Map's result, as a ResultWriter resource's output.
+	Finish(ctx context.Context) (json.RawMessage, error)
+	// Discard drops what was written: the Map failed.
+	Discard()
+}
+
+// ResultWriterFunc opens a ResultSink for one Map Run with the
+// ResultWriter's evaluated Parameters.
+type ResultWriterFunc func(ctx context.Context, params json.RawMessage) (ResultSink, error)
+
+// WithResultWriter registers a streaming handler for a distributed Map's
+// ResultWriter resource. It takes precedence over a WithResource handler
+// of the same resource, which gets every result at once at the end.
+func WithResultWriter(resourceARN string, open ResultWriterFunc) Option {
+	return func(e *Executor) { e.resultWriters[resourceARN] = open }
+}
+
 // WithHistory adds a streaming observer called for every event, in order,
 // while the execution runs. It must not block for long.
 func WithHistory(fn func(Event)) Option {
@@ -172,6 +204,8 @@ func NewExecutor(sm *StateMachine, opts ...Option) *Executor {
 		rand:      mrand.Float64,
 		lambdas:   map[string]LambdaFunc{},
 		resources: map[string]ResourceFunc{},
+
+		resultWriters: map[string]ResultWriterFunc{},
 	}
 	for _, o := range opts {
 		o(e)
@@ -234,6 +268,10 @@ func (e *Executor) Run(ctx context.Context, executionName string, input json.Raw
 	}
 	if len(input) == 0 {
 		in = map[string]any{} // StartExecution's default input is {}
+	}
+	if n := len(encodeValue(in)); n > MaxPayloadBytes {
+		// StartExecution refuses such an input; nothing runs.
+		return nil, fmt.Errorf("asl.Run: input is %d bytes, over the %d-byte payload quota", n, MaxPayloadBytes)
 	}
 	if executionName == "" {
 		executionName = newUUID()
@@ -374,13 +412,21 @@ func (x *execution) runMachine(ctx context.Context, sm *StateMachine, input any)
 // ("" when the machine ends).
 func (x *execution) runState(ctx context.Context, st *State, input any) (any, string, *failure) {
 	entered := x.e.clock.Now()
-	x.emit(Event{Type: EventStateEntered, State: st.Name, Input: encodeValue(input)})
+	encIn := encodeValue(input)
+	x.emit(Event{Type: EventStateEntered, State: st.Name, Input: encIn})
 	env := &evalEnv{input: input, ctx: x.contextObject(st, entered, 0), rand: x.e.random}
 	var (
 		out  any
 		next string
 		f    *failure
 	)
+	// A state input over the quota is refused as it enters (a Map
+	// iteration's or a branch's input; any other state's input is the
+	// previous state's output, refused as that state exited).
+	if f = overDataLimit(encIn, fmt.Sprintf("the input of state '%s'", st.Name)); f != nil {
+		x.emit(Event{Type: EventStateFailed, State: st.Name, Error: f.Error, Cause: f.Cause})
+		return nil, "", f
+	}
 	switch st.Type {
 	case typePass:
 		out, f = x.runPass(st, input, env)
@@ -404,7 +450,14 @@ func (x *execution) runState(ctx context.Context, st *State, input any) (any, st
 	if next == "" {
 		next = st.Next
 	}
-	x.emit(Event{Type: EventStateExited, State: st.Name, Output: encodeValue(out)})
+	// The output as the next state gets it: after ResultSelector,
+	// ResultPath and OutputPath (or a Catch's ResultPath).
+	encOut := encodeValue(out)
+	if f := overDataLimit(encOut, fmt.Sprintf("the output of state '%s'", st.Name)); f != nil {
+		x.emit(Event{Type: EventStateFailed, State: st.Name, Error: f.Error, Cause: f.Cause})
+		return nil, "", f
+	}
+	x.emit(Event{Type: EventStateExited, State: st.Name, Output: encOut})
 	return out, next, nil
 }
 

@@ -1,5 +1,7 @@
 package asl
 
+// Size: the intrinsic-function parser and the intrinsics themselves, one short function each, looked up in one table.
+
 import (
 	"crypto/md5"
 	"crypto/rand"

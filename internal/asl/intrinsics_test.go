@@ -20,6 +20,7 @@ func evalIntrinsic(t *testing.T, expr, input string) (any, error) {
 }
 
 func TestIntrinsics(t *testing.T) {
+	t.Parallel()
 	input := `{"name":"box","n":3,"arr":[1,2,2,"a","a",{"k":1},{"k":1}],"obj":{"a":1,"b":{"x":1}},"obj2":{"b":2,"c":3},"s":"{\"q\":[1,2]}","csv":"a,b,,c"}`
 	tests := []struct {
 		expr, want string
@@ -67,6 +68,7 @@ func TestIntrinsics(t *testing.T) {
 }
 
 func TestIntrinsicRandomAndUUID(t *testing.T) {
+	t.Parallel()
 	a, err := evalIntrinsic(t, `States.MathRandom(1, 1000, 42)`, `{}`)
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +84,7 @@ func TestIntrinsicRandomAndUUID(t *testing.T) {
 }
 
 func TestIntrinsicErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ expr, want string }{
 		{`States.Nope(1)`, "unknown function"},
 		{`States.Format('{} {}', 1)`, "more placeholders"},

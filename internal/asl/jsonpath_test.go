@@ -6,6 +6,7 @@ import (
 )
 
 func TestJSONPathGet(t *testing.T) {
+	t.Parallel()
 	doc := `{"a":{"b":[10,20,30],"c d":{"e":1}},"l":[{"v":1},{"v":2},{"w":3}],"z":null}`
 	tests := []struct {
 		path  string
@@ -48,6 +49,7 @@ func TestJSONPathGet(t *testing.T) {
 }
 
 func TestJSONPathSet(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path, input, want, err string
 	}{
@@ -86,6 +88,7 @@ func TestJSONPathSet(t *testing.T) {
 }
 
 func TestJSONPathInvalid(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{"", "a.b", "$..a", "$.a[?(@.x)]", "$.", "$.a[", "$.a['x'", "$[x]", "$.a[1:2:0]", "$a"} {
 		if _, err := compilePath(s); err == nil {
 			t.Errorf("compilePath(%q) succeeded", s)

@@ -17,11 +17,17 @@ func (x *execution) runMap(ctx context.Context, st *State, eff any, env *evalEnv
 	if f != nil {
 		return nil, f
 	}
-	inputs := make([]any, len(items))
-	for i, item := range items {
-		inputs[i] = item
+	// Each item's input is selected as its iteration starts, and an item
+	// the ItemReader listed is let go then: the Map holds the listing, not
+	// a second copy of it. Items selected by ItemsPath are the input's own.
+	owned := st.ItemReader != nil
+	inputAt := func(i int) (any, *failure) {
+		item := items[i]
+		if owned {
+			items[i] = nil
+		}
 		if st.ItemSelector == nil {
-			continue
+			return item, nil
 		}
 		ctxObj := shallowCopy(env.ctx.(map[string]any))
 		ctxObj["Map"] = map[string]any{"Item": map[string]any{"Index": intValue(i), "Value": item}}
@@ -30,11 +36,23 @@ func (x *execution) runMap(ctx context.Context, st *State, eff any, env *evalEnv
 		if err != nil {
 			return nil, runtimeFailure("ItemSelector: %v", err)
 		}
-		inputs[i] = v
+		return v, nil
 	}
+	n := len(items)
 	if st.ItemBatcher != nil {
+		inputs := make([]any, n)
+		for i := range n {
+			if inputs[i], f = inputAt(i); f != nil {
+				return nil, f
+			}
+		}
 		if inputs, f = batchItems(st.ItemBatcher, inputs, env); f != nil {
 			return nil, f
+		}
+		n, inputAt = len(inputs), func(i int) (any, *failure) {
+			in := inputs[i]
+			inputs[i] = nil
+			return in, nil
 		}
 	}
 	distributed := st.ItemProcessor.ProcessorConfig != nil && st.ItemProcessor.ProcessorConfig.Mode == "DISTRIBUTED"
@@ -42,12 +60,35 @@ func (x *execution) runMap(ctx context.Context, st *State, eff any, env *evalEnv
 	if f != nil {
 		return nil, f
 	}
-	results, failed, f := x.runIterations(ctx, st, inputs, maxConc, distributed, tol)
+	var sink ResultSink
+	if distributed && st.ResultWriter != nil {
+		if open, ok := x.e.resultWriters[st.ResultWriter.Resource]; ok {
+			if sink, f = x.openResultSink(ctx, st, open, env); f != nil {
+				return nil, f
+			}
+		}
+	}
+	results, failed, f := x.runIterations(ctx, st, n, inputAt, maxConc, distributed, tol, sink)
+	if f == nil && distributed && tol.exceeded(failed, n) {
+		f = &failure{Error: ErrExceedToleratedFailureThreshold, Cause: fmt.Sprintf("the specified tolerated failure threshold was exceeded: %d of %d items failed", failed, n)}
+	}
+	if sink != nil {
+		if f != nil {
+			sink.Discard()
+			return nil, f
+		}
+		raw, err := sink.Finish(ctx)
+		if err != nil {
+			return nil, &failure{Error: ErrResultWriterFailed, Cause: serviceFailure(err).Cause}
+		}
+		out, err := decodeValue(raw)
+		if err != nil {
+			return nil, &failure{Error: ErrResultWriterFailed, Cause: fmt.Sprintf("result writer returned invalid JSON: %v", err)}
+		}
+		return out, nil
+	}
 	if f != nil {
 		return nil, f
-	}
-	if distributed && tol.exceeded(failed, len(inputs)) {
-		return nil, &failure{Error: ErrExceedToleratedFailureThreshold, Cause: fmt.Sprintf("the specified tolerated failure threshold was exceeded: %d of %d items failed", failed, len(inputs))}
 	}
 	if st.ResultWriter != nil && st.ResultWriter.Resource != "" {
 		if fn, ok := x.e.resources[st.ResultWriter.Resource]; ok {
@@ -57,16 +98,18 @@ func (x *execution) runMap(ctx context.Context, st *State, eff any, env *evalEnv
 	return results, nil
 }
 
-// runIterations runs the item processor over inputs with at most maxConc
-// iterations at a time (0 means unbounded). Inline, the first failure
-// cancels the rest and fails the state. Distributed, failures are counted
-// and the failed item's result is its {"Error","Cause"} object; the run
-// stops early once the tolerance is exceeded.
-func (x *execution) runIterations(ctx context.Context, st *State, inputs []any, maxConc int, distributed bool, tol tolerance) ([]any, int, *failure) {
+// runIterations runs the item processor over the n inputs inputAt gives
+// with at most maxConc iterations at a time (0 means unbounded). Inline,
+// the first failure cancels the rest and fails the state. Distributed,
+// failures are counted and the failed item's result is its
+// {"Error","Cause"} object; the run stops early once the tolerance is
+// exceeded. With a sink, each result goes to it as its iteration ends and
+// none is returned.
+func (x *execution) runIterations(ctx context.Context, st *State, n int, inputAt func(int) (any, *failure), maxConc int, distributed bool, tol tolerance, sink ResultSink) ([]any, int, *failure) {
 	ictx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if maxConc <= 0 || maxConc > len(inputs) {
-		maxConc = max(len(inputs), 1)
+	if maxConc <= 0 || maxConc > n {
+		maxConc = max(n, 1)
 	}
 	// A distributed Map's iterations are child executions: the parent's
 	// history keeps none of their events (AWS keeps them in the children).
@@ -75,19 +118,46 @@ func (x *execution) runIterations(ctx context.Context, st *State, inputs []any, 
 		ix = x.unrecordedTwin()
 	}
 	sem := make(chan struct{}, maxConc)
-	results := make([]any, len(inputs))
+	var results []any
+	if sink == nil {
+		results = make([]any, n)
+	}
 	var (
 		mu     sync.Mutex
 		first  *failure
 		failed int
 		wg     sync.WaitGroup
 	)
-	for i, in := range inputs {
+	// keep records one item's result; the caller holds mu.
+	keep := func(i int, v any, isFailure bool) {
+		if sink == nil {
+			results[i] = v
+			return
+		}
+		if first != nil {
+			return
+		}
+		if err := sink.Add(encodeValue(v), isFailure); err != nil {
+			first = &failure{Error: ErrResultWriterFailed, Cause: serviceFailure(err).Cause}
+			cancel()
+		}
+	}
+	for i := range n {
 		select {
 		case sem <- struct{}{}:
 		case <-ictx.Done():
 		}
 		if ictx.Err() != nil {
+			break
+		}
+		in, f := inputAt(i)
+		if f != nil {
+			mu.Lock()
+			if first == nil {
+				first = f
+			}
+			mu.Unlock()
+			cancel()
 			break
 		}
 		wg.Go(func() {
@@ -98,7 +168,7 @@ func (x *execution) runIterations(ctx context.Context, st *State, inputs []any, 
 			defer mu.Unlock()
 			switch {
 			case f == nil:
-				results[i] = out
+				keep(i, out, false)
 				ix.emit(Event{Type: EventMapIterationSucceeded, State: st.Name, Index: i, Output: encodeValue(out)})
 			case f.aborted || f.execTimeout:
 				// Cancelled by us or by the execution; the caller sorts out which.
@@ -112,8 +182,8 @@ func (x *execution) runIterations(ctx context.Context, st *State, inputs []any, 
 					return
 				}
 				failed++
-				results[i] = map[string]any{"Error": f.Error, "Cause": f.Cause}
-				if tol.exceeded(failed, len(inputs)) {
+				keep(i, map[string]any{"Error": f.Error, "Cause": f.Cause}, true)
+				if tol.exceeded(failed, n) {
 					cancel()
 				}
 			}
@@ -127,6 +197,20 @@ func (x *execution) runIterations(ctx context.Context, st *State, inputs []any, 
 		return nil, 0, first
 	}
 	return results, failed, nil
+}
+
+// openResultSink opens the streaming ResultWriter with its evaluated
+// Parameters.
+func (x *execution) openResultSink(ctx context.Context, st *State, open ResultWriterFunc, env *evalEnv) (ResultSink, *failure) {
+	params, f := resultWriterParams(st, env)
+	if f != nil {
+		return nil, f
+	}
+	sink, err := open(ctx, encodeValue(params))
+	if err != nil {
+		return nil, &failure{Error: ErrResultWriterFailed, Cause: serviceFailure(err).Cause}
+	}
+	return sink, nil
 }
 
 // tolerance is a distributed Map's failure budget. With neither field set
@@ -287,6 +371,20 @@ func batchItems(b *ItemBatcher, items []any, env *evalEnv) ([]any, *failure) {
 // evaluated Parameters object plus a "Results" array. Its output becomes
 // the Map's result.
 func (x *execution) writeResults(ctx context.Context, st *State, fn ResourceFunc, results []any, env *evalEnv) (any, *failure) {
+	params, f := resultWriterParams(st, env)
+	if f != nil {
+		return nil, f
+	}
+	params["Results"] = results
+	out, f := callResource(ctx, fn, params)
+	if f != nil {
+		return nil, &failure{Error: ErrResultWriterFailed, Cause: f.Cause}
+	}
+	return out, nil
+}
+
+// resultWriterParams evaluates the ResultWriter's Parameters (an object).
+func resultWriterParams(st *State, env *evalEnv) (map[string]any, *failure) {
 	params := map[string]any{}
 	if st.ResultWriter.Parameters != nil {
 		v, err := env.expandTemplate(st.ResultWriter.Parameters)
@@ -299,12 +397,7 @@ func (x *execution) writeResults(ctx context.Context, st *State, fn ResourceFunc
 		}
 		params = m
 	}
-	params["Results"] = results
-	out, f := callResource(ctx, fn, params)
-	if f != nil {
-		return nil, &failure{Error: ErrResultWriterFailed, Cause: f.Cause}
-	}
-	return out, nil
+	return params, nil
 }
 
 // optionalInt returns a static value or the non-negative integer a path

@@ -3,6 +3,8 @@ package asl
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -245,5 +247,93 @@ func TestMapDistributedKeepsItemEventsOutOfTheParent(t *testing.T) {
 		if seen["StateEntered C"] != n || seen["MapIterationSucceeded M"] != n {
 			t.Errorf("%d items: observers saw %d StateEntered C and %d MapIterationSucceeded", n, seen["StateEntered C"], seen["MapIterationSucceeded M"])
 		}
+	}
+}
+
+// recordingSink is a ResultSink that notes what it was given.
+type recordingSink struct {
+	params    string
+	added     []string
+	failed    int
+	finished  bool
+	discarded bool
+}
+
+func (s *recordingSink) Add(r json.RawMessage, failed bool) error {
+	s.added = append(s.added, string(r))
+	if failed {
+		s.failed++
+	}
+	return nil
+}
+
+func (s *recordingSink) Finish(context.Context) (json.RawMessage, error) {
+	s.finished = true
+	return json.RawMessage(`{"written":` + strconv.Itoa(len(s.added)) + `}`), nil
+}
+
+func (s *recordingSink) Discard() { s.discarded = true }
+
+// A streaming ResultWriter gets each item's result as its iteration ends,
+// before the next one starts at MaxConcurrency 1 (the Map keeps none of
+// them), the failed items flagged; its Finish is the Map's result, and a
+// Map that fails discards it.
+func TestMapResultWriterStreams(t *testing.T) {
+	tests := []struct {
+		name, extra string
+		wantStatus  string
+		wantOutput  string
+	}{
+		{"tolerated", `"ToleratedFailureCount":1,`, StatusSucceeded, `{"written":4}`},
+		{"exceeded", `"ToleratedFailureCount":0,`, StatusFailed, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sink := &recordingSink{}
+			var seenAtStart []int
+			def := `{"StartAt":"M","States":{"M":{"Type":"Map","MaxConcurrency":1,` + tt.extra + `
+			  "ItemReader":{"Resource":"list"},
+			  "ResultWriter":{"Resource":"write","Parameters":{"Bucket":"ops","Prefix.$":"$.prefix"}},
+			  "ItemProcessor":{"ProcessorConfig":{"Mode":"DISTRIBUTED","ExecutionType":"STANDARD"},"StartAt":"T","States":{"T":{"Type":"Task","Resource":"item","End":true}}},"End":true}}}`
+			res, _ := runDef(t, def, `{"prefix":"results/"}`,
+				WithResource("list", func(context.Context, json.RawMessage) (json.RawMessage, error) {
+					return json.RawMessage(`[{"ok":true},{"ok":false},{"ok":true},{"ok":true}]`), nil
+				}),
+				WithResource("item", func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+					seenAtStart = append(seenAtStart, len(sink.added))
+					if strings.Contains(string(p), "false") {
+						return nil, &TaskError{Name: "ItemFailed", Cause: "nope"}
+					}
+					return p, nil
+				}),
+				WithResource("write", func(context.Context, json.RawMessage) (json.RawMessage, error) {
+					t.Error("the batch ResultWriter was called: the streaming one takes precedence")
+					return nil, nil
+				}),
+				WithResultWriter("write", func(_ context.Context, params json.RawMessage) (ResultSink, error) {
+					sink.params = string(params)
+					return sink, nil
+				}))
+			if res.Status != tt.wantStatus {
+				t.Fatalf("status %s (%s: %s), want %s", res.Status, res.Error, res.Cause, tt.wantStatus)
+			}
+			mustJSONEqual(t, json.RawMessage(sink.params), `{"Bucket":"ops","Prefix":"results/"}`)
+			if tt.wantStatus == StatusSucceeded {
+				mustJSONEqual(t, res.Output, tt.wantOutput)
+				if !sink.finished || sink.discarded {
+					t.Errorf("finished %v, discarded %v: want finished only", sink.finished, sink.discarded)
+				}
+				if want := []int{0, 1, 2, 3}; !slices.Equal(seenAtStart, want) {
+					t.Errorf("results written before each item started: %v, want %v", seenAtStart, want)
+				}
+				if sink.failed != 1 || sink.added[1] != `{"Cause":"nope","Error":"ItemFailed"}` {
+					t.Errorf("added %v (%d failed), want the second as its error", sink.added, sink.failed)
+				}
+				return
+			}
+			if res.Error != ErrExceedToleratedFailureThreshold || !sink.discarded || sink.finished {
+				t.Errorf("error %s, discarded %v, finished %v: want the threshold error and the sink discarded", res.Error, sink.discarded, sink.finished)
+			}
+		})
 	}
 }

@@ -1,5 +1,7 @@
 package asl
 
+// Size: one parser: the machine, its states and the field decoders they use read top to bottom.
+
 import (
 	"bytes"
 	"encoding/json"

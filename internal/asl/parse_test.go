@@ -6,6 +6,7 @@ import (
 )
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	// Each definition is wrapped as needed; want must appear in the error.
 	tests := []struct{ name, def, want string }{
 		{"not json", `{`, "must be a JSON object"},
@@ -97,6 +98,7 @@ const pipelineDef = `{
 }`
 
 func TestParseAndWalk(t *testing.T) {
+	t.Parallel()
 	sm, err := Parse([]byte(pipelineDef))
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +133,7 @@ func TestParseAndWalk(t *testing.T) {
 }
 
 func TestSubstitute(t *testing.T) {
+	t.Parallel()
 	def := []byte(`{"Resource":"${ConvertArn}","Q":"${DlqUrl}","again":"${ConvertArn}","intrinsic.$":"States.Format('{}', $.x)"}`)
 	if got := Placeholders(def); strings.Join(got, ",") != "ConvertArn,DlqUrl" {
 		t.Errorf("Placeholders = %v", got)
@@ -156,6 +159,7 @@ func TestSubstitute(t *testing.T) {
 }
 
 func TestMermaid(t *testing.T) {
+	t.Parallel()
 	sm, err := Parse([]byte(pipelineDef))
 	if err != nil {
 		t.Fatal(err)

@@ -37,12 +37,24 @@ func (x *execution) runTask(ctx context.Context, st *State, params any, env *eva
 		}
 		timeout = n
 	}
-	x.emit(Event{Type: EventTaskScheduled, State: st.Name, Input: encodeValue(params), Attempt: retryCount})
+	encParams := encodeValue(params)
+	// The input after Parameters is refused before the task is scheduled.
+	if f := overDataLimit(encParams, fmt.Sprintf("the input of state '%s' after Parameters", st.Name)); f != nil {
+		return nil, f
+	}
+	x.emit(Event{Type: EventTaskScheduled, State: st.Name, Input: encParams, Attempt: retryCount})
 	call := x.e.resolveTask(st.Resource, params)
 	out, f := x.callWithTimeout(ctx, timeout, call)
+	var encOut []byte
+	if f == nil {
+		// The task's whole result (a lambda:invoke result with its
+		// Payload and response metadata), before ResultSelector.
+		encOut = encodeValue(out)
+		f = overDataLimit(encOut, fmt.Sprintf("the result of task '%s'", st.Name))
+	}
 	switch {
 	case f == nil:
-		x.emit(Event{Type: EventTaskSucceeded, State: st.Name, Output: encodeValue(out), Attempt: retryCount})
+		x.emit(Event{Type: EventTaskSucceeded, State: st.Name, Output: encOut, Attempt: retryCount})
 	case f.Error == ErrTimeout && !f.terminal():
 		x.emit(Event{Type: EventTaskTimedOut, State: st.Name, Error: f.Error, Cause: f.Cause, Attempt: retryCount})
 	case !f.terminal():

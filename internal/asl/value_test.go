@@ -27,6 +27,7 @@ func stdEncode(t *testing.T, v any) string {
 }
 
 func TestEncodeValueMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	values := []any{
 		nil, true, false, "", "plain", "quote\" and \\ back", "tab\tnew\nline\x01", "<html>&", "é ü 日本", "\u2028\u2029", "bad \xff utf8", "del\x7f",
 		json.Number("0"), json.Number("-12.5e+3"), json.Number(""), json.Number("1E9"),
@@ -76,6 +77,7 @@ func TestEncodeValueMatchesEncodingJSON(t *testing.T) {
 }
 
 func TestAppendStringMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	alphabet := []string{"a", "\"", "\\", "\b", "\f", "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "é", "日", "\u2028", "\u2029", "\xff", "\xe6\x97", "<", "&", "😀"}
 	for range 5000 {
@@ -97,6 +99,7 @@ func TestAppendStringMatchesEncodingJSON(t *testing.T) {
 }
 
 func TestPlainNumber(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]bool{
 		"0": true, "-0": true, "12": true, "1.5": true, "1e5": true, "-1.25E-7": true, "1e+2": true,
 		"": false, "-": false, "01": false, "1.": false, ".5": false, "1e": false, "+1": false, "0x10": false, "NaN": false, "1_0": false,
@@ -110,6 +113,7 @@ func TestPlainNumber(t *testing.T) {
 // parseValue gives what the decoder gives, and declines (for encoding/json
 // to answer) everything it does not handle.
 func TestParseValueMatchesDecoder(t *testing.T) {
+	t.Parallel()
 	std := func(raw string) (any, error) {
 		dec := json.NewDecoder(strings.NewReader(raw))
 		dec.UseNumber()

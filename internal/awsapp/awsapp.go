@@ -100,16 +100,19 @@ type App struct {
 
 type options struct {
 	log       *slog.Logger
-	metrics   migration.Metrics
 	awsOpts   []func(*awsconfig.Options)
-	storeOpts []func(*s3store.Options)
 	preflight *Resources
 	copyLimit int64
+	copyInput bool
 }
 
 // WithQuarantineCopyLimit bounds the input bytes copied into a quarantine
 // bundle (config.Handlers.QuarantineCopyLimit; 0: quarantine's default).
 func WithQuarantineCopyLimit(n int64) Option { return func(s *options) { s.copyLimit = n } }
+
+// WithQuarantineCopyInput copies the input into each bundle
+// (config.Handlers.QuarantineCopyInput); by default it is referenced.
+func WithQuarantineCopyInput(on bool) Option { return func(s *options) { s.copyInput = on } }
 
 // Option configures New.
 type Option func(*options)
@@ -117,19 +120,10 @@ type Option func(*options)
 // WithLogger sets the handlers' logger (default: NewLambdaLogger at info).
 func WithLogger(l *slog.Logger) Option { return func(s *options) { s.log = l } }
 
-// WithMetrics sets where the handlers' metrics go (default: EMF lines on
-// stdout inside Lambda, i.e. when AWS_LAMBDA_RUNTIME_API is set, else none).
-func WithMetrics(m migration.Metrics) Option { return func(s *options) { s.metrics = m } }
-
 // WithAWSOptions adjusts the client options the settings give (the CLI's
 // --endpoint-url, an HTTP client or static credentials in tests).
 func WithAWSOptions(fn func(*awsconfig.Options)) Option {
 	return func(s *options) { s.awsOpts = append(s.awsOpts, fn) }
-}
-
-// WithStoreOptions adjusts the S3 store's options (part sizes, concurrency).
-func WithStoreOptions(fn func(*s3store.Options)) Option {
-	return func(s *options) { s.storeOpts = append(s.storeOpts, fn) }
 }
 
 // WithPreflight checks that r exists before anything else is done (the
@@ -182,7 +176,7 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 	if err != nil {
 		return nil, fmt.Errorf("awsapp: %w", err)
 	}
-	app := &App{Config: cfg, AWS: awsCfg, AWSOptions: o, StateTable: a.StateTable, Log: set.log, Metrics: set.metrics}
+	app := &App{Config: cfg, AWS: awsCfg, AWSOptions: o, StateTable: a.StateTable, Log: set.log}
 	app.S3 = awsconfig.NewS3(awsCfg, o)
 	app.DynamoDB = awsconfig.NewDynamoDB(awsCfg, o)
 	app.SQS = awsconfig.NewSQS(awsCfg, o)
@@ -204,16 +198,16 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 	case CopyModeMultipart:
 		app.ConditionalCopy = s3store.CopyServerMultipart
 	case CopyModeProbe:
-		app.ConditionalCopy, err = s3store.ProbeConditionalCopy(ctx, app.S3, cfg.DestBucket, cfg.StagingPrefix)
+		err = StartupRetry(ctx, func() error {
+			var err error
+			app.ConditionalCopy, err = s3store.ProbeConditionalCopy(ctx, app.S3, cfg.DestBucket, cfg.StagingPrefix)
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("awsapp: probe conditional copy on s3://%s: %w", cfg.DestBucket, err)
 		}
 	}
-	so := s3store.Options{ConditionalCopy: app.ConditionalCopy}
-	for _, fn := range set.storeOpts {
-		fn(&so)
-	}
-	app.Store = s3store.New(app.S3, so)
+	app.Store = s3store.New(app.S3, s3store.Options{ConditionalCopy: app.ConditionalCopy})
 	app.State = dynamostore.New(app.DynamoDB, dynamostore.Options{Table: a.StateTable})
 	trackerOpts := []statestore.TrackerOption{statestore.WithLease(cfg.Lease)}
 	if ttl := a.StateTTL(); ttl > 0 {
@@ -224,7 +218,7 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 	if app.Log == nil {
 		app.Log = NewLambdaLogger("info")
 	}
-	if err := app.quarantine(a, set.copyLimit); err != nil {
+	if err := app.quarantine(a, set.copyLimit, set.copyInput); err != nil {
 		return nil, err
 	}
 	if app.Metrics == nil {
@@ -266,10 +260,11 @@ func (a *App) Ports() steps.Ports {
 const quarantineQuery = `fields @timestamp, @log, level, state, attempt, message, error | filter execution = "%s" | sort @timestamp asc`
 
 // quarantine builds the bundle writer: bundles under the prefix in the
-// destination bucket, staged under the staging prefix first; it wraps the
+// quarantine bucket (the operations bucket the stack names, else the
+// destination bucket), staged under the staging prefix first; it wraps the
 // handlers' logger, so a bundle carries this process's own records of the
 // execution.
-func (a *App) quarantine(s config.AWS, copyLimit int64) error {
+func (a *App) quarantine(s config.AWS, copyLimit int64, copyInput bool) error {
 	prefix := s.QuarantinePrefix
 	switch {
 	case strings.EqualFold(prefix, "off"):
@@ -284,6 +279,10 @@ func (a *App) quarantine(s config.AWS, copyLimit int64) error {
 		// The staging lifecycle rule would expire the bundles.
 		return fmt.Errorf("awsapp: quarantine prefix %q lies inside the staging prefix %q", prefix, a.Config.StagingPrefix)
 	}
+	bucket := s.QuarantineBucket
+	if bucket == "" {
+		bucket = a.Config.DestBucket
+	}
 	a.Logs = quarantine.NewLogBook(slog.LevelInfo)
 	// The trace id goes on the record before the log book copies it.
 	a.Log = slog.New(tracing.Handler(a.Logs.Handler(a.Log.Handler())))
@@ -292,8 +291,8 @@ func (a *App) quarantine(s config.AWS, copyLimit int64) error {
 		fn = "this process"
 	}
 	w, err := quarantine.NewWriter(quarantine.Config{
-		Store: a.Store, Bucket: a.Config.DestBucket, Prefix: prefix, StagingPrefix: a.Config.StagingPrefix + "quarantine/",
-		CopyLimit: copyLimit, Versions: quarantine.Versions{Geomigrate: buildinfo.Version}, Logs: a.Logs,
+		Store: a.Store, Bucket: bucket, Prefix: prefix, StagingPrefix: a.Config.StagingPrefix + "quarantine/",
+		CopyInput: copyInput, CopyLimit: copyLimit, Versions: quarantine.Versions{Geomigrate: buildinfo.Version}, Logs: a.Logs,
 		LogScope: "records of " + fn + " for this execution only; each Lambda function logs to its own log group: logs.query fetches every handler's",
 		LogQuery: quarantineQuery,
 	})

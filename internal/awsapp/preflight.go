@@ -49,8 +49,8 @@ func (e *PreflightError) Error() string { return e.Msg }
 func (e *PreflightError) Unwrap() error { return e.Err }
 
 // Preflight checks r in order and returns the first problem as a
-// *PreflightError. Every call is one attempt (no SDK retries) under one
-// deadline.
+// *PreflightError. Every call is one SDK attempt, retried on a transient
+// answer (StartupRetry), all under one deadline.
 func (a *App) Preflight(ctx context.Context, r Resources) error {
 	timeout := r.Timeout
 	if timeout <= 0 {
@@ -68,7 +68,10 @@ func (a *App) Preflight(ctx context.Context, r Resources) error {
 			continue
 		}
 		seen[b] = true
-		_, err := a.S3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b)}, s3Once)
+		err := StartupRetry(ctx, func() error {
+			_, err := a.S3.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(b)}, s3Once)
+			return err
+		})
 		switch {
 		case err == nil:
 		case awsconfig.StatusCode(err) == 404:
@@ -81,7 +84,10 @@ func (a *App) Preflight(ctx context.Context, r Resources) error {
 	}
 	if r.Table != "" {
 		at := endpointOf(awsconfig.DynamoDBEndpoint(a.DynamoDB), "AWS_ENDPOINT_URL_DYNAMODB")
-		_, err := a.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(r.Table)}, ddbOnce)
+		err := StartupRetry(ctx, func() error {
+			_, err := a.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(r.Table)}, ddbOnce)
+			return err
+		})
 		switch {
 		case err == nil:
 		case awsconfig.ErrorCode(err) == "ResourceNotFoundException" && r.CreateTable:
@@ -98,7 +104,10 @@ func (a *App) Preflight(ctx context.Context, r Resources) error {
 			continue
 		}
 		at := endpointOf(awsconfig.SQSEndpoint(a.SQS), "AWS_ENDPOINT_URL_SQS")
-		_, err := sqsqueue.New(a.SQS, sqsqueue.Options{QueueURL: q.URL}).Depth(ctx)
+		err := StartupRetry(ctx, func() error {
+			_, err := sqsqueue.New(a.SQS, sqsqueue.Options{QueueURL: q.URL}).Depth(ctx)
+			return err
+		})
 		code := awsconfig.ErrorCode(err)
 		switch {
 		case err == nil:

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -119,5 +120,63 @@ func TestPreflightBoundsASilentEndpoint(t *testing.T) {
 	err = app.Preflight(context.Background(), awsapp.Resources{Buckets: []string{"good"}, Timeout: 300 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "did not answer within 300ms") {
 		t.Fatalf("Preflight = %v", err)
+	}
+}
+
+// TestPreflightRetriesTransientAnswers: a start-up check answered 503 or
+// reset is tried again (StartupRetry); an answer that a retry cannot
+// change (404) is not, and a store failing every try is reported after
+// StartupAttempts of them.
+func TestPreflightRetriesTransientAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		failFirst int    // requests answered with the fault before fakeAWS answers
+		fault     string // "503" or "reset"
+		bucket    string
+		wantTries int
+		wantErr   string
+	}{
+		{"two 503s then an answer", 2, "503", "good", 3, ""},
+		{"a reset then an answer", 1, "reset", "good", 2, ""},
+		{"503 on every try", 100, "503", "good", awsapp.StartupAttempts, "cannot use S3"},
+		{"404 is not retried", 0, "", "gone", 1, `bucket "gone" does not exist`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			tries := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				tries++
+				n := tries
+				mu.Unlock()
+				switch {
+				case n > tc.failFirst:
+					fakeAWS(w, r)
+				case tc.fault == "reset":
+					conn, _, err := http.NewResponseController(w).Hijack()
+					if err != nil {
+						panic(http.ErrAbortHandler)
+					}
+					if tcp, ok := conn.(*net.TCPConn); ok {
+						_ = tcp.SetLinger(0)
+					}
+					conn.Close()
+				default:
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}
+			}))
+			defer srv.Close()
+			app := appAt(t, srv.URL)
+			err := app.Preflight(context.Background(), awsapp.Resources{Buckets: []string{tc.bucket}, Timeout: time.Minute})
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("Preflight: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("Preflight = %v, want %q", err, tc.wantErr)
+			}
+			if tries != tc.wantTries {
+				t.Errorf("%d HeadBucket requests, want %d", tries, tc.wantTries)
+			}
+		})
 	}
 }

@@ -141,10 +141,16 @@ func Load(ctx context.Context, o Options) (aws.Config, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, lo...)
 	if err != nil {
+		if pe := profileError(err); pe != err {
+			return aws.Config{}, pe
+		}
 		return aws.Config{}, fmt.Errorf("awsconfig: load: %w", err)
 	}
 	if cfg.Region == "" {
 		cfg.Region = DefaultRegion
+	}
+	if o.AccessKeyID == "" {
+		cfg = withCredentialsHint(cfg)
 	}
 	return cfg, nil
 }

@@ -28,6 +28,6 @@ func TestBenchmarksDocIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(doc, want) {
-		t.Fatalf("docs/benchmarks.md's figures are not docs/benchmarks.json's: run make bench-doc (or go run ./internal/benchpair/benchdoc)\n--- generated ---\n%s", block)
+		t.Fatalf("docs/benchmarks.md's figures are not docs/benchmarks.json's: run make bench-doc (or go run ./tools/benchdoc)\n--- generated ---\n%s", block)
 	}
 }

@@ -8,6 +8,8 @@
 // See Check for what is checked.
 package cogcheck
 
+// Size: the COG rules, checked in order over one parsed file.
+
 import (
 	"bytes"
 	"encoding/binary"

@@ -173,6 +173,7 @@ func (c synthCase) build(t testing.TB) []byte {
 }
 
 func TestCheckSynthetic(t *testing.T) {
+	t.Parallel()
 	for _, c := range synthCases() {
 		t.Run(c.name, func(t *testing.T) {
 			data := c.build(t)
@@ -211,6 +212,7 @@ func TestCheckSynthetic(t *testing.T) {
 
 // TestAgreementSynthetic runs the reference script on the same files.
 func TestAgreementSynthetic(t *testing.T) {
+	t.Parallel()
 	if why := refAvailable(); why != "" {
 		t.Skip(why)
 	}
@@ -302,6 +304,7 @@ func corruptCases() []corruptCase {
 }
 
 func TestCheckCorrupt(t *testing.T) {
+	t.Parallel()
 	for _, c := range corruptCases() {
 		t.Run(c.name, func(t *testing.T) {
 			data := c.mutate(t, goodCOG().encode())
@@ -329,6 +332,7 @@ func TestCheckCorrupt(t *testing.T) {
 }
 
 func TestAgreementCorrupt(t *testing.T) {
+	t.Parallel()
 	if why := refAvailable(); why != "" {
 		t.Skip(why)
 	}
@@ -347,6 +351,7 @@ func TestAgreementCorrupt(t *testing.T) {
 // Every prefix of a valid COG is checked without panic, and the only Go
 // error is ErrNotTIFF for prefixes too short to hold a header.
 func TestTruncationSweep(t *testing.T) {
+	t.Parallel()
 	for _, f := range []tFile{goodCOG(), {big: true, be: true, ghost: cogGhost, leaderTrailer: true, images: goodCOG().images}} {
 		full := f.encode()
 		for n := 0; n <= len(full); n++ {
@@ -363,6 +368,7 @@ func TestTruncationSweep(t *testing.T) {
 
 // A failing reader is an error, not a verdict.
 func TestReaderError(t *testing.T) {
+	t.Parallel()
 	data := goodCOG().encode()
 	boom := errors.New("boom")
 	r := readerFunc(func(p []byte, off int64) (int, error) {
@@ -381,6 +387,7 @@ type readerFunc func(p []byte, off int64) (int, error)
 func (f readerFunc) ReadAt(p []byte, off int64) (int, error) { return f(p, off) }
 
 func TestCheckFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := writeTemp(t, dir, "cog.tif", goodCOG().encode())
 	rep, err := CheckFile(path)

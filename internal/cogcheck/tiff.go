@@ -1,5 +1,7 @@
 package cogcheck
 
+// Size: the bounded TIFF reader cogcheck needs: header, IFDs and tag values.
+
 import (
 	"encoding/binary"
 	"errors"

@@ -44,7 +44,10 @@ type Handlers struct {
 	WorkDir          string `name:"work-dir" env:"GEOMIGRATE_WORK_DIR" placeholder:"DIR" help:"Scratch space for conversions (default: the system temporary directory)."`
 	// QuarantineCopyLimit bounds the input bytes copied into a quarantine
 	// bundle (internal/quarantine); larger inputs are referenced.
-	QuarantineCopyLimit int64 `name:"quarantine-copy-limit" env:"GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES" default:"67108864" help:"A routed file's quarantine bundle holds a copy of the input and its sidecars up to this many bytes together; larger ones are referenced."`
+	QuarantineCopyLimit int64 `name:"quarantine-copy-limit" env:"GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES" default:"67108864" help:"With --quarantine-copy-input, a routed file's quarantine bundle holds a copy of the input and its sidecars up to this many bytes together; larger ones are referenced."`
+	// QuarantineCopyInput: bundles reference the input (URI, SHA-256,
+	// size, version) unless asked to copy it.
+	QuarantineCopyInput bool `name:"quarantine-copy-input" env:"GEOMIGRATE_QUARANTINE_COPY_INPUT" help:"Copy a routed file's input and sidecars into its quarantine bundle (default: the bundle references them)."`
 	// The circuit breaker on each bucket (internal/breaker,
 	// docs/operations.md).
 	BreakerThreshold int     `name:"breaker-threshold" env:"GEOMIGRATE_BREAKER_THRESHOLD" default:"5" help:"Consecutive transient or systemic failures of a bucket that open its circuit breaker (0: no breaker). At most 5, the attempts per task, so one file's retries open it."`
@@ -141,9 +144,13 @@ type AWS struct {
 	ConditionalCopy    string `name:"conditional-copy" env:"GEOMIGRATE_S3_CONDITIONAL_COPY" type:"fold" enum:"auto,server,multipart,client,probe" default:"auto" help:"How Promote copies without overwriting: server (CopyObject preconditions), multipart (server-side UploadPartCopy, the precondition on CompleteMultipartUpload), client (stream with a conditional Put), probe (find out at start-up) or auto (server on AWS, probe with a custom S3 endpoint)."`
 	StateTTLDays       int    `name:"state-ttl-days" env:"GEOMIGRATE_STATE_TTL_DAYS" default:"0" help:"Keep terminal job records this many days (0: forever)."`
 	DeadLetterQueueURL string `name:"dlq-url" env:"GEOMIGRATE_DEAD_LETTER_QUEUE_URL" placeholder:"URL" help:"SQS dead-letter queue (default for the CLI: a JSONL file in the state directory)."`
-	// QuarantinePrefix is where routed jobs' bundles go in the destination
-	// bucket; infra grants writes under the default only.
-	QuarantinePrefix string `name:"quarantine-prefix" env:"GEOMIGRATE_QUARANTINE_PREFIX" default:".geomigrate-quarantine/" help:"Destination-bucket prefix of the quarantine bundles of routed files (off: no bundles)."`
+	// QuarantinePrefix is where routed jobs' bundles go in
+	// QuarantineBucket; infra grants writes under its own setting only.
+	QuarantinePrefix string `name:"quarantine-prefix" env:"GEOMIGRATE_QUARANTINE_PREFIX" default:".geomigrate-quarantine/" help:"Prefix of the quarantine bundles of routed files in --quarantine-bucket (off: no bundles)."`
+	// QuarantineBucket keeps bundles out of the destination, which holds
+	// only outputs and their metadata; the stack sets its operations
+	// bucket.
+	QuarantineBucket string `name:"quarantine-bucket" env:"GEOMIGRATE_QUARANTINE_BUCKET" placeholder:"BUCKET" help:"Bucket of the quarantine bundles (--backend aws; default: the destination bucket, under --quarantine-prefix)."`
 	// PolicyParameter holds the run-time policy document (internal/policy):
 	// classification rules, alarm thresholds, job deadline, backfill
 	// concurrency, changed with no redeploy. PolicyTTL bounds how stale a
@@ -310,6 +317,12 @@ func decode(f reflect.StructField, v reflect.Value, text string) error {
 			return fmt.Errorf("want a duration such as 20ms")
 		}
 		*x = d
+	case *bool:
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		*x = b
 	case **bool:
 		if text == "" {
 			*x = nil
@@ -397,6 +410,8 @@ func render(v reflect.Value) string {
 	switch x := v.Interface().(type) {
 	case string:
 		return x
+	case bool:
+		return strconv.FormatBool(x)
 	case *bool:
 		if x == nil {
 			return ""
@@ -422,6 +437,11 @@ type Seconds time.Duration
 func (s Seconds) Duration() time.Duration { return time.Duration(s) }
 
 func (s Seconds) String() string { return time.Duration(s).String() }
+
+// MarshalText writes s as a Go duration (20m0s), which UnmarshalText reads
+// back: a setting passed on as JSON (the local container child's) keeps
+// its value.
+func (s Seconds) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // UnmarshalText reads 30m or 1800.
 func (s *Seconds) UnmarshalText(text []byte) error {

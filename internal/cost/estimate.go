@@ -65,12 +65,6 @@ type Settings struct {
 	// output, and Promote's server-side copy of the output to its key (an
 	// assumption, not measured here: no S3).
 	IOMBPerSecond float64 `json:"io_mb_per_s"`
-	// IndexWritesPerTransition is the status-index entries written per
-	// state-store transition into a non-terminal status (1: a sparse
-	// index holding only non-terminal jobs); NonTerminalTransitions counts
-	// those transitions per path.
-	IndexWritesPerTransition float64      `json:"index_writes_per_transition"`
-	NonTerminalTransitions   map[Path]int `json:"non_terminal_transitions"`
 	// LogBytesPerTransition is the execution log volume per state
 	// transition at the state machine's log level (ALL logs every
 	// transition's input and output; an assumption).
@@ -93,27 +87,22 @@ func (s Settings) rangeGets(n int64) int64 {
 // DefaultSettings are infra's defaults and the documented assumptions.
 func DefaultSettings() Settings {
 	return Settings{
-		Architecture:        "arm64",
-		ConvertMemoryMB:     10240,
-		SmallMemoryMB:       512,
-		Concurrency:         1000,
-		MemoryPerVCPUMB:     1769,
-		UsefulVCPUs:         1,
-		CPUFactor:           1,
-		HashReadMBPerSecond: 80,
-		StepMS:              100,
-		SourceReadWhole:     objectstore.DefaultWholeObjectMax,
-		RangeReadBytes:      objectstore.DefaultBlockSize,
-		PartBytes:           16 << 20,
-		MaxConcurrency:      policy.DefaultMaxConcurrency,
-		IOMBPerSecond:       80,
-		// Converted: claimed, converting, staged, promoting and published
-		// leave the job non-terminal until the last write; routed files
-		// pass claimed, converting, failing.
-		IndexWritesPerTransition: 1,
-		NonTerminalTransitions:   map[Path]int{Converted: 5, Remediation: 3, Rejected: 1},
-		LogBytesPerTransition:    2000,
-		QuarantineCopyLimit:      quarantine.DefaultCopyLimit,
+		Architecture:          "arm64",
+		ConvertMemoryMB:       10240,
+		SmallMemoryMB:         512,
+		Concurrency:           1000,
+		MemoryPerVCPUMB:       1769,
+		UsefulVCPUs:           1,
+		CPUFactor:             1,
+		HashReadMBPerSecond:   80,
+		StepMS:                100,
+		SourceReadWhole:       objectstore.DefaultWholeObjectMax,
+		RangeReadBytes:        objectstore.DefaultBlockSize,
+		PartBytes:             16 << 20,
+		MaxConcurrency:        policy.DefaultMaxConcurrency,
+		IOMBPerSecond:         80,
+		LogBytesPerTransition: 2000,
+		QuarantineCopyLimit:   quarantine.DefaultCopyLimit,
 	}
 }
 
@@ -128,7 +117,7 @@ func (s Settings) Validate() error {
 		return fmt.Errorf("concurrency %d: want at least 1", s.Concurrency)
 	case s.MaxConcurrency < 1:
 		return fmt.Errorf("max concurrency %d: want at least 1", s.MaxConcurrency)
-	case s.IOMBPerSecond <= 0 || s.IndexWritesPerTransition < 0 || s.LogBytesPerTransition < 0:
+	case s.IOMBPerSecond <= 0 || s.LogBytesPerTransition < 0:
 		return fmt.Errorf("model parameters must be positive: %+v", s)
 	case s.MemoryPerVCPUMB <= 0 || s.UsefulVCPUs <= 0 || s.CPUFactor <= 0 || s.HashReadMBPerSecond <= 0 || s.StepMS < 0 || s.SourceReadWhole < 0 || s.RangeReadBytes <= 0 || s.PartBytes <= 0:
 		return fmt.Errorf("model parameters must be positive: %+v", s)
@@ -175,7 +164,7 @@ type Estimate struct {
 	DynamoDBWriteUnits int64   `json:"dynamodb_write_units"`
 	SQSRequests        int64   `json:"sqs_requests"`
 	WallClockSeconds   float64 `json:"wall_clock_seconds"`
-	// IndexWrites are the status-index entries written (included in
+	// IndexWrites are the status index's write units (included in
 	// DynamoDBWriteUnits); ContainerTasks the Fargate tasks started.
 	IndexWrites    int64 `json:"index_writes"`
 	ContainerTasks int64 `json:"container_tasks"`
@@ -364,7 +353,7 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 		e.S3Delete += g.Files * int64(r.S3Delete)
 		e.DynamoDBReadUnits += g.Files * int64(r.DynamoDBRead)
 		e.DynamoDBWriteUnits += g.Files * int64(r.DynamoDBWrite)
-		iw := int64(math.Ceil(float64(s.NonTerminalTransitions[g.Path]) * s.IndexWritesPerTransition * n))
+		iw := g.Files * int64(r.DynamoDBIndexWrite)
 		e.IndexWrites += iw
 		e.DynamoDBWriteUnits += iw
 	}

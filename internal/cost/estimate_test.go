@@ -37,7 +37,7 @@ func testModel(t *testing.T) Model {
 // below predate (I/O time, index writes, logs): TestCostTerms checks those.
 func testSettings() Settings {
 	s := DefaultSettings()
-	s.IOMBPerSecond, s.NonTerminalTransitions, s.LogBytesPerTransition = math.Inf(1), nil, 0
+	s.IOMBPerSecond, s.LogBytesPerTransition = math.Inf(1), 0
 	s.MaxConcurrency = s.Concurrency
 	return s
 }
@@ -52,6 +52,7 @@ func unboundQuotas() Quotas {
 }
 
 func TestCalculate(t *testing.T) {
+	t.Parallel()
 	type want struct {
 		transitions, invocations, getHead, putList, readUnits, writeUnits, sqs, overExpress int64
 		gbSeconds, expressGBs, wall                                                         float64
@@ -205,6 +206,7 @@ func TestCalculate(t *testing.T) {
 }
 
 func TestCalculateRefusesBadSettings(t *testing.T) {
+	t.Parallel()
 	for _, adjust := range []func(*Settings){
 		func(s *Settings) { s.Architecture = "sparc" },
 		func(s *Settings) { s.ConvertMemoryMB = 64 },
@@ -221,6 +223,7 @@ func TestCalculateRefusesBadSettings(t *testing.T) {
 }
 
 func TestOverridePrices(t *testing.T) {
+	t.Parallel()
 	base := DefaultPrices()
 	if base.StepFunctionsStandardPer1000Transitions != 0.025 || base.Region != "us-east-1" || len(base.Sources) < 5 {
 		t.Fatalf("embedded prices: %+v", base)
@@ -240,6 +243,7 @@ func TestOverridePrices(t *testing.T) {
 }
 
 func TestEmbeddedThroughput(t *testing.T) {
+	t.Parallel()
 	tp := DefaultThroughput()
 	if tp.MeasuredAt == "" || tp.Machine == "" || tp.Command == "" || tp.Threads != 1 {
 		t.Errorf("throughput.json lacks its provenance: %+v", tp)

@@ -58,12 +58,14 @@ func DefaultQuotas() Quotas {
 		S3PutPerPrefix:    3500, S3GetPerPrefix: 5500, S3Prefixes: 1,
 		DynamoDBPartitionWCU: 1000, DynamoDBTableWCU: 40000, DynamoDBTableRCU: 40000, IndexPartitions: StateIndexShards,
 		FargateLaunchBurst: 100, FargateLaunchPerSec: 20,
+		// Each figure checked against the page named (docs/decisions/0096,
+		// Sources): AWS may raise them; an account's own are in Service Quotas.
 		Sources: []string{
-			"Step Functions (Standard) StartExecution and StateTransition token buckets: https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html (new accounts have lower state transition quotas)",
-			"Lambda concurrency and scaling rate: https://docs.aws.amazon.com/lambda/latest/dg/lambda-concurrency.html, https://docs.aws.amazon.com/lambda/latest/dg/scaling-behavior.html",
-			"S3 request rates per prefix: https://docs.aws.amazon.com/AmazonS3/latest/userguide/optimizing-performance.html",
-			"DynamoDB partition and table throughput: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html",
-			"Fargate task launch rate: https://docs.aws.amazon.com/AmazonECS/latest/developerguide/throttling.html",
+			"Step Functions (Standard) StartExecution 1,300 / 300 per s and StateTransition 5,000 / 1,500 per s token buckets in us-east-1, us-west-2, eu-west-1 (800 / 150 and 800 / 500 elsewhere): https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html (new accounts have lower state transition quotas)",
+			"Lambda 1,000 concurrent executions per Region and 1,000 execution environments every 10 s per function: https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html, https://docs.aws.amazon.com/lambda/latest/dg/scaling-behavior.html",
+			"S3 at least 3,500 PUT/COPY/POST/DELETE or 5,500 GET/HEAD per s per partitioned prefix: https://docs.aws.amazon.com/AmazonS3/latest/userguide/optimizing-performance.html",
+			"DynamoDB 1,000 write and 3,000 read units per s per partition: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/burst-adaptive-capacity.html, https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html; on-demand 40,000 read and write units per s per table by default: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode-max-throughput.html",
+			"Fargate on-demand task launches, a bucket of 100 refilled at 20 per s: https://docs.aws.amazon.com/AmazonECS/latest/developerguide/throttling.html",
 		},
 	}
 }

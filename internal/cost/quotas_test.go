@@ -9,6 +9,7 @@ import (
 // TestBounds: each quota binds in turn when it is the tight one, and the
 // duration is the binding bound's.
 func TestBounds(t *testing.T) {
+	t.Parallel()
 	groups := []Group{{Format: ".tif", Path: Converted, Files: 100_000, Bytes: 100_000 * 10_000_000}}
 	tests := []struct {
 		binds     string
@@ -24,7 +25,7 @@ func TestBounds(t *testing.T) {
 		{"DynamoDB table write units", func(m *Model) { m.Quotas.DynamoDBTableWCU = 1 }, false},
 		{"DynamoDB table read units", func(m *Model) { m.Quotas.DynamoDBTableRCU = 1 }, false},
 		{"DynamoDB index partition writes", func(m *Model) {
-			m.Settings.NonTerminalTransitions = map[Path]int{Converted: 5}
+			m.PerFile = map[Path]Requests{Converted: {DynamoDBIndexWrite: 7}}
 			m.Quotas.IndexPartitions, m.Quotas.DynamoDBPartitionWCU = 1, 1
 		}, false},
 		{"Lambda scaling rate", func(m *Model) {
@@ -60,6 +61,7 @@ func TestBounds(t *testing.T) {
 
 // TestBucketSeconds: the burst passes free, the rest at the refill rate.
 func TestBucketSeconds(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ n, bucket, refill, want float64 }{
 		{1000, 1300, 300, 0}, {1_001_300, 1300, 300, 3333.333333}, {11_000_000, 5000, 1500, 7330},
 	} {
@@ -72,6 +74,7 @@ func TestBucketSeconds(t *testing.T) {
 // TestOverrideQuotas: fields of the file replace the base's, unknown and
 // zero ones are refused, and the other Regions' preset is smaller.
 func TestOverrideQuotas(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		doc, err string
 		check    func(Quotas) bool
@@ -99,6 +102,7 @@ func TestOverrideQuotas(t *testing.T) {
 // TestCostTerms: Convert's download and upload, Promote's copy, index
 // writes, quarantine and logs are charged with the default settings.
 func TestCostTerms(t *testing.T) {
+	t.Parallel()
 	groups := []Group{
 		{Format: ".tif", Path: Converted, Files: 10, Bytes: 10 * 80_000_000},
 		{Format: ".tif", Path: Remediation, Files: 2, Bytes: 2 * 10_000_000},
@@ -108,6 +112,11 @@ func TestCostTerms(t *testing.T) {
 	full := base
 	full.Settings = DefaultSettings()
 	full.Settings.MaxConcurrency = full.Settings.Concurrency
+	full.PerFile = map[Path]Requests{}
+	for p, r := range base.PerFile {
+		r.DynamoDBIndexWrite = PerFile[p].DynamoDBIndexWrite
+		full.PerFile[p] = r
+	}
 	b, err := Calculate(base, groups)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +129,7 @@ func TestCostTerms(t *testing.T) {
 	if d := e.LambdaSeconds - b.LambdaSeconds; math.Abs(d-20) > 1e-6 {
 		t.Errorf("I/O adds %v Lambda-seconds, want 20", d)
 	}
-	if e.IndexWrites != 10*5+3*3 || e.DynamoDBWriteUnits-b.DynamoDBWriteUnits != e.IndexWrites {
+	if e.IndexWrites != 10*7+3*6 || e.DynamoDBWriteUnits-b.DynamoDBWriteUnits != e.IndexWrites {
 		t.Errorf("index writes %d, write units %d vs %d", e.IndexWrites, e.DynamoDBWriteUnits, b.DynamoDBWriteUnits)
 	}
 	if e.QuarantineBytes != 20_000_000 || math.Abs(e.Cost.Quarantine-0.00046) > 1e-12 {

@@ -15,6 +15,11 @@ type Requests struct {
 	// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html).
 	DynamoDBRead  int `json:"dynamodb_read_units"`
 	DynamoDBWrite int `json:"dynamodb_write_units"`
+	// DynamoDBIndexWrite are the status index's write units (a GSI write
+	// costs write units too): an entry put when a job is created, and
+	// deleted and put again at each later write, its sort key updated_at
+	// having moved (docs/decisions/0099).
+	DynamoDBIndexWrite int `json:"dynamodb_index_write_units"`
 }
 
 // PerFile are the size-independent requests of one execution along each
@@ -25,8 +30,12 @@ type Requests struct {
 // (one GET); sources converted through ranged reads make more GETs, which
 // Calculate adds by size (Settings.SourceReadWhole, RangeReadBytes), and so it does for
 // multipart uploads of large outputs. DynamoDB units are counted at the
-// item's encoded size (records grow with their history: a converted job's
-// record passes 1 KB, hence more units than calls). A file skipped by its
+// item's encoded size (records grow with their history: a refused job's
+// record passes 1 KB, hence more units than calls), on a stand-in that
+// charges the table's and the status index's writes as DynamoDB does: a
+// converted job is 4 PutItems (claim, three transitions) and 1 + 3 × 2
+// index writes, each later PutItem moving the entry's sort key
+// (docs/decisions/0099). A file skipped by its
 // name alone (not geospatial) makes no request at all; the rejected path is
 // counted for a source that disappeared after it was listed (HashCheck's
 // HEAD finds nothing: SourceNotFound). A converted file's count includes
@@ -37,10 +46,13 @@ type Requests struct {
 // not charged). HashCheck reads the header of a claimed TIFF (or of a
 // Shapefile's .dbf) to measure the work it routes by (migration.Route):
 // one GET on the converted and remediation paths for a TIFF whose
-// directory lies in its first 64 KiB (a COG keeps it there).
+// directory lies in its first 64 KiB (a COG keeps it there). Classify
+// lists a routed job's destination stem for what Promote may have
+// published of it (rolled back before the route): one LIST on the
+// remediation path.
 var PerFile = map[Path]Requests{
-	Converted:   {S3GetHead: 10, S3PutCopyList: 6, S3Delete: 3, DynamoDBRead: 6, DynamoDBWrite: 4},
+	Converted:   {S3GetHead: 10, S3PutCopyList: 6, S3Delete: 3, DynamoDBRead: 6, DynamoDBWrite: 4, DynamoDBIndexWrite: 7},
 	Skipped:     {S3GetHead: 3, S3PutCopyList: 1, DynamoDBRead: 2},
-	Remediation: {S3GetHead: 5, S3PutCopyList: 3, DynamoDBRead: 4, DynamoDBWrite: 4},
-	Rejected:    {S3GetHead: 1, DynamoDBRead: 1, DynamoDBWrite: 1},
+	Remediation: {S3GetHead: 5, S3PutCopyList: 4, DynamoDBRead: 4, DynamoDBWrite: 4, DynamoDBIndexWrite: 6},
+	Rejected:    {S3GetHead: 1, DynamoDBRead: 1, DynamoDBWrite: 1, DynamoDBIndexWrite: 1},
 }

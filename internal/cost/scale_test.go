@@ -11,7 +11,7 @@ import (
 // TestScaleDocIsCurrent: docs/scale.md is exactly what WriteScaleDoc
 // writes with the embedded tables, so the document cannot drift from the
 // code, the prices, the measurements or the state machine. Regenerate with
-// go run ./internal/cost/scaledoc > docs/scale.md
+// go run ./tools/scaledoc > docs/scale.md
 func TestScaleDocIsCurrent(t *testing.T) {
 	m, err := DefaultModel(context.Background())
 	if err != nil {
@@ -26,7 +26,7 @@ func TestScaleDocIsCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want.Bytes()) {
-		t.Fatalf("docs/scale.md is stale: run go run ./internal/cost/scaledoc > docs/scale.md\n--- generated ---\n%s", want.String())
+		t.Fatalf("docs/scale.md is stale: run go run ./tools/scaledoc > docs/scale.md\n--- generated ---\n%s", want.String())
 	}
 }
 

@@ -22,6 +22,16 @@ const (
 	queryStatuses      = 5 // executionfailed looks in PROCESSING, RETRYING, QUARANTINED, REMEDIAL, COMPLETED
 )
 
+// What the real handlers write for one converted file, counted by
+// cmd/geomigrate TestRequestsPerFile on a stand-in that charges as
+// DynamoDB does (PerFile's DynamoDBWrite and DynamoDBIndexWrite): fewer
+// than the stress sequence above, which the table keeps as its bound.
+const (
+	convertedPuts            = 4 // claim and three transitions, each item ≤ 1 KB
+	convertedIndexProcessing = 6 // index units under PROCESSING: a put, then two deletes and puts, then a delete
+	convertedIndexCompleted  = 1
+)
+
 // writeStateIndex writes the section on the state table's partitions.
 func writeStateIndex(pf func(string, ...any)) {
 	n := float64(StateIndexShards)
@@ -59,4 +69,11 @@ func writeStateIndex(pf func(string, ...any)) {
 	pf("total (%s WCU/s) is a table-level figure, above the %s write units/s a new on-demand table is warm for, so pre-warm it\n",
 		num(int64(base)), num(4000))
 	pf("(warm throughput) or let it double from its previous peak before a run at this rate.\n\n")
+	pf("The real handlers write less than that sequence: a converted file is %d PutItems of ≤ 1 KB (%d table write units, `cost.PerFile`)\n",
+		convertedPuts, PerFile[Converted].DynamoDBWrite)
+	pf("and %d index write units, %d under `PROCESSING#k` and %d under `COMPLETED#k` (each later PutItem moves the entry's sort key: a delete\n",
+		PerFile[Converted].DynamoDBIndexWrite, convertedIndexProcessing, convertedIndexCompleted)
+	pf("and a put), counted by `cmd/geomigrate` TestRequestsPerFile on a stand-in that charges writes as DynamoDB does. At %s objects/s that\n", num(int64(indexRate)))
+	pf("is %.0f WCU mean per `PROCESSING#k`, and the mean reaches the limit at %s objects/s; the table above is the bound.\n\n",
+		indexRate*convertedIndexProcessing/n, num(int64(n*partitionWriteUnit/convertedIndexProcessing)))
 }

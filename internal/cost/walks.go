@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/fault"
@@ -101,7 +100,7 @@ func walk(ctx context.Context, sm *asl.StateMachine, fns map[string]string, p Pa
 	if p == Skipped {
 		decision = "skip"
 	}
-	convert := reply(map[string]any{"outputs": []any{map[string]any{"key": "out.tif"}}})
+	convert := reply(map[string]any{"outputs": []any{map[string]any{"key": "out.tif"}}, "outputs_ref": nil})
 	if p == Remediation {
 		convert = func(context.Context, json.RawMessage) (json.RawMessage, error) {
 			return nil, fault.Data(fault.CorruptSource, "refused by preflight")
@@ -123,7 +122,7 @@ func walk(ctx context.Context, sm *asl.StateMachine, fns map[string]string, p Pa
 	exec := asl.NewExecutor(sm,
 		asl.WithLambda(fns[statemachine.HashCheckFunctionArn], hashcheck),
 		asl.WithLambda(fns[statemachine.ConvertFunctionArn], convert),
-		asl.WithLambda(fns[statemachine.PromoteFunctionArn], reply(map[string]any{"outputs": []any{map[string]any{"key": "out.tif"}}})),
+		asl.WithLambda(fns[statemachine.PromoteFunctionArn], reply(map[string]any{"outputs": []any{map[string]any{"key": "out.tif"}}, "outputs_count": 1, "outputs_size": 1})),
 		asl.WithLambda(fns[statemachine.ClassifyFunctionArn], reply(map[string]any{"tier": "data_specific", "route": "remediation", "message": map[string]any{"m": 1}})),
 		asl.WithSQS(func(context.Context, string, string) (string, error) { return "m-1", nil }),
 		asl.WithHistory(func(ev asl.Event) {
@@ -154,20 +153,4 @@ func walk(ctx context.Context, sm *asl.StateMachine, fns map[string]string, p Pa
 	}
 	w.Transitions = len(w.States)
 	return w, nil
-}
-
-// SortedLambdas is the set of Lambda task states of all walks, sorted.
-func SortedLambdas(walks map[Path]Walk) []string {
-	seen := map[string]bool{}
-	for _, w := range walks {
-		for _, l := range w.Lambdas {
-			seen[l] = true
-		}
-	}
-	var out []string
-	for l := range seen {
-		out = append(out, l)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -10,6 +10,7 @@ import (
 )
 
 func TestWalksFollowTheASL(t *testing.T) {
+	t.Parallel()
 	walks, err := Walks(context.Background(), statemachine.Migrate)
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +44,7 @@ func TestWalksFollowTheASL(t *testing.T) {
 // file, not from a constant. FromManual is split in two Pass states (the
 // second keeps its Parameters and Next).
 func TestWalksCountAnAddedState(t *testing.T) {
+	t.Parallel()
 	def := strings.Replace(string(statemachine.Migrate),
 		`"FromManual": {
       "Type": "Pass",`, `"FromManual": {
@@ -64,6 +66,7 @@ func TestWalksCountAnAddedState(t *testing.T) {
 }
 
 func TestWalkBackfill(t *testing.T) {
+	t.Parallel()
 	w, err := WalkBackfill(context.Background(), statemachine.Backfill)
 	if err != nil {
 		t.Fatal(err)

@@ -46,12 +46,17 @@ const (
 	CurveGeometry     Code = "CurveGeometry"
 	NoGeometry        Code = "NoGeometry"
 	DriverUnavailable Code = "DriverUnavailable"
+	// InvalidKey: an object key that could climb out of a prefix or break
+	// a path (".", ".." or empty segments, a leading "/", control
+	// characters), refused by every store and by HashCheck
+	// (docs/decisions/0100).
+	InvalidKey Code = "InvalidKey"
 )
 
 // Codes lists every data error code, for documentation and tests.
 var Codes = []Code{MissingCRS, InvalidCRS, UnsupportedFormat, CorruptSource, InvalidGeometry,
 	EmptyDataset, SchemaMismatch, BudgetExceeded, UnsafeSource, SourceNotFound, InvalidInput, DestinationTaken, SourceChanged,
-	CurveGeometry, NoGeometry, DriverUnavailable}
+	CurveGeometry, NoGeometry, DriverUnavailable, InvalidKey}
 
 // TransientError is a failure that may succeed when tried again later
 // (throttling, 5xx, timeouts, lease contention). The state machine retries it.

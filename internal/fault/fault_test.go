@@ -11,6 +11,7 @@ import (
 )
 
 func TestTierOf(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		want Tier
@@ -35,6 +36,7 @@ func TestTierOf(t *testing.T) {
 // TestBoundaryTypeNames pins what aws-lambda-go reports as errorType: the
 // type name with the pointer elided, whatever wrapping happened inside.
 func TestBoundaryTypeNames(t *testing.T) {
+	t.Parallel()
 	name := func(err error) string {
 		ty := reflect.TypeOf(err)
 		if ty.Kind() == reflect.Pointer {
@@ -63,6 +65,7 @@ func TestBoundaryTypeNames(t *testing.T) {
 }
 
 func TestAttemptAndCodeSurviveTheMessage(t *testing.T) {
+	t.Parallel()
 	err := WithAttempt(fmt.Errorf("convert: %w", Data(InvalidCRS, "bad WKT")), 5)
 	msg, n := ParseAttempt(err.Error())
 	if n != 5 || msg != "InvalidCRS: bad WKT" {
@@ -82,6 +85,7 @@ func TestAttemptAndCodeSurviveTheMessage(t *testing.T) {
 }
 
 func TestFromOS(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		want Tier
@@ -101,6 +105,7 @@ func TestFromOS(t *testing.T) {
 }
 
 func TestBreakerOpenMessageRoundTrips(t *testing.T) {
+	t.Parallel()
 	e := &BreakerOpenError{Dependency: "s3:dest", State: "OPEN", RetryAfterSeconds: 42, Err: Transient("s3.Put", errors.New("SlowDown"))}
 	got, ok := ParseBreakerOpen(WithAttempt(fmt.Errorf("x: %w", e), 3).Error())
 	if !ok || got.Dependency != "s3:dest" || got.State != "OPEN" || got.RetryAfterSeconds != 42 || got.Err == nil || got.Err.Error() != "s3.Put: SlowDown" {

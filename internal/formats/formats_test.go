@@ -6,6 +6,7 @@ import (
 )
 
 func TestLookup(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		kind Kind
@@ -53,6 +54,7 @@ func TestLookup(t *testing.T) {
 }
 
 func TestTableIsConsistent(t *testing.T) {
+	t.Parallel()
 	for _, f := range Table() {
 		if f.Ext != strings.ToLower(f.Ext) || !strings.Contains(f.Ext, ".") || !(strings.HasPrefix(f.Ext, ".") || f.Kind == Sidecar) {
 			t.Errorf("%q: extensions are lower case with the dot (a sidecar's may be a suffix of the stem)", f.Ext)
@@ -76,6 +78,7 @@ func TestTableIsConsistent(t *testing.T) {
 }
 
 func TestStem(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"a/b/roads.shp.zip": "roads",
 		"city.gdb.zip":      "city",
@@ -97,6 +100,7 @@ func TestStem(t *testing.T) {
 }
 
 func TestSidecarOf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		main, name string
 		want       bool
@@ -159,6 +163,7 @@ func TestSidecarOf(t *testing.T) {
 }
 
 func TestConditional(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]bool{
 		"image.XML": true, "image.xml": true, "a/b/x.Xml": true,
 		"dem.tif.aux.xml": false, "image.IMD": false, "image_RPC.TXT": false, "dem.tif": false, "roads.xsd": false,
@@ -170,6 +175,7 @@ func TestConditional(t *testing.T) {
 }
 
 func TestPredictKind(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]Kind{
 		"dem.tif":       Raster,
 		"roads.shp":     Vector,
@@ -192,6 +198,7 @@ func TestPredictKind(t *testing.T) {
 }
 
 func TestReadableByRange(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]bool{
 		"dem.tif": true, "dem.TIF": true, "scene.jp2": true, "parks.geojson": true, "roads.shp.zip": true,
 		"roads.shp": false, "city.gpkg": false, "grid.nc": false, "land.img": false, "grid.asc": false,
@@ -204,6 +211,7 @@ func TestReadableByRange(t *testing.T) {
 }
 
 func TestOutputFormat(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"x.tif": "COG", "x.TIFF": "COG", "x.parquet": "GeoParquet", "x.geoparquet": "GeoParquet",
 		"x.fgb": "FlatGeobuf", "x.shp": "", "x": "",

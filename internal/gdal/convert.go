@@ -1,5 +1,7 @@
 package gdal
 
+// Size: Convert's raster path from the source to a checked COG, its named steps in the order they run.
+
 import (
 	"context"
 	"fmt"
@@ -54,10 +56,12 @@ func (e *Engine) Convert(ctx context.Context, src, workDir string, r recipe.Reci
 
 // convertSource is the conversion of a preflighted source.
 func (e *Engine) convertSource(ctx context.Context, s *preflight.Source, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
-	if len(r.CreationOptions) > 0 {
-		if err := CheckCreationOptions(r.CreationOptions); err != nil {
-			return nil, fault.Systemic("gdal.Convert: recipe", err)
-		}
+	// A recipe is checked before a run (recipe.Book.Check); one that
+	// reaches a conversion unchecked (a Lambda reads its recipe file
+	// where no GDAL is) is the recipe's fault, not the engine's: the file
+	// waits in remediation for the fixed recipe and a replay.
+	if err := r.Check(e.Capabilities()); err != nil {
+		return nil, fault.Data(fault.InvalidInput, "the recipe of this file cannot be applied by GDAL %s: %v; fix the recipe (geomigrate recipe show checks it), then replay", e.version, err)
 	}
 	rec := newRecorder()
 	// GDAL parses a GeoJSON feature whole (at ~24 times its text): the
@@ -213,6 +217,9 @@ func COGOptions(r recipe.Recipe, categorical bool, numThreads int) []string {
 		co = append(co, "LEVEL="+strconv.Itoa(r.ZSTDLevel))
 	case "DEFLATE", "LERC_DEFLATE":
 		co = append(co, "LEVEL="+strconv.Itoa(r.DeflateLevel))
+	case "JPEG", "WEBP":
+		q := strconv.Itoa(r.Quality)
+		co = append(co, "QUALITY="+q, "OVERVIEW_QUALITY="+q)
 	}
 	if predictor := predictorFor(r, categorical); predictor != "" {
 		co = append(co, "PREDICTOR="+predictor, "OVERVIEW_PREDICTOR="+predictor)
@@ -244,7 +251,7 @@ func COGOptions(r recipe.Recipe, categorical bool, numThreads int) []string {
 	if r.NoData != "" {
 		args = append(args, "-a_nodata", r.NoData)
 	}
-	for _, kv := range lineageItems(r.Lineage()) {
+	for _, kv := range lineageItems(r.RasterLineage()) {
 		args = append(args, "-mo", kv[0]+"="+kv[1])
 	}
 	for _, c := range co {
@@ -258,7 +265,7 @@ func COGOptions(r recipe.Recipe, categorical bool, numThreads int) []string {
 // adds noise to the compressor, and LERC and uncompressed tiles take none.
 func predictorFor(r recipe.Recipe, categorical bool) string {
 	switch r.Compression {
-	case "LERC", "LERC_DEFLATE", "LERC_ZSTD", "NONE":
+	case "LERC", "LERC_DEFLATE", "LERC_ZSTD", "NONE", "PACKBITS", "JPEG", "WEBP":
 		return ""
 	}
 	switch r.Predictor {
@@ -275,6 +282,41 @@ func predictorFor(r recipe.Recipe, categorical bool) string {
 	return "YES" // the COG driver picks 2 (integers) or 3 (floats)
 }
 
+// checkLossy refuses a raster a lossy recipe (JPEG, WEBP) cannot be
+// applied to: they are made for 8-bit imagery, grey (JPEG only), RGB or
+// RGBA (WEBP only: JPEG has no alpha, GDAL turns it into a 1-bit mask).
+// A colour table's indices or a nodata value would be altered into other
+// classes or into valid data.
+func checkLossy(ds *godal.Dataset, r recipe.Recipe, what string) error {
+	if !r.Lossy() {
+		return nil
+	}
+	bands := ds.Bands()
+	refuse := func(why string) error {
+		return fault.Data(fault.InvalidInput, "%s %s: the recipe's %s compression is lossy and made for 8-bit grey (JPEG only), RGB or RGBA (WEBP only) imagery; convert this file losslessly (a rule for its glob with compression: ZSTD)", what, why, r.Compression)
+	}
+	for i, b := range bands {
+		if dt := b.Structure().DataType; dt != godal.Byte {
+			return refuse(fmt.Sprintf("has %s band %d", dt, i+1))
+		}
+		if isPaletted(b) {
+			return refuse("has a colour table")
+		}
+		if _, ok := b.NoData(); ok || r.NoData != "" {
+			return refuse("has a nodata value")
+		}
+	}
+	switch n := len(bands); {
+	case n == 1 && r.Compression == "JPEG", n == 3:
+	case n == 4 && r.Compression == "WEBP" && bands[3].ColorInterp() == godal.CIAlpha:
+	case n == 4 && bands[3].ColorInterp() != godal.CIAlpha:
+		return refuse("has 4 bands, the 4th not alpha")
+	default:
+		return refuse(fmt.Sprintf("has %d bands", n))
+	}
+	return nil
+}
+
 // resamplingMetadataKey is the dataset metadata item of a COG that names
 // the resampling its overviews were built with.
 const resamplingMetadataKey = "GEOMIGRATE_OVERVIEW_RESAMPLING"
@@ -288,15 +330,9 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	if layer != "" {
 		what = "subdataset " + layer
 	}
-	st := ds.Structure()
-	pixels := int64(st.SizeX) * int64(st.SizeY) * int64(st.NBands)
-	if st.SizeX <= 0 || st.SizeY <= 0 || st.NBands <= 0 {
-		return recipe.Output{}, fault.Data(fault.EmptyDataset, "%s has no pixels (%dx%d, %d bands)", what, st.SizeX, st.SizeY, st.NBands)
-	}
-	if r.MaxPixels > 0 && pixels > r.MaxPixels {
-		return recipe.Output{}, fault.Data(fault.BudgetExceeded,
-			"%s declares %d x %d pixels x %d bands = %d, over the budget of %d; not attempted",
-			what, st.SizeX, st.SizeY, st.NBands, pixels, r.MaxPixels)
+	pixels, err := checkRasterSize(ds, what, r)
+	if err != nil {
+		return recipe.Output{}, err
 	}
 	if err := checkBlocks(ds, what, r); err != nil {
 		return recipe.Output{}, err
@@ -312,44 +348,169 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	if err != nil {
 		return recipe.Output{}, err
 	}
-	reason, err := categoricalReason(ctx, ds, rec)
+	categorical, resampling, err := overviewResampling(ctx, ds, r, what, rec)
 	if err != nil {
 		return recipe.Output{}, err
+	}
+	if err := checkRasterRecipe(ds, r, what); err != nil {
+		return recipe.Output{}, err
+	}
+	checks := []string(nil)
+	orig := ds
+	if r.TargetCRS != "" && !alreadyIn(ds, r.TargetCRS) {
+		warped, wp, err := reprojectRaster(ds, r, categorical, geo, what, rec)
+		if err != nil {
+			return recipe.Output{}, err
+		}
+		defer warped.Close()
+		// From here on the source is the warp: the COG is written from it
+		// and compared with it.
+		ds, pixels, checks = warped, wp, []string{"warp"}
+	}
+	// GDAL_NUM_THREADS (the overviews) follows the COG driver's
+	// NUM_THREADS for this conversion only: the process-wide value is
+	// New's.
+	threads := e.threads()
+	if err := writeCOG(ds, dst, r, categorical, threads, what, rec); err != nil {
+		return recipe.Output{}, err
+	}
+	ost, ovr, err := readBackCOG(dst, what, rec)
+	if err != nil {
+		return recipe.Output{}, err
+	}
+	chk, err := e.checkCOG(ctx, ds, orig, dst, what, r, threads, checks, rec)
+	if err != nil {
+		return recipe.Output{}, err
+	}
+	fi, err := os.Stat(dst)
+	if err != nil {
+		return recipe.Output{}, fault.Systemic("gdal.Translate(COG)", err)
+	}
+	info := recipe.Formats[recipe.FormatCOG]
+	return recipe.Output{
+		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
+		Kind: recipe.Raster, Layer: layer, Warnings: rec.list(), OverviewResampling: resampling,
+		Stats: map[string]int64{
+			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
+			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.Bytes,
+			"fidelity_ns": chk.took.Nanoseconds(), "fidelity_raw_tiles": chk.raw.tiles, "fidelity_gdal_tiles": chk.raw.fallbacks,
+		},
+		Fidelity: chk.fid, SHA256: chk.sha, MD5: chk.md5,
+	}, nil
+}
+
+// cogCheck is what checking a written COG found: its fidelity, its
+// digests, how the check read it and how long it took.
+type cogCheck struct {
+	fid      *recipe.Fidelity
+	sha, md5 string
+	raw      rawCheck
+	took     time.Duration
+}
+
+// checkCOG compares the written COG with its source while hashing it, and
+// removes it when either fails.
+func (e *Engine) checkCOG(ctx context.Context, ds, orig *godal.Dataset, dst, what string, r recipe.Recipe, threads int, checks []string, rec *recorder) (cogCheck, error) {
+	if e.beforeCheck != nil {
+		e.beforeCheck(dst)
+	}
+	checkStart := time.Now()
+	// The file is final: it is hashed while the check decodes it.
+	digests := digestOutput(ctx, dst, e.cfg.OutputMD5)
+	var rawStats rawCheck
+	var lossy *recipe.LossyFidelity
+	if r.Lossy() {
+		lossy = &recipe.LossyFidelity{Compression: r.Compression, Quality: r.Quality, MinPSNR: r.MinPSNR}
+	}
+	fid, err := rasterFidelity(ctx, ds, orig, dst, what, r.NoData, threads, rec, &rawStats, lossy)
+	if fid != nil {
+		fid.Checks = append(fid.Checks, checks...)
+	}
+	sha, md5sum, derr := digests.wait()
+	checkTime := time.Since(checkStart)
+	if err == nil && derr != nil {
+		err = ctx.Err()
+		if err == nil {
+			err = fault.Systemic("gdal.Translate(COG): hash output", derr)
+		}
+	}
+	if err != nil {
+		removeOutput(dst)
+		return cogCheck{}, err
+	}
+	return cogCheck{fid: fid, sha: sha, md5: md5sum, raw: rawStats, took: checkTime}, nil
+}
+
+// checkRasterSize refuses a raster with no pixels or more than the budget,
+// and returns its pixel count (all bands).
+func checkRasterSize(ds *godal.Dataset, what string, r recipe.Recipe) (int64, error) {
+	st := ds.Structure()
+	pixels := int64(st.SizeX) * int64(st.SizeY) * int64(st.NBands)
+	if st.SizeX <= 0 || st.SizeY <= 0 || st.NBands <= 0 {
+		return 0, fault.Data(fault.EmptyDataset, "%s has no pixels (%dx%d, %d bands)", what, st.SizeX, st.SizeY, st.NBands)
+	}
+	if r.MaxPixels > 0 && pixels > r.MaxPixels {
+		return 0, fault.Data(fault.BudgetExceeded,
+			"%s declares %d x %d pixels x %d bands = %d, over the budget of %d; not attempted",
+			what, st.SizeX, st.SizeY, st.NBands, pixels, r.MaxPixels)
+	}
+	return pixels, nil
+}
+
+// overviewResampling says whether the raster looks categorical and which
+// resampling its overviews get, warning when the recipe's would invent
+// values between classes.
+func overviewResampling(ctx context.Context, ds *godal.Dataset, r recipe.Recipe, what string, rec *recorder) (bool, string, error) {
+	reason, err := categoricalReason(ctx, ds, rec)
+	if err != nil {
+		return false, "", err
 	}
 	categorical := reason != ""
 	resampling := r.OverviewResamplingFor(categorical)
 	if categorical && r.OverviewResampling != recipe.ResamplingNearest && r.OverviewResampling != recipe.ResamplingMode && r.OverviewResampling != recipe.ResamplingAuto {
 		rec.warn(fmt.Sprintf("%s looks categorical (%s) but the recipe asks for %s overviews, which invent values between classes", what, reason, resampling))
 	}
+	return categorical, resampling, nil
+}
+
+// checkRasterRecipe refuses a recipe the raster cannot be written with: a
+// nodata value its bands cannot hold, a lossy compression it does not fit,
+// a floating-point predictor on integer bands.
+func checkRasterRecipe(ds *godal.Dataset, r recipe.Recipe, what string) error {
 	if err := checkNoData(ds, r.NoData, what); err != nil {
-		return recipe.Output{}, err
+		return err
+	}
+	if err := checkLossy(ds, r, what); err != nil {
+		return err
 	}
 	if r.Predictor == "floating_point" && !allFloat(ds) {
-		return recipe.Output{}, fault.Data(fault.InvalidInput, "%s has integer bands: the recipe's floating_point predictor applies to Float32/Float64 rasters only (use standard)", what)
+		return fault.Data(fault.InvalidInput, "%s has integer bands: the recipe's floating_point predictor applies to Float32/Float64 rasters only (use standard)", what)
 	}
-	checks := []string(nil)
-	orig := ds
-	if r.TargetCRS != "" && !alreadyIn(ds, r.TargetCRS) {
-		if geo.gcps > 0 || geo.rpc {
-			rec.warn(fmt.Sprintf("%s is reprojected to %s through its GCPs or RPCs, which the reprojected COG does not carry (its geotransform replaces them)", what, r.TargetCRS))
-		}
-		warped, err := warp(ds, r, categorical, geo, rec)
-		if err != nil {
-			return recipe.Output{}, err
-		}
-		defer warped.Close()
-		wst := warped.Structure()
-		if wp := int64(wst.SizeX) * int64(wst.SizeY) * int64(wst.NBands); r.MaxPixels > 0 && wp > r.MaxPixels {
-			return recipe.Output{}, fault.Data(fault.BudgetExceeded, "%s reprojected to %s would be %d x %d pixels x %d bands, over the budget of %d; not attempted", what, r.TargetCRS, wst.SizeX, wst.SizeY, wst.NBands, r.MaxPixels)
-		}
-		// From here on the source is the warp: the COG is written from it
-		// and compared with it.
-		ds, pixels, checks = warped, int64(wst.SizeX)*int64(wst.SizeY)*int64(wst.NBands), []string{"warp"}
+	return nil
+}
+
+// reprojectRaster warps the raster to the recipe's target CRS within the
+// pixel budget and returns the warp with its pixel count; the caller
+// closes it.
+func reprojectRaster(ds *godal.Dataset, r recipe.Recipe, categorical bool, geo georef, what string, rec *recorder) (*godal.Dataset, int64, error) {
+	if geo.gcps > 0 || geo.rpc {
+		rec.warn(fmt.Sprintf("%s is reprojected to %s through its GCPs or RPCs, which the reprojected COG does not carry (its geotransform replaces them)", what, r.TargetCRS))
 	}
-	// GDAL_NUM_THREADS (the overviews) follows the COG driver's
-	// NUM_THREADS for this conversion only: the process-wide value is
-	// New's.
-	threads := e.threads()
+	warped, err := warp(ds, r, categorical, geo, rec)
+	if err != nil {
+		return nil, 0, err
+	}
+	wst := warped.Structure()
+	if wp := int64(wst.SizeX) * int64(wst.SizeY) * int64(wst.NBands); r.MaxPixels > 0 && wp > r.MaxPixels {
+		warped.Close()
+		return nil, 0, fault.Data(fault.BudgetExceeded, "%s reprojected to %s would be %d x %d pixels x %d bands, over the budget of %d; not attempted", what, r.TargetCRS, wst.SizeX, wst.SizeY, wst.NBands, r.MaxPixels)
+	}
+	return warped, int64(wst.SizeX) * int64(wst.SizeY) * int64(wst.NBands), nil
+}
+
+// writeCOG writes the raster to dst as a COG, removing what it wrote on
+// failure.
+func writeCOG(ds *godal.Dataset, dst string, r recipe.Recipe, categorical bool, threads int, what string, rec *recorder) error {
 	args := COGOptions(r, categorical, threads)
 	if perBandMasks(ds) {
 		// A COG holds one mask for all bands: the first band's is written
@@ -361,18 +522,25 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 	out, err := ds.Translate(dst, args, rec.opt(), godal.ConfigOption("GDAL_NUM_THREADS="+strconv.Itoa(threads)))
 	if err != nil {
 		removeOutput(dst)
-		return recipe.Output{}, classify("gdal.Translate(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be read in full", what)
+		return classify("gdal.Translate(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be read in full", what)
 	}
 	if err := out.Close(rec.opt()); err != nil {
 		removeOutput(dst)
-		return recipe.Output{}, classify("gdal.Close(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be written", what)
+		return classify("gdal.Close(COG)", err, filepath.Dir(dst), fault.CorruptSource, "%s cannot be written", what)
 	}
+	return nil
+}
+
+// readBackCOG reopens the written COG, removes what GDAL wrote beside it,
+// refuses it unless GDAL reads it as laid out as a COG, and returns its
+// structure and overview count.
+func readBackCOG(dst, what string, rec *recorder) (godal.DatasetStructure, int, error) {
 	// Read back what was written: the GTiff driver reports LAYOUT=COG
 	// only for a file whose structure is that of a COG.
 	chk, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
 	if err != nil {
 		removeOutput(dst)
-		return recipe.Output{}, fault.Systemic("gdal.Translate(COG): reopen output", err)
+		return godal.DatasetStructure{}, 0, fault.Systemic("gdal.Translate(COG): reopen output", err)
 	}
 	ost := chk.Structure()
 	ovr := len(chk.Bands()[0].Overviews())
@@ -391,46 +559,9 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		// GDAL wrote it from what the source holds: a data outcome
 		// (docs/decisions/0089).
 		removeOutput(dst)
-		return recipe.Output{}, fault.Data(fault.CorruptSource, "%s was written as a GeoTIFF that is not laid out as a COG (LAYOUT=%q): its structure (overviews, tiling, masks) is unusual; rewrite it (gdal_translate -of GTiff -co TILED=YES SRC FIXED.tif) and upload again", what, layout)
+		return godal.DatasetStructure{}, 0, fault.Data(fault.CorruptSource, "%s was written as a GeoTIFF that is not laid out as a COG (LAYOUT=%q): its structure (overviews, tiling, masks) is unusual; rewrite it (gdal_translate -of GTiff -co TILED=YES SRC FIXED.tif) and upload again", what, layout)
 	}
-	if e.beforeCheck != nil {
-		e.beforeCheck(dst)
-	}
-	checkStart := time.Now()
-	// The file is final: it is hashed while the check decodes it.
-	digests := digestOutput(ctx, dst, e.cfg.OutputMD5)
-	var rawStats rawCheck
-	fid, err := rasterFidelity(ctx, ds, orig, dst, what, r.NoData, threads, rec, &rawStats)
-	if fid != nil {
-		fid.Checks = append(fid.Checks, checks...)
-	}
-	sha, md5sum, derr := digests.wait()
-	checkTime := time.Since(checkStart)
-	if err == nil && derr != nil {
-		err = ctx.Err()
-		if err == nil {
-			err = fault.Systemic("gdal.Translate(COG): hash output", derr)
-		}
-	}
-	if err != nil {
-		removeOutput(dst)
-		return recipe.Output{}, err
-	}
-	fi, err := os.Stat(dst)
-	if err != nil {
-		return recipe.Output{}, fault.Systemic("gdal.Translate(COG)", err)
-	}
-	info := recipe.Formats[recipe.FormatCOG]
-	return recipe.Output{
-		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
-		Kind: recipe.Raster, Layer: layer, Warnings: rec.list(), OverviewResampling: resampling,
-		Stats: map[string]int64{
-			"width": int64(ost.SizeX), "height": int64(ost.SizeY), "bands": int64(ost.NBands),
-			"overviews": int64(ovr), "pixels": pixels, "bytes": fi.Size(), "source_bytes": s.Bytes,
-			"fidelity_ns": checkTime.Nanoseconds(), "fidelity_raw_tiles": rawStats.tiles, "fidelity_gdal_tiles": rawStats.fallbacks,
-		},
-		Fidelity: fid, SHA256: sha, MD5: md5sum,
-	}, nil
+	return ost, ovr, nil
 }
 
 // checkBlocks bounds what GDAL holds at once for any raster format: one

@@ -1,5 +1,7 @@
 package gdal
 
+// Size: Describe for raster and vector outputs and the type-name tables it reads.
+
 // Describe: what an output file holds, read back from the file itself, for
 // its STAC item (internal/stac). The engine already knows most of it while
 // converting; reading it back from the written file is what makes the item
@@ -110,7 +112,7 @@ func describeRaster(path string) (stac.Description, error) {
 	gt, err := ds.GeoTransform(rec.opt())
 	if err != nil {
 		// Georeferenced by GCPs or RPCs (docs/decisions/0089): the grid has
-		// no CRS of its own, so no proj:epsg, proj:bbox or proj:transform;
+		// no CRS of its own, so no proj:code, proj:bbox or proj:transform;
 		// the footprint is that of the GCPs or of the RPCs' domain.
 		if err := describeWithoutGeoTransform(&d, ds); err != nil {
 			return d, err
@@ -390,7 +392,7 @@ func describeSRS(d *stac.Description, sr *godal.SpatialRef, xs, ys []float64) er
 // GDAL's identification finds (a CRS read from WKT without AUTHORITY).
 func epsgCode(sr *godal.SpatialRef) int {
 	// OGC:CRS84 (GeoParquet's default) is EPSG:4326 in longitude/latitude
-	// order, which is how STAC reads proj:epsg 4326 anyway.
+	// order, which is how STAC reads proj:code EPSG:4326 anyway.
 	if strings.EqualFold(sr.AuthorityName(""), "OGC") && sr.AuthorityCode("") == "CRS84" {
 		return 4326
 	}

@@ -57,9 +57,20 @@ type Config struct {
 // Option changes the Config of New.
 type Option func(*Config)
 
+// WithGDALData sets Config.GDALData: the GDAL_DATA directory to use
+// instead of the one found. New fails (SystemicError) when it lacks GDAL's
+// data files.
 func WithGDALData(dir string) Option { return func(c *Config) { c.GDALData = dir } }
-func WithTmpDir(dir string) Option   { return func(c *Config) { c.TmpDir = dir } }
-func WithNumThreads(n int) Option    { return func(c *Config) { c.NumThreads = n } }
+
+// WithTmpDir sets Config.TmpDir, GDAL's CPL_TMPDIR: where GDAL writes its
+// temporary files (a Lambda's or a task's work directory, with the space
+// the conversion needs).
+func WithTmpDir(dir string) Option { return func(c *Config) { c.TmpDir = dir } }
+
+// WithNumThreads sets Config.NumThreads: GDAL's threads per conversion,
+// fixed instead of the CPUs shared among the conversions
+// (docs/decisions/0085).
+func WithNumThreads(n int) Option { return func(c *Config) { c.NumThreads = n } }
 
 // WithConversions sets Config.Conversions.
 func WithConversions(n int) Option { return func(c *Config) { c.Conversions = n } }

@@ -3,6 +3,7 @@ package gdal
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -145,5 +146,58 @@ func classify(op string, err error, workDir string, code fault.Code, format stri
 	if workDir != "" && strings.Contains(err.Error(), workDir) && !strings.Contains(msg, "read") {
 		return fault.Systemic(op, err)
 	}
+	if m, ok := shortRead(err.Error()); ok {
+		err = &reworded{msg: m, err: err}
+	} else if code == fault.CorruptSource && anonymous.MatchString(err.Error()) {
+		// A failure reported from one of GDAL's decoding threads reaches
+		// no handler of this call: only its status is left.
+		err = &reworded{msg: "GDAL failed reading the file without saying why (" + err.Error() + "); a truncated or damaged file is the usual cause: check it with gdalinfo -checksum", err: err}
+	}
 	return fault.DataWrap(code, err, format, args...)
 }
+
+// libtiffShortRead is libtiff's report of a strip or tile the file holds
+// only part of. The row, column or scanline it names is 4294967295 (-1)
+// when the read was of a whole block, so the block number and the byte
+// counts are what it says about the file.
+var libtiffShortRead = regexp.MustCompile(`Read error (?:at row \d+, col \d+, tile (\d+)|on strip (\d+)|on tile (\d+)|at (?:row \d+, col \d+|scanline \d+)); got (\d+) bytes, expected (\d+)`)
+
+// gdalReadBlock is GDAL's own line for the same failure, which names the
+// block by its position in the grid of blocks.
+var gdalReadBlock = regexp.MustCompile(`IReadBlock failed at X offset (\d+), Y offset (\d+)`)
+
+// shortRead says in the user's terms what a libtiff short read means:
+// the file is truncated (or a block's offset points past its end). ok is
+// false for other messages.
+func shortRead(msg string) (string, bool) {
+	m := libtiffShortRead.FindStringSubmatch(msg)
+	if m == nil {
+		return "", false
+	}
+	block := "a strip"
+	switch {
+	case m[1] != "":
+		block = "tile " + m[1]
+	case m[3] != "":
+		block = "tile " + m[3]
+	case m[2] != "":
+		block = "strip " + m[2]
+	}
+	if b := gdalReadBlock.FindStringSubmatch(msg); b != nil && (m[1] == "" && m[2] == "" && m[3] == "") {
+		block = "the block at column " + b[1] + ", row " + b[2] + " of the block grid"
+	}
+	return fmt.Sprintf("the file is truncated or damaged: %s is cut short (%s of its %s bytes are in the file); upload a complete copy", block, m[4], m[5]), true
+}
+
+// anonymous is godal's text for a GDAL call that failed without a message.
+var anonymous = regexp.MustCompile(`^unknown (?:cpl )?error(?: \d+)?$`)
+
+// reworded is a GDAL error said in the user's terms; the original stays
+// reachable by errors.As for the logs.
+type reworded struct {
+	msg string
+	err error
+}
+
+func (r *reworded) Error() string { return r.msg }
+func (r *reworded) Unwrap() error { return r.err }

@@ -1,5 +1,7 @@
 package gdal
 
+// Size: the raster fidelity check: the GDAL and raw-tile comparisons share its block readers.
+
 // The fidelity check (docs/decisions/0012): before an output leaves the
 // engine, it is opened again on its own and compared with the source.
 // Compression is lossless, so a raster must hold the very same pixel values,
@@ -71,7 +73,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // orig is the source as opened when src is its reprojection (a warp
 // VRT), else src: metadata domains are compared with it, since a warp
 // carries only some of them.
-func rasterFidelity(ctx context.Context, src, orig *godal.Dataset, dst, what, nodata string, threads int, rec *recorder, stats *rawCheck) (*recipe.Fidelity, error) {
+//
+// lossy, for a lossy output (JPEG, WEBP), holds the recipe's compression,
+// quality and threshold: the pixels are then measured, not compared for
+// equality (lossyPixels), and masks are measured as the alpha band they
+// are in such an output.
+func rasterFidelity(ctx context.Context, src, orig *godal.Dataset, dst, what, nodata string, threads int, rec *recorder, stats *rawCheck, lossy *recipe.LossyFidelity) (*recipe.Fidelity, error) {
 	out, err := godal.Open(dst, godal.Drivers("GTiff"), godal.RasterOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity: reopen output", err)
@@ -103,6 +110,24 @@ func rasterFidelity(ctx context.Context, src, orig *godal.Dataset, dst, what, no
 		if sok != ook || (sok && sv != ov && !(math.IsNaN(sv) && math.IsNaN(ov))) {
 			return nil, altered("band %d nodata %s written as %s", i+1, noDataText(sv, sok), noDataText(ov, ook))
 		}
+	}
+	if lossy != nil {
+		bands, err := lossyPixels(ctx, sb, ob, ss.SizeX, ss.SizeY, what)
+		if err != nil {
+			return nil, err
+		}
+		lossy.Bands = bands
+		for _, b := range bands {
+			if b.PSNR != nil && *b.PSNR < lossy.MinPSNR {
+				return nil, fault.Data(fault.InvalidInput, "%s, band %d, keeps a PSNR of %.2f dB under %s at quality %d (largest difference %d), below the recipe's min_psnr_db %g: raise quality, lower min_psnr_db, or convert it losslessly (a rule for its glob)",
+					what, b.Band, *b.PSNR, lossy.Compression, lossy.Quality, b.MaxAbsDiff, lossy.MinPSNR)
+			}
+		}
+		checks := slices.Concat([]string{"pixels within min_psnr_db", "nodata"}, geoChecks, sameBandProperties(src, out, what, rec))
+		if sameMetadata(orig, out, what, rec) {
+			checks = append(checks, "metadata")
+		}
+		return &recipe.Fidelity{Checks: checks, Bands: ss.NBands, Pixels: int64(ss.SizeX) * int64(ss.SizeY), Lossy: lossy}, nil
 	}
 	// Decoding the output is most of the check's cost: a single-band
 	// output is decoded tile by tile on several handles of the file at once
@@ -151,6 +176,47 @@ func rasterFidelity(ctx context.Context, src, orig *godal.Dataset, dst, what, no
 		}
 	}
 	return f, nil
+}
+
+// lossyPixels measures, band by band at full resolution, how far the
+// 8-bit output's values are from the source's: the largest absolute
+// difference, the mean squared error and the PSNR (10·log10(255²/MSE);
+// nil when MSE is 0). Rows are read in strips within checkStripBytes.
+func lossyPixels(ctx context.Context, sb, ob []godal.Band, w, h int, what string) ([]recipe.LossyBand, error) {
+	rows := max(1, min(h, checkStripBytes/max(1, w)))
+	sbuf, obuf := make([]byte, w*rows), make([]byte, w*rows)
+	out := make([]recipe.LossyBand, len(sb))
+	for i := range sb {
+		var sumSq uint64
+		maxDiff := 0
+		for y := 0; y < h; y += rows {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			n := min(rows, h-y)
+			if C.gm_read_rows(bandHandle(sb[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&sbuf[0])) != C.CE_None {
+				return nil, fault.Data(fault.CorruptSource, "%s, band %d, cannot be read again at rows %d–%d: %s", what, i+1, y, y+n-1, lastErrorMsg())
+			}
+			if C.gm_read_rows(bandHandle(ob[i]), C.int(y), C.int(w), C.int(n), unsafe.Pointer(&obuf[0])) != C.CE_None {
+				return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("%s: the output's band %d cannot be read at rows %d–%d: %s", what, i+1, y, y+n-1, lastErrorMsg()))
+			}
+			for k := range w * n {
+				d := int(sbuf[k]) - int(obuf[k])
+				if d < 0 {
+					d = -d
+				}
+				maxDiff = max(maxDiff, d)
+				sumSq += uint64(d * d)
+			}
+		}
+		b := recipe.LossyBand{Band: i + 1, MaxAbsDiff: maxDiff, MSE: float64(sumSq) / (float64(w) * float64(h))}
+		if b.MSE > 0 {
+			psnr := 10 * math.Log10(255*255/b.MSE)
+			b.PSNR = &psnr
+		}
+		out[i] = b
+	}
+	return out, nil
 }
 
 // samePixels reads every band of the source and of the output in strips

@@ -1,5 +1,7 @@
 package gdal
 
+// Size: the OGR to GeoParquet writer: field mapping, the feature source and the write loop share one layer's schema.
+
 // Vector → GeoParquet 1.1: an OGR layer read through a few direct OGR calls
 // (one cgo call per feature for the geometry, one per attribute) and handed
 // to the pure-Go writer of internal/geoparquet as a FeatureSource.

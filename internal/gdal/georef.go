@@ -54,9 +54,9 @@ func checkGeoreferencing(ds *godal.Dataset, what string, rec *recorder) (georef,
 	case g.gcps > 0 || g.rpc:
 		// GCPs or RPCs alone: no CRS for the raster grid itself.
 	case len(gcps) > 0:
-		return g, fault.Data(fault.MissingCRS, "%s has %d GCPs but no CRS for them, and no other georeferencing; assign their CRS (gdal_edit.py -a_srs EPSG:xxxx) and upload again", what, len(gcps))
+		return g, fault.Data(fault.MissingCRS, "%s has %d GCPs but no CRS for them, and no other georeferencing; give them one in a NAME.aux.xml sidecar (<PAMDataset><GCPList Projection=\"EPSG:xxxx\">…) or in the file (gdal_edit.py -a_srs EPSG:xxxx), then migrate or replay again", what, len(gcps))
 	default:
-		return g, fault.Data(fault.MissingCRS, "%s has no coordinate reference system; assign one (e.g. gdal_edit.py -a_srs EPSG:xxxx) and upload again", what)
+		return g, fault.Data(fault.MissingCRS, "%s has no coordinate reference system; %s", what, crsFixes)
 	}
 	return g, nil
 }

@@ -445,6 +445,12 @@ func TestRefusalsSayWhatGDALSays(t *testing.T) {
 			}
 			return writeFile(t, dir, "ortho.ecw", "\x01\x00\x00\x00not an ecw header we know")
 		}, code: fault.DriverUnavailable, says: "ECW driver"},
+		{name: "MrSID without a MrSID driver", make: func(t *testing.T, dir string) string {
+			if hasDriver("MrSID") {
+				t.Skip("this GDAL has the MrSID driver")
+			}
+			return writeFile(t, dir, "ortho.sid", "msid\x01\x00\x00\x00not a MrSID body we know")
+		}, code: fault.DriverUnavailable, says: "MrSID driver"},
 		{name: "FlatGeobuf of another major version", make: func(t *testing.T, dir string) string {
 			p := filepath.Join(dir, "pts.fgb")
 			run(t, "ogr2ogr", "-f", "FlatGeobuf", p, writeFile(t, t.TempDir(), "in.geojson",
@@ -456,6 +462,9 @@ func TestRefusalsSayWhatGDALSays(t *testing.T) {
 			b[3] = 4
 			return writeFile(t, dir, "pts.fgb", string(b))
 		}, code: fault.DriverUnavailable, says: "version 4"},
+		{name: "truncated tiled GeoTIFF (the sample)", make: func(t *testing.T, dir string) string {
+			return sample(t, "truncated.tif").Path
+		}, code: fault.CorruptSource, says: "the file is truncated or damaged: tile 0 is cut short"},
 		{name: "truncated GeoTIFF", make: func(t *testing.T, dir string) string {
 			p := rasterFrom(t, filepath.Join(t.TempDir(), "dem.tif"), "-srcwin", "0", "0", "256", "256")
 			b, err := os.ReadFile(p)
@@ -463,7 +472,7 @@ func TestRefusalsSayWhatGDALSays(t *testing.T) {
 				t.Fatal(err)
 			}
 			return writeFile(t, dir, "dem.tif", string(b[:len(b)*2/3]))
-		}, code: fault.CorruptSource},
+		}, code: fault.CorruptSource, says: "truncated"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,6 +18,7 @@ const (
 	MetaToolVersion       = "GEOMIGRATE_VERSION"
 	MetaEngineVersion     = "GEOMIGRATE_GDAL_VERSION"
 	MetaAssignedCRS       = "GEOMIGRATE_ASSIGNED_CRS"
+	MetaLossy             = "GEOMIGRATE_LOSSY"
 )
 
 func lineageItems(l recipe.Lineage) [][2]string {
@@ -25,6 +26,7 @@ func lineageItems(l recipe.Lineage) [][2]string {
 	for _, kv := range [][2]string{
 		{MetaSourceSHA256, l.SourceSHA256}, {MetaSourceFingerprint, l.Fingerprint}, {MetaRecipe, l.RecipeHash},
 		{MetaToolVersion, l.ToolVersion}, {MetaEngineVersion, l.EngineVersion}, {MetaAssignedCRS, l.AssignedCRS},
+		{MetaLossy, l.Lossy},
 	} {
 		if kv[1] != "" {
 			out = append(out, kv)
@@ -44,5 +46,6 @@ func ReadCOGLineage(path string) (recipe.Lineage, error) {
 	return recipe.Lineage{
 		SourceSHA256: md[MetaSourceSHA256], Fingerprint: md[MetaSourceFingerprint], RecipeHash: md[MetaRecipe],
 		ToolVersion: md[MetaToolVersion], EngineVersion: md[MetaEngineVersion], AssignedCRS: md[MetaAssignedCRS],
+		Lossy: md[MetaLossy],
 	}, nil
 }

@@ -33,7 +33,21 @@ import (
 type cogOption struct {
 	Name   string   `xml:"name,attr"`
 	Type   string   `xml:"type,attr"`
+	Min    string   `xml:"min,attr"`
+	Max    string   `xml:"max,attr"`
 	Values []string `xml:"Value"`
+}
+
+// outOfRange says how a number breaks the option's declared min or max
+// ("" when it does not, or the option declares none).
+func (o cogOption) outOfRange(v float64) string {
+	if lo, err := strconv.ParseFloat(o.Min, 64); err == nil && v < lo {
+		return "at least " + o.Min
+	}
+	if hi, err := strconv.ParseFloat(o.Max, 64); err == nil && v > hi {
+		return "at most " + o.Max
+	}
+	return ""
 }
 
 // cogOptions is the COG driver's creation option list, by name.
@@ -77,12 +91,20 @@ func CheckCreationOptions(opts []string) error {
 		case o.Type == "string-select" && len(o.Values) > 0 && !slices.ContainsFunc(o.Values, func(s string) bool { return strings.EqualFold(s, v) }):
 			return fmt.Errorf("creation option %s=%s: want one of %s", k, v, strings.Join(o.Values, ", "))
 		case o.Type == "int":
-			if _, err := strconv.Atoi(v); err != nil {
+			n, err := strconv.Atoi(v)
+			if err != nil {
 				return fmt.Errorf("creation option %s=%s: want an integer", k, v)
 			}
+			if why := o.outOfRange(float64(n)); why != "" {
+				return fmt.Errorf("creation option %s=%s: want %s", k, v, why)
+			}
 		case o.Type == "float":
-			if _, err := strconv.ParseFloat(v, 64); err != nil {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
 				return fmt.Errorf("creation option %s=%s: want a number", k, v)
+			}
+			if why := o.outOfRange(f); why != "" {
+				return fmt.Errorf("creation option %s=%s: want %s", k, v, why)
 			}
 		}
 	}

@@ -71,10 +71,19 @@ func openSource(s *preflight.Source, r recipe.Recipe, rec *recorder) (*godal.Dat
 	return ds, nil
 }
 
+// crsFixes is how a source without a CRS gets one, cheapest first: the
+// first two leave the file as it is, so nothing is uploaded again, and
+// both change the job (recipe hash, sidecar fingerprint), so the next run
+// or a replay converts the refused file. GDAL's GeoTIFF driver reads a
+// CRS from a .aux.xml, not from a .prj.
+const crsFixes = `give it one without editing the file: a recipe rule matching it with assign_crs: "EPSG:xxxx", ` +
+	`or a sidecar GDAL reads (NAME.aux.xml holding <PAMDataset><SRS>EPSG:xxxx</SRS></PAMDataset> beside a raster, NAME.prj beside a Shapefile), ` +
+	`then migrate or replay again; or set it in the file (gdal_edit.py -a_srs EPSG:xxxx, ogr2ogr -a_srs EPSG:xxxx)`
+
 // checkCRS requires a valid, georeferencing CRS.
 func checkCRS(wkt string, what string, rec *recorder) error {
 	if strings.TrimSpace(wkt) == "" {
-		return fault.Data(fault.MissingCRS, "%s has no coordinate reference system; assign one (e.g. gdal_edit.py -a_srs EPSG:xxxx) and upload again", what)
+		return fault.Data(fault.MissingCRS, "%s has no coordinate reference system; %s", what, crsFixes)
 	}
 	sr, err := godal.NewSpatialRefFromWKT(wkt, rec.opt())
 	if err != nil {

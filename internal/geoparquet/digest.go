@@ -1,5 +1,7 @@
 package geoparquet
 
+// Size: the canonical feature encoding and the file digest that reads it back column by column must encode alike.
+
 import (
 	"crypto/sha256"
 	"encoding/binary"

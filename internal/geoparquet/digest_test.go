@@ -64,6 +64,7 @@ func digestOf(t *testing.T, feats []Feature) Digest {
 // writer did to their order (Hilbert sort, row groups, spills), and a
 // change of one value or one coordinate bit changes it.
 func TestFileDigest(t *testing.T) {
+	t.Parallel()
 	feats := digestFeatures(3000)
 	want := digestOf(t, feats)
 	for name, opts := range map[string]Options{
@@ -115,6 +116,7 @@ func TestFileDigest(t *testing.T) {
 }
 
 func TestAppendCanonical(t *testing.T) {
+	t.Parallel()
 	day := time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC)
 	cases := []struct {
 		name string

@@ -7,6 +7,7 @@ import (
 )
 
 func TestEachGeometry(t *testing.T) {
+	t.Parallel()
 	feats := []Feature{
 		{WKB: wkbPointXY(1, 2), Values: []any{int64(0), "a"}},
 		{WKB: nil, Values: []any{int64(1), "null geometry"}},

@@ -12,6 +12,7 @@ import (
 // types (geometry and covering columns left out), null geometries, and the
 // lineage under LineageKey next to a "geo" key that stays valid.
 func TestReadInfoAndLineage(t *testing.T) {
+	t.Parallel()
 	layer := Layer{Name: "l", Fields: []Field{
 		{Name: "i", Type: Int32, Nullable: true}, {Name: "j", Type: Int64, Nullable: true},
 		{Name: "f", Type: Float64, Nullable: true}, {Name: "s", Type: String, Nullable: true},

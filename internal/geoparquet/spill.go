@@ -1,5 +1,7 @@
 package geoparquet
 
+// Size: the writer's external sort: row spill, runs and the k-way merge share one row encoding.
+
 // External sort for layers larger than Options.SpillBytes (decision 0024).
 //
 // The Hilbert key of a row needs the extent of the whole layer, known only

@@ -1,5 +1,7 @@
 package geoparquet
 
+// Size: GeoParquet validation: geo metadata, columns and covering checked into one report.
+
 import (
 	"bytes"
 	"encoding/json"

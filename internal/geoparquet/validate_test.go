@@ -95,6 +95,7 @@ type failingReaderAt struct{}
 func (failingReaderAt) ReadAt([]byte, int64) (int, error) { return 0, errors.New("connection reset") }
 
 func TestValidateBrokenFiles(t *testing.T) {
+	t.Parallel()
 	rects := [][]byte{wkbRect(0, 0, 1, 1), wkbRect(2, 2, 3, 3), nil}
 	boxes := []*[4]float64{{0, 0, 1, 1}, {2, 2, 3, 3}, nil}
 	good := rawFile(t, goodGeo(nil), rects, boxes)

@@ -142,6 +142,7 @@ func outside(t *testing.T, script, module, path, column string) []byte {
 // zone-less ones as the same readings in a timestamp without zone, and a
 // table without geometry as plain Parquet (no "geo").
 func TestValuesReadByOutsideReaders(t *testing.T) {
+	t.Parallel()
 	const n = 120
 	feats := make([]Feature, n)
 	for i := range feats {

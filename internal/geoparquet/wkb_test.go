@@ -58,6 +58,7 @@ func wkbMultiRect(rects ...[4]float64) []byte {
 }
 
 func TestDecodeWKB(t *testing.T) {
+	t.Parallel()
 	nan := math.NaN()
 	deep := newWKB()
 	for i := 0; i < 40; i++ {
@@ -134,6 +135,7 @@ func TestDecodeWKB(t *testing.T) {
 }
 
 func TestHilbertIndexIsABijectionWithUnitSteps(t *testing.T) {
+	t.Parallel()
 	// On the 2^16 grid, look at the first 4096 curve positions: they must
 	// fill the 64×64 corner square, each step moving to a 4-neighbour.
 	pos := map[uint64][2]uint32{}

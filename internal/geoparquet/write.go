@@ -1,5 +1,7 @@
 package geoparquet
 
+// Size: the GeoParquet writer: columns collected, typed and built into Arrow arrays by the column type's methods, read together.
+
 import (
 	"bytes"
 	"encoding/json"

@@ -64,6 +64,10 @@ type File struct {
 type Output struct {
 	Key  string // destination key, shown
 	Path string // where it can be read on this machine; "" when it cannot (an S3 destination)
+	// Item is the href of the output's STAC item as seen from the page
+	// (relative), "" when it cannot be linked; ItemKey its key, shown
+	// when it is not linked.
+	Item, ItemKey string
 }
 
 // Renderer draws the quick-looks as PNG, at most px pixels on a side, with
@@ -78,16 +82,45 @@ const QuickLookPixels = 256
 
 // Result says what Write could not draw.
 type Result struct {
-	Images  int      // quick-looks embedded
-	Missing []string // "key: why" for outputs shown without one
+	Images int // quick-looks embedded
+	// Missing are "key: why" for outputs shown without one; Failed those
+	// of them whose drawing failed (a file missing or unreadable), as
+	// opposed to a format without quick-looks or a remote destination.
+	Missing, Failed []string
+	// Pages is how many pages were written.
+	Pages int
 }
 
-// Write renders run as HTML to w. An output that cannot be drawn is
-// listed in the page and in Result.Missing; it does not fail the page.
+// Paging splits the quick-looks of a large run over several pages, each
+// at most PerPage of them (0: all on one page): a quick-look is some 25
+// KiB of base64, so 300 on one page made it 7.5 MB. Href names page n
+// (1-based) as the pages link to each other.
+type Paging struct {
+	PerPage int
+	Href    func(page int) string
+}
+
+// Write renders run as one HTML page to w. An output that cannot be drawn
+// is listed in the page and in Result.Missing; it does not fail the page.
 func Write(w io.Writer, run Run, r Renderer) (Result, error) {
+	pages, res, err := Render(run, r, Paging{})
+	if err != nil {
+		return res, err
+	}
+	if _, err := w.Write(pages[0]); err != nil {
+		return res, fmt.Errorf("htmlreport.Write: %w", err)
+	}
+	return res, nil
+}
+
+// Render renders run as pages: the first holds the totals, what needs
+// attention, the warnings and the first quick-looks; each further page
+// PerPage more quick-looks. Every page links to every other.
+func Render(run Run, r Renderer, paging Paging) ([][]byte, Result, error) {
 	p := page{Run: run, Duration: time.Duration(run.Seconds * float64(time.Second)).Round(time.Millisecond).String()}
 	p.tally()
 	var res Result
+	var all []figure
 	for _, f := range run.Files {
 		if f.Status == "remediation" || f.Status == "dlq" || f.Status == "failed" {
 			p.Attention = append(p.Attention, f)
@@ -104,24 +137,51 @@ func Write(w io.Writer, run Run, r Renderer) (Result, error) {
 				res.Images++
 			} else {
 				res.Missing = append(res.Missing, o.Key+": "+q.Why)
+				if q.failed {
+					res.Failed = append(res.Failed, o.Key+": "+q.Why)
+				}
 			}
-			p.Outputs = append(p.Outputs, q)
+			all = append(all, q)
 		}
 	}
-	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, p); err != nil {
-		return res, fmt.Errorf("htmlreport.Write: %w", err)
+	p.OutputCount = len(all)
+	per := paging.PerPage
+	if per <= 0 || per >= len(all) || paging.Href == nil {
+		per = max(len(all), 1)
 	}
-	if _, err := w.Write(buf.Bytes()); err != nil {
-		return res, fmt.Errorf("htmlreport.Write: %w", err)
+	n := max((len(all)+per-1)/per, 1)
+	var pages [][]byte
+	for i := 0; i < n; i++ {
+		q := p
+		q.Page, q.First = i+1, i*per+1
+		q.Outputs = all[i*per : min((i+1)*per, len(all))]
+		q.Last = q.First + len(q.Outputs) - 1
+		if n > 1 {
+			for k := 1; k <= n; k++ {
+				q.Nav = append(q.Nav, navLink{N: k, Href: paging.Href(k), Current: k == i+1})
+			}
+		}
+		var buf bytes.Buffer
+		if err := pageTemplate.Execute(&buf, q); err != nil {
+			return nil, res, fmt.Errorf("htmlreport.Render: %w", err)
+		}
+		pages = append(pages, buf.Bytes())
 	}
-	return res, nil
+	res.Pages = len(pages)
+	return pages, res, nil
+}
+
+// navLink is one entry of the pages' navigation.
+type navLink struct {
+	N       int
+	Href    string
+	Current bool
 }
 
 // quickLook draws one output: a thumbnail for a COG, an extent map for a
 // GeoParquet or FlatGeobuf layer.
 func quickLook(r Renderer, f File, o Output) figure {
-	fig := figure{Dataset: f.Dataset, Source: f.Key, Key: o.Key}
+	fig := figure{Dataset: f.Dataset, Source: f.Key, Key: o.Key, Item: o.Item, ItemKey: o.ItemKey}
 	draw := r.Thumbnail
 	fig.Kind = "raster thumbnail"
 	switch formats.OutputFormat(o.Key) {
@@ -138,7 +198,7 @@ func quickLook(r Renderer, f File, o Output) figure {
 	}
 	png, caption, err := draw(o.Path, QuickLookPixels)
 	if err != nil {
-		fig.Why = err.Error()
+		fig.Why, fig.failed = err.Error(), true
 		return fig
 	}
 	fig.Caption = caption
@@ -159,7 +219,12 @@ type page struct {
 	Attention []File
 	Warned    []File
 	Others    []File
-	Outputs   []figure
+	// Outputs are this page's quick-looks: numbers First to Last of
+	// OutputCount; Nav links the pages when there are several.
+	Outputs           []figure
+	Page, First, Last int
+	OutputCount       int
+	Nav               []navLink
 }
 
 type figure struct {
@@ -168,6 +233,8 @@ type figure struct {
 	Src                  template.HTMLAttr // src="data:…"; "" when not drawn
 	Caption              string
 	Why                  string // why not drawn
+	failed               bool   // drawing was tried and failed
+	Item, ItemKey        string // the STAC item: href, or key when not linked
 }
 
 // datasetTotals counts outcomes of one dataset; Routed is remediation and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"image"
 	"image/png"
 	"strings"
@@ -242,4 +243,52 @@ func tableRows(t *testing.T, doc *html.Node, id string) [][]string {
 		t.Fatalf("no table #%s", id)
 	}
 	return rows
+}
+
+// TestRenderPages: a run of many outputs is split into pages of PerPage
+// quick-looks, each linking every other, the totals on the first only; a
+// drawing that fails is in Failed, a remote output only in Missing; each
+// output links its STAC item.
+func TestRenderPages(t *testing.T) {
+	pngBytes = tinyPNG(t)
+	run := sampleRun()
+	for i := range 117 {
+		k := fmt.Sprintf("many/%03d.tif", i)
+		run.Files = append(run.Files, File{Dataset: "c", Key: k, Status: "completed",
+			Outputs: []Output{{Key: k, Path: "/out/" + k, Item: "../out/" + k + ".stac.json", ItemKey: k + ".stac.json"}}})
+	}
+	r := &fakeRenderer{fail: map[string]bool{"/out/broken.tif": true}}
+	pages, res, err := Render(run, r, Paging{PerPage: 50, Href: func(n int) string { return fmt.Sprintf("p%d.html", n) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) != 3 || res.Pages != 3 {
+		t.Fatalf("%d pages (%d), want 3 for 122 outputs", len(pages), res.Pages)
+	}
+	if len(res.Failed) != 1 || !strings.HasPrefix(res.Failed[0], "broken.tif:") || len(res.Missing) != 2 {
+		t.Errorf("failed %v, missing %v", res.Failed, res.Missing)
+	}
+	figures := 0
+	for i, p := range pages {
+		s := string(p)
+		figures += strings.Count(s, `<figure class="output">`)
+		if strings.Contains(s, `id="totals"`) != (i == 0) {
+			t.Errorf("page %d: totals table present %v", i+1, !(i == 0))
+		}
+		for n := 1; n <= 3; n++ {
+			if n != i+1 && !strings.Contains(s, fmt.Sprintf(`href="p%d.html"`, n)) {
+				t.Errorf("page %d does not link page %d", i+1, n)
+			}
+		}
+	}
+	if figures != 122 {
+		t.Errorf("%d figures over the pages, want 122", figures)
+	}
+	if !strings.Contains(string(pages[2]), `<a class="stac" href="../out/many/116.tif.stac.json">STAC item</a>`) {
+		t.Error("the last output does not link its STAC item")
+	}
+	one, _, err := Render(run, r, Paging{})
+	if err != nil || len(one) != 1 || strings.Contains(string(one[0]), `class="pages"`) {
+		t.Errorf("without paging: %d pages, %v", len(one), err)
+	}
 }

@@ -41,6 +41,7 @@ figure img { display: block; max-width: 100%; height: auto; margin: 0 auto 6px; 
 figure .none { height: 120px; display: flex; align-items: center; justify-content: center; text-align: center; color: #566074; background: #f6f8fb; margin-bottom: 6px; padding: 6px; }
 figcaption { font-size: 12px; color: #566074; }
 figcaption b { color: #1d2330; word-break: break-all; }
+nav.pages { margin: 14px 0; } nav.pages a, nav.pages b { margin: 0 3px; }
 footer { margin-top: 30px; color: #8a93a5; font-size: 12px; }
 </style>
 </head>
@@ -54,6 +55,8 @@ footer { margin-top: 30px; color: #8a93a5; font-size: 12px; }
 <span>{{.Workers}} worker(s)</span>
 </p>
 
+{{template "nav" .}}
+{{if eq .Page 1}}
 <h2 id="totals-per-dataset">Totals per dataset</h2>
 <div class="scroll"><table id="totals">
 <thead>
@@ -114,17 +117,19 @@ footer { margin-top: 30px; color: #8a93a5; font-size: 12px; }
 </table>
 {{end}}
 
-<h2 id="outputs">Outputs{{with .Outputs}} ({{len .}}){{end}}</h2>
+{{end}}
+<h2 id="outputs">Outputs{{if .OutputCount}} ({{if .Nav}}{{.First}}–{{.Last}} of {{end}}{{.OutputCount}}){{end}}</h2>
 {{if .Outputs}}
 <div class="grid">
 {{range .Outputs}}<figure class="output">
 {{if .Src}}<img {{.Src}} alt="{{.Kind}} of {{.Key}}">{{else}}<div class="none">no {{.Kind}}: {{.Why}}</div>{{end}}
-<figcaption><b>{{.Key}}</b><br>from {{.Dataset}}/{{.Source}}<br>{{.Kind}}{{with .Caption}}: {{.}}{{end}}</figcaption>
+<figcaption><b>{{.Key}}</b><br>from {{.Dataset}}/{{.Source}}<br>{{.Kind}}{{with .Caption}}: {{.}}{{end}}{{if .Item}}<br><a class="stac" href="{{.Item}}">STAC item</a>{{else if .ItemKey}}<br>STAC item <code>{{.ItemKey}}</code>{{end}}</figcaption>
 </figure>
 {{end}}</div>
 {{else}}<p>No output was written by this run (files already migrated are skipped; their outputs are from earlier runs).</p>{{end}}
 
-{{if .Others}}
+{{template "nav" .}}
+{{if and .Others (eq .Page 1)}}
 <h2 id="others">Skipped, ignored, not started</h2>
 <table id="other-files">
 <thead><tr><th>file</th><th>status</th><th>reason</th></tr></thead>
@@ -137,6 +142,7 @@ footer { margin-top: 30px; color: #8a93a5; font-size: 12px; }
 <footer>{{.Generator}} · report schema version {{.SchemaVersion}} (docs/report-schema.json) · finished {{utc .Finished}}</footer>
 </body>
 </html>
+{{define "nav"}}{{if .Nav}}<nav class="pages">page {{.Page}} of {{len .Nav}}, outputs {{.First}}–{{.Last}} of {{.OutputCount}}:{{range .Nav}} {{if .Current}}<b>{{.N}}</b>{{else}}<a href="{{.Href}}">{{.N}}</a>{{end}}{{end}}</nav>{{end}}{{end}}
 {{define "count"}}<td class="n{{if eq . 0}} zero{{end}}">{{.}}</td>{{end}}
 {{define "totalsRow"}}<tr><td>{{.Name}}</td>{{template "count" .Files}}{{template "count" .Completed}}{{template "count" .Skipped}}{{template "count" .Ignored}}{{template "count" (index .Routed "data_specific")}}{{template "count" (index .Routed "transient")}}{{template "count" (index .Routed "systemic")}}{{template "count" (index .Routed "unknown")}}{{template "count" .Remediation}}{{template "count" .DLQ}}{{template "count" .Failed}}{{template "count" .Pending}}{{template "count" .Warned}}<td class="n">{{bytes .BytesIn}}</td><td class="n">{{bytes .BytesOut}}</td></tr>
 {{end}}`))

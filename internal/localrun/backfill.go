@@ -1,5 +1,7 @@
 package localrun
 
+// Size: the local backfill: listing or manifest reading in, results written out as the Map's ResultWriter would.
+
 import (
 	"bufio"
 	"bytes"
@@ -9,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path"
 	"strings"
@@ -40,11 +41,12 @@ const (
 // object store, runs each item as a child execution of the migrate
 // executor, and writes the result files to the results bucket.
 type Backfill struct {
-	exec    *asl.Executor
-	ended   func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
-	onDone  func(Outcome)
-	mu      sync.Mutex
-	results []Outcome
+	exec   *asl.Executor
+	ended  func(ctx context.Context, e migration.EndedExecution) (migration.ExecutionFailedOutput, error)
+	onDone func(Outcome)
+	// outcomes is the running execution's spool (one Run at a time).
+	mu       sync.Mutex
+	outcomes *Outcomes
 }
 
 // BackfillConfig names the buckets the definition's placeholders stand for.
@@ -123,6 +125,7 @@ func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
 		asl.WithResource(resourceListObjects, listObjects(cfg.Store)),
 		asl.WithResource(resourceGetObject, readManifest(cfg.Store)),
 		asl.WithResource(resourcePutObject, writeResults(cfg.Store)),
+		asl.WithResultWriter(resourcePutObject, openResults(cfg.Store)),
 		asl.WithResource(resourceStartExecution, b.startChild(cfg.Migrate)),
 		asl.WithResource(statemachine.ResourceSSMGetParameter, ssmGetParameter(cfg.PolicyParameter, cfg.Policy)),
 		asl.WithSQS(func(ctx context.Context, url, body string) (string, error) {
@@ -138,12 +141,22 @@ func NewBackfill(cfg BackfillConfig, opts ...asl.Option) (*Backfill, error) {
 
 // Run starts one backfill execution; input is {"prefix": …} or
 // {"manifest": {"bucket", "key"}} with the optional fields the definition
-// documents. It returns the execution result and the child outcomes.
-func (b *Backfill) Run(ctx context.Context, name string, input json.RawMessage) (*asl.Result, []Outcome, error) {
+// documents. It returns the execution result and the child outcomes,
+// spooled to a temporary file as each child ended (the caller closes
+// them): the run's memory does not grow with its items.
+func (b *Backfill) Run(ctx context.Context, name string, input json.RawMessage) (*asl.Result, *Outcomes, error) {
+	outs, err := newOutcomes()
+	if err != nil {
+		return nil, nil, err
+	}
+	b.mu.Lock()
+	b.outcomes = outs
+	b.mu.Unlock()
 	res, err := b.exec.Run(ctx, name, input)
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	return res, b.results, err
+	b.outcomes = nil
+	b.mu.Unlock()
+	return res, outs, err
 }
 
 // listObjects answers ListObjectsV2 the way the ItemReader reads it.
@@ -173,7 +186,14 @@ func listObjects(store objectstore.Store) func(context.Context, json.RawMessage)
 }
 
 // readManifest reads an S3 Inventory manifest.json and its CSV files (gzip
-// or plain) into {Bucket, Key} items. Inventory CSVs URL-encode keys.
+// or plain) into items as the ItemReader's MANIFEST input type gives them
+// on AWS: one object per row, its members named by the manifest's
+// fileSchema ("Bucket, Key, VersionId, IsLatest, IsDeleteMarker, Size …"),
+// every value the CSV's text as it stands. Keys stay URL-encoded as the
+// inventory writes them: the definition passes them on with key_encoding
+// "url" and HashCheck decodes them (migration.Source.DecodedKey), as on
+// AWS, so both paths decode in one place (docs/decisions/0100). A manifest
+// without fileSchema is read as Bucket, Key.
 func readManifest(store objectstore.Store) func(context.Context, json.RawMessage) (json.RawMessage, error) {
 	return func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 		var p struct{ Bucket, Key string }
@@ -182,6 +202,7 @@ func readManifest(store objectstore.Store) func(context.Context, json.RawMessage
 		}
 		var manifest struct {
 			FileFormat string `json:"fileFormat"`
+			FileSchema string `json:"fileSchema"`
 			Files      []struct {
 				Key string `json:"key"`
 			} `json:"files"`
@@ -192,8 +213,14 @@ func readManifest(store objectstore.Store) func(context.Context, json.RawMessage
 		if manifest.FileFormat != "" && manifest.FileFormat != "CSV" {
 			return nil, fmt.Errorf("manifest s3://%s/%s: file format %q: only CSV inventories are read", p.Bucket, p.Key, manifest.FileFormat)
 		}
-		type item struct{ Bucket, Key string }
-		var items []item
+		columns := []string{"Bucket", "Key"}
+		if manifest.FileSchema != "" {
+			columns = strings.Split(manifest.FileSchema, ",")
+			for i := range columns {
+				columns[i] = strings.TrimSpace(columns[i])
+			}
+		}
+		var items []map[string]string
 		for _, f := range manifest.Files {
 			rows, err := readInventoryCSV(ctx, store, p.Bucket, f.Key)
 			if err != nil {
@@ -203,11 +230,13 @@ func readManifest(store objectstore.Store) func(context.Context, json.RawMessage
 				if len(r) < 2 {
 					continue
 				}
-				key, err := url.QueryUnescape(r[1])
-				if err != nil {
-					key = r[1]
+				item := make(map[string]string, len(columns))
+				for i, c := range columns {
+					if i < len(r) {
+						item[c] = r[i]
+					}
 				}
-				items = append(items, item{Bucket: r[0], Key: key})
+				items = append(items, item)
 			}
 		}
 		return json.Marshal(items)
@@ -243,72 +272,125 @@ func readInventoryCSV(ctx context.Context, store objectstore.Store, bucket, key 
 	return cr.ReadAll()
 }
 
-// writeResults writes the Map's results the way ResultWriter does on AWS:
-// a manifest and the succeeded and failed items as JSON files under the
-// prefix, one folder per execution. The items are read from the
-// parameters one at a time and spooled to temporary files, so no copy of
-// the whole result set is made beside the parameters themselves.
+// resultFiles are one Map Run's result files as ResultWriter writes them
+// on AWS: a manifest and the succeeded and failed items as JSON files
+// under the prefix, one folder per execution. Each item is spooled to a
+// temporary file as it is added, so no copy of the result set is held.
+type resultFiles struct {
+	store          objectstore.Store
+	bucket, prefix string
+	ok, failed     *resultSpool
+}
+
+func newResultFiles(store objectstore.Store, bucket, prefix string) (*resultFiles, error) {
+	ok, err := newResultSpool()
+	if err != nil {
+		return nil, err
+	}
+	failed, err := newResultSpool()
+	if err != nil {
+		ok.close()
+		return nil, err
+	}
+	return &resultFiles{store: store, bucket: bucket, prefix: prefix, ok: ok, failed: failed}, nil
+}
+
+// openResults is the streaming ResultWriter of s3:putObject: the Map hands
+// it each item's result as the item ends.
+func openResults(store objectstore.Store) asl.ResultWriterFunc {
+	return func(ctx context.Context, params json.RawMessage) (asl.ResultSink, error) {
+		var p struct{ Bucket, Prefix string }
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+		r, err := newResultFiles(store, p.Bucket, p.Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+		return r, nil
+	}
+}
+
+// Add spools one item's result.
+func (r *resultFiles) Add(result json.RawMessage, failed bool) error {
+	s := r.ok
+	if failed {
+		s = r.failed
+	}
+	if err := s.add(result); err != nil {
+		return fmt.Errorf("result writer: %w", err)
+	}
+	return nil
+}
+
+// Discard removes the spools.
+func (r *resultFiles) Discard() {
+	r.ok.close()
+	r.failed.close()
+}
+
+// Finish puts the two result files and the manifest and answers as the
+// ResultWriter does: the manifest's location.
+func (r *resultFiles) Finish(ctx context.Context) (json.RawMessage, error) {
+	defer r.Discard()
+	dir := path.Join(r.prefix, time.Now().UTC().Format("20060102T150405.000000000")) + "/"
+	for _, f := range []struct {
+		name  string
+		spool *resultSpool
+	}{{"SUCCEEDED_0.json", r.ok}, {"FAILED_0.json", r.failed}} {
+		body, size, err := f.spool.finish()
+		if err == nil {
+			_, err = r.store.Put(ctx, objectstore.PutRequest{Bucket: r.bucket, Key: dir + f.name, Body: body, Size: size})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("result writer: %w", err)
+		}
+	}
+	manifest := map[string]any{"DestinationBucket": r.bucket, "ResultFiles": map[string]any{
+		"SUCCEEDED": []map[string]any{{"Key": dir + "SUCCEEDED_0.json", "Items": r.ok.n}},
+		"FAILED":    []map[string]any{{"Key": dir + "FAILED_0.json", "Items": r.failed.n}},
+	}}
+	b, err := json.MarshalIndent(manifest, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("result writer: %w", err)
+	}
+	key := dir + "manifest.json"
+	if _, err := r.store.Put(ctx, objectstore.PutRequest{Bucket: r.bucket, Key: key, Body: bytes.NewReader(b), Size: int64(len(b))}); err != nil {
+		return nil, fmt.Errorf("result writer: %w", err)
+	}
+	return json.Marshal(map[string]any{"ResultWriterDetails": map[string]string{"Bucket": r.bucket, "Key": key}})
+}
+
+// writeResults is the same ResultWriter handed every result at once (the
+// executor's way for a writer without a sink): the items are read from
+// the parameters one at a time into the spools.
 func writeResults(store objectstore.Store) func(context.Context, json.RawMessage) (json.RawMessage, error) {
 	return func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-		ok, err := newResultSpool()
+		r, err := newResultFiles(store, "", "")
 		if err != nil {
 			return nil, fmt.Errorf("result writer: %w", err)
 		}
-		defer ok.close()
-		failed, err := newResultSpool()
-		if err != nil {
-			return nil, fmt.Errorf("result writer: %w", err)
-		}
-		defer failed.close()
-		var bucket, prefix string
 		dec := json.NewDecoder(bytes.NewReader(params))
 		err = eachField(dec, func(name string) error {
 			switch name {
 			case "Bucket":
-				return dec.Decode(&bucket)
+				return dec.Decode(&r.bucket)
 			case "Prefix":
-				return dec.Decode(&prefix)
+				return dec.Decode(&r.prefix)
 			case "Results":
-				return eachItem(dec, func(r json.RawMessage) error {
+				return eachItem(dec, func(res json.RawMessage) error {
 					var probe struct{ Error *string }
-					if json.Unmarshal(r, &probe) == nil && probe.Error != nil {
-						return failed.add(r)
-					}
-					return ok.add(r)
+					return r.Add(res, json.Unmarshal(res, &probe) == nil && probe.Error != nil)
 				})
 			}
 			var skip json.RawMessage
 			return dec.Decode(&skip)
 		})
 		if err != nil {
+			r.Discard()
 			return nil, fmt.Errorf("result writer: %w", err)
 		}
-		dir := path.Join(prefix, time.Now().UTC().Format("20060102T150405.000000000")) + "/"
-		for _, f := range []struct {
-			name  string
-			spool *resultSpool
-		}{{"SUCCEEDED_0.json", ok}, {"FAILED_0.json", failed}} {
-			body, size, err := f.spool.finish()
-			if err == nil {
-				_, err = store.Put(ctx, objectstore.PutRequest{Bucket: bucket, Key: dir + f.name, Body: body, Size: size})
-			}
-			if err != nil {
-				return nil, fmt.Errorf("result writer: %w", err)
-			}
-		}
-		manifest := map[string]any{"DestinationBucket": bucket, "ResultFiles": map[string]any{
-			"SUCCEEDED": []map[string]any{{"Key": dir + "SUCCEEDED_0.json", "Items": ok.n}},
-			"FAILED":    []map[string]any{{"Key": dir + "FAILED_0.json", "Items": failed.n}},
-		}}
-		b, err := json.MarshalIndent(manifest, "", "  ")
-		if err != nil {
-			return nil, fmt.Errorf("result writer: %w", err)
-		}
-		key := dir + "manifest.json"
-		if _, err := store.Put(ctx, objectstore.PutRequest{Bucket: bucket, Key: key, Body: bytes.NewReader(b), Size: int64(len(b))}); err != nil {
-			return nil, fmt.Errorf("result writer: %w", err)
-		}
-		return json.Marshal(map[string]any{"ResultWriterDetails": map[string]string{"Bucket": bucket, "Key": key}})
+		return r.Finish(ctx)
 	}
 }
 
@@ -435,6 +517,11 @@ func (b *Backfill) startChild(migrate *asl.Executor) func(context.Context, json.
 		}
 		var src migration.Source
 		_ = json.Unmarshal(p.Input, &src)
+		if key, err := src.DecodedKey(); err == nil {
+			// An inventory item's key arrives URL-encoded; the outcome
+			// names the object.
+			src.Key, src.KeyEncoding = key, "plain"
+		}
 		start := time.Now()
 		o := Outcome{Bucket: src.Bucket, Key: src.Key, Execution: ExecutionName(src.Key), TraceID: tracing.NewID(start)}
 		res, err := migrate.Run(tracing.WithID(ctx, o.TraceID), o.Execution, p.Input)
@@ -451,8 +538,11 @@ func (b *Backfill) startChild(migrate *asl.Executor) func(context.Context, json.
 			b.onDone(o)
 		}
 		b.mu.Lock()
-		b.results = append(b.results, o)
+		outs := b.outcomes
 		b.mu.Unlock()
+		if outs != nil {
+			outs.add(o)
+		}
 		desc := map[string]any{
 			"ExecutionArn": res.ExecutionArn, "Name": res.Name, "StateMachineArn": MigrateStateMachine,
 			"Status": res.Status, "StartDate": res.StartTime.UnixMilli(), "StopDate": res.StopTime.UnixMilli(),

@@ -17,6 +17,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/policy/ssmpolicy"
+	"github.com/geomigrate/geomigrate/internal/policy/ssmpolicy/ssmpolicytest"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -93,11 +94,12 @@ func TestBackfillReadsThePolicyParameterOnMoto(t *testing.T) {
 			}
 			probe := newProbe(step.peak, 8)
 			bf, err := localrun.NewBackfill(localrun.BackfillConfig{SourceBucket: "src", ResultsBucket: "ops", Store: store, Migrate: childMigrate(t, probe), PolicyParameter: name},
-				asl.WithResource(statemachine.ResourceSSMGetParameter, ssmpolicy.GetParameterTask(client)))
+				asl.WithResource(statemachine.ResourceSSMGetParameter, ssmpolicytest.GetParameterTask(client)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, _, err := bf.Run(ctx, "moto-policy", json.RawMessage(`{"prefix":"in/"}`))
+			res, outs, err := bf.Run(ctx, "moto-policy", json.RawMessage(`{"prefix":"in/"}`))
+			t.Cleanup(func() { outs.Close() })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -155,7 +155,8 @@ func TestBackfillReadsThePolicyDocument(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, _, err := bf.Run(context.Background(), "policy", json.RawMessage(tc.input))
+			res, outs, err := bf.Run(context.Background(), "policy", json.RawMessage(tc.input))
+			t.Cleanup(func() { outs.Close() })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -159,7 +159,7 @@ func newScaleRun(tb testing.TB, n int, bolt bool) *scaleRun {
 
 // run backfills the prefix, workers items at a time (1 for measuring: an
 // item's wall time is then its own).
-func (s *scaleRun) run(tb testing.TB, workers int) []localrun.Outcome {
+func (s *scaleRun) run(tb testing.TB, workers int) *localrun.Outcomes {
 	tb.Helper()
 	input := fmt.Sprintf(`{"prefix":"incoming/","max_concurrency":%d,"dataset_id":"points"}`, workers)
 	res, outcomes, err := s.backfill.Run(context.Background(), "scale", json.RawMessage(input))
@@ -195,7 +195,7 @@ func TestBackfillOverTenThousandObjects(t *testing.T) {
 	}
 	const n = 10000
 	s := newScaleRun(t, n, false)
-	outcomes := s.run(t, 4)
+	outcomes := allOutcomes(t, s.run(t, 4))
 	if len(outcomes) != n {
 		t.Errorf("%d child executions, want %d", len(outcomes), n)
 	}
@@ -250,7 +250,7 @@ func BenchmarkBackfillOverhead(b *testing.B) {
 				stopSampling, peakHeap := sampleHeap()
 				cpu0 := processCPU()
 				b.StartTimer()
-				outcomes := s.run(b, 1)
+				spool := s.run(b, 1)
 				b.StopTimer()
 				stopSampling()
 				rss += float64(peakRSS()) / (1 << 20)
@@ -259,6 +259,7 @@ func BenchmarkBackfillOverhead(b *testing.B) {
 				runtime.GC()
 				var after runtime.MemStats
 				runtime.ReadMemStats(&after)
+				outcomes := allOutcomes(b, spool)
 				if len(outcomes) != n {
 					b.Fatalf("%d outcomes, want %d", len(outcomes), n)
 				}

@@ -3,7 +3,6 @@ package localrun_test
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -48,7 +47,7 @@ func TestInventoryBackfillKeepsToSourcePrefixes(t *testing.T) {
 			}
 			var csv strings.Builder
 			for _, k := range keys {
-				csv.WriteString(`"src","` + url.QueryEscape(k) + `"` + "\n")
+				csv.WriteString(`"src","` + inventoryKey(k) + `"` + "\n")
 			}
 			put("inventory/data/part-0.csv", csv.String())
 			put("inventory/manifest.json", `{"sourceBucket":"src","fileFormat":"CSV","files":[{"key":"inventory/data/part-0.csv"}]}`)
@@ -66,7 +65,7 @@ func TestInventoryBackfillKeepsToSourcePrefixes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, outcomes, err := bf.Run(ctx, "scope", json.RawMessage(`{"manifest":{"bucket":"ops","key":"inventory/manifest.json"},"max_concurrency":2}`))
+			res, spool, err := bf.Run(ctx, "scope", json.RawMessage(`{"manifest":{"bucket":"ops","key":"inventory/manifest.json"},"max_concurrency":2}`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +73,7 @@ func TestInventoryBackfillKeepsToSourcePrefixes(t *testing.T) {
 				t.Fatalf("backfill %s: %s %s", res.Status, res.Error, res.Cause)
 			}
 			var ran []string
-			for _, o := range outcomes {
+			for _, o := range allOutcomes(t, spool) {
 				ran = append(ran, o.Key)
 			}
 			slices.Sort(ran)

@@ -81,10 +81,11 @@ func TestBackfillOverAThousandObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, outcomes, err := bf.Run(context.Background(), "backfill-1", json.RawMessage(`{"prefix":"incoming/","max_concurrency":8,"dataset_id":"tiles"}`))
+	res, spool, err := bf.Run(context.Background(), "backfill-1", json.RawMessage(`{"prefix":"incoming/","max_concurrency":8,"dataset_id":"tiles"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
+	outcomes := allOutcomes(t, spool)
 	if res.Status != "SUCCEEDED" {
 		t.Fatalf("backfill %s: %s %s", res.Status, res.Error, res.Cause)
 	}
@@ -144,4 +145,16 @@ func TestBackfillOverAThousandObjects(t *testing.T) {
 	if s, f := count(succeeded), count(failed); s != 960 || f != 40 {
 		t.Errorf("result files: %d succeeded, %d failed; want 960 and 40", s, f)
 	}
+}
+
+// allOutcomes reads a backfill's spooled outcomes back and removes the
+// spool when the test ends.
+func allOutcomes(tb testing.TB, s *localrun.Outcomes) []localrun.Outcome {
+	tb.Helper()
+	tb.Cleanup(func() { s.Close() })
+	out, err := s.All()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }

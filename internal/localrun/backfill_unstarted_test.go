@@ -68,7 +68,8 @@ func TestBackfillItemNotStartedIsDeadLettered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, _, err := bf.Run(context.Background(), "backfill-throttled", json.RawMessage(`{"prefix":"in/","max_concurrency":2}`))
+			res, outs, err := bf.Run(context.Background(), "backfill-throttled", json.RawMessage(`{"prefix":"in/","max_concurrency":2}`))
+			t.Cleanup(func() { outs.Close() })
 			if err != nil {
 				t.Fatal(err)
 			}

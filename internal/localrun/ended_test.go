@@ -37,9 +37,7 @@ func TestUnfinishedExecutionsCloseTheirJobs(t *testing.T) {
 			go func() {
 				done <- r.Run(ctx, []migration.Source{{Bucket: "src", Key: key, KeyEncoding: "plain", DatasetID: "samples"}})[0]
 			}()
-			for p.engine.count() == 0 {
-				time.Sleep(5 * time.Millisecond)
-			}
+			waitFor(t, "the conversion to start", func() bool { return p.engine.count() > 0 })
 			wantErr := "Aborted"
 			if how == "timeout" {
 				p.clock.Advance(3 * time.Hour) // past the definition's TimeoutSeconds

@@ -340,9 +340,8 @@ func TestLeaseStopsASecondExecution(t *testing.T) {
 	p.engine.gate = make(chan struct{})
 	first := make(chan map[string]localrun.Outcome)
 	go func() { first <- p.run(t, p.store, []string{key}) }()
-	for p.engine.count() == 0 { // the first execution is now converting, lease held
-		time.Sleep(5 * time.Millisecond)
-	}
+	// Then the first execution is converting, its lease held.
+	waitFor(t, "the first execution's conversion to start", func() bool { return p.engine.count() > 0 })
 	second := p.run(t, p.store, []string{key})
 	close(p.engine.gate)
 	one := <-first
@@ -380,9 +379,7 @@ func TestAnInterruptedRunReleasesItsLease(t *testing.T) {
 	go func() {
 		done <- r.Run(ctx, []migration.Source{{Bucket: "src", Key: key, KeyEncoding: "plain", DatasetID: "samples"}})[0]
 	}()
-	for p.engine.count() == 0 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the conversion to start", func() bool { return p.engine.count() > 0 })
 	cancel()
 	first := <-done
 	close(p.engine.gate) // the abandoned conversion may finish; later ones pass

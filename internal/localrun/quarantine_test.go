@@ -32,7 +32,7 @@ func TestSampleRunQuarantinesEveryRoutedFile(t *testing.T) {
 	}
 	book := quarantine.NewLogBook(slog.LevelInfo)
 	log := slog.New(book.Handler(slog.DiscardHandler))
-	bundles, err := quarantine.NewWriter(quarantine.Config{Store: store, Bucket: "quarantine", StagingPrefix: "_staging/", Logs: book,
+	bundles, err := quarantine.NewWriter(quarantine.Config{Store: store, Bucket: "quarantine", StagingPrefix: "_staging/", Logs: book, CopyInput: true,
 		Versions: quarantine.Versions{Geomigrate: "test", GDAL: p.engine.Version()}})
 	if err != nil {
 		t.Fatal(err)

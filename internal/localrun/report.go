@@ -1,6 +1,8 @@
 package localrun
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -82,12 +84,37 @@ type Report struct {
 	// it completed after an earlier routing, and the dead-letter queue
 	// after it (internal/signals). Absent from reports of older versions.
 	Signals *signals.Signals `json:"signals,omitempty"`
+
+	// spool holds the files instead of Files when the outcomes were
+	// spooled (a backfill): read back from it, never all in memory.
+	spool *Outcomes
+}
+
+// EachFile calls fn with every file's outcome, in report order.
+func (r *Report) EachFile(fn func(Outcome) error) error {
+	if r.spool != nil {
+		return r.spool.Each(fn)
+	}
+	for _, o := range r.Files {
+		if err := fn(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each is EachFile for readers that cannot fail: a spool read error is
+// reported by Write, which reads the same file.
+func (r *Report) each(fn func(Outcome)) {
+	_ = r.EachFile(func(o Outcome) error { fn(o); return nil })
 }
 
 // AddSignals computes the run's signals from its files against th, with
 // the recoveries and dead-letter queue given (nil: not read).
 func (r *Report) AddSignals(th signals.Thresholds, recovered []signals.Latency, deadLetter *signals.QueueAge) {
-	s := signals.Compute(Ends(r.Files), recovered, th)
+	var ends []signals.End
+	r.each(func(o Outcome) { ends = appendEnd(ends, o) })
+	s := signals.Compute(ends, recovered, th)
 	s.DeadLetter = deadLetter
 	r.Signals = &s
 }
@@ -100,13 +127,28 @@ func NewReport(started time.Time, outcomes []Outcome) *Report {
 	r := &Report{SchemaVersion: ReportSchemaVersion, Started: started.UTC(), Finished: time.Now().UTC(), Files: outcomes}
 	r.Seconds = r.Finished.Sub(r.Started).Seconds()
 	for i, o := range outcomes {
-		if (o.Status == StatusRemediation || o.Status == StatusDeadLetter) && o.Hint == "" {
-			// The message ClassifyFailed sends carries the raw error and no hint.
-			outcomes[i].Hint = HintUnclassified
-		}
+		outcomes[i] = WithHint(o)
 		r.Totals.Add(o)
 	}
 	return r
+}
+
+// NewSpooledReport builds the report of a finished run whose outcomes were
+// spooled: its files are read back from the spool when it is written or
+// printed.
+func NewSpooledReport(started time.Time, outcomes *Outcomes) *Report {
+	r := &Report{SchemaVersion: ReportSchemaVersion, Started: started.UTC(), Finished: time.Now().UTC(), Totals: outcomes.Totals(), spool: outcomes}
+	r.Seconds = r.Finished.Sub(r.Started).Seconds()
+	return r
+}
+
+// WithHint gives a routed outcome without a hint HintUnclassified: the
+// message ClassifyFailed sends carries the raw error and no hint.
+func WithHint(o Outcome) Outcome {
+	if (o.Status == StatusRemediation || o.Status == StatusDeadLetter) && o.Hint == "" {
+		o.Hint = HintUnclassified
+	}
+	return o
 }
 
 // HintUnclassified is the hint of a routed file whose queue message has
@@ -118,25 +160,90 @@ func (r *Report) Write(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("report.Write: %w", err)
 	}
+	tmp := path + ".tmp"
+	if r.spool != nil {
+		if err := r.writeSpooled(tmp); err != nil {
+			_ = os.Remove(tmp)
+			return fmt.Errorf("report.Write: %w", err)
+		}
+		return os.Rename(tmp, path)
+	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("report.Write: %w", err)
 	}
-	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("report.Write: %w", err)
 	}
 	return os.Rename(tmp, path)
 }
 
+// filesMember is how json.MarshalIndent writes an empty files list in a
+// report: at the top level, so no string in the report can hold it (a
+// JSON string has no raw newline).
+const filesMember = "\n  \"files\": []"
+
+// writeSpooled writes the report to path with its files streamed from the
+// spool, one at a time, byte for byte what Write writes for the same
+// files held in memory.
+func (r *Report) writeSpooled(path string) error {
+	head := *r
+	head.Files, head.spool = []Outcome{}, nil
+	b, err := json.MarshalIndent(&head, "", "  ")
+	if err != nil {
+		return err
+	}
+	at := bytes.Index(b, []byte(filesMember))
+	if at < 0 {
+		return fmt.Errorf("no files member in the report")
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	cut := at + len(filesMember) - 1 // before the list's "]"
+	w.Write(b[:cut])
+	n := 0
+	err = r.spool.Each(func(o Outcome) error {
+		sep := ",\n    "
+		if n == 0 {
+			sep = "\n    "
+		}
+		n++
+		ob, err := json.MarshalIndent(o, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		w.WriteString(sep)
+		_, err = w.Write(ob)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		w.WriteString("\n  ")
+	}
+	w.Write(b[cut:])
+	if err := w.WriteByte('\n'); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
 // PrintSummary writes the human summary: what needs attention first, then
 // the totals table.
 func (r *Report) PrintSummary(w io.Writer) {
 	attention := 0
-	for _, o := range r.Files {
+	r.each(func(o Outcome) {
 		switch o.Status {
 		case StatusCompleted, StatusSkipped, StatusIgnored, StatusNotStarted:
-			continue
+			return
 		}
 		if attention == 0 {
 			fmt.Fprintln(w, "\nNeeds attention:")
@@ -150,7 +257,7 @@ func (r *Report) PrintSummary(w io.Writer) {
 		if o.Bundle != "" {
 			fmt.Fprintf(w, "  %-11s bundle: %s\n", "", o.Bundle)
 		}
-	}
+	})
 	r.printList(w, "With conversion warnings (outputs written; see files[].warnings in the report):", func(o Outcome) string {
 		if len(o.Warnings) == 0 {
 			return ""
@@ -169,13 +276,12 @@ func (r *Report) PrintSummary(w io.Writer) {
 	})
 	t := r.Totals
 	if t.NotStarted > 0 {
-		reason := ""
-		for _, o := range r.Files {
-			if o.Status == StatusNotStarted {
-				reason = o.Reason
-				break
+		reason, found := "", false
+		r.each(func(o Outcome) {
+			if !found && o.Status == StatusNotStarted {
+				reason, found = o.Reason, true
 			}
-		}
+		})
 		fmt.Fprintf(w, "\nNot started: %d file(s), %s; the next run takes them.\n", t.NotStarted, OneLine(reason, 200))
 	}
 	if r.Signals != nil {
@@ -192,17 +298,17 @@ func (r *Report) PrintSummary(w io.Writer) {
 // printList prints a titled list of the files for which line is not "".
 func (r *Report) printList(w io.Writer, title string, line func(Outcome) string) {
 	n := 0
-	for _, o := range r.Files {
+	r.each(func(o Outcome) {
 		l := line(o)
 		if l == "" {
-			continue
+			return
 		}
 		if n == 0 {
 			fmt.Fprintln(w, "\n"+title)
 		}
 		n++
 		fmt.Fprintf(w, "  %s/%s  %s\n", o.Bucket, QuoteKey(o.Key), l)
-	}
+	})
 }
 
 // QuoteKey shows a key on one line: as is, or Go-quoted when it holds a

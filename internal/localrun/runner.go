@@ -287,6 +287,9 @@ func Summarize(res *asl.Result, o *Outcome) {
 			Reason string               `json:"reason"`
 			Job    migration.Job        `json:"job"`
 			Out    []migration.Artifact `json:"outputs"`
+			// Size is the outputs' total, also when their list travelled
+			// through staging and is not in the output (docs/decisions/0101).
+			Size int64 `json:"outputs_size"`
 		}
 		_ = json.Unmarshal(res.Output, &done)
 		o.Status, o.Reason, o.JobID, o.RecipeHash = done.Status, done.Reason, done.Job.ID, done.Job.RecipeHash
@@ -310,6 +313,9 @@ func Summarize(res *asl.Result, o *Outcome) {
 			if a.Item != nil {
 				o.STACItems = append(o.STACItems, a.Item.DestKey)
 			}
+		}
+		if len(done.Out) == 0 {
+			o.BytesOut = done.Size
 		}
 		if o.Status != StatusCompleted && o.Status != StatusSkipped && o.Status != StatusIgnored {
 			o.Status, o.Message = StatusFailed, "unexpected output: "+string(res.Output)

@@ -21,14 +21,20 @@ import (
 func Ends(outcomes []Outcome) []signals.End {
 	var out []signals.End
 	for _, o := range outcomes {
-		switch o.Status {
-		case StatusCompleted:
-			out = append(out, signals.End{Key: o.Key})
-		case StatusRemediation, StatusDeadLetter:
-			out = append(out, signals.End{Key: o.Key, Tier: signals.TierOf(o.Tier)})
-		}
+		out = appendEnd(out, o)
 	}
 	return out
+}
+
+// appendEnd appends o's end to ends when o is a job that ended.
+func appendEnd(ends []signals.End, o Outcome) []signals.End {
+	switch o.Status {
+	case StatusCompleted:
+		return append(ends, signals.End{Key: o.Key})
+	case StatusRemediation, StatusDeadLetter:
+		return append(ends, signals.End{Key: o.Key, Tier: signals.TierOf(o.Tier)})
+	}
+	return ends
 }
 
 // JobReader reads job records (a statestore.Tracker).
@@ -44,14 +50,19 @@ type JobReader interface {
 // read); without, it reads each completed job's own record (a table on
 // AWS: no scan), which sees the recoveries of replays of unchanged content.
 func Recovered(ctx context.Context, jobs JobReader, outcomes []Outcome, everySource bool) ([]signals.Latency, error) {
+	return (&Report{Files: outcomes}).Recovered(ctx, jobs, everySource)
+}
+
+// Recovered is Recovered of the report's files.
+func (r *Report) Recovered(ctx context.Context, jobs JobReader, everySource bool) ([]signals.Latency, error) {
 	completed := map[string]bool{}
 	var ids []string
-	for _, o := range outcomes {
+	r.each(func(o Outcome) {
 		if o.Status == StatusCompleted && o.JobID != "" {
 			completed[o.Bucket+"/"+o.Key] = true
 			ids = append(ids, o.JobID)
 		}
-	}
+	})
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -113,10 +124,15 @@ func Recovered(ctx context.Context, jobs JobReader, outcomes []Outcome, everySou
 const recoveryReaders = 16
 
 // DeadLetterAge reads the local dead-letter queue file at path: the
-// messages not deleted and the oldest one's age at now.
-func DeadLetterAge(ctx context.Context, path string, now time.Time) (*signals.QueueAge, error) {
+// number of messages not deleted and the age of the oldest, leaving out
+// those settled reports as superseded (their job has completed;
+// nil: none is).
+func DeadLetterAge(ctx context.Context, path string, now time.Time, settled func(queue.Message) bool) (*signals.QueueAge, error) {
 	var q signals.QueueAge
 	_, err := jsonlqueue.Scan(ctx, path, func(m queue.Message) error {
+		if settled != nil && settled(m) {
+			return nil
+		}
 		q.Depth++
 		if q.OldestSentAt.IsZero() || m.SentAt.Before(q.OldestSentAt) {
 			q.OldestSentAt = m.SentAt

@@ -74,7 +74,7 @@ func TestRecovered(t *testing.T) {
 func TestDeadLetterAgeAndPrint(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "dead-letter.jsonl")
-	q, err := DeadLetterAge(ctx, path, time.Now())
+	q, err := DeadLetterAge(ctx, path, time.Now(), nil)
 	if err != nil || q.Depth != 0 || !q.OldestSentAt.IsZero() {
 		t.Fatalf("missing file: %+v %v", q, err)
 	}
@@ -89,7 +89,7 @@ func TestDeadLetterAgeAndPrint(t *testing.T) {
 	}
 	jq.Close()
 	later := time.Now().Add(3 * time.Hour)
-	q, err = DeadLetterAge(ctx, path, later)
+	q, err = DeadLetterAge(ctx, path, later, nil)
 	if err != nil || q.Depth != 2 || q.OldestAgeSeconds < 3*3600 || q.OldestAgeSeconds > 3*3600+60 {
 		t.Fatalf("two messages: %+v %v", q, err)
 	}

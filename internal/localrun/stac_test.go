@@ -125,8 +125,8 @@ func checkItem(t *testing.T, v *stactest.Validator, destDir, out, itemKey string
 	if a["file:checksum"] != stac.Multihash(sha(t, filepath.Join(destDir, filepath.FromSlash(out)))) || a["file:size"] != float64(fi.Size()) {
 		t.Errorf("%s: checksum %v size %v do not match %s", itemKey, a["file:checksum"], a["file:size"], out)
 	}
-	if len(item.BBox) != 4 || item.Properties["proj:epsg"] == nil {
-		t.Errorf("%s: bbox %v proj:epsg %v", itemKey, item.BBox, item.Properties["proj:epsg"])
+	if len(item.BBox) != 4 || item.Properties["proj:code"] == nil {
+		t.Errorf("%s: bbox %v proj:code %v", itemKey, item.BBox, item.Properties["proj:code"])
 	}
 	sw, _ := item.Properties["processing:software"].(map[string]any)
 	if sw["GDAL"] == nil || sw["PROJ"] == nil || sw["geomigrate"] == nil {

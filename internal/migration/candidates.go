@@ -3,9 +3,7 @@ package migration
 import (
 	"path"
 	"strings"
-	"unicode"
 
-	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
@@ -38,18 +36,6 @@ func NotGeospatial(key string) string {
 		return "not a geospatial format (" + formats.Lookup(lower).Ext + ")"
 	}
 	return ""
-}
-
-// checkKeyChars refuses a key holding a control character (a newline, a
-// tab …): the file's name is at fault, so it is a data problem the owner
-// fixes by renaming, never a failure of the system.
-func checkKeyChars(key string) error {
-	for _, r := range key {
-		if unicode.IsControl(r) {
-			return fault.Data(fault.InvalidInput, "source key %q contains a control character (%U); rename the file", key, r)
-		}
-	}
-	return nil
 }
 
 // PredictDestKey is the key (under the destination prefix) of the single

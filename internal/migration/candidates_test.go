@@ -3,6 +3,7 @@ package migration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -75,21 +76,35 @@ func TestHashCheckIgnoresNonGeospatialFiles(t *testing.T) {
 	}
 }
 
-// TestHashCheckRefusesControlCharactersAsData: a key with a newline (or any
-// control character) is the file's name at fault, not the system: a
-// DataError for remediation, before any store call.
-func TestHashCheckRefusesControlCharactersAsData(t *testing.T) {
-	for _, key := range []string{"x\ny.tif", "x\ry.tif", "a/b\tc.tif", "bell\a.tif", "del\x7f.tif"} {
-		t.Run(strings.ReplaceAll(key, "\n", `\n`), func(t *testing.T) {
+// TestHashCheckRefusesInvalidKeysAsData: a key that could climb out of the
+// destination prefix, or holds a control character, is the file's name at
+// fault, not the system: a DataError InvalidKey for remediation, before any
+// store call (the store holds no object at all here), decoded first when
+// it arrives URL-encoded as S3 events carry it.
+func TestHashCheckRefusesInvalidKeysAsData(t *testing.T) {
+	for _, c := range []struct{ key, encoding, says string }{
+		{"x\ny.tif", "plain", "control character"},
+		{"x\ry.tif", "plain", "control character"},
+		{"a/b\tc.tif", "plain", "control character"},
+		{"bell\a.tif", "plain", "control character"},
+		{"del\x7f.tif", "plain", "control character"},
+		{"in/../../x.tif", "plain", `".."`},
+		{"in/%2E%2E/%2E%2E/x.tif", "url", `".."`},
+		{"/abs/x.tif", "plain", `starts with "/"`},
+		{"%2Fabs%2Fx.tif", "url", `starts with "/"`},
+		{"in//x.tif", "plain", "empty path segment"},
+		{"in/./x.tif", "plain", `"."`},
+		{"in/a%0Ab.tif", "url", "control character"},
+	} {
+		t.Run(fmt.Sprintf("%q", c.key), func(t *testing.T) {
 			f := newFixture(t)
-			f.put(t, key, "II*\x00")
-			_, err := f.hash.Handle(context.Background(), HashCheckInput{Source: Source{Bucket: "src", Key: key, KeyEncoding: "plain"}, Context: inv("e1", 0)})
+			_, err := f.hash.Handle(context.Background(), HashCheckInput{Source: Source{Bucket: "src", Key: c.key, KeyEncoding: c.encoding}, Context: inv("e1", 0)})
 			var d *fault.DataError
-			if !errors.As(err, &d) || d.Code != fault.InvalidInput {
-				t.Fatalf("err = %v (%T), want a DataError %s", err, err, fault.InvalidInput)
+			if !errors.As(err, &d) || d.Code != fault.InvalidKey {
+				t.Fatalf("err = %v (%T), want a DataError %s", err, err, fault.InvalidKey)
 			}
-			if !strings.Contains(err.Error(), "control character") {
-				t.Errorf("message %q does not say what is wrong", err)
+			if !strings.Contains(err.Error(), c.says) {
+				t.Errorf("message %q does not say what is wrong (%s)", err, c.says)
 			}
 		})
 	}

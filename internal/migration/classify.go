@@ -290,11 +290,19 @@ func writeBundle(ctx context.Context, w *quarantine.Writer, log *slog.Logger, f 
 }
 
 func (c *Classify) cleanStaging(ctx context.Context, job Job) {
-	n, err := removeStaged(ctx, c.store, c.cfg, job)
 	log := c.log
 	if log == nil {
 		log = slog.Default()
 	}
+	// What Promote published goes first: the job leaves for a queue with
+	// none of its outputs at final keys.
+	switch r, err := rollbackPromoted(ctx, c.store, c.cfg, job); {
+	case err != nil:
+		log.ErrorContext(ctx, "classify: promoted outputs of the routed job not rolled back", slog.String("job", job.ID), slog.String("error", err.Error()))
+	case r > 0:
+		log.InfoContext(ctx, "classify: promoted outputs of the routed job rolled back", slog.String("job", job.ID), slog.Int("objects", r))
+	}
+	n, err := removeStaged(ctx, c.store, c.cfg, job)
 	switch {
 	case err != nil:
 		log.WarnContext(ctx, "classify: staging not cleaned; the staging lifecycle rule will expire it", slog.String("job", job.ID), slog.String("error", err.Error()))
@@ -307,7 +315,7 @@ func (c *Classify) cleanStaging(ctx context.Context, job Job) {
 func hint(tier fault.Tier, code fault.Code, name string) string {
 	switch code {
 	case fault.MissingCRS:
-		return "The source has no coordinate reference system. Assign one (e.g. gdal_edit.py -a_srs EPSG:4326 FILE, or add a .prj), re-upload, or replay with the fixed file."
+		return "The source has no coordinate reference system. Give it one without editing it: a recipe rule matching it with assign_crs: \"EPSG:4326\", or a sidecar (FILE.aux.xml with <PAMDataset><SRS>EPSG:4326</SRS></PAMDataset> beside a raster, a .prj beside a Shapefile); then run again or replay. Or set it in the file (gdal_edit.py -a_srs EPSG:4326 FILE) and replace it."
 	case fault.InvalidCRS:
 		return "The CRS cannot be interpreted by PROJ. Replace it with a known EPSG code and re-upload."
 	case fault.UnsupportedFormat:
@@ -334,6 +342,8 @@ func hint(tier fault.Tier, code fault.Code, name string) string {
 		return "The table has no geometry column. Set attribute_tables: parquet in the recipe to write it as plain Parquet, or add a geometry and re-upload."
 	case fault.DriverUnavailable:
 		return "GDAL here lacks the driver or format version this file needs. Convert it with a GDAL that has it, or re-export it in a supported format."
+	case fault.InvalidKey:
+		return "The object key has \".\", \"..\" or empty path segments, a leading \"/\" or control characters, which could place an output outside the destination prefix. Rename the object (copy it to a plain key and delete the old one); the new key is migrated by its own event."
 	}
 	switch tier {
 	case fault.TierTransient:

@@ -8,6 +8,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
 // Config is what every handler needs to know about the deployment. It is
@@ -34,13 +35,19 @@ type Config struct {
 	// Container are the limits over which a job is converted by the
 	// container task instead of the Convert Lambda (zero: the defaults).
 	Container ContainerLimits
+	// CatalogByRun: the run links its items into the STAC tree once at
+	// its end (Tree.Include), so Promote does not rewrite the collection
+	// per job. Lambda's Promote, with no end of run, links each job's.
+	CatalogByRun bool
 }
 
 // Defaults.
 const (
 	DefaultStagingPrefix        = "_staging/"
 	DefaultFingerprintThreshold = 1 << 30
-	DefaultLease                = 20 * time.Minute
+	// DefaultLease is the Tracker's (internal/config declares the same
+	// default for the settings, checked by its tests).
+	DefaultLease = statestore.DefaultLease
 )
 
 func (c Config) withDefaults() Config {

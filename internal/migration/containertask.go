@@ -42,8 +42,11 @@ const ContainerResultPrefix = "container-result-"
 // {errorMessage, errorType} — so that the Fail state raising it gives
 // Retry, Catch and Classify exactly what a Lambda error gives them.
 type ContainerResult struct {
-	Outputs []Artifact   `json:"outputs,omitempty"`
-	Error   *CaughtError `json:"error,omitempty"`
+	// Outputs and OutputsRef are always written when Error is not: the
+	// state machine selects both (ConvertTaskSucceeded).
+	Outputs    []Artifact   `json:"outputs"`
+	OutputsRef *OutputsRef  `json:"outputs_ref"`
+	Error      *CaughtError `json:"error,omitempty"`
 }
 
 // RunContainerTask runs Convert for a container task and writes its
@@ -67,7 +70,7 @@ func RunContainerTask(ctx context.Context, c *Convert, store objectstore.Store, 
 	out, err := c.Handle(ctx, ConvertInput{Job: in.Job, Context: in.Context})
 	stop()
 	<-renewed
-	res := ContainerResult{Outputs: out.Outputs}
+	res := ContainerResult{Outputs: out.Outputs, OutputsRef: out.OutputsRef}
 	if err != nil {
 		res = ContainerResult{Error: LambdaError(err)}
 	}

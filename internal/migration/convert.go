@@ -1,5 +1,7 @@
 package migration
 
+// Size: one step's lifecycle: the Convert handler's work dir, download, run and staging.
+
 import (
 	"bytes"
 	"context"
@@ -128,9 +130,13 @@ func NewConvert(cfg Config, store objectstore.Store, tracker *statestore.Tracker
 func (c *Convert) Handle(ctx context.Context, in ConvertInput) (ConvertOutput, error) {
 	log := logFor(c.log, in.Context, in.Job.SourceKey)
 	out, err := c.convert(ctx, in, log)
+	carried := out
+	if err == nil {
+		carried, err = c.carryOutputs(ctx, in.Job, out)
+	}
 	c.meter().convert(in, out, err)
 	logOutcome(ctx, log, "convert", err, slog.String("job", in.Job.ID), slog.Int("outputs", len(out.Outputs)))
-	return out, boundary(err, in.Context)
+	return carried, boundary(err, in.Context)
 }
 
 func (c *Convert) convert(ctx context.Context, in ConvertInput, log *slog.Logger) (_ ConvertOutput, retErr error) {
@@ -429,9 +435,9 @@ func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi boo
 	if err != nil {
 		return Artifact{}, localError("migration.Convert: hash output", err)
 	}
-	destKey := c.cfg.DestPrefix + recipe.DestKey(job.SourceKey, o, multi)
+	destKey := recipe.OutputKey(c.cfg.DestPrefix, job.SourceKey, o, multi)
 	a := Artifact{
-		StagingKey:  job.StagingPrefix + recipe.DestKey(job.SourceKey, o, multi),
+		StagingKey:  recipe.OutputKey(job.StagingPrefix, job.SourceKey, o, multi),
 		DestKey:     destKey,
 		Format:      o.Format,
 		ContentType: o.ContentType,
@@ -476,7 +482,7 @@ func promotedMetadata(job Job, a Artifact) map[string]string {
 	m := map[string]string{
 		objectstore.MetaSourceSHA256: job.SourceSHA256,
 		objectstore.MetaRecipe:       job.RecipeHash,
-		objectstore.MetaSourceKey:    job.SourceBucket + "/" + job.SourceKey,
+		objectstore.MetaSourceKey:    objectstore.MetaValue(job.SourceBucket + "/" + job.SourceKey),
 		objectstore.MetaFingerprint:  job.Fingerprint,
 		MetaOutputSHA256:             a.SHA256,
 	}

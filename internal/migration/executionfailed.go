@@ -1,5 +1,7 @@
 package migration
 
+// Size: one handler: an ended execution's event parsed, its job closed and its message sent, read top to bottom.
+
 import (
 	"context"
 	"encoding/json"
@@ -394,6 +396,12 @@ func (h *ExecutionFailed) closeActive(ctx context.Context, e EndedExecution, rec
 		return out, nil
 	case err != nil:
 		return out, fmt.Errorf("migration.ExecutionFailed: quarantine %s: %w", rec.ID, err)
+	}
+	switch r, err := rollbackPromoted(ctx, h.store, h.cfg, jobOf(closed, h.cfg)); {
+	case err != nil:
+		h.log.ErrorContext(ctx, "migration.ExecutionFailed: promoted outputs of the closed job not rolled back", slog.String("job", rec.ID), slog.String("error", err.Error()))
+	case r > 0:
+		h.log.InfoContext(ctx, "migration.ExecutionFailed: promoted outputs of the closed job rolled back", slog.String("job", rec.ID), slog.Int("objects", r))
 	}
 	n, err := removeStaged(ctx, h.store, h.cfg, jobOf(closed, h.cfg))
 	if err != nil {

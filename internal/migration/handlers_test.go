@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -177,8 +178,9 @@ func TestMigrateThenSkip(t *testing.T) {
 	if obj.Metadata[objectstore.MetaSourceSHA256] != hc.Job.SourceSHA256 || obj.Metadata[objectstore.MetaRecipe] != hc.Job.RecipeHash {
 		t.Fatalf("final object metadata = %v", obj.Metadata)
 	}
-	// The output, its STAC item and the dataset's collection; no staging.
-	if keys := f.store.Keys("dest"); !slices.Equal(keys, []string{"a/dem.tif", "a/dem.tif" + stac.ItemSuffix, CollectionKey("", "src")}) {
+	// The output, its STAC item, the root catalog and the dataset's
+	// collection; no staging.
+	if keys := f.store.Keys("dest"); !slices.Equal(keys, []string{"a/dem.tif", "a/dem.tif" + stac.ItemSuffix, CatalogKey(""), CollectionKey("", "src")}) {
 		t.Fatalf("dest holds %v; staging must be gone", keys)
 	}
 	rec, err := f.tracker.Get(ctx, hc.Job.ID)
@@ -415,7 +417,7 @@ func TestSameBytesUnderTwoKeysAreTwoMigrations(t *testing.T) {
 			t.Fatalf("%s: %s/%s", k, hc.Decision, hc.Reason)
 		}
 	}
-	want := []string{"a/x.tif", "a/x.tif" + stac.ItemSuffix, "b/x.tif", "b/x.tif" + stac.ItemSuffix, CollectionKey("", "src")}
+	want := []string{"a/x.tif", "a/x.tif" + stac.ItemSuffix, "b/x.tif", "b/x.tif" + stac.ItemSuffix, CatalogKey(""), CollectionKey("", "src")}
 	if keys := f.store.Keys("dest"); !slices.Equal(keys, want) {
 		t.Fatalf("dest holds %v, want %v", keys, want)
 	}
@@ -710,6 +712,48 @@ func TestConvertTakesTheEnginesDigest(t *testing.T) {
 			}
 			if conv.Outputs[0].Size != int64(len("COG:"+body)) {
 				t.Errorf("staged size %d", conv.Outputs[0].Size)
+			}
+		})
+	}
+}
+
+// TestPromoteKnowsItsSourceInEveryLineageForm: the src-key lineage value
+// is US-ASCII (objectstore.MetaValue), and an output written before, with
+// the UTF-8 key as it stood (returned RFC 2047-encoded by S3, or as it
+// stands by the other stores), is still recognised as this source's: a
+// new version of it is promoted over it, not refused as another source's.
+func TestPromoteKnowsItsSourceInEveryLineageForm(t *testing.T) {
+	for name, stored := range map[string]string{
+		"as written now":    objectstore.MetaValue("src/München.tif"),
+		"UTF-8 as it stood": "src/München.tif",
+		"RFC 2047 from S3":  mime.BEncoding.Encode("UTF-8", "src/München.tif"),
+		"another source's":  mime.BEncoding.Encode("UTF-8", "src/München.img"),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if _, err := f.store.Put(ctx, objectstore.PutRequest{Bucket: "dest", Key: "München.tif", Body: strings.NewReader("old"), Size: 3,
+				Metadata: map[string]string{objectstore.MetaSourceKey: stored, objectstore.MetaSourceSHA256: "old", objectstore.MetaRecipe: "old"}}); err != nil {
+				t.Fatal(err)
+			}
+			hc, conv := f.converted(t, "e1", "München.tif", "new")
+			_, err := f.promote.Handle(ctx, PromoteInput{Job: hc.Job, Converted: conv, Context: inv("e1", 0)})
+			if name == "another source's" {
+				var de *fault.DataError
+				if !errors.As(err, &de) || de.Code != fault.DestinationTaken {
+					t.Fatalf("err = %v, want DestinationConflict", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, err := f.store.Head(ctx, "dest", "München.tif")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := head.Metadata[objectstore.MetaSourceKey]; got != "src/M%C3%BCnchen.tif" {
+				t.Errorf("lineage %q, want the US-ASCII form", got)
 			}
 		})
 	}

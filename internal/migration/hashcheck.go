@@ -307,6 +307,17 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 		id.invalid = fault.Data(fault.InvalidInput, "source bucket and key are required")
 		return id, nil
 	}
+	if key, err := src.DecodedKey(); err == nil {
+		// Judged on the name alone, before any store call: a key that
+		// could climb out of the destination prefix ("../x", "/abs/x",
+		// "a//b") or carries a newline must not reach a store, GDAL or a
+		// log line as such (docs/decisions/0100).
+		if err := objectstore.CheckKey(key); err != nil {
+			id.src.Key, id.src.KeyEncoding = key, "plain"
+			id.invalid = err
+			return id, nil
+		}
+	}
 	if key, err := src.DecodedKey(); err == nil && strings.HasSuffix(key, "/") {
 		// A console "Create folder" marker (a zero-byte key ending in /)
 		// arrives on the event path like any object; the backfill skips it
@@ -323,12 +334,6 @@ func (h *HashCheck) identify(ctx context.Context, src Source) (identification, e
 			src.Key, src.KeyEncoding = d, "plain"
 			id.src.Key, id.src.KeyEncoding = d, "plain"
 			key = d
-		}
-		// Both judged on the name alone, before any store call: a newline
-		// in a key must not reach a store, GDAL or a log line as such.
-		if err := checkKeyChars(key); err != nil {
-			id.invalid = err
-			return id, nil
 		}
 		if NotGeospatial(key) != "" && !formats.IsSidecar(key) {
 			id.src.Key, id.src.KeyEncoding = key, "plain"

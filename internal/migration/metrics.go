@@ -152,7 +152,7 @@ func (m meter) convert(in ConvertInput, out ConvertOutput, err error) {
 func (m meter) promote(in PromoteInput, out PromoteOutput, err error) {
 	m.invocation(in.Context, "Promote", err)
 	if err == nil {
-		m.m.Count(MetricBytesPromoted, float64(totalSize(out.Outputs)), UnitBytes, "State", stateName(in.Context, "Promote"))
+		m.m.Count(MetricBytesPromoted, float64(out.Size), UnitBytes, "State", stateName(in.Context, "Promote"))
 	}
 }
 

@@ -135,7 +135,13 @@ type (
 		Context Invocation `json:"context"`
 	}
 	ConvertOutput struct {
+		// Outputs is the outputs list, empty when it travels by
+		// OutputsRef.
 		Outputs []Artifact `json:"outputs"`
+		// OutputsRef is set instead of Outputs when the list is over
+		// InlineOutputsLimit (docs/decisions/0101); always written, as
+		// the state machine selects it.
+		OutputsRef *OutputsRef `json:"outputs_ref"`
 		// ResultKey is the container task's result object (in the
 		// destination bucket), which Promote deletes with the staged
 		// outputs; empty when the Convert Lambda converted.
@@ -147,7 +153,14 @@ type (
 		Context   Invocation    `json:"context"`
 	}
 	PromoteOutput struct {
+		// Outputs is what was promoted, empty when Convert's list came by
+		// reference (the list is not carried on into the execution's
+		// output, whose size is bounded too).
 		Outputs []Artifact `json:"outputs"`
+		// Count and Size are the number and total bytes of the outputs
+		// promoted, whichever way the list came.
+		Count int   `json:"outputs_count"`
+		Size  int64 `json:"outputs_size"`
 	}
 	// CaughtError is what a Catch puts at ResultPath.
 	CaughtError struct {
@@ -184,5 +197,5 @@ func predictDestKey(prefix, srcKey string, r recipe.Recipe) string {
 		format = r.VectorFormat
 	}
 	info := recipe.Formats[format]
-	return prefix + recipe.DestKey(srcKey, recipe.Output{Format: info.Format, Extension: info.Extension, Kind: info.Kind}, false)
+	return recipe.OutputKey(prefix, srcKey, recipe.Output{Format: info.Format, Extension: info.Extension, Kind: info.Kind}, false)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -53,28 +52,41 @@ func (p *Promote) Handle(ctx context.Context, in PromoteInput) (PromoteOutput, e
 // already leaves it nil, so the job's end is counted once).
 func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput, completed **statestore.Job) (PromoteOutput, error) {
 	job := in.Job
-	if job.ID == "" || len(in.Converted.Outputs) == 0 {
+	if job.ID == "" || (len(in.Converted.Outputs) == 0 && in.Converted.OutputsRef == nil) {
 		return PromoteOutput{}, fault.Systemic("migration.Promote", errors.New("input carries no job or no outputs"))
+	}
+	// The list, inline or read back from staging (docs/decisions/0101).
+	outs, listErr := readOutputs(ctx, p.store, job, in.Converted)
+	if listErr != nil && !errors.Is(listErr, errOutputsListGone) {
+		return PromoteOutput{}, listErr
 	}
 	// A retry whose earlier attempt finished (only the response was lost)
 	// finds the job completed: confirm the outputs and succeed again.
 	if rec, err := p.tracker.Get(ctx, job.ID); err == nil && rec.Status == statestore.Completed {
-		done, err := p.allPromoted(ctx, job, in.Converted.Outputs)
+		if listErr != nil {
+			// That attempt deleted staging, the staged list with it, once
+			// every output was final: the record is the confirmation.
+			return PromoteOutput{Outputs: []Artifact{}, Count: in.Converted.OutputsRef.Count, Size: rec.OutputSize}, nil
+		}
+		done, err := p.allPromoted(ctx, job, outs)
 		if err != nil {
-			return PromoteOutput{Outputs: in.Converted.Outputs}, err
+			return promoted(in.Converted, outs), err
 		}
 		if done {
 			// The earlier attempt may have ended before its deletes.
-			if staged, err := stagedKeys(job, in.Converted); err == nil {
+			if staged, err := stagedKeys(job, outs, in.Converted); err == nil {
 				p.removeAllStaged(ctx, log, job, staged)
 			}
-			return PromoteOutput{Outputs: in.Converted.Outputs}, nil
+			return promoted(in.Converted, outs), nil
 		}
+	}
+	if listErr != nil {
+		return PromoteOutput{}, fault.Systemic("migration.Promote", fmt.Errorf("staged outputs list %s is missing: Convert must run again", in.Converted.OutputsRef.Key))
 	}
 	if _, err := p.tracker.BeginAttempt(ctx, job.ID, in.Context.Execution, in.Context.State, in.Context.Attempt); err != nil {
 		return PromoteOutput{}, leaseError("migration.Promote", err)
 	}
-	for _, a := range in.Converted.Outputs {
+	for _, a := range outs {
 		if strings.HasPrefix(a.DestKey, p.cfg.StagingPrefix) || !strings.HasPrefix(a.StagingKey, p.cfg.StagingPrefix) {
 			return PromoteOutput{}, fault.Systemic("migration.Promote", fmt.Errorf("refusing to promote %s → %s: keys are not staging → final", a.StagingKey, a.DestKey))
 		}
@@ -85,7 +97,7 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 	// Each item after every output: an item at a final key always points
 	// at a published output.
 	var items []*StagedItem
-	for _, a := range in.Converted.Outputs {
+	for _, a := range outs {
 		if a.Item == nil {
 			continue
 		}
@@ -107,18 +119,15 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 	// of the file, so a store error here is logged and the object left to
 	// the staging lifecycle rule on AWS and to the end-of-run sweeps of the
 	// CLI (every staged object locally; migrated jobs' with --backend aws).
-	staged, err := stagedKeys(job, in.Converted)
+	staged, err := stagedKeys(job, outs, in.Converted)
 	if err != nil {
 		return PromoteOutput{}, err
 	}
-	first := in.Converted.Outputs[0]
-	var total int64
-	for _, a := range in.Converted.Outputs {
-		total += a.Size
-	}
+	first := outs[0]
+	total := totalSize(outs)
 	rec, err := p.tracker.Transition(ctx, statestore.Update{
 		ID: job.ID, Execution: in.Context.Execution, Attempt: in.Context.Attempt, To: statestore.Completed,
-		Note: fmt.Sprintf("promoted %d output(s)", len(in.Converted.Outputs)),
+		Note: fmt.Sprintf("promoted %d output(s)", len(outs)),
 		Mutate: func(j *statestore.Job) {
 			j.DestKey, j.OutputSHA256, j.OutputSize = first.DestKey, first.SHA256, total
 		},
@@ -128,16 +137,16 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 	}
 	*completed = &rec
 	p.removeAllStaged(ctx, log, job, staged)
-	return PromoteOutput{Outputs: in.Converted.Outputs}, nil
+	return promoted(in.Converted, outs), nil
 }
 
-// stagedKeys lists what a job staged for its outputs: each output, its
-// item, the collection when an item was staged, and the container's
-// result object.
-func stagedKeys(job Job, converted ConvertOutput) ([]string, error) {
+// stagedKeys lists what a job staged for its outputs (outs): each output,
+// its item, the collection when an item was staged, the outputs list when
+// it came by reference, and the container's result object.
+func stagedKeys(job Job, outs []Artifact, converted ConvertOutput) ([]string, error) {
 	var staged []string
 	items := false
-	for _, a := range converted.Outputs {
+	for _, a := range outs {
 		staged = append(staged, a.StagingKey)
 		if a.Item != nil {
 			staged = append(staged, a.Item.StagingKey)
@@ -146,6 +155,9 @@ func stagedKeys(job Job, converted ConvertOutput) ([]string, error) {
 	}
 	if items {
 		staged = append(staged, collectionStaging(job))
+	}
+	if ref := converted.OutputsRef; ref != nil {
+		staged = append(staged, ref.Key) // checked by readOutputs
 	}
 	if k := converted.ResultKey; k != "" {
 		if !strings.HasPrefix(k, job.StagingPrefix+ContainerResultPrefix) {
@@ -167,28 +179,11 @@ func (p *Promote) removeAllStaged(ctx context.Context, log *slog.Logger, job Job
 	}
 }
 
-// stagedDeleteAttempts bounds removeStaged: a store failing transiently
-// leaves a staged copy behind only after this many tries.
-const stagedDeleteAttempts = 5
-
-// removeStaged deletes a staged object, trying again (50 ms, doubling)
-// while the store fails transiently: the job is already COMPLETED, so this
+// removeStaged deletes a staged object, trying again while the store
+// fails transiently (retryTransient): the job is already COMPLETED, so this
 // is the only chance to remove it before the lifecycle rule does.
 func (p *Promote) removeStaged(ctx context.Context, bucket, key string) error {
-	wait := 50 * time.Millisecond
-	var err error
-	for range stagedDeleteAttempts {
-		if err = p.store.Delete(ctx, bucket, key); err == nil || fault.TierOf(err) != fault.TierTransient {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
-	return err
+	return retryTransient(ctx, func() error { return p.store.Delete(ctx, bucket, key) })
 }
 
 // promoteOne makes a.DestKey hold the staged object. The destination is
@@ -210,7 +205,7 @@ func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
 		return fmt.Errorf("migration.Promote: head %s: %w", a.DestKey, err)
 	case isPromoted(cur, meta):
 		return nil
-	case cur.Metadata[objectstore.MetaSourceKey] != meta[objectstore.MetaSourceKey]:
+	case !objectstore.SameMetaValue(cur.Metadata[objectstore.MetaSourceKey], job.SourceBucket+"/"+job.SourceKey):
 		return fault.Data(fault.DestinationTaken, "%s already holds the output of %s; %s/%s maps to the same key",
 			a.DestKey, orUnknown(cur.Metadata[objectstore.MetaSourceKey]), job.SourceBucket, job.SourceKey)
 	default:
@@ -237,6 +232,12 @@ func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
 		}
 		return fault.Systemic("migration.Promote", fmt.Errorf("staging object %s is missing", a.StagingKey))
 	default:
+		// The copy may have been done and its answer lost (a reset after
+		// CompleteMultipartUpload or CopyObject): the key's lineage says
+		// so, and copying again would write the key a second time.
+		if now, herr := p.store.Head(ctx, job.DestBucket, a.DestKey); herr == nil && isPromoted(now, meta) {
+			return nil
+		}
 		return fmt.Errorf("migration.Promote: copy %s → %s: %w", a.StagingKey, a.DestKey, err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 func bundleWriter(t *testing.T, store objectstore.Store) *quarantine.Writer {
 	t.Helper()
-	w, err := quarantine.NewWriter(quarantine.Config{Store: store, Bucket: "dest", Prefix: quarantine.DefaultPrefix, StagingPrefix: DefaultStagingPrefix + "quarantine/"})
+	w, err := quarantine.NewWriter(quarantine.Config{Store: store, Bucket: "dest", Prefix: quarantine.DefaultPrefix, StagingPrefix: DefaultStagingPrefix + "quarantine/", CopyInput: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,19 @@
 package migration
 
+// Size: both sides of one catalogue: the STAC staging in Convert and the tree Promote reconciles.
+
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"path"
+	"sort"
 	"strings"
 	"time"
 
@@ -17,11 +23,13 @@ import (
 	"github.com/geomigrate/geomigrate/internal/stac"
 )
 
-// STAC: every output gets an Item beside it (OUTPUT.stac.json) and every
+// STAC: every output gets an Item beside it (OUTPUT.stac.json), every
 // dataset a Collection (collections/<dataset>/collection.json under the
-// destination prefix). Convert stages the item with the output; Promote
-// publishes it the way it publishes outputs (conditional copy from
-// staging, after its output) and then widens the dataset's collection.
+// destination prefix) and the destination a root Catalog (catalog.json).
+// Convert stages the item with the output; Promote publishes it the way
+// it publishes outputs (conditional copy from staging, after its output)
+// and then links it into the tree (Tree), unless the run does that once
+// at its end (Config.CatalogByRun).
 
 // OutputDescriber is implemented by engines that can say what an output
 // holds (gdal.Engine.Describe): CRS, grid, bands and their statistics,
@@ -59,7 +67,7 @@ func CollectionKey(destPrefix, dataset string) string {
 
 // collectionStaging is where Promote stages a collection update of job.
 func collectionStaging(job Job) string {
-	return job.StagingPrefix + strings.TrimSuffix(recipe.DestKey(job.SourceKey, recipe.Output{Extension: "."}, false), ".") + collectionStagingSuffix
+	return recipe.OutputStem(job.StagingPrefix, job.SourceKey) + collectionStagingSuffix
 }
 
 // sourceModified is the source object's Last-Modified, the datetime of
@@ -74,7 +82,7 @@ func (c *Convert) sourceModified(ctx context.Context, job Job) (time.Time, error
 	case errors.Is(err, objectstore.ErrNotFound):
 		return time.Time{}, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared during conversion", job.SourceBucket, job.SourceKey)
 	case err != nil:
-		return time.Time{}, fmt.Errorf("convert: head source: %w", err)
+		return time.Time{}, fmt.Errorf("migration.Convert: head source: %w", err)
 	case obj.Modified.IsZero():
 		return time.Now().UTC(), nil
 	}
@@ -91,15 +99,29 @@ func (c *Convert) stageItem(ctx context.Context, job Job, o recipe.Output, a Art
 	if d, ok := c.engine.(OutputDescriber); ok {
 		got, err := d.Describe(ctx, o.Path, o.Format)
 		if err != nil {
-			return nil, fmt.Errorf("convert: describe %s: %w", a.DestKey, err)
+			return nil, fmt.Errorf("migration.Convert: describe %s: %w", a.DestKey, err)
 		}
 		desc = &got
+	}
+	// The recipe's datetime (set per glob) wins over what the file
+	// declares; the source's Last-Modified is the fallback of both.
+	if job.Recipe.Datetime != "" {
+		t, err := time.Parse(time.RFC3339Nano, job.Recipe.Datetime)
+		if err != nil {
+			return nil, fault.Data(fault.InvalidInput, "recipe datetime %q: %v", job.Recipe.Datetime, err)
+		}
+		if desc == nil {
+			desc = &stac.Description{}
+		}
+		desc.Datetime = &t
 	}
 	itemKey := a.DestKey + stac.ItemSuffix
 	it, err := stac.NewItem(stac.ItemInput{
 		ID:             strings.TrimPrefix(a.DestKey, c.cfg.DestPrefix),
 		Collection:     job.DatasetID,
 		CollectionHref: stac.RelativeHref(itemKey, CollectionKey(c.cfg.DestPrefix, job.DatasetID)),
+		RootHref:       stac.RelativeHref(itemKey, CatalogKey(c.cfg.DestPrefix)),
+		SelfHref:       "./" + path.Base(itemKey),
 		Asset: stac.Asset{
 			Href: stac.RelativeHref(itemKey, a.DestKey), Format: o.Format, Title: o.Layer,
 			SHA256: a.SHA256, Size: a.Size,
@@ -114,11 +136,11 @@ func (c *Convert) stageItem(ctx context.Context, job Job, o recipe.Output, a Art
 		},
 	})
 	if err != nil {
-		return nil, fault.Systemic("convert: STAC item", err)
+		return nil, fault.Systemic("migration.Convert: STAC item", err)
 	}
 	body, err := it.JSON()
 	if err != nil {
-		return nil, fault.Systemic("convert: STAC item", err)
+		return nil, fault.Systemic("migration.Convert: STAC item", err)
 	}
 	sum := sha256.Sum256(body)
 	staged := &StagedItem{
@@ -134,100 +156,382 @@ func (c *Convert) stageItem(ctx context.Context, job Job, o recipe.Output, a Art
 		Metadata: promotedMetadata(job, staged.artifact()), Scratch: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("convert: stage %s: %w", staged.StagingKey, err)
+		return nil, fmt.Errorf("migration.Convert: stage %s: %w", staged.StagingKey, err)
 	}
 	return staged, nil
 }
 
-// maxCollectionAttempts bounds the optimistic updates of a collection that
-// other promotions keep changing; then Promote fails transient and the
-// state machine retries it.
+// maxCollectionAttempts bounds the optimistic updates of a tree document
+// that other writers keep changing; then the update fails transient and
+// is retried (by the state machine, or by the next run).
 const maxCollectionAttempts = 8
 
+// CatalogKey is where the root catalog of the tree is written.
+func CatalogKey(destPrefix string) string { return destPrefix + stac.CatalogFileName }
+
+// TreeEntry is one published item as the tree needs it: its key, its
+// dataset and its extent.
+type TreeEntry struct {
+	Key      string
+	Dataset  string
+	BBox     []float64 // WGS 84; nil without a footprint
+	Datetime time.Time
+}
+
 // includeInCollection widens the dataset's collection to cover the items
-// just promoted: read it (with its ETag), widen, and write it back only if
-// it changed, by a conditional copy from staging (If-Match the version
-// read, or If-None-Match when there was none), so that concurrent
-// promotions never lose each other's extent and readers never see a
-// partial document. Most promotions change nothing and write nothing.
+// just promoted, writing it only when its extent grows (most promotions
+// write nothing), and links a new collection into the root catalog. It
+// does not link each item: that would rewrite the collection for every
+// job. A run links its items once at its end (Tree.Include, and
+// Config.CatalogByRun leaves the collection to it entirely).
 func (p *Promote) includeInCollection(ctx context.Context, job Job, items []*StagedItem) error {
-	if len(items) == 0 {
+	if len(items) == 0 || p.cfg.CatalogByRun {
 		return nil
 	}
-	key := CollectionKey(p.cfg.DestPrefix, job.DatasetID)
-	staging := collectionStaging(job)
-	for attempt := 0; attempt < maxCollectionAttempts; attempt++ {
-		coll, etag, err := p.readCollection(ctx, job, key)
+	entries := make([]TreeEntry, len(items))
+	for i, it := range items {
+		entries[i] = TreeEntry{Key: it.DestKey, Dataset: job.DatasetID, BBox: it.BBox, Datetime: it.Datetime}
+	}
+	t := &Tree{store: p.store, bucket: job.DestBucket, prefix: p.cfg.DestPrefix, staging: collectionStaging(job), publish: p.publish}
+	return t.include(ctx, entries, false)
+}
+
+// Tree writes the browsable STAC tree of a destination: the root catalog
+// (DEST/catalog.json) with a "child" link per collection, each collection
+// with an "item" link per item, every href relative. Each document is
+// updated by read, merge, and a conditional copy from staging (If-Match
+// the version read, If-None-Match when there was none), re-read on a 412:
+// concurrent writers (jobs, runs) never lose each other's links or
+// extent, and readers never see a partial document.
+type Tree struct {
+	store                   objectstore.Store
+	bucket, prefix, staging string
+	stagingRoot             string // the destination's staging prefix
+	publish                 func(context.Context, objectstore.CopyRequest) (objectstore.Object, error)
+}
+
+// NewTree is the tree writer of cfg's destination; its staged copies go
+// under the staging prefix (swept, or expired, with the rest of it).
+func NewTree(cfg Config, store objectstore.Store) *Tree {
+	cfg = cfg.withDefaults()
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	t := &Tree{store: store, bucket: cfg.DestBucket, prefix: cfg.DestPrefix, stagingRoot: cfg.StagingPrefix,
+		staging: cfg.StagingPrefix + "stac-tree-" + hex.EncodeToString(nonce[:]) + ".json"}
+	t.publish = func(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
+		if fm, ok := store.(objectstore.FileMover); ok && req.SrcBucket == req.DstBucket {
+			return fm.Move(ctx, req)
+		}
+		return store.Copy(ctx, req)
+	}
+	return t
+}
+
+// Include links the published items at keys (in the destination bucket)
+// into the tree, reading each for its collection and extent: one update
+// of each collection and of the root catalog for all of them.
+func (t *Tree) Include(ctx context.Context, keys []string) error {
+	var entries []TreeEntry
+	for _, k := range keys {
+		e, err := t.readItem(ctx, k)
 		if err != nil {
 			return err
 		}
-		changed := etag == ""
-		for _, it := range items {
-			if coll.Include(it.BBox, it.Datetime) {
+		if e.Dataset != "" {
+			entries = append(entries, e)
+		}
+	}
+	return t.include(ctx, entries, true)
+}
+
+// Reconcile links every item under the destination prefix that its
+// collection does not link yet, and every collection into the root
+// catalog: one listing of the prefix, a read of each collection, and a
+// read of each unlinked item only. A run calls it at its end, so the
+// items of its own jobs are linked, and so are those a killed run, a
+// failed catalog update or Lambda's Promote (which links no item) left
+// unlinked. It returns how many items it linked.
+func (t *Tree) Reconcile(ctx context.Context) (int, error) {
+	var items, collections []string
+	collectionsAt := t.prefix + CollectionsDir
+	err := retryTransient(ctx, func() error {
+		items, collections = items[:0], collections[:0]
+		return t.store.List(ctx, t.bucket, t.prefix, func(o objectstore.Object) error {
+			switch {
+			case strings.HasPrefix(o.Key, t.stagingPrefix()):
+			case strings.HasSuffix(o.Key, stac.ItemSuffix):
+				items = append(items, o.Key)
+			case strings.HasPrefix(o.Key, collectionsAt) && strings.HasSuffix(o.Key, "/"+stac.CollectionFileName) &&
+				strings.Count(strings.TrimPrefix(o.Key, collectionsAt), "/") == 1:
+				collections = append(collections, o.Key)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("migration.Tree.Reconcile: list %s: %w", t.prefix, err)
+	}
+	linked := map[string]bool{}
+	var children []TreeEntry
+	for _, key := range collections {
+		body, _, err := t.read(ctx, key)
+		if err != nil {
+			return 0, err
+		}
+		coll, err := stac.ParseCollection(body)
+		if err != nil {
+			continue // not ours: include refuses to overwrite it
+		}
+		if CollectionKey(t.prefix, coll.ID) == key {
+			children = append(children, TreeEntry{Dataset: coll.ID})
+		}
+		for _, l := range coll.Links {
+			if l.Rel == stac.RelItem {
+				linked[path.Join(path.Dir(key), l.Href)] = true
+			}
+		}
+	}
+	var unlinked []string
+	for _, k := range items {
+		if !linked[k] {
+			unlinked = append(unlinked, k)
+		}
+	}
+	var entries []TreeEntry
+	for _, k := range unlinked {
+		e, err := t.readItem(ctx, k)
+		if err != nil {
+			return 0, err
+		}
+		if e.Dataset != "" {
+			entries = append(entries, e)
+		}
+	}
+	if err := t.include(ctx, entries, true); err != nil {
+		return 0, err
+	}
+	return len(entries), t.linkChildren(ctx, children)
+}
+
+// stagingPrefix is the staging prefix the tree's staged copies are under.
+func (t *Tree) stagingPrefix() string {
+	if t.stagingRoot != "" {
+		return t.stagingRoot
+	}
+	return DefaultStagingPrefix
+}
+
+// linkChildren links the collections of entries' datasets into the root
+// catalog.
+func (t *Tree) linkChildren(ctx context.Context, entries []TreeEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	root := CatalogKey(t.prefix)
+	return t.update(ctx, root, func(body []byte) ([]byte, bool, error) {
+		cat := stac.NewCatalog()
+		if body != nil {
+			var err error
+			if cat, err = stac.ParseCatalog(body); err != nil {
+				return nil, false, fault.Systemic("migration.Tree: catalog "+root, fmt.Errorf("%s holds no STAC catalog (%v): move it away, or set another destination prefix", root, err))
+			}
+		}
+		changed := body == nil
+		for _, e := range entries {
+			if cat.AddChild(stac.RelativeHref(root, CollectionKey(t.prefix, e.Dataset)), e.Dataset) {
 				changed = true
 			}
+		}
+		out, err := cat.JSON()
+		return out, changed, err
+	})
+}
+
+func (t *Tree) readItem(ctx context.Context, key string) (e TreeEntry, err error) {
+	err = retryTransient(ctx, func() error {
+		var err error
+		e, err = t.readItemOnce(ctx, key)
+		return err
+	})
+	return e, err
+}
+
+func (t *Tree) readItemOnce(ctx context.Context, key string) (TreeEntry, error) {
+	rc, err := t.store.Open(ctx, t.bucket, key)
+	if err != nil {
+		return TreeEntry{}, fmt.Errorf("migration.Tree.Include: open %s: %w", key, err)
+	}
+	defer rc.Close()
+	var doc struct {
+		Collection string    `json:"collection"`
+		BBox       []float64 `json:"bbox"`
+		Properties struct {
+			Datetime string `json:"datetime"`
+		} `json:"properties"`
+	}
+	if err := json.NewDecoder(io.LimitReader(rc, 16<<20)).Decode(&doc); err != nil {
+		return TreeEntry{}, fmt.Errorf("migration.Tree.Include: %s: %w", key, err)
+	}
+	e := TreeEntry{Key: key, Dataset: doc.Collection, BBox: doc.BBox}
+	if when, err := time.Parse(time.RFC3339Nano, doc.Properties.Datetime); err == nil {
+		e.Datetime = when
+	}
+	return e, nil
+}
+
+// include merges entries into their collections (with an item link each
+// when linkItems) and links every collection it created, or every one
+// when linkItems, into the root catalog.
+func (t *Tree) include(ctx context.Context, entries []TreeEntry, linkItems bool) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	created := false
+	byDataset := map[string][]TreeEntry{}
+	var datasets []string
+	for _, e := range entries {
+		if _, ok := byDataset[e.Dataset]; !ok {
+			datasets = append(datasets, e.Dataset)
+		}
+		byDataset[e.Dataset] = append(byDataset[e.Dataset], e)
+	}
+	sort.Strings(datasets)
+	root := CatalogKey(t.prefix)
+	for _, ds := range datasets {
+		key := CollectionKey(t.prefix, ds)
+		err := t.update(ctx, key, func(body []byte) ([]byte, bool, error) {
+			coll := stac.NewCollection(ds)
+			if body != nil {
+				var err error
+				if coll, err = stac.ParseCollection(body); err != nil {
+					// Not ours to overwrite: someone put something else there.
+					return nil, false, fault.Systemic("migration.Tree: collection "+key, fmt.Errorf("%s holds no STAC collection (%v): move it away, or set another destination prefix", key, err))
+				}
+			}
+			changed := body == nil
+			created = created || body == nil
+			before := len(coll.Links)
+			coll.SetNavigation("./"+stac.CollectionFileName, stac.RelativeHref(key, root))
+			for _, e := range byDataset[ds] {
+				if coll.Include(e.BBox, e.Datetime) {
+					changed = true
+				}
+				if linkItems && coll.AddItem(stac.RelativeHref(key, e.Key)) {
+					changed = true
+				}
+			}
+			if len(coll.Links) != before {
+				changed = true
+			}
+			out, err := coll.JSON()
+			return out, changed, err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !linkItems && !created {
+		return nil
+	}
+	children := make([]TreeEntry, len(datasets))
+	for i, ds := range datasets {
+		children[i] = TreeEntry{Dataset: ds}
+	}
+	return t.linkChildren(ctx, children)
+}
+
+// update rewrites the document at key with merge(current body, nil when
+// there is none) when merge says it changed, conditionally on the version
+// read; a concurrent change makes it read and merge again.
+func (t *Tree) update(ctx context.Context, key string, merge func([]byte) ([]byte, bool, error)) error {
+	for attempt := 0; attempt < maxCollectionAttempts; attempt++ {
+		body, etag, err := t.read(ctx, key)
+		if err != nil {
+			return err
+		}
+		out, changed, err := merge(body)
+		if err != nil {
+			var fe *fault.SystemicError
+			if errors.As(err, &fe) {
+				return err
+			}
+			return fault.Systemic("migration.Tree: "+key, err)
 		}
 		if !changed {
 			return nil
 		}
-		body, err := coll.JSON()
-		if err != nil {
-			return fault.Systemic("promote: collection", err)
+		// Each document has its own staged copy: one staged object, one
+		// copy, whatever the other documents of the tree do.
+		staging := strings.TrimSuffix(t.staging, ".json") + "-" + sha256Hex([]byte(key))[:12] + ".json"
+		if err := retryTransient(ctx, func() error {
+			_, err := t.store.Put(ctx, objectstore.PutRequest{Bucket: t.bucket, Key: staging, Body: bytes.NewReader(out), Size: int64(len(out)), Scratch: true})
+			return err
+		}); err != nil {
+			return fmt.Errorf("migration.Tree: stage %s: %w", staging, err)
 		}
-		if _, err := p.store.Put(ctx, objectstore.PutRequest{Bucket: job.DestBucket, Key: staging, Body: bytes.NewReader(body), Size: int64(len(body)), Scratch: true}); err != nil {
-			return fmt.Errorf("promote: stage collection %s: %w", staging, err)
-		}
-		req := objectstore.CopyRequest{SrcBucket: job.DestBucket, SrcKey: staging, DstBucket: job.DestBucket, DstKey: key,
-			Metadata: map[string]string{MetaOutputSHA256: sha256Hex(body)}}
+		req := objectstore.CopyRequest{SrcBucket: t.bucket, SrcKey: staging, DstBucket: t.bucket, DstKey: key,
+			Metadata: map[string]string{MetaOutputSHA256: sha256Hex(out)}}
 		if etag == "" {
 			req.IfNoneMatch = true
 		} else {
 			req.IfMatch = etag
 		}
-		_, err = p.publish(ctx, req)
-		// Best effort: Promote deletes it again with the job's other staged
-		// objects, and fails (to be retried) if that fails.
-		_ = p.store.Delete(ctx, job.DestBucket, staging)
+		// A copy whose answer was lost is retried and then meets its own
+		// condition (412): the next round reads it back and finds nothing
+		// to change.
+		err = retryTransient(ctx, func() error {
+			_, err := t.publish(ctx, req)
+			return err
+		})
+		// Best effort, retried: what is left is swept with the rest of
+		// staging.
+		_ = retryTransient(ctx, func() error { return t.store.Delete(ctx, t.bucket, staging) })
 		switch {
 		case err == nil:
 			return nil
 		case errors.Is(err, objectstore.ErrPreconditionFailed):
-			continue // another promotion changed it since we read it
+			continue // another writer changed it since we read it
 		default:
-			return fmt.Errorf("promote: write collection %s: %w", key, err)
+			return fmt.Errorf("migration.Tree: write %s: %w", key, err)
 		}
 	}
-	return fault.Transient("promote: collection "+key, fmt.Errorf("changed by other promotions %d times in a row", maxCollectionAttempts))
+	return fault.Transient("migration.Tree: "+key, fmt.Errorf("changed by other writers %d times in a row", maxCollectionAttempts))
 }
 
-// readCollection returns the dataset's collection and its ETag ("" when it
-// does not exist yet: a new one).
-func (p *Promote) readCollection(ctx context.Context, job Job, key string) (*stac.Collection, string, error) {
-	head, err := p.store.Head(ctx, job.DestBucket, key)
+// read returns the document at key and its ETag (nil and "" when there is
+// none yet).
+func (t *Tree) read(ctx context.Context, key string) (body []byte, etag string, err error) {
+	// The tree is written once at a run's end, with no state machine retry
+	// of its own: each read is retried while it fails transiently.
+	err = retryTransient(ctx, func() error {
+		var err error
+		body, etag, err = t.readOnce(ctx, key)
+		return err
+	})
+	return body, etag, err
+}
+
+func (t *Tree) readOnce(ctx context.Context, key string) ([]byte, string, error) {
+	head, err := t.store.Head(ctx, t.bucket, key)
 	if errors.Is(err, objectstore.ErrNotFound) {
-		return stac.NewCollection(job.DatasetID), "", nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("promote: head collection %s: %w", key, err)
+		return nil, "", fmt.Errorf("migration.Tree: head %s: %w", key, err)
 	}
-	rc, err := p.store.Open(ctx, job.DestBucket, key)
+	rc, err := t.store.Open(ctx, t.bucket, key)
 	if errors.Is(err, objectstore.ErrNotFound) {
-		return stac.NewCollection(job.DatasetID), "", nil
+		return nil, "", nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("promote: open collection %s: %w", key, err)
+		return nil, "", fmt.Errorf("migration.Tree: open %s: %w", key, err)
 	}
 	defer rc.Close()
-	body, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(rc, 64<<20))
 	if err != nil {
-		return nil, "", fmt.Errorf("promote: read collection %s: %w", key, err)
+		return nil, "", fmt.Errorf("migration.Tree: read %s: %w", key, err)
 	}
-	coll, err := stac.ParseCollection(body)
-	if err != nil {
-		// Not ours to overwrite: someone put something else there.
-		return nil, "", fault.Systemic("promote: collection "+key, fmt.Errorf("%s holds no STAC collection (%v): move it away, or set another destination prefix", key, err))
-	}
-	return coll, head.ETag, nil
+	return body, head.ETag, nil
 }
 
 func sha256Hex(b []byte) string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/faultstore"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/stac"
 	"github.com/geomigrate/geomigrate/internal/stac/stactest"
 )
@@ -104,7 +105,11 @@ func TestPromotedOutputsHaveItemsAndACollection(t *testing.T) {
 				if item.ID != out || a["href"] != "./"+out[2:] || a["file:checksum"] != stac.Multihash(outHead.Metadata[MetaOutputSHA256]) || a["file:size"] != float64(len(data)) {
 					t.Errorf("%s: id %s asset %v", out, item.ID, a)
 				}
-				if len(item.Links) == 0 || item.Links[0].Href != "../collections/src/collection.json" {
+				links := map[string]string{}
+				for _, l := range item.Links {
+					links[l.Rel] = l.Href
+				}
+				if links["collection"] != "../collections/src/collection.json" || links["parent"] != links["collection"] || links["root"] != "../catalog.json" || links["self"] != "./"+out[2:]+stac.ItemSuffix {
 					t.Errorf("%s: links %+v", out, item.Links)
 				}
 				if head.Metadata[objectstore.MetaSourceKey] != "src/"+strings.TrimSuffix(out, ".tif")+".img" || head.Metadata[MetaOutputSHA256] != sha256Hex(body) {
@@ -121,6 +126,42 @@ func TestPromotedOutputsHaveItemsAndACollection(t *testing.T) {
 			}
 			if coll.Extent.Temporal.Interval[0][0] == nil {
 				t.Error("collection has no start time")
+			}
+			// Promote links no item (that would rewrite the collection per
+			// job); the run links them all at its end.
+			for _, l := range coll.Links {
+				if l.Rel == "item" {
+					t.Errorf("Promote linked an item: %+v", l)
+				}
+			}
+			if err := NewTree(f.cfg, f.store).Include(context.Background(), []string{"b/two.tif" + stac.ItemSuffix, "a/one.tif" + stac.ItemSuffix}); err != nil {
+				t.Fatal(err)
+			}
+			body, _ = f.object(t, CollectionKey("", "src"))
+			if coll, err = stac.ParseCollection(body); err != nil {
+				t.Fatal(err)
+			}
+			var items []string
+			for _, l := range coll.Links {
+				if l.Rel == "item" {
+					items = append(items, l.Href)
+				}
+			}
+			if strings.Join(items, " ") != "../../a/one.tif.stac.json ../../b/two.tif.stac.json" {
+				t.Errorf("collection item links %v", items)
+			}
+			cb, _ := f.object(t, CatalogKey(""))
+			cat, err := stac.ParseCatalog(cb)
+			if err != nil || len(cat.Links) != 3 || cat.Links[2].Rel != "child" || cat.Links[2].Href != "./collections/src/collection.json" {
+				t.Errorf("catalog %v: %s", err, cb)
+			}
+			for _, doc := range []struct {
+				b     []byte
+				check func([]byte) error
+			}{{body, v.ValidateCollection}, {cb, v.ValidateCatalog}} {
+				if err := doc.check(doc.b); err != nil {
+					t.Errorf("%v\n%s", err, doc.b)
+				}
 			}
 		})
 	}
@@ -164,8 +205,9 @@ func TestItemPromotionRetries(t *testing.T) {
 	}
 }
 
-// Concurrent promotions of one dataset each widen the collection; none
-// loses another's extent (conditional copies, re-read on 412).
+// Concurrent promotions of one dataset each widen the collection, and
+// concurrent runs link their items; none loses another's extent or link
+// (conditional copies, re-read on 412).
 func TestCollectionConcurrentUpdates(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -178,7 +220,13 @@ func TestCollectionConcurrentUpdates(t *testing.T) {
 			defer wg.Done()
 			job := Job{DatasetID: "ds", DestBucket: "dest", SourceKey: fmt.Sprintf("f%d.img", i), StagingPrefix: fmt.Sprintf("%sjob%d/", DefaultStagingPrefix, i)}
 			x := float64(i)
-			errs <- f.promote.includeInCollection(ctx, job, []*StagedItem{{BBox: []float64{x, -x, x + 1, 1 - x}}})
+			if i%2 == 0 {
+				errs <- f.promote.includeInCollection(ctx, job, []*StagedItem{{DestKey: fmt.Sprintf("f%d.tif.stac.json", i), BBox: []float64{x, -x, x + 1, 1 - x}}})
+				return
+			}
+			// Runs ending at once, each linking its item.
+			tree := NewTree(f.cfg, f.store)
+			errs <- tree.include(ctx, []TreeEntry{{Key: fmt.Sprintf("f%d.tif.stac.json", i), Dataset: "ds", BBox: []float64{x, -x, x + 1, 1 - x}}}, true)
 		}()
 	}
 	wg.Wait()
@@ -195,6 +243,15 @@ func TestCollectionConcurrentUpdates(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(coll.Extent.Spatial.BBox[0]), fmt.Sprint([]float64{0, -(n - 1), n, 1}); got != want {
 		t.Fatalf("bbox %s, want %s", got, want)
+	}
+	links := 0
+	for _, l := range coll.Links {
+		if l.Rel == "item" {
+			links++
+		}
+	}
+	if links != n/2 {
+		t.Fatalf("%d item links, want %d: a concurrent update lost some", links, n/2)
 	}
 	if s := staged(f); len(s) != 0 {
 		t.Fatalf("staging left: %v", s)
@@ -217,5 +274,89 @@ func TestCollectionKeyHoldingSomethingElse(t *testing.T) {
 	}
 	if b, _ := f.object(t, key); string(b) != "not json" {
 		t.Fatal("overwritten")
+	}
+}
+
+// A recipe rule's datetime dates the items of the sources it matches,
+// over what the file declares; other sources keep the source's
+// Last-Modified. The datetime enters the recipe hash.
+func TestRecipeDatetimeDatesTheItems(t *testing.T) {
+	file, err := recipe.Parse([]byte("version: 1\nrules:\n  - match: \"a/**\"\n    datetime: 2019-06-01\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	f.cfg.Recipes = &recipe.Book{File: file}
+	quiet := slog.New(slog.DiscardHandler)
+	f.hash = NewHashCheck(f.cfg, f.store, f.tracker, StoreFingerprinter{Store: f.store, Threshold: 1 << 20}, quiet)
+	f.convert = NewConvert(f.cfg, f.store, f.tracker, &describingEngine{}, fakeValidator, quiet)
+	f.promote = NewPromote(f.cfg, f.store, f.tracker, quiet)
+	f.put(t, "a/one.img", "10,40")
+	f.put(t, "b/two.img", "12,41")
+	hashes := map[string]string{}
+	for _, k := range []string{"a/one.img", "b/two.img"} {
+		hc := f.migrate(t, "e-"+k, k)
+		if hc.Decision != DecisionConvert {
+			t.Fatalf("%s: %s", k, hc.Decision)
+		}
+		hashes[k] = hc.Job.RecipeHash
+	}
+	if hashes["a/one.img"] == hashes["b/two.img"] {
+		t.Error("the datetime did not enter the recipe hash")
+	}
+	for out, want := range map[string]string{"a/one.tif": "2019-06-01T00:00:00Z", "b/two.tif": ""} {
+		body, _ := f.object(t, out+stac.ItemSuffix)
+		var item struct{ Properties map[string]any }
+		if err := json.Unmarshal(body, &item); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := item.Properties["datetime"].(string)
+		if want != "" && got != want || want == "" && (got == "" || strings.HasPrefix(got, "2019")) {
+			t.Errorf("%s: datetime %q, want %q", out, got, want)
+		}
+	}
+	if _, err := recipe.Parse([]byte("version: 1\ndefaults:\n  datetime: last tuesday\n")); err == nil || !strings.Contains(err.Error(), "datetime") {
+		t.Errorf("a bad datetime: %v", err)
+	}
+}
+
+// Reconcile links the items no collection links yet (a run killed before
+// its end, Lambda's Promote) and no others: a second call writes nothing.
+func TestTreeReconcileLinksWhatIsUnlinked(t *testing.T) {
+	f := newDescribingFixture(t)
+	f.put(t, "a/one.img", "10,40")
+	f.put(t, "b/two.img", "12,41")
+	for _, k := range []string{"a/one.img", "b/two.img"} {
+		if hc := f.migrate(t, "e-"+k, k); hc.Decision != DecisionConvert {
+			t.Fatalf("%s: %s", k, hc.Decision)
+		}
+	}
+	ctx := context.Background()
+	tree := NewTree(f.cfg, f.store)
+	n, err := tree.Reconcile(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("first reconcile linked %d: %v", n, err)
+	}
+	_, before := f.object(t, CollectionKey("", "src"))
+	if n, err := tree.Reconcile(ctx); err != nil || n != 0 {
+		t.Fatalf("second reconcile linked %d: %v", n, err)
+	}
+	if _, after := f.object(t, CollectionKey("", "src")); after.ETag != before.ETag {
+		t.Error("a reconcile with nothing to link rewrote the collection")
+	}
+	body, _ := f.object(t, CollectionKey("", "src"))
+	coll, err := stac.ParseCollection(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := 0
+	for _, l := range coll.Links {
+		if l.Rel == stac.RelItem {
+			items++
+		}
+	}
+	cb, _ := f.object(t, CatalogKey(""))
+	if items != 2 || !strings.Contains(string(cb), `"./collections/src/collection.json"`) {
+		t.Errorf("%d item links; catalog %s", items, cb)
 	}
 }

@@ -35,6 +35,9 @@ type Object struct {
 	ETag     string
 	Modified time.Time
 	Metadata map[string]string
+	// VersionID is the object's version in a versioned bucket (Head on
+	// S3; "" elsewhere).
+	VersionID string
 }
 
 // CopyRequest copies one object onto another key, replacing its metadata.

@@ -1,5 +1,7 @@
 package preflight
 
+// Size: the checks preflight makes on an input's files (zip, shapefile, KML, DBF): each small, all about one source's files.
+
 // Inputs that need more than "hand the file to GDAL": archives (zipped
 // Shapefile, KMZ, zipped File Geodatabase), KML (which can name URLs), and
 // the .prj sidecar (whose content GDAL drops silently when it cannot parse
@@ -96,66 +98,112 @@ func zipFile(src string, r recipe.Recipe, p Probe) (*Source, error) {
 // source as given, gdalPath the archive's name for GDAL (a local file or
 // one of our own VSI keys).
 func zipArchive(zr *zip.Reader, name, gdalPath string, r recipe.Recipe, p Probe) (*Source, error) {
-	abs := gdalPath
-	src := name
-	if len(zr.File) > MaxZipEntries {
-		return nil, fault.Data(fault.BudgetExceeded, "archive holds %d entries, over the limit of %d", len(zr.File), MaxZipEntries)
+	files, declared, err := zipEntries(zr, r)
+	if err != nil {
+		return nil, err
 	}
-	var declared uint64
-	files := map[string]*zip.File{} // cleaned name → entry (regular files only)
-	dirs := map[string]bool{}
-	for _, f := range zr.File {
-		name := f.Name
-		if err := checkEntryName(name); err != nil {
-			return nil, err
-		}
-		mode := f.Mode()
-		switch {
-		case mode&fs.ModeSymlink != 0:
-			return nil, fault.Data(fault.UnsafeSource, "archive entry %q is a symbolic link; links are not followed", name)
-		case mode.IsDir() || strings.HasSuffix(name, "/"):
-			dirs[strings.TrimSuffix(name, "/")] = true
-			continue
-		case mode&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0:
-			return nil, fault.Data(fault.UnsafeSource, "archive entry %q is not a regular file", name)
-		}
-		if ignoredEntry(name) {
-			continue
-		}
-		if f.Flags&0x1 != 0 {
-			return nil, fault.Data(fault.UnsupportedFormat, "archive entry %q is encrypted; upload it without a password", name)
-		}
-		if f.Method != zip.Store && f.Method != zip.Deflate {
-			return nil, fault.Data(fault.UnsupportedFormat, "archive entry %q uses compression method %d; use deflate (a plain zip)", name, f.Method)
-		}
-		if formats.IsArchive(name) {
-			// GDAL would chain /vsizip/ on its own.
-			return nil, fault.Data(fault.UnsafeSource, "archive entry %q is itself an archive; nested archives are not opened: unpack it and upload its content", name)
-		}
-		if _, dup := files[name]; dup {
-			return nil, fault.Data(fault.CorruptSource, "archive holds %q twice", name)
-		}
-		declared += f.UncompressedSize64
-		if r.MaxBytes > 0 && declared > uint64(r.MaxBytes) {
-			return nil, fault.Data(fault.BudgetExceeded, "archive entries declare %d bytes uncompressed (at %q), over the byte budget of %d (recipe max_bytes)", declared, name, r.MaxBytes)
-		}
-		if f.UncompressedSize64 > zipRatioFloor && f.UncompressedSize64 > maxZipRatio*max(f.CompressedSize64, 1) {
-			return nil, fault.Data(fault.BudgetExceeded, "archive entry %q inflates %d bytes into %d (over %d:1): refused as a zip bomb",
-				name, f.CompressedSize64, f.UncompressedSize64, maxZipRatio)
-		}
-		files[name] = f
-	}
-	if len(files) == 0 {
-		return nil, fault.Data(fault.EmptyDataset, "archive holds no files")
-	}
-
-	s := &Source{Path: "", Name: src, Archive: abs, Bytes: int64(declared)}
+	s := &Source{Path: "", Name: name, Archive: gdalPath, Bytes: int64(declared)}
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	if err := s.zipDataset(names, files, r, p); err != nil {
+		return nil, err
+	}
+	if s.Driver == "" {
+		s.Driver = p.Identify(s.Path, IdentifyAllowed, s.Siblings)
+	}
+	if err := s.checkDriver(p, r); err != nil {
+		return nil, err
+	}
+	switch s.Driver {
+	case "netCDF", "HDF5":
+		// Both libraries want a real file; they cannot read through /vsizip/.
+		return nil, fault.Data(fault.UnsupportedFormat, "a zipped %s file cannot be read in place; upload the file itself", s.Driver)
+	}
+	return s, nil
+}
 
+// zipEntries checks every entry of the archive and returns its regular
+// files by cleaned name with the bytes they declare uncompressed.
+func zipEntries(zr *zip.Reader, r recipe.Recipe) (map[string]*zip.File, uint64, error) {
+	if len(zr.File) > MaxZipEntries {
+		return nil, 0, fault.Data(fault.BudgetExceeded, "archive holds %d entries, over the limit of %d", len(zr.File), MaxZipEntries)
+	}
+	var declared uint64
+	files := map[string]*zip.File{} // cleaned name → entry (regular files only)
+	for _, f := range zr.File {
+		name := f.Name
+		if err := checkEntryName(name); err != nil {
+			return nil, 0, err
+		}
+		regular, err := checkEntryMode(f)
+		if err != nil {
+			return nil, 0, err
+		}
+		if !regular || ignoredEntry(name) {
+			continue
+		}
+		if err := checkEntryEncoding(f); err != nil {
+			return nil, 0, err
+		}
+		if _, dup := files[name]; dup {
+			return nil, 0, fault.Data(fault.CorruptSource, "archive holds %q twice", name)
+		}
+		declared += f.UncompressedSize64
+		if r.MaxBytes > 0 && declared > uint64(r.MaxBytes) {
+			return nil, 0, fault.Data(fault.BudgetExceeded, "archive entries declare %d bytes uncompressed (at %q), over the byte budget of %d (recipe max_bytes)", declared, name, r.MaxBytes)
+		}
+		if f.UncompressedSize64 > zipRatioFloor && f.UncompressedSize64 > maxZipRatio*max(f.CompressedSize64, 1) {
+			return nil, 0, fault.Data(fault.BudgetExceeded, "archive entry %q inflates %d bytes into %d (over %d:1): refused as a zip bomb",
+				name, f.CompressedSize64, f.UncompressedSize64, maxZipRatio)
+		}
+		files[name] = f
+	}
+	if len(files) == 0 {
+		return nil, 0, fault.Data(fault.EmptyDataset, "archive holds no files")
+	}
+	return files, declared, nil
+}
+
+// checkEntryMode refuses links and special files; regular is false for a
+// directory, which is skipped.
+func checkEntryMode(f *zip.File) (regular bool, err error) {
+	name, mode := f.Name, f.Mode()
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return false, fault.Data(fault.UnsafeSource, "archive entry %q is a symbolic link; links are not followed", name)
+	case mode.IsDir() || strings.HasSuffix(name, "/"):
+		return false, nil
+	case mode&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0:
+		return false, fault.Data(fault.UnsafeSource, "archive entry %q is not a regular file", name)
+	}
+	return true, nil
+}
+
+// checkEntryEncoding refuses what GDAL's /vsizip/ would not read plainly:
+// encryption, other compression methods, archives inside the archive.
+func checkEntryEncoding(f *zip.File) error {
+	name := f.Name
+	if f.Flags&0x1 != 0 {
+		return fault.Data(fault.UnsupportedFormat, "archive entry %q is encrypted; upload it without a password", name)
+	}
+	if f.Method != zip.Store && f.Method != zip.Deflate {
+		return fault.Data(fault.UnsupportedFormat, "archive entry %q uses compression method %d; use deflate (a plain zip)", name, f.Method)
+	}
+	if formats.IsArchive(name) {
+		// GDAL would chain /vsizip/ on its own.
+		return fault.Data(fault.UnsafeSource, "archive entry %q is itself an archive; nested archives are not opened: unpack it and upload its content", name)
+	}
+	return nil
+}
+
+// zipDataset picks the one dataset among the archive's sorted file names:
+// a File Geodatabase, a shapefile, a KMZ's document, or one file with its
+// sidecars.
+func (s *Source) zipDataset(names []string, files map[string]*zip.File, r recipe.Recipe, p Probe) error {
+	abs := s.Archive
 	// A File Geodatabase: the one directory named *.gdb.
 	gdbs := map[string]bool{}
 	for _, n := range names {
@@ -178,7 +226,7 @@ func zipArchive(zr *zip.Reader, name, gdalPath string, r recipe.Recipe, p Probe)
 	}
 	switch shps, kmls := byExt(".shp"), byExt(".kml"); {
 	case len(gdbs) > 1:
-		return nil, fault.Data(fault.UnsupportedFormat, "archive holds %d File Geodatabases; upload one per archive", len(gdbs))
+		return fault.Data(fault.UnsupportedFormat, "archive holds %d File Geodatabases; upload one per archive", len(gdbs))
 	case len(gdbs) == 1:
 		for g := range gdbs {
 			s.Path = vsiZipPath(abs, g)
@@ -186,72 +234,77 @@ func zipArchive(zr *zip.Reader, name, gdalPath string, r recipe.Recipe, p Probe)
 		}
 		s.Driver = "OpenFileGDB"
 	case len(shps) > 1:
-		return nil, fault.Data(fault.UnsupportedFormat, "archive holds %d shapefiles (%s); upload one per archive", len(shps), strings.Join(shps, ", "))
+		return fault.Data(fault.UnsupportedFormat, "archive holds %d shapefiles (%s); upload one per archive", len(shps), strings.Join(shps, ", "))
 	case len(shps) == 1:
-		if err := zipShapefile(s, shps[0], files, p, r.AssignCRS != ""); err != nil {
-			return nil, err
-		}
+		return zipShapefile(s, shps[0], files, p, r.AssignCRS != "")
 	case len(kmls) > 0:
-		doc := ""
-		for _, k := range kmls {
-			if strings.EqualFold(k, "doc.kml") {
-				doc = k
-			}
-		}
-		if doc == "" {
-			var top []string
-			for _, k := range kmls {
-				if !strings.Contains(k, "/") {
-					top = append(top, k)
-				}
-			}
-			if len(top) != 1 {
-				return nil, fault.Data(fault.UnsupportedFormat, "KMZ has no doc.kml and %d top-level .kml documents; want exactly one", len(top))
-			}
-			doc = top[0]
+		doc, err := kmzDocument(kmls)
+		if err != nil {
+			return err
 		}
 		rc, err := files[doc].Open()
 		if err != nil {
-			return nil, fault.DataWrap(fault.CorruptSource, err, "archive entry %q cannot be read", doc)
+			return fault.DataWrap(fault.CorruptSource, err, "archive entry %q cannot be read", doc)
 		}
 		err = scanKML(rc, doc)
 		rc.Close()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.Path = vsiZipPath(abs, doc)
 		s.Siblings = []string{path.Base(doc)}
 	default:
-		// One dataset file, plus sidecars of the same stem.
-		stem := ""
-		for _, n := range names {
-			if formats.IsSidecar(n) || (formats.Conditional(n) && hasMainAmong(n, names)) {
-				continue
-			}
-			if stem != "" {
-				return nil, fault.Data(fault.UnsupportedFormat, "archive holds several files (%s); upload one dataset per archive", strings.Join(names, ", "))
-			}
-			stem = n
-		}
-		if stem == "" {
-			return nil, fault.Data(fault.UnsupportedFormat, "archive holds only sidecar files (%s)", strings.Join(names, ", "))
+		stem, err := zipMainFile(names)
+		if err != nil {
+			return err
 		}
 		s.Path = vsiZipPath(abs, stem)
 		s.Siblings = zipSiblings(stem, names)
 	}
+	return nil
+}
 
-	if s.Driver == "" {
-		s.Driver = p.Identify(s.Path, IdentifyAllowed, s.Siblings)
+// kmzDocument is the KMZ's document: doc.kml, or else its one top-level
+// .kml.
+func kmzDocument(kmls []string) (string, error) {
+	doc := ""
+	for _, k := range kmls {
+		if strings.EqualFold(k, "doc.kml") {
+			doc = k
+		}
 	}
-	if err := s.checkDriver(p, r); err != nil {
-		return nil, err
+	if doc != "" {
+		return doc, nil
 	}
-	switch s.Driver {
-	case "netCDF", "HDF5":
-		// Both libraries want a real file; they cannot read through /vsizip/.
-		return nil, fault.Data(fault.UnsupportedFormat, "a zipped %s file cannot be read in place; upload the file itself", s.Driver)
+	var top []string
+	for _, k := range kmls {
+		if !strings.Contains(k, "/") {
+			top = append(top, k)
+		}
 	}
-	return s, nil
+	if len(top) != 1 {
+		return "", fault.Data(fault.UnsupportedFormat, "KMZ has no doc.kml and %d top-level .kml documents; want exactly one", len(top))
+	}
+	return top[0], nil
+}
+
+// zipMainFile is the archive's one dataset file, its other files being
+// sidecars of the same stem.
+func zipMainFile(names []string) (string, error) {
+	stem := ""
+	for _, n := range names {
+		if formats.IsSidecar(n) || (formats.Conditional(n) && hasMainAmong(n, names)) {
+			continue
+		}
+		if stem != "" {
+			return "", fault.Data(fault.UnsupportedFormat, "archive holds several files (%s); upload one dataset per archive", strings.Join(names, ", "))
+		}
+		stem = n
+	}
+	if stem == "" {
+		return "", fault.Data(fault.UnsupportedFormat, "archive holds only sidecar files (%s)", strings.Join(names, ", "))
+	}
+	return stem, nil
 }
 
 // checkEntryName refuses names that would climb out of, or sit outside,
@@ -369,7 +422,7 @@ func zipShapefile(s *Source, shp string, files map[string]*zip.File, p Probe, as
 func shapefileMissing(ext, shp string) error {
 	switch ext {
 	case ".prj":
-		return fault.Data(fault.MissingCRS, "shapefile %s has no .prj: its coordinate reference system is unknown; add the .prj (or assign one with ogr2ogr -a_srs EPSG:xxxx) and upload again", shp)
+		return fault.Data(fault.MissingCRS, "shapefile %s has no .prj: its coordinate reference system is unknown; add the .prj to the archive beside it, or a recipe rule matching it with assign_crs: \"EPSG:xxxx\", then migrate or replay again", shp)
 	case ".shx":
 		return fault.Data(fault.CorruptSource, "shapefile %s has no .shx index; upload it together with the .shp (or rebuild it: ogr2ogr --config SHAPE_RESTORE_SHX YES)", shp)
 	default:

@@ -1,12 +1,18 @@
 // Package quarantine writes the bundle of a job routed to remediation or to
 // the dead-letter queue: everything a person needs to understand the
-// failure and reproduce it on a workstation, in one place beside the
-// outputs. A bundle is
+// failure and reproduce it on a workstation, in one place outside the
+// output tree (the state directory locally, the operations bucket on AWS:
+// a destination holds only outputs and their metadata). A bundle is
 //
 //	<prefix><job>/<execution>/manifest.json   what failed, where, with what (Manifest)
 //	<prefix><job>/<execution>/recipe.json     the resolved recipe
 //	<prefix><job>/<execution>/logs.jsonl      the handler log records of that execution
-//	<prefix><job>/<execution>/input/<name>    the input and its sidecars, when under CopyLimit
+//	<prefix><job>/<execution>/input/<name>    a copy of the input and its sidecars, only when
+//	                                          Config.CopyInput and under CopyLimit
+//
+// By default the input is referenced (URI, SHA-256, size, version), not
+// copied: the source stays where it is, and a copy would double what a
+// bad archive costs to store.
 //
 // Bundles are written like outputs: every file to a staging key first, then
 // copied to its final key, manifest last, so a manifest is only ever seen
@@ -14,6 +20,8 @@
 // object (an output) is never overwritten. The package is pure Go over the
 // object-store port.
 package quarantine
+
+// Size: the quarantine bundle: its manifest types and the writer that stages and promotes it.
 
 import (
 	"bytes"
@@ -24,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -43,7 +52,8 @@ const (
 	// DEST/.geomigrate-quarantine/, a bucket of their own.
 	DefaultPrefix = ".geomigrate-quarantine/"
 	// DefaultCopyLimit is the most input bytes (the source and its
-	// sidecars together) a bundle copies: 64 MiB keeps a bundle cheap to
+	// sidecars together) a bundle copies when asked to copy, and the most
+	// it reads to hash referenced sidecars: 64 MiB keeps a bundle cheap to
 	// write from a 60 s Classify and to download; a larger input is
 	// referenced (bucket, key, size), not copied.
 	DefaultCopyLimit int64 = 64 << 20
@@ -69,8 +79,15 @@ const MetaBundle = "quarantine-bundle"
 type Object struct {
 	Bucket string `json:"bucket"`
 	Key    string `json:"key"`
-	Size   int64  `json:"size"`
-	// SHA256 is the copy's digest (computed while copying).
+	// URI is s3://bucket/key (file:///path on a local store): what a
+	// referenced input is found by.
+	URI  string `json:"uri,omitempty"`
+	Size int64  `json:"size"`
+	// VersionID is the object's version in a versioned bucket.
+	VersionID string `json:"version_id,omitempty"`
+	// SHA256 is the object's digest: the copy's (computed while copying),
+	// or, when referenced, HashCheck's digest of the source (no sidecars)
+	// or one read for the occasion (under CopyLimit).
 	SHA256 string `json:"sha256,omitempty"`
 	// Copy is the path of the copy relative to the bundle directory
 	// ("input/dem.tif"); empty when the input is only referenced.
@@ -161,7 +178,8 @@ type Manifest struct {
 
 	Input    Object   `json:"input"`
 	Sidecars []Object `json:"sidecars,omitempty"`
-	// Copied is true when the input and its sidecars are in input/.
+	// Copied is true when the input and its sidecars are in input/;
+	// otherwise Input and Sidecars reference them where they are.
 	Copied    bool   `json:"copied"`
 	CopyLimit int64  `json:"copy_limit"`
 	NotCopied string `json:"not_copied,omitempty"` // why not
@@ -204,8 +222,10 @@ type Config struct {
 	// Bucket and Prefix are where bundles go; StagingPrefix (in the same
 	// bucket) is where they are written first.
 	Bucket, Prefix, StagingPrefix string
-	// CopyLimit bounds the input bytes copied (0: DefaultCopyLimit, <0:
-	// never copy).
+	// CopyInput copies the input and its sidecars into the bundle; by
+	// default they are referenced. CopyLimit bounds the input bytes copied
+	// (0: DefaultCopyLimit, <0: never copy).
+	CopyInput bool
 	CopyLimit int64
 	Versions  Versions
 	// Logs, when set, supplies the execution's log records.
@@ -395,14 +415,23 @@ func (w *Writer) stageInputs(ctx context.Context, f Failure, m *Manifest, stagin
 	total := int64(0)
 	for _, o := range all {
 		total += o.Size
+		o.URI = "s3://" + o.Bucket + "/" + o.Key
 		if lp, ok := s.(objectstore.LocalPather); ok {
 			if p, err := lp.LocalPath(o.Bucket, o.Key); err == nil {
 				o.LocalPath = p
+				o.URI = (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
 			}
 		}
 	}
-	if w.cfg.CopyLimit < 0 || total > w.cfg.CopyLimit {
+	m.Input.VersionID = main.VersionID
+	switch {
+	case !w.cfg.CopyInput:
+		m.NotCopied = "referenced, not copied (copying is --quarantine-copy-input)"
+		w.digestReferences(ctx, f, all, total)
+		return nil
+	case w.cfg.CopyLimit < 0 || total > w.cfg.CopyLimit:
 		m.NotCopied = fmt.Sprintf("%d bytes with sidecars, over the copy limit of %d: referenced, not copied", total, max(w.cfg.CopyLimit, 0))
+		w.digestReferences(ctx, f, all, total)
 		return nil
 	}
 	var staged []file
@@ -450,6 +479,31 @@ func (w *Writer) removeStaged(ctx context.Context, keys []string) {
 			}
 			time.Sleep(time.Duration(attempt+1) * 50 * time.Millisecond)
 		}
+	}
+}
+
+// digestReferences gives referenced objects their SHA-256: HashCheck's
+// digest is the source's own when it has no sidecars; otherwise each is
+// read and hashed when together they fit CopyLimit (a larger input keeps
+// its size and version only, rather than make routing read gigabytes).
+func (w *Writer) digestReferences(ctx context.Context, f Failure, all []*Object, total int64) {
+	if len(all) == 1 && f.SourceSHA256 != "" {
+		all[0].SHA256 = f.SourceSHA256
+		return
+	}
+	if total > max(w.cfg.CopyLimit, DefaultCopyLimit) {
+		return
+	}
+	for _, o := range all {
+		rc, err := w.cfg.Store.Open(ctx, o.Bucket, o.Key)
+		if err != nil {
+			continue
+		}
+		h := sha256.New()
+		if _, err := io.Copy(h, rc); err == nil {
+			o.SHA256 = hex.EncodeToString(h.Sum(nil))
+		}
+		rc.Close()
 	}
 }
 

@@ -70,12 +70,14 @@ func failure() quarantine.Failure {
 }
 
 // TestWriteBundle: a bundle holds a valid manifest, the recipe, the logs
-// of its execution and, under the copy limit, the input and its sidecars;
-// above it they are referenced. Staging is empty afterwards.
+// of its execution and a reference to the input and its sidecars (URI,
+// size, SHA-256); asked to copy, under the copy limit, their copies.
+// Staging is empty afterwards.
 func TestWriteBundle(t *testing.T) {
 	shp, dbf := bytes.Repeat([]byte("S"), 600), bytes.Repeat([]byte("D"), 300)
 	tests := []struct {
 		name       string
+		copy       bool
 		limit      int64
 		removeSrc  bool
 		failReads  bool
@@ -83,12 +85,13 @@ func TestWriteBundle(t *testing.T) {
 		wantWhy    string
 		wantInput  string
 	}{
-		{"under the limit: copied", 1000, false, false, true, "", "input/roads.shp"},
-		{"exactly the limit: copied", 900, false, false, true, "", "input/roads.shp"},
-		{"above the limit with sidecars: referenced", 899, false, false, false, "over the copy limit", "s3://src/roads/roads.shp"},
-		{"copying off: referenced", -1, false, false, false, "over the copy limit", "s3://src/roads/roads.shp"},
-		{"source gone: referenced", 1000, true, false, false, "cannot be read", "s3://src/roads/roads.shp"},
-		{"sidecar unreadable: referenced", 1000, false, true, false, "copy failed", "s3://src/roads/roads.shp"},
+		{"default: referenced", false, 1000, false, false, false, "referenced, not copied", "s3://src/roads/roads.shp"},
+		{"under the limit: copied", true, 1000, false, false, true, "", "input/roads.shp"},
+		{"exactly the limit: copied", true, 900, false, false, true, "", "input/roads.shp"},
+		{"above the limit with sidecars: referenced", true, 899, false, false, false, "over the copy limit", "s3://src/roads/roads.shp"},
+		{"copying off: referenced", true, -1, false, false, false, "over the copy limit", "s3://src/roads/roads.shp"},
+		{"source gone: referenced", true, 1000, true, false, false, "cannot be read", "s3://src/roads/roads.shp"},
+		{"sidecar unreadable: referenced", true, 1000, false, true, false, "copy failed", "s3://src/roads/roads.shp"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,7 +111,7 @@ func TestWriteBundle(t *testing.T) {
 			log.Info("convert failed", slog.String("state", "Convert"))
 			slog.New(book.Handler(slog.DiscardHandler)).Info("another execution", slog.String("execution", "other"))
 			w, err := quarantine.NewWriter(quarantine.Config{Store: store, Bucket: "dest", Prefix: quarantine.DefaultPrefix,
-				StagingPrefix: "_staging/quarantine/", CopyLimit: tt.limit, Logs: book, LogQuery: `filter execution = "%s"`,
+				StagingPrefix: "_staging/quarantine/", CopyInput: tt.copy, CopyLimit: tt.limit, Logs: book, LogQuery: `filter execution = "%s"`,
 				Versions: quarantine.Versions{Geomigrate: "test"}})
 			if err != nil {
 				t.Fatal(err)
@@ -162,8 +165,12 @@ func TestWriteBundle(t *testing.T) {
 			} else if len(inputs) != 0 {
 				t.Errorf("input copied above the limit: %v", inputs)
 			}
-			if !tt.removeSrc && (m.Input.Size != 600 || len(m.Sidecars) != 1 || m.Sidecars[0].Key != "roads/roads.dbf") {
+			if !tt.removeSrc && (m.Input.Size != 600 || len(m.Sidecars) != 1 || m.Sidecars[0].Key != "roads/roads.dbf" ||
+				m.Input.URI != "s3://src/roads/roads.shp" || m.Sidecars[0].URI != "s3://src/roads/roads.dbf") {
 				t.Errorf("input reference: %+v %+v", m.Input, m.Sidecars)
+			}
+			if !tt.copy && (m.Input.SHA256 != hexSum(shp) || m.Sidecars[0].SHA256 != hexSum(dbf) || m.Input.Copy != "") {
+				t.Errorf("a reference without the digests: %+v %+v", m.Input, m.Sidecars)
 			}
 			for _, want := range []string{"geomigrate migrate", "--vector-format FlatGeobuf --zstd-level 5", `--dest "$(mktemp -d)"`} {
 				if !strings.Contains(m.Reproduce.Command, want) {

@@ -35,11 +35,35 @@ type Fidelity struct {
 	NullGeometries int64    `json:"null_geometries,omitempty"`
 	Fields         int      `json:"fields,omitempty"`
 	AsText         []string `json:"as_text,omitempty"`
+	// Lossy is the measured error of a lossy output (JPEG, WEBP), whose
+	// pixels are compared within the recipe's threshold rather than for
+	// equality ("pixels within min_psnr_db" in Checks).
+	Lossy *LossyFidelity `json:"lossy,omitempty"`
 	// Digest is the order-independent SHA-256 sum of the features'
 	// canonical encoding (geometry WKB and every attribute value) that
 	// source and output were proven to share ("geometries", "attribute
 	// values" in Checks).
 	Digest string `json:"digest,omitempty"`
+}
+
+// LossyFidelity is what a lossy output lost against its source, per band
+// (an RGBA source's alpha, which JPEG keeps as a mask, is the last band).
+type LossyFidelity struct {
+	Compression string      `json:"compression"`
+	Quality     int         `json:"quality"`
+	MinPSNR     float64     `json:"min_psnr_db"`
+	Bands       []LossyBand `json:"bands"`
+}
+
+// LossyBand is one band's error at full resolution over all its pixels:
+// the largest absolute difference of a value, the mean squared error and
+// the PSNR, 10·log10(255²/MSE) for 8-bit values. PSNR is left out (nil)
+// for a band that came back unchanged (MSE 0, an infinite PSNR).
+type LossyBand struct {
+	Band       int      `json:"band"`
+	MaxAbsDiff int      `json:"max_abs_diff"`
+	MSE        float64  `json:"mse"`
+	PSNR       *float64 `json:"psnr_db,omitempty"`
 }
 
 // MaxBandChecksums bounds Fidelity.BandChecksums, so that a many-band
@@ -59,6 +83,17 @@ func (f Fidelity) Summary() string {
 	}
 	if f.Layer != "" || f.Features > 0 {
 		parts = append(parts, fmt.Sprintf("features=%d nulls=%d fields=%d", f.Features, f.NullGeometries, f.Fields))
+	}
+	if l := f.Lossy; l != nil {
+		var bands []string
+		for _, b := range l.Bands {
+			psnr := "inf"
+			if b.PSNR != nil {
+				psnr = fmt.Sprintf("%.2f", *b.PSNR)
+			}
+			bands = append(bands, fmt.Sprintf("%s/%d", psnr, b.MaxAbsDiff))
+		}
+		parts = append(parts, fmt.Sprintf("lossy=%s quality=%d min_psnr_db=%g psnr_db/max_abs_diff=%s", l.Compression, l.Quality, l.MinPSNR, strings.Join(bands, ",")))
 	}
 	parts = append(parts, "equal:"+strings.Join(f.Checks, ","))
 	return strings.Join(parts, " ")
@@ -83,6 +118,9 @@ type Lineage struct {
 	// none were): the tolerance of the approximation, for whoever reads
 	// the geometry.
 	CurveStepDegrees float64 `json:"curve_step_degrees,omitempty"`
+	// Lossy says how an output compressed lossily (JPEG, WEBP) was made:
+	// "lossy COMPRESSION quality=Q min_psnr_db=T"; "" for a lossless one.
+	Lossy string `json:"lossy,omitempty"`
 	// NoGeometry: the source layer has no geometry column and the output
 	// is a plain Parquet table (Recipe.AttributeTables).
 	NoGeometry bool `json:"no_geometry,omitempty"`
@@ -113,4 +151,15 @@ func LineageOf(r Recipe, sourceSHA256, fingerprint string) Lineage {
 		SourceSHA256: sourceSHA256, Fingerprint: fingerprint, RecipeHash: r.ShortHash(),
 		ToolVersion: r.ToolVersion, EngineVersion: r.EngineVersion, AssignedCRS: r.AssignCRS,
 	}
+}
+
+// RasterLineage is the lineage of a raster output of r: Lineage, and
+// for a lossy compression the Lossy note (a vector output of the same
+// recipe is not lossy).
+func (r Recipe) RasterLineage() Lineage {
+	l := r.Lineage()
+	if d := r.WithDefaults(); d.Lossy() {
+		l.Lossy = fmt.Sprintf("lossy %s quality=%d min_psnr_db=%g", d.Compression, d.Quality, d.MinPSNR)
+	}
+	return l
 }

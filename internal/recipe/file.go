@@ -1,5 +1,7 @@
 package recipe
 
+// Size: one format's parser: the recipe file's schema, its positioned YAML errors, and its check and apply into a Recipe.
+
 import (
 	"bytes"
 	"errors"
@@ -42,6 +44,8 @@ const FileVersion = 1
 // flags (Book.Flags) come last of all.
 type File struct {
 	Version int `yaml:"version"`
+	// data is the file's text, for the line of a value Check refuses.
+	data []byte
 	// Include, when not empty, limits the run to the keys it matches;
 	// Exclude names keys never routed. Both only ever narrow: a file that
 	// is not geospatial by its name (internal/formats) is ignored whatever
@@ -114,6 +118,9 @@ type Settings struct {
 	// source (gdal_translate / ogr2ogr -a_srs). A source whose CRS differs
 	// is refused (docs/decisions/0092).
 	AssignCRS *string `yaml:"assign_crs"`
+	// Datetime is the STAC datetime of the outputs (RFC 3339 or a date),
+	// over the file's own (TIFF DateTime) and the source's Last-Modified.
+	Datetime *string `yaml:"datetime"`
 	// CSV names the geometry columns of a CSV source.
 	CSV CSVSettings `yaml:"csv"`
 }
@@ -137,12 +144,17 @@ const (
 // RasterSettings use the vocabulary of `gdal_translate -of COG -co` and
 // rio-cogeo.
 type RasterSettings struct {
-	Compression *string  `yaml:"compression"` // ZSTD, DEFLATE, LZW, LERC, LERC_DEFLATE, LERC_ZSTD, NONE
+	// Profile is a rio-cogeo profile name (Profiles): a compression.
+	Profile     *string  `yaml:"profile"`
+	Compression *string  `yaml:"compression"` // Compressions
 	Level       *int     `yaml:"level"`       // ZSTD 1..22 (LEVEL), DEFLATE 1..12
 	MaxZError   *float64 `yaml:"max_z_error"` // LERC; only 0 (lossless) is accepted
-	Predictor   *string  `yaml:"predictor"`   // auto, none, standard (2), floating_point (3)
+	Predictor   *string  `yaml:"predictor"`   // auto, none (1, no), standard (2), floating_point (3)
 	BlockSize   *int     `yaml:"blocksize"`   // BLOCKSIZE
-	// OverviewResampling: auto, nearest, average, bilinear, cubic, mode.
+	// Quality and MinPSNR: JPEG and WEBP only (Recipe.Quality).
+	Quality *int     `yaml:"quality"`
+	MinPSNR *float64 `yaml:"min_psnr_db"`
+	// OverviewResampling: OverviewResamplings (near for nearest).
 	OverviewResampling *string `yaml:"overview_resampling"`
 	// OverviewLevels: "auto" (down to one tile), "none", or a count
 	// (OVERVIEW_COUNT).
@@ -177,14 +189,126 @@ type VectorSettings struct {
 	AttributeTables *string `yaml:"attribute_tables"`
 }
 
-// Compressions of a COG this build offers (GDAL 3.6's COG driver has them
-// all; JPEG and WEBP are lossy and left out, as is LZMA, which few readers
-// decode).
-var Compressions = []string{"ZSTD", "DEFLATE", "LZW", "LERC", "LERC_DEFLATE", "LERC_ZSTD", "NONE"}
+// Compressions of a COG a recipe names (GDAL's COMPRESS values). Whether
+// the engine's COG driver writes one is checked before a run
+// (Capabilities.Compressions): GDAL 3.6's has no PACKBITS, a GDAL built
+// without libwebp no WEBP.
+var Compressions = []string{"ZSTD", "DEFLATE", "LZW", "LERC", "LERC_DEFLATE", "LERC_ZSTD", "NONE", "LZMA", "PACKBITS", "JPEG", "WEBP"}
+
+// LossyCompressions are chosen only with a threshold (Recipe.MinPSNR).
+var LossyCompressions = []string{"JPEG", "WEBP"}
+
+// Profiles are rio-cogeo's profile names with the compression each means
+// (rio-cogeo's profiles are tiled 512 x 512, as a recipe is by default).
+var Profiles = map[string]string{
+	"zstd": "ZSTD", "deflate": "DEFLATE", "lzw": "LZW", "lzma": "LZMA", "packbits": "PACKBITS", "raw": "NONE",
+	"jpeg": "JPEG", "ycbcr": "JPEG", "webp": "WEBP", "lerc": "LERC", "lerc_deflate": "LERC_DEFLATE", "lerc_zstd": "LERC_ZSTD",
+}
 
 // Predictors: auto picks 2 or 3 for continuous data and none for
 // categorical data.
 var Predictors = []string{"auto", "none", "standard", "floating_point"}
+
+// predictorName maps GDAL's and TIFF's spellings of a predictor onto a
+// recipe's: 1 and NO are none, 2 standard, 3 floating_point. GDAL's YES
+// (2 or 3 by data type, categorical data included) has no recipe name.
+func predictorName(s string) (string, bool) {
+	switch v := strings.ToLower(strings.TrimSpace(s)); v {
+	case "1", "no", "false":
+		return "none", true
+	case "2":
+		return "standard", true
+	case "3":
+		return "floating_point", true
+	default:
+		return v, slices.Contains(Predictors, v)
+	}
+}
+
+// resamplingName maps GDAL's "near" onto nearest.
+func resamplingName(s string) string {
+	if v := strings.ToLower(s); v != "near" {
+		return v
+	}
+	return ResamplingNearest
+}
+
+// lifted is s with GDAL's and rio-cogeo's spellings moved onto the
+// recipe's fields: profile onto compression, and the creation options
+// COMPRESS, PREDICTOR (but YES), QUALITY, LEVEL and BLOCKSIZE onto
+// compression, predictor, quality, level and blocksize, so that a recipe's checks (a lossy
+// codec needs a threshold, a level its range) see them. A setting given
+// twice in one place is refused.
+func (s RasterSettings) lifted(at string) (RasterSettings, error) {
+	twice := func(what, other string) error {
+		return &fieldError{at, fmt.Sprintf("%s is given twice (%s and %s): give one", what, what, other)}
+	}
+	if s.Profile != nil {
+		c, ok := Profiles[strings.ToLower(*s.Profile)]
+		if !ok {
+			return s, &fieldError{at + ".profile", fmt.Sprintf("%q: want one of rio-cogeo's profiles %s", *s.Profile, strings.Join(slices.Sorted(maps.Keys(Profiles)), ", "))}
+		}
+		if s.Compression != nil {
+			return s, twice("compression", "profile")
+		}
+		s.Compression = &c
+	}
+	if len(s.CreationOptions) == 0 {
+		return s, nil
+	}
+	co := maps.Clone(s.CreationOptions)
+	s.CreationOptions = co
+	for k, v := range co {
+		switch strings.ToUpper(k) {
+		case "COMPRESS":
+			if s.Compression != nil {
+				return s, twice("compression", "creation_options.COMPRESS")
+			}
+			c := strings.ToUpper(v)
+			s.Compression = &c
+		case "PREDICTOR":
+			p, ok := predictorName(v)
+			if !ok || strings.EqualFold(v, "yes") {
+				continue // YES, or a value the COG driver's list judges
+			}
+			if s.Predictor != nil {
+				return s, twice("predictor", "creation_options.PREDICTOR")
+			}
+			s.Predictor = &p
+		case "QUALITY":
+			q, err := strconv.Atoi(v)
+			if err != nil {
+				return s, &fieldError{at + ".creation_options." + k, fmt.Sprintf("%q: want a quality 1..100", v)}
+			}
+			if s.Quality != nil {
+				return s, twice("quality", "creation_options.QUALITY")
+			}
+			s.Quality = &q
+		case "BLOCKSIZE":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return s, &fieldError{at + ".creation_options." + k, fmt.Sprintf("%q: want a tile size in pixels", v)}
+			}
+			if s.BlockSize != nil {
+				return s, twice("blocksize", "creation_options.BLOCKSIZE")
+			}
+			s.BlockSize = &n
+		case "LEVEL":
+			l, err := strconv.Atoi(v)
+			if err != nil {
+				return s, &fieldError{at + ".creation_options." + k, fmt.Sprintf("%q: want a level", v)}
+			}
+			if s.Level != nil {
+				return s, twice("level", "creation_options.LEVEL")
+			}
+			s.Level = &l
+		default:
+			continue
+		}
+		delete(co, k)
+	}
+	return s, nil
+}
 
 // ParquetCompressions are the GeoParquet column codecs.
 var ParquetCompressions = []string{"zstd", "snappy", "gzip", "brotli", "lz4", "none"}
@@ -204,8 +328,9 @@ func Parse(data []byte) (*File, error) {
 		return nil, yamlError(err)
 	}
 	if err := f.check(); err != nil {
-		return nil, locate(data, err)
+		return nil, locate("recipe.Parse", data, err)
 	}
+	f.data = data
 	return &f, nil
 }
 
@@ -232,10 +357,10 @@ func yamlError(err error) error {
 }
 
 // locate adds the line of the value a fieldError names.
-func locate(data []byte, err error) error {
+func locate(where string, data []byte, err error) error {
 	var fe *fieldError
 	if !errors.As(err, &fe) {
-		return fmt.Errorf("recipe.Parse: %w", err)
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	name := strings.TrimPrefix(strings.TrimPrefix(fe.path, "$"), ".")
 	if name == "" {
@@ -249,11 +374,11 @@ func locate(data []byte, err error) error {
 				break
 			}
 			if n, err := p.FilterFile(file); err == nil && n != nil {
-				return fmt.Errorf("recipe.Parse: line %d: %s: %s", lineOf(n), name, fe.msg)
+				return fmt.Errorf("%s: line %d: %s: %s", where, lineOf(n), name, fe.msg)
 			}
 		}
 	}
-	return fmt.Errorf("recipe.Parse: %s: %s", name, fe.msg)
+	return fmt.Errorf("%s: %s: %s", where, name, fe.msg)
 }
 
 func parentPath(p string) string {
@@ -284,7 +409,7 @@ func (f *File) check() error {
 		return err
 	}
 	if err := trial(f.Defaults); err != nil {
-		return &fieldError{"$.defaults", err.Error()}
+		return &fieldError{f.Defaults.Raster.settingPath("$.defaults", err), err.Error()}
 	}
 	for i, r := range f.Rules {
 		at := fmt.Sprintf("$.rules[%d]", i)
@@ -304,10 +429,32 @@ func (f *File) check() error {
 		// level out of range for the rule's codec is found here, not on
 		// the first file it matches.
 		if err := trial(f.Defaults, r.Settings); err != nil {
-			return &fieldError{at, "with the defaults: " + err.Error()}
+			return &fieldError{r.Settings.Raster.settingPath(at, err), "with the defaults: " + err.Error()}
 		}
 	}
 	return nil
+}
+
+// settingPath is where a combination a block makes is best pointed at:
+// for a refused lossy choice the compression the block sets, else the
+// block.
+func (s RasterSettings) settingPath(at string, err error) string {
+	var le lossyError
+	if !errors.As(err, &le) {
+		return at
+	}
+	switch {
+	case s.Compression != nil:
+		return at + ".raster.compression"
+	case s.Profile != nil:
+		return at + ".raster.profile"
+	}
+	for k := range s.CreationOptions {
+		if strings.EqualFold(k, "COMPRESS") {
+			return at + ".raster.creation_options." + k
+		}
+	}
+	return at
 }
 
 // trial applies settings in order over the defaults and validates the
@@ -321,6 +468,10 @@ func trial(settings ...Settings) error {
 	}
 	r.settleLevel()
 	if err := r.Validate(); err != nil {
+		var le lossyError
+		if errors.As(err, &le) {
+			return le
+		}
 		return errors.New(unwrapMsg(err))
 	}
 	return nil
@@ -357,17 +508,31 @@ func oneOf(at string, v *string, set []string, fold bool) error {
 // check validates each value on its own (enums, ranges); combinations
 // are checked by Recipe.Validate.
 func (s Settings) check(at string) error {
-	r, v := s.Raster, s.Vector
+	v := s.Vector
 	ra, va := at+".raster", at+".vector"
+	r, err := s.Raster.lifted(ra)
+	if err != nil {
+		return err
+	}
 	if err := oneOf(ra+".compression", r.Compression, Compressions, true); err != nil {
 		return err
 	}
-	if err := oneOf(ra+".predictor", r.Predictor, Predictors, true); err != nil {
-		return err
+	if r.Predictor != nil {
+		if _, ok := predictorName(*r.Predictor); !ok {
+			return &fieldError{ra + ".predictor", fmt.Sprintf("%q: want one of %s (or GDAL's 1, 2, 3)", *r.Predictor, strings.Join(Predictors, ", "))}
+		}
 	}
-	if err := oneOf(ra+".overview_resampling", r.OverviewResampling,
-		[]string{ResamplingAuto, ResamplingNearest, ResamplingAverage, ResamplingBilinear, ResamplingCubic, ResamplingMode}, true); err != nil {
-		return err
+	if r.OverviewResampling != nil {
+		name := resamplingName(*r.OverviewResampling)
+		if err := oneOf(ra+".overview_resampling", &name, OverviewResamplings, true); err != nil {
+			return err
+		}
+	}
+	if q := r.Quality; q != nil && (*q < 1 || *q > 100) {
+		return &fieldError{ra + ".quality", fmt.Sprintf("%d: want 1..100", *q)}
+	}
+	if p := r.MinPSNR; p != nil && !(*p > 0 && *p <= 200) {
+		return &fieldError{ra + ".min_psnr_db", fmt.Sprintf("%v: want more than 0 and at most 200 dB", *p)}
 	}
 	if r.OverviewLevels != nil {
 		if _, err := parseLevels(*r.OverviewLevels); err != nil {
@@ -410,6 +575,11 @@ func (s Settings) check(at string) error {
 	if s.AssignCRS != nil {
 		if _, err := parseAssignCRS(*s.AssignCRS); err != nil {
 			return &fieldError{at + ".assign_crs", err.Error()}
+		}
+	}
+	if s.Datetime != nil {
+		if _, err := ParseDatetime(*s.Datetime); err != nil {
+			return &fieldError{at + ".datetime", err.Error()}
 		}
 	}
 	if err := oneOf(at+".csv.geometry", s.CSV.Geometry, []string{CSVGeometryWKT, CSVGeometryXY}, true); err != nil {
@@ -524,24 +694,36 @@ func CreationOption(kv string) (string, error) {
 
 var reserved = map[string]bool{
 	"NUM_THREADS": true, "TILING_SCHEME": true, "TARGET_SRS": true, "RES": true, "EXTENT": true,
-	"OVERVIEWS": true, "SPARSE_OK": true, "QUALITY": true, "OVERVIEW_QUALITY": true, "MAX_Z_ERROR": true,
+	"OVERVIEWS": true, "SPARSE_OK": true, "OVERVIEW_QUALITY": true, "OVERVIEW_COMPRESS": true, "MAX_Z_ERROR": true,
 }
 
 func reservedWhy(k string) string {
 	switch k {
 	case "TILING_SCHEME", "TARGET_SRS", "RES", "EXTENT":
 		return "use target_crs"
-	case "QUALITY", "OVERVIEW_QUALITY", "MAX_Z_ERROR":
-		return "outputs are lossless"
+	case "OVERVIEW_COMPRESS", "OVERVIEW_QUALITY":
+		return "overviews are compressed as the full resolution is: set compression and quality"
+	case "MAX_Z_ERROR":
+		return "LERC outputs are lossless; a lossy output is JPEG or WEBP with min_psnr_db"
 	}
 	return "it is not part of the recipe"
 }
 
 // apply writes the set fields of s over r.
 func (s Settings) apply(r *Recipe) error {
-	ra, v := s.Raster, s.Vector
+	v := s.Vector
+	ra, err := s.Raster.lifted("raster")
+	if err != nil {
+		return err
+	}
 	if ra.Compression != nil {
 		r.Compression = strings.ToUpper(*ra.Compression)
+	}
+	if ra.Quality != nil {
+		r.Quality = *ra.Quality
+	}
+	if ra.MinPSNR != nil {
+		r.MinPSNR = *ra.MinPSNR
 	}
 	if ra.Level != nil {
 		// "level" is the codec's: kept aside until the codec is known
@@ -553,13 +735,13 @@ func (s Settings) apply(r *Recipe) error {
 		r.ZSTDLevel = *ra.ZSTDLevel
 	}
 	if ra.Predictor != nil {
-		r.Predictor = strings.ToLower(*ra.Predictor)
+		r.Predictor, _ = predictorName(*ra.Predictor)
 	}
 	if ra.BlockSize != nil {
 		r.BlockSize = *ra.BlockSize
 	}
 	if ra.OverviewResampling != nil {
-		r.OverviewResampling = strings.ToLower(*ra.OverviewResampling)
+		r.OverviewResampling = resamplingName(*ra.OverviewResampling)
 	}
 	if ra.OverviewLevels != nil {
 		n, err := parseLevels(*ra.OverviewLevels)
@@ -629,6 +811,13 @@ func (s Settings) apply(r *Recipe) error {
 			return err
 		}
 		r.AssignCRS = crs
+	}
+	if s.Datetime != nil {
+		d, err := ParseDatetime(*s.Datetime)
+		if err != nil {
+			return err
+		}
+		r.Datetime = d
 	}
 	if c := s.CSV; c.Geometry != nil {
 		r.CSVGeometry = strings.ToLower(*c.Geometry)

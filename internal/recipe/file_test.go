@@ -17,6 +17,7 @@ func mustParse(t *testing.T, text string) *File {
 }
 
 func TestParseErrors(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, text string
 		want       []string // substrings of the error
@@ -24,8 +25,19 @@ func TestParseErrors(t *testing.T) {
 		{"unknown top-level key", "version: 1\nrules: []\ncompresion: ZSTD\n", []string{"line 3", `unknown field "compresion"`}},
 		{"unknown key in a rule", "version: 1\nrules:\n  - match: \"**\"\n    raster:\n      compresion: ZSTD\n", []string{"line 5", `unknown field "compresion"`}},
 		{"unknown key in defaults", "version: 1\ndefaults:\n  raster:\n    levle: 3\n", []string{"line 4", "levle"}},
-		{"bad compression", "version: 1\ndefaults:\n  raster:\n    compression: JPEG\n", []string{"line 4", "defaults.raster.compression", `"JPEG"`, "LERC_ZSTD"}},
-		{"bad resampling in rule", "version: 1\nrules:\n  - match: a/*\n    raster: {overview_resampling: lanczos}\n", []string{"line 4", "rules[0].raster.overview_resampling", "lanczos"}},
+		{"bad compression", "version: 1\ndefaults:\n  raster:\n    compression: JXL\n", []string{"line 4", "defaults.raster.compression", `"JXL"`, "LERC_ZSTD"}},
+		{"lossy without a threshold", "version: 1\ndefaults:\n  raster:\n    compression: JPEG\n", []string{"line 4", "defaults.raster.compression", "lossless by default", "min_psnr_db"}},
+		{"lossy creation option without a threshold", "version: 1\ndefaults:\n  raster:\n    blocksize: 256\n    creation_options: {COMPRESS: JPEG}\n", []string{"line 5", "creation_options.COMPRESS", "lossless by default"}},
+		{"lossy profile in a rule without a threshold", "version: 1\nrules:\n  - match: a/*\n    raster:\n      profile: webp\n", []string{"line 5", "rules[0].raster.profile", "lossless by default"}},
+		{"threshold on a lossless recipe", "version: 1\ndefaults:\n  raster: {min_psnr_db: 40}\n", []string{"line 3", "lossy compressions"}},
+		{"quality on a lossless recipe", "version: 1\ndefaults:\n  raster: {creation_options: {QUALITY: 90}}\n", []string{"line 3", "quality applies"}},
+		{"quality out of range", "version: 1\ndefaults:\n  raster: {compression: JPEG, min_psnr_db: 30, quality: 101}\n", []string{"line 3", "quality", "1..100"}},
+		{"predictor on a lossy recipe", "version: 1\ndefaults:\n  raster: {compression: JPEG, min_psnr_db: 30, predictor: 2}\n", []string{"line 3", "takes no predictor"}},
+		{"blocksize not a multiple of 16", "version: 1\ndefaults:\n  raster: {creation_options: {BLOCKSIZE: 300}}\n", []string{"line 3", "block size 300"}},
+		{"compression twice", "version: 1\ndefaults:\n  raster: {compression: ZSTD, creation_options: {COMPRESS: LZW}}\n", []string{"line 3", "given twice"}},
+		{"unknown profile", "version: 1\ndefaults:\n  raster: {profile: png}\n", []string{"line 3", "rio-cogeo", "webp"}},
+		{"bad predictor", "version: 1\ndefaults:\n  raster: {predictor: 4}\n", []string{"line 3", "predictor", "floating_point"}},
+		{"bad resampling in rule", "version: 1\nrules:\n  - match: a/*\n    raster: {overview_resampling: lanczoss}\n", []string{"line 4", "rules[0].raster.overview_resampling", "lanczoss", "rms"}},
 		{"bad vector format", "version: 1\nrules:\n  - match: a/*\n  - match: b/*\n    vector:\n      format: Shapefile\n", []string{"line 6", "rules[1].vector.format"}},
 		{"bad glob", "version: 1\nexclude:\n  - \"a/[b\"\n", []string{"line 3", "bad glob", `"a/[b"`}},
 		{"absolute glob", "version: 1\nrules:\n  - match: /data/*.tif\n", []string{"line 3", "bad glob"}},
@@ -64,6 +76,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestExampleRecipeParses(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../examples/recipe.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +115,7 @@ rules:
 `
 
 func TestResolvePrecedence(t *testing.T) {
+	t.Parallel()
 	book := &Book{File: mustParse(t, precedenceFile)}
 	cases := []struct {
 		key   string
@@ -151,6 +165,7 @@ func TestResolvePrecedence(t *testing.T) {
 }
 
 func TestFlagsOverrideFile(t *testing.T) {
+	t.Parallel()
 	zstd, lvl, fgb := "zstd", 20, "FlatGeobuf"
 	book := &Book{File: mustParse(t, precedenceFile), Flags: Settings{
 		Raster: RasterSettings{Compression: &zstd, Level: &lvl, CreationOptions: map[string]string{"bigtiff": "NO"}},
@@ -188,6 +203,7 @@ func TestFlagsOverrideFile(t *testing.T) {
 }
 
 func TestIncludeExclude(t *testing.T) {
+	t.Parallel()
 	book := &Book{File: mustParse(t, "version: 1\ninclude: [\"data/**\"]\nexclude: [\"data/tmp/**\", \"**/*.bak.tif\"]\n")}
 	cases := map[string]string{
 		"data/a.tif":       "",
@@ -211,6 +227,7 @@ func TestIncludeExclude(t *testing.T) {
 // TestHashChangesOnlyForMatchedKeys: editing one rule changes the recipe
 // hash of exactly the keys that rule matches.
 func TestHashChangesOnlyForMatchedKeys(t *testing.T) {
+	t.Parallel()
 	before := mustParse(t, precedenceFile)
 	after := mustParse(t, strings.Replace(precedenceFile, "raster: {level: 3, overview_levels: none, nodata: -9999}", "raster: {level: 4, overview_levels: none, nodata: -9999}", 1))
 	keys := map[string]bool{ // key → matched by the edited rule (rule 1) with an effect
@@ -234,6 +251,7 @@ func TestHashChangesOnlyForMatchedKeys(t *testing.T) {
 // defaults resolves to the recipe hash of no file at all, so adopting a
 // recipe file re-converts nothing that it does not change.
 func TestDefaultsOfNewSettingsKeepTheHash(t *testing.T) {
+	t.Parallel()
 	f := mustParse(t, `version: 1
 defaults:
   raster: {compression: zstd, level: 9, predictor: auto, blocksize: 512, overview_resampling: auto, overview_levels: auto, nodata: keep, target_crs: keep}
@@ -249,6 +267,7 @@ defaults:
 }
 
 func TestNewSettingsChangeTheHash(t *testing.T) {
+	t.Parallel()
 	seen := map[string]string{baseRecipe().Hash(): "base"}
 	for name, mod := range map[string]func(*Recipe){
 		"compression":      func(r *Recipe) { r.Compression = "DEFLATE" },
@@ -277,6 +296,7 @@ func TestNewSettingsChangeTheHash(t *testing.T) {
 }
 
 func TestCreationOption(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want, err string }{
 		{"bigtiff=YES", "BIGTIFF=YES", ""},
 		{" GEOTIFF_VERSION=1.1", "GEOTIFF_VERSION=1.1", ""},
@@ -295,6 +315,7 @@ func TestCreationOption(t *testing.T) {
 
 // TestReadmeRecipeParses keeps the README's example recipe a working one.
 func TestReadmeRecipeParses(t *testing.T) {
+	t.Parallel()
 	b, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -347,6 +368,7 @@ rules:
 // TestAssignCRSAndCSVRules: the settings parse per glob, are checked, and
 // enter the recipe hash (a replay after adding them converts again).
 func TestAssignCRSAndCSVRules(t *testing.T) {
+	t.Parallel()
 	f, err := Parse([]byte(`version: 1
 rules:
   - match: "raw/**"

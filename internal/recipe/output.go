@@ -95,6 +95,19 @@ func DestKey(srcKey string, out Output, multiLayer bool) string {
 	return dir + stem + ext
 }
 
+// OutputKey is the full key of an output under prefix (the destination
+// prefix, or a job's staging prefix): every final and staged key is built
+// here.
+func OutputKey(prefix, srcKey string, out Output, multiLayer bool) string {
+	return prefix + DestKey(srcKey, out, multiLayer)
+}
+
+// OutputStem is where every output key of srcKey under prefix starts: the
+// directory and stem, followed by the extension, or by "/" and the layer.
+func OutputStem(prefix, srcKey string) string {
+	return strings.TrimSuffix(OutputKey(prefix, srcKey, Output{Extension: "."}, false), ".")
+}
+
 // SafeName maps a layer name to a single safe path segment, one-to-one:
 // a name that is already safe (ASCII letters, digits, '-', '_', '.', and
 // non-ASCII letters; no leading or trailing '.') is kept as it is; any

@@ -4,6 +4,8 @@
 // lives in internal/gdal, the only cgo package.
 package recipe
 
+// Size: the Recipe value's contract: its fields, defaults, validation and canonical hash.
+
 import (
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 )
@@ -34,6 +37,13 @@ const (
 	ResamplingCubic    = "cubic"
 	ResamplingMode     = "mode"
 )
+
+// OverviewResamplings are the overview resampling names a recipe takes:
+// auto and the names of GDAL's overview builder (lower case, as rio-cogeo
+// and gdaladdo -r spell them). The engine checks that its GDAL builds
+// overviews with the one a recipe names (Capabilities.Resamplings).
+var OverviewResamplings = []string{ResamplingAuto, ResamplingNearest, ResamplingAverage, ResamplingBilinear,
+	ResamplingCubic, "cubicspline", "lanczos", ResamplingMode, "rms", "gauss", "average_magphase"}
 
 // Geometry policies: GeometryKeep (the default) writes invalid geometries
 // as they are, counted in a warning; GeometryRepair makes them valid
@@ -80,6 +90,8 @@ const (
 	// DefaultDeflateLevel is GDAL's own default for DEFLATE.
 	DefaultDeflateLevel = 6
 	DefaultCompression  = "ZSTD"
+	// DefaultQuality is GDAL's own QUALITY default for JPEG and WEBP.
+	DefaultQuality = 75
 	// OverviewsNone is Recipe.OverviewLevels for a COG without overviews.
 	OverviewsNone = -1
 	// Budgets: generous for a 10 GB Lambda /tmp, small enough that a
@@ -101,16 +113,23 @@ type Recipe struct {
 	VectorFormat       string `json:"vector_format"`       // "GeoParquet" | "FlatGeobuf"
 	BlockSize          int    `json:"block_size"`          // COG tile size, 512
 	ZSTDLevel          int    `json:"zstd_level"`          // 1..22, default 9
-	OverviewResampling string `json:"overview_resampling"` // "auto" | nearest | average | bilinear | cubic | mode
+	OverviewResampling string `json:"overview_resampling"` // OverviewResamplings
 	GeometryPolicy     string `json:"geometry_policy"`     // "keep" | "repair" | "strict"
 	RowGroupRows       int    `json:"row_group_rows"`      // GeoParquet rows per row group, 65536
 
 	// Raster settings a recipe file adds (internal/recipe/file.go); each
 	// enters Hash only when it differs from its default, so recipes from
 	// before they existed keep their hash.
-	Compression  string `json:"compression,omitempty"`   // COG COMPRESS: ZSTD (default), DEFLATE, LZW, LERC, LERC_DEFLATE, LERC_ZSTD, NONE
+	Compression  string `json:"compression,omitempty"`   // COG COMPRESS: ZSTD (default) or another of Compressions
 	DeflateLevel int    `json:"deflate_level,omitempty"` // DEFLATE and LERC_DEFLATE LEVEL, 1..12, default 6
 	Predictor    string `json:"predictor,omitempty"`     // auto (default), none, standard, floating_point
+	// Quality (1..100) and MinPSNR are the lossy compressions' (JPEG,
+	// WEBP): GDAL's QUALITY, and the least peak signal-to-noise ratio, in
+	// dB, every band of an output must keep against its source; a lossy
+	// compression is refused without it (outputs are lossless by
+	// default; docs/decisions/0104).
+	Quality int     `json:"quality,omitempty"`
+	MinPSNR float64 `json:"min_psnr_db,omitempty"`
 	// OverviewLevels: 0 = auto (halving down to one tile), OverviewsNone,
 	// or how many levels (OVERVIEW_COUNT).
 	OverviewLevels int `json:"overview_levels,omitempty"`
@@ -135,6 +154,10 @@ type Recipe struct {
 	// AssignCRS (AUTHORITY:CODE) is given to a source, or a layer, that
 	// declares no CRS; "" assigns none.
 	AssignCRS string `json:"assign_crs,omitempty"`
+	// Datetime (RFC 3339, UTC) is the STAC datetime of the outputs, over
+	// what the file declares and the source's Last-Modified; "" leaves
+	// those.
+	Datetime string `json:"datetime,omitempty"`
 	// CSVGeometry (CSVGeometryWKT or CSVGeometryXY) and its columns make a
 	// CSV a vector source; "" leaves CSV sources refused.
 	CSVGeometry  string `json:"csv_geometry,omitempty"`
@@ -224,6 +247,9 @@ func (r Recipe) WithDefaults() Recipe {
 	if r.Compression == "" {
 		r.Compression = DefaultCompression
 	}
+	if r.Quality == 0 && r.Lossy() {
+		r.Quality = DefaultQuality
+	}
 	if r.DeflateLevel == 0 {
 		r.DeflateLevel = DefaultDeflateLevel
 	}
@@ -268,10 +294,8 @@ func (r Recipe) Validate() error {
 	if r.ZSTDLevel < 1 || r.ZSTDLevel > 22 {
 		return bad("zstd level %d: want 1..22", r.ZSTDLevel)
 	}
-	switch r.OverviewResampling {
-	case ResamplingAuto, ResamplingNearest, ResamplingAverage, ResamplingBilinear, ResamplingCubic, ResamplingMode:
-	default:
-		return bad("overview resampling %q", r.OverviewResampling)
+	if !slices.Contains(OverviewResamplings, r.OverviewResampling) {
+		return bad("overview resampling %q: want one of %s", r.OverviewResampling, strings.Join(OverviewResamplings, ", "))
 	}
 	if r.GeometryPolicy != GeometryKeep && r.GeometryPolicy != GeometryRepair && r.GeometryPolicy != GeometryStrict {
 		return bad("geometry policy %q: want %q, %q or %q", r.GeometryPolicy, GeometryKeep, GeometryRepair, GeometryStrict)
@@ -284,6 +308,9 @@ func (r Recipe) Validate() error {
 	}
 	if !slices.Contains(Compressions, r.Compression) {
 		return bad("compression %q: want one of %s", r.Compression, strings.Join(Compressions, ", "))
+	}
+	if err := r.checkLossy(); err != nil {
+		return fault.Systemic("recipe.Recipe", err)
 	}
 	if r.DeflateLevel < 1 || r.DeflateLevel > 12 {
 		return bad("deflate level %d: want 1..12", r.DeflateLevel)
@@ -318,6 +345,11 @@ func (r Recipe) Validate() error {
 	if crs, err := parseAssignCRS(r.AssignCRS); err != nil || crs != r.AssignCRS {
 		return bad("assign CRS %q: want AUTHORITY:CODE", r.AssignCRS)
 	}
+	if r.Datetime != "" {
+		if d, err := ParseDatetime(r.Datetime); err != nil || d != r.Datetime {
+			return bad("datetime %q: want an RFC 3339 time in UTC such as 2019-06-01T00:00:00Z", r.Datetime)
+		}
+	}
 	switch r.CSVGeometry {
 	case "":
 	case CSVGeometryWKT:
@@ -336,6 +368,52 @@ func (r Recipe) Validate() error {
 	}
 	if r.MaxBytes < 0 || r.MaxPixels < 0 || r.MaxFeatures < 0 || r.MaxMemory < 0 {
 		return bad("negative budget")
+	}
+	return nil
+}
+
+// lossyError is a refusal about a lossy choice (File.check points it at
+// the compression that makes it).
+type lossyError struct{ msg string }
+
+func (e lossyError) Error() string { return e.msg }
+
+func lossyErrorf(format string, args ...any) error {
+	return lossyError{fmt.Sprintf(format, args...)}
+}
+
+// Lossy reports whether r's compression is lossy (JPEG, WEBP).
+func (r Recipe) Lossy() bool {
+	c := r.Compression
+	if c == "" {
+		c = DefaultCompression
+	}
+	return slices.Contains(LossyCompressions, c)
+}
+
+// checkLossy: a lossy compression only with a stated threshold, and the
+// lossy settings only with a lossy compression.
+func (r Recipe) checkLossy() error {
+	if !r.Lossy() {
+		switch {
+		case r.MinPSNR != 0:
+			return lossyErrorf("min_psnr_db applies to the lossy compressions (%s) only: a %s output is checked pixel for pixel", strings.Join(LossyCompressions, ", "), r.Compression)
+		case r.Quality != 0:
+			return lossyErrorf("quality applies to the lossy compressions (%s) only", strings.Join(LossyCompressions, ", "))
+		}
+		return nil
+	}
+	if r.MinPSNR == 0 {
+		return lossyErrorf("compression %s is lossy, and outputs are lossless by default: choose it by stating the least PSNR every band must keep, min_psnr_db (e.g. 40), or keep a lossless compression (ZSTD, DEFLATE, LZW …)", r.Compression)
+	}
+	if !(r.MinPSNR > 0 && r.MinPSNR <= 200) {
+		return lossyErrorf("min_psnr_db %v: want more than 0 and at most 200 dB", r.MinPSNR)
+	}
+	if r.Quality < 1 || r.Quality > 100 {
+		return lossyErrorf("quality %d: want 1..100", r.Quality)
+	}
+	if r.Predictor != "auto" && r.Predictor != "none" {
+		return lossyErrorf("predictor %s: %s takes no predictor", r.Predictor, r.Compression)
 	}
 	return nil
 }
@@ -370,6 +448,11 @@ func (r Recipe) canonical() []byte {
 	if r.Predictor != "auto" {
 		m["predictor"] = r.Predictor
 	}
+	// The threshold enters too: the lineage and fidelity record of each
+	// output name it, so a new threshold is a new recipe.
+	if r.Lossy() {
+		m["quality"], m["min_psnr_db"] = r.Quality, r.MinPSNR
+	}
 	if r.OverviewLevels != 0 {
 		m["overview_levels"] = r.OverviewLevels
 	}
@@ -389,6 +472,10 @@ func (r Recipe) canonical() []byte {
 	// after the remediation converts the refused source again.
 	if r.AssignCRS != "" {
 		m["assign_crs"] = r.AssignCRS
+	}
+	// A datetime changes the items: a rerun rewrites them.
+	if r.Datetime != "" {
+		m["datetime"] = r.Datetime
 	}
 	if r.CSVGeometry != "" {
 		m["csv_geometry"] = r.CSVGeometry
@@ -431,3 +518,16 @@ func (r Recipe) Hash() string {
 // in the idempotency key and in object metadata ("recipe"). 64 bits is
 // ample: the set of recipes a deployment ever uses is tiny.
 func (r Recipe) ShortHash() string { return r.Hash()[:16] }
+
+// ParseDatetime reads a recipe's datetime: an RFC 3339 time, or a date
+// (2019-06-01, midnight UTC); it returns it as RFC 3339 in UTC.
+func ParseDatetime(s string) (string, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t, err = time.Parse(time.DateOnly, s)
+	}
+	if err != nil {
+		return "", fmt.Errorf("%q: want an RFC 3339 time (2019-06-01T10:00:00Z) or a date (2019-06-01)", s)
+	}
+	return t.UTC().Format(time.RFC3339Nano), nil
+}

@@ -22,6 +22,7 @@ func baseRecipe() Recipe {
 }
 
 func TestHashGolden(t *testing.T) {
+	t.Parallel()
 	r := baseRecipe()
 	if got := r.Hash(); got != goldenHash {
 		t.Fatalf("hash of the default recipe = %s, want %s\ncanonical: %s", got, goldenHash, r.CanonicalJSON())
@@ -36,6 +37,7 @@ func TestHashGolden(t *testing.T) {
 }
 
 func TestHashChangesWithOutputFields(t *testing.T) {
+	t.Parallel()
 	base := baseRecipe().Hash()
 	cases := []struct {
 		name string
@@ -67,6 +69,7 @@ func TestHashChangesWithOutputFields(t *testing.T) {
 }
 
 func TestHashIgnoresBudgetsAndDefaults(t *testing.T) {
+	t.Parallel()
 	base := baseRecipe().Hash()
 	r := baseRecipe()
 	r.MaxBytes, r.MaxPixels, r.MaxFeatures, r.MaxMemory = 1, 2, 3, 4
@@ -91,6 +94,7 @@ func TestHashIgnoresBudgetsAndDefaults(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	if err := DefaultRecipe().Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +113,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestDestKey(t *testing.T) {
+	t.Parallel()
 	cog := Output{Format: FormatCOG, Extension: ".tif"}
 	pq := Output{Format: FormatGeoParquet, Extension: ".parquet"}
 	cases := []struct {
@@ -135,11 +140,22 @@ func TestDestKey(t *testing.T) {
 		if got := DestKey(c.src, c.out, c.multi); got != c.want {
 			t.Errorf("DestKey(%q, %q, %v) = %q, want %q", c.src, c.out.Layer, c.multi, got, c.want)
 		}
+		// Under a prefix, every output of a source starts with its stem.
+		for _, prefix := range []string{"", "out/", "_staging/job-1/"} {
+			key, stem := OutputKey(prefix, c.src, c.out, c.multi), OutputStem(prefix, c.src)
+			if key != prefix+c.want || !strings.HasPrefix(key, stem) {
+				t.Errorf("OutputKey(%q, %q) = %q, OutputStem = %q; want %q under the stem", prefix, c.src, key, stem, prefix+c.want)
+			}
+		}
+	}
+	if got := OutputStem("_staging/j/", "a/b/dem.img"); got != "_staging/j/a/b/dem" {
+		t.Errorf("OutputStem = %q", got)
 	}
 }
 
 // SafeName is one-to-one: names that differ give segments that differ.
 func TestSafeNameOneToOne(t *testing.T) {
+	t.Parallel()
 	names := []string{"a_b", "a/b", "a b", "a\\b", "a:b", "A_B", ".a_b", "a_b.", "", "layer", "..", "straße", "a_b-deadbeef"}
 	seen := map[string]string{}
 	for _, n := range names {
@@ -168,6 +184,7 @@ func withLayer(o Output, l string) Output { o.Layer = l; return o }
 // is written with names that format in internal/formats, and every output
 // format the registry knows is one written here.
 func TestOutputFormatsAgreeWithTheRegistry(t *testing.T) {
+	t.Parallel()
 	for name, f := range Formats {
 		if name == FormatParquet {
 			// An attribute table shares .parquet with GeoParquet: its
@@ -186,6 +203,7 @@ func TestOutputFormatsAgreeWithTheRegistry(t *testing.T) {
 }
 
 func TestOverviewResamplingFor(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		recipe      string
 		categorical bool

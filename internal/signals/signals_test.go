@@ -11,6 +11,7 @@ import (
 )
 
 func TestComputeRates(t *testing.T) {
+	t.Parallel()
 	completed := func(key string) signals.End { return signals.End{Key: key} }
 	routed := func(key, tier string) signals.End { return signals.End{Key: key, Tier: tier} }
 	many := func(n int, e signals.End) []signals.End {
@@ -123,6 +124,7 @@ func TestComputeRates(t *testing.T) {
 }
 
 func TestThresholds(t *testing.T) {
+	t.Parallel()
 	if got := (signals.Thresholds{}).OrDefault(); got != signals.DefaultThresholds || got.DataSpecificRate != 0.05 || got.TransientRate != 0.15 {
 		t.Errorf("defaults %+v", got)
 	}
@@ -146,6 +148,7 @@ func TestThresholds(t *testing.T) {
 }
 
 func TestRecoveryOf(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	at := func(min int, from, to statestore.Status, tier string) statestore.Transition {
 		return statestore.Transition{At: t0.Add(time.Duration(min) * time.Minute), From: from, To: to, Tier: tier}
@@ -198,6 +201,7 @@ func TestRecoveryOf(t *testing.T) {
 }
 
 func TestRecoveriesMergeTheJobsOfOneSource(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tr := func(min int, from, to statestore.Status, tier string) statestore.Transition {
 		return statestore.Transition{At: t0.Add(time.Duration(min) * time.Minute), From: from, To: to, Tier: tier}

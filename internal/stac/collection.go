@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 )
 
 // Collection is the STAC Collection of one dataset: its id, the extent of
-// every item promoted into it, and a link to where the items are. It holds
-// no link per item: it is rewritten whenever its extent grows, and a list
-// of every item would make each promotion rewrite all of them (items point
-// to it instead, with "collection" and "parent" links).
+// every item included in it, its place in the tree (self, root and parent
+// links) and an "item" link per item. Items point back to it with
+// "collection" and "parent" links.
 type Collection struct {
 	Type           string   `json:"type"`
 	StacVersion    string   `json:"stac_version"`
@@ -128,4 +128,125 @@ func (c *Collection) JSON() ([]byte, error) {
 		return nil, fmt.Errorf("stac.Collection.JSON: %w", err)
 	}
 	return append(b, '\n'), nil
+}
+
+// Link relations of the tree.
+const (
+	RelSelf   = "self"
+	RelRoot   = "root"
+	RelParent = "parent"
+	RelChild  = "child"
+	RelItem   = "item"
+)
+
+// RootTitle is the title of the root catalog, in its links too.
+const RootTitle = "geomigrate outputs"
+
+// SetNavigation sets the collection's self, root and parent links (the
+// parent is the root catalog), replacing any it had.
+func (c *Collection) SetNavigation(selfHref, rootHref string) {
+	c.Links = navigation(c.Links, selfHref, rootHref, true)
+}
+
+// AddItem links an item (its href relative to the collection) and reports
+// whether the link is new. Item links are kept sorted by href, so the same
+// items always give the same bytes.
+func (c *Collection) AddItem(href string) bool {
+	var added bool
+	c.Links, added = addLink(c.Links, Link{Rel: RelItem, Href: href, Type: MediaGeoJSON})
+	return added
+}
+
+// Catalog is the root of the tree: one "child" link per collection.
+type Catalog struct {
+	Type           string   `json:"type"`
+	StacVersion    string   `json:"stac_version"`
+	StacExtensions []string `json:"stac_extensions"`
+	ID             string   `json:"id"`
+	Title          string   `json:"title,omitempty"`
+	Description    string   `json:"description"`
+	Links          []Link   `json:"links"`
+}
+
+// CatalogFileName is the name of the root catalog under the destination
+// prefix.
+const CatalogFileName = "catalog.json"
+
+// NewCatalog is the root catalog before any collection.
+func NewCatalog() *Catalog {
+	c := &Catalog{
+		Type: "Catalog", StacVersion: Version, StacExtensions: []string{}, ID: "geomigrate", Title: RootTitle,
+		Description: "Cloud-native outputs converted by geomigrate: one collection per dataset, one item per output.",
+		Links:       []Link{},
+	}
+	c.Links = navigation(c.Links, "./"+CatalogFileName, "./"+CatalogFileName, false)
+	return c
+}
+
+// ParseCatalog reads a catalog document.
+func ParseCatalog(b []byte) (*Catalog, error) {
+	var c Catalog
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("stac.ParseCatalog: %w", err)
+	}
+	if c.Type != "Catalog" || c.ID == "" {
+		return nil, fmt.Errorf("stac.ParseCatalog: not a STAC catalog")
+	}
+	if c.Links == nil {
+		c.Links = []Link{}
+	}
+	if c.StacExtensions == nil {
+		c.StacExtensions = []string{}
+	}
+	return &c, nil
+}
+
+// AddChild links a collection (its href relative to the catalog) and
+// reports whether the link is new.
+func (c *Catalog) AddChild(href, title string) bool {
+	var added bool
+	c.Links, added = addLink(c.Links, Link{Rel: RelChild, Href: href, Type: MediaJSON, Title: title})
+	return added
+}
+
+// JSON is the catalog as indented JSON with a final newline.
+func (c *Catalog) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("stac.Catalog.JSON: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// navigation replaces the self, root (and parent) links of links.
+func navigation(links []Link, selfHref, rootHref string, parent bool) []Link {
+	nav := []Link{{Rel: RelSelf, Href: selfHref, Type: MediaJSON}, {Rel: RelRoot, Href: rootHref, Type: MediaJSON, Title: RootTitle}}
+	if parent {
+		nav = append(nav, Link{Rel: RelParent, Href: rootHref, Type: MediaJSON, Title: RootTitle})
+	}
+	for _, l := range links {
+		if l.Rel != RelSelf && l.Rel != RelRoot && l.Rel != RelParent {
+			nav = append(nav, l)
+		}
+	}
+	return nav
+}
+
+// addLink adds l unless a link of its relation and href is there, keeping
+// the links of that relation sorted by href after the others.
+func addLink(links []Link, l Link) ([]Link, bool) {
+	for _, have := range links {
+		if have.Rel == l.Rel && have.Href == l.Href {
+			return links, false
+		}
+	}
+	links = append(links, l)
+	sort.SliceStable(links, func(i, j int) bool {
+		ri, rj := links[i].Rel == l.Rel, links[j].Rel == l.Rel
+		if ri != rj {
+			return rj
+		}
+		return ri && links[i].Href < links[j].Href
+	})
+	return links, true
 }

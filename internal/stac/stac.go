@@ -1,14 +1,19 @@
-// Package stac builds the STAC Item written next to every output and the
-// Collection of each dataset. It is pure Go: the facts about an output (its
+// Package stac builds the STAC Item written next to every output, the
+// Collection of each dataset and the root Catalog above them: a tree a
+// browser or crawler walks from catalog.json by links alone, every href
+// relative so that a copied tree stays whole. It is pure Go: the facts about an output (its
 // CRS, grid, bands, columns) come from the conversion engine as a
 // Description; this package only turns them into STAC 1.0.0 JSON with the
 // projection, raster, file, processing and table extensions.
 package stac
 
+// Size: one STAC item: its types and its builder's named steps.
+
 import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -20,7 +25,7 @@ const Version = "1.0.0"
 // The extension schemas an item declares. Their versions are those whose
 // official schemas are vendored in testdata/schemas and validated against.
 const (
-	ExtProjection = "https://stac-extensions.github.io/projection/v1.0.0/schema.json"
+	ExtProjection = "https://stac-extensions.github.io/projection/v2.0.0/schema.json"
 	ExtRaster     = "https://stac-extensions.github.io/raster/v1.0.0/schema.json"
 	ExtFile       = "https://stac-extensions.github.io/file/v2.1.0/schema.json"
 	ExtProcessing = "https://stac-extensions.github.io/processing/v1.1.0/schema.json"
@@ -67,8 +72,8 @@ const ItemSuffix = ".stac.json"
 // Description is what the engine read back from one output file. Zero
 // fields are unknown and left out of the item.
 type Description struct {
-	// EPSG is the CRS's EPSG code (proj:epsg), 0 when it has none; WKT2
-	// is then the CRS (proj:wkt2).
+	// EPSG is the CRS's EPSG code (proj:code "EPSG:n"), 0 when it has
+	// none; WKT2 is then the CRS (proj:wkt2).
 	EPSG int    `json:"epsg,omitempty"`
 	WKT2 string `json:"wkt2,omitempty"`
 	// BBox is the extent in WGS 84 longitude/latitude [west, south, east,
@@ -151,10 +156,11 @@ const PropAssignedCRS = "geomigrate:assigned_crs"
 type ItemInput struct {
 	ID         string
 	Collection string // dataset ID; "" for none
-	// CollectionHref is the collection's location relative to the item.
-	CollectionHref string
-	Asset          Asset
-	Description    *Description
+	// CollectionHref is the collection's location relative to the item;
+	// RootHref the root catalog's, SelfHref the item's own ("./x.stac.json").
+	CollectionHref, RootHref, SelfHref string
+	Asset                              Asset
+	Description                        *Description
 	// Datetime is the item's datetime when the file declares no
 	// acquisition time (Description.Datetime): geomigrate passes the
 	// source object's Last-Modified.
@@ -197,15 +203,9 @@ const DataAssetKey = "data"
 
 // NewItem builds the item of one output.
 func NewItem(in ItemInput) (*Item, error) {
-	if in.ID == "" {
-		return nil, fmt.Errorf("stac.NewItem: no id")
-	}
-	media := MediaType(in.Asset.Format)
-	if media == "" {
-		return nil, fmt.Errorf("stac.NewItem: unknown format %q", in.Asset.Format)
-	}
-	if len(in.Asset.SHA256) != 64 {
-		return nil, fmt.Errorf("stac.NewItem: asset SHA-256 %q is not 64 hex digits", in.Asset.SHA256)
+	media, err := checkItemInput(in)
+	if err != nil {
+		return nil, err
 	}
 	d := in.Description
 	if d == nil {
@@ -217,7 +217,6 @@ func NewItem(in ItemInput) (*Item, error) {
 	}
 	exts := []string{ExtFile, ExtProcessing}
 
-	p := in.Processing
 	// datetime is the acquisition time when the file declares one; else
 	// the caller's (the source's last modification). No clock is read:
 	// the same input always gives the same item.
@@ -229,53 +228,11 @@ func NewItem(in ItemInput) (*Item, error) {
 	default:
 		return nil, fmt.Errorf("stac.NewItem: no datetime")
 	}
-	software := map[string]string{}
-	for k, v := range d.Software {
-		software[k] = v
+	if err := it.setProcessing(in.Asset.Format, d, in.Processing); err != nil {
+		return nil, err
 	}
-	for k, v := range p.Software {
-		if v != "" {
-			software[k] = v
-		}
-	}
-	if len(software) > 0 {
-		it.Properties["processing:software"] = software
-	}
-	it.Properties["processing:lineage"] = lineage(in.Asset.Format, p)
-	if p.AssignedCRS != "" {
-		it.Properties[PropAssignedCRS] = p.AssignedCRS
-	}
-	if p.RecipeHash != "" {
-		expr := map[string]any{"hash": p.RecipeHash}
-		if p.Recipe != "" {
-			var recipe any
-			if err := json.Unmarshal([]byte(p.Recipe), &recipe); err != nil {
-				return nil, fmt.Errorf("stac.NewItem: recipe is not JSON: %w", err)
-			}
-			expr["recipe"] = recipe
-		}
-		it.Properties["processing:expression"] = map[string]any{"format": "geomigrate-recipe", "expression": expr}
-	}
-
-	if d.EPSG != 0 || d.WKT2 != "" || len(d.NativeBBox) == 4 || len(d.Shape) == 2 {
+	if it.setProjection(d) {
 		exts = append(exts, ExtProjection)
-		if d.EPSG != 0 {
-			it.Properties["proj:epsg"] = d.EPSG
-		} else {
-			it.Properties["proj:epsg"] = nil // no EPSG code: the WKT2 says what it is
-			if d.WKT2 != "" {
-				it.Properties["proj:wkt2"] = d.WKT2
-			}
-		}
-		if len(d.NativeBBox) == 4 {
-			it.Properties["proj:bbox"] = d.NativeBBox
-		}
-		if len(d.Shape) == 2 {
-			it.Properties["proj:shape"] = d.Shape
-		}
-		if len(d.Transform) == 6 {
-			it.Properties["proj:transform"] = d.Transform
-		}
 	}
 	if len(d.BBox) == 4 {
 		bbox := clampBBox(d.BBox)
@@ -298,46 +255,147 @@ func NewItem(in ItemInput) (*Item, error) {
 	}
 	if len(d.Bands) > 0 {
 		exts = append(exts, ExtRaster)
-		bands := make([]map[string]any, len(d.Bands))
-		for i, b := range d.Bands {
-			m := map[string]any{"data_type": b.DataType}
-			if b.Nodata != nil {
-				m["nodata"] = nodataValue(*b.Nodata)
-			}
-			if s := b.Statistics; s != nil && finite(s.Minimum, s.Maximum, s.Mean, s.StdDev) {
-				st := map[string]any{"minimum": s.Minimum, "maximum": s.Maximum, "mean": s.Mean, "stddev": s.StdDev}
-				if s.ValidPercent != nil && finite(*s.ValidPercent) {
-					st["valid_percent"] = *s.ValidPercent
-				}
-				m["statistics"] = st
-			}
-			bands[i] = m
-		}
-		asset["raster:bands"] = bands
+		asset["raster:bands"] = rasterBands(d.Bands)
 	}
-	if len(d.Columns) > 0 {
+	if it.setTable(d) {
 		exts = append(exts, ExtTable)
-		it.Properties["table:columns"] = d.Columns
-		if d.PrimaryGeometry != "" {
-			it.Properties["table:primary_geometry"] = d.PrimaryGeometry
-		}
-		if d.RowCount != nil {
-			// table:row_count is defined by table v1.2.0; v1.0.0 (declared
-			// here, its schema vendored) leaves other table: fields open.
-			it.Properties["table:row_count"] = *d.RowCount
-		}
 	}
 	it.Assets = map[string]map[string]any{DataAssetKey: asset}
 	it.StacExtensions = exts
+	it.setLinks(in)
+	return it, nil
+}
 
+// checkItemInput refuses an input no item can be built of and returns the
+// asset's media type.
+func checkItemInput(in ItemInput) (string, error) {
+	if in.ID == "" {
+		return "", fmt.Errorf("stac.NewItem: no id")
+	}
+	media := MediaType(in.Asset.Format)
+	if media == "" {
+		return "", fmt.Errorf("stac.NewItem: unknown format %q", in.Asset.Format)
+	}
+	if len(in.Asset.SHA256) != 64 {
+		return "", fmt.Errorf("stac.NewItem: asset SHA-256 %q is not 64 hex digits", in.Asset.SHA256)
+	}
+	return media, nil
+}
+
+// setProcessing sets the processing extension's fields: the software of
+// the file and of the run, the lineage, an assigned CRS, the recipe.
+func (it *Item) setProcessing(format string, d *Description, p Processing) error {
+	software := map[string]string{}
+	for k, v := range d.Software {
+		software[k] = v
+	}
+	for k, v := range p.Software {
+		if v != "" {
+			software[k] = v
+		}
+	}
+	if len(software) > 0 {
+		it.Properties["processing:software"] = software
+	}
+	it.Properties["processing:lineage"] = lineage(format, p)
+	if p.AssignedCRS != "" {
+		it.Properties[PropAssignedCRS] = p.AssignedCRS
+	}
+	if p.RecipeHash != "" {
+		expr := map[string]any{"hash": p.RecipeHash}
+		if p.Recipe != "" {
+			var recipe any
+			if err := json.Unmarshal([]byte(p.Recipe), &recipe); err != nil {
+				return fmt.Errorf("stac.NewItem: recipe is not JSON: %w", err)
+			}
+			expr["recipe"] = recipe
+		}
+		it.Properties["processing:expression"] = map[string]any{"format": "geomigrate-recipe", "expression": expr}
+	}
+	return nil
+}
+
+// setProjection sets the projection extension's fields, and says whether
+// the description has any.
+func (it *Item) setProjection(d *Description) bool {
+	if d.EPSG == 0 && d.WKT2 == "" && len(d.NativeBBox) != 4 && len(d.Shape) != 2 {
+		return false
+	}
+	if d.EPSG != 0 {
+		it.Properties["proj:code"] = fmt.Sprintf("EPSG:%d", d.EPSG)
+	} else {
+		it.Properties["proj:code"] = nil // no EPSG code: the WKT2 says what it is
+		if d.WKT2 != "" {
+			it.Properties["proj:wkt2"] = d.WKT2
+		}
+	}
+	if len(d.NativeBBox) == 4 {
+		it.Properties["proj:bbox"] = d.NativeBBox
+	}
+	if len(d.Shape) == 2 {
+		it.Properties["proj:shape"] = d.Shape
+	}
+	if len(d.Transform) == 6 {
+		it.Properties["proj:transform"] = d.Transform
+	}
+	return true
+}
+
+// rasterBands is the asset's raster:bands: each band's type, nodata and,
+// where all are finite, statistics.
+func rasterBands(in []Band) []map[string]any {
+	bands := make([]map[string]any, len(in))
+	for i, b := range in {
+		m := map[string]any{"data_type": b.DataType}
+		if b.Nodata != nil {
+			m["nodata"] = nodataValue(*b.Nodata)
+		}
+		if s := b.Statistics; s != nil && finite(s.Minimum, s.Maximum, s.Mean, s.StdDev) {
+			st := map[string]any{"minimum": s.Minimum, "maximum": s.Maximum, "mean": s.Mean, "stddev": s.StdDev}
+			if s.ValidPercent != nil && finite(*s.ValidPercent) {
+				st["valid_percent"] = *s.ValidPercent
+			}
+			m["statistics"] = st
+		}
+		bands[i] = m
+	}
+	return bands
+}
+
+// setTable sets the table extension's fields, and says whether the
+// description has columns.
+func (it *Item) setTable(d *Description) bool {
+	if len(d.Columns) == 0 {
+		return false
+	}
+	it.Properties["table:columns"] = d.Columns
+	if d.PrimaryGeometry != "" {
+		it.Properties["table:primary_geometry"] = d.PrimaryGeometry
+	}
+	if d.RowCount != nil {
+		// table:row_count is defined by table v1.2.0; v1.0.0 (declared
+		// here, its schema vendored) leaves other table: fields open.
+		it.Properties["table:row_count"] = *d.RowCount
+	}
+	return true
+}
+
+// setLinks links the item to itself, its root and its collection; an item
+// with no collection link names no collection.
+func (it *Item) setLinks(in ItemInput) {
+	if in.SelfHref != "" {
+		it.Links = append(it.Links, Link{Rel: "self", Href: in.SelfHref, Type: MediaGeoJSON})
+	}
+	if in.RootHref != "" {
+		it.Links = append(it.Links, Link{Rel: "root", Href: in.RootHref, Type: MediaJSON, Title: RootTitle})
+	}
 	if in.Collection != "" && in.CollectionHref != "" {
 		it.Links = append(it.Links,
-			Link{Rel: "collection", Href: in.CollectionHref, Type: MediaJSON, Title: in.Collection},
-			Link{Rel: "parent", Href: in.CollectionHref, Type: MediaJSON, Title: in.Collection})
+			Link{Rel: "parent", Href: in.CollectionHref, Type: MediaJSON, Title: in.Collection},
+			Link{Rel: "collection", Href: in.CollectionHref, Type: MediaJSON, Title: in.Collection})
 	} else {
 		it.Collection = ""
 	}
-	return it, nil
 }
 
 // JSON is the item as indented JSON with a final newline.
@@ -355,7 +413,10 @@ func (it *Item) JSON() ([]byte, error) {
 func Multihash(sha256Hex string) string { return "1220" + strings.ToLower(sha256Hex) }
 
 // RelativeHref is the href of target as seen from a document at from (both
-// keys in the same bucket, "/"-separated).
+// keys in the same bucket, "/"-separated): a relative URI reference, so
+// each segment is percent-encoded as a URI path segment (a space, "%",
+// "#", "?" or non-ASCII in a key would otherwise make a reader resolve
+// another object, or none); readers decode it back to the key.
 func RelativeHref(from, target string) string {
 	fromDir := strings.Split(path.Dir(from), "/")
 	if path.Dir(from) == "." {
@@ -373,7 +434,12 @@ func RelativeHref(from, target string) string {
 	for range fromDir[i:] {
 		b.WriteString("../")
 	}
-	b.WriteString(strings.Join(parts[i:], "/"))
+	for j, p := range parts[i:] {
+		if j > 0 {
+			b.WriteByte('/')
+		}
+		b.WriteString(url.PathEscape(p))
+	}
 	return b.String()
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func processing() stac.Processing {
 func cogInput() stac.ItemInput {
 	return stac.ItemInput{
 		ID: "rasters/dem.tif", Collection: "archive", CollectionHref: "../collections/archive/collection.json",
+		RootHref: "../catalog.json", SelfHref: "./dem.tif.stac.json",
 		Asset: stac.Asset{Href: "./dem.tif", Format: stac.FormatCOG, SHA256: sha, Size: 1234},
 		Description: &stac.Description{
 			EPSG: 32633, BBox: []float64{14.9, 50.0, 15.1, 50.2}, NativeBBox: []float64{500000, 5540000, 512000, 5560000},
@@ -142,8 +144,10 @@ func TestSchemaViolationsAreCaught(t *testing.T) {
 		{"unknown data type (raster)", cogInput(), func(m map[string]any) {
 			asset(m)["raster:bands"].([]any)[0].(map[string]any)["data_type"] = "float128"
 		}, "raster/v1.0.0"},
-		{"shape of 3 (projection)", cogInput(), func(m map[string]any) { m["properties"].(map[string]any)["proj:shape"] = []int{1, 2, 3} }, "projection/v1.0.0"},
-		{"epsg as text (projection)", cogInput(), func(m map[string]any) { m["properties"].(map[string]any)["proj:epsg"] = "EPSG:4326" }, "projection/v1.0.0"},
+		{"shape of 3 (projection)", cogInput(), func(m map[string]any) { m["properties"].(map[string]any)["proj:shape"] = []int{1, 2, 3} }, "projection/v2.0.0"},
+		{"code as a number (projection)", cogInput(), func(m map[string]any) { m["properties"].(map[string]any)["proj:code"] = 4326 }, "projection/v2.0.0"},
+		{"v1's proj:epsg (projection)", cogInput(), func(m map[string]any) { m["properties"].(map[string]any)["proj:epsg"] = 4326 }, "projection/v2.0.0"},
+		{"link without href (core)", cogInput(), func(m map[string]any) { m["links"] = []map[string]any{{"rel": "self"}} }, "STAC item schema"},
 		{"software version not text (processing)", cogInput(), func(m map[string]any) {
 			m["properties"].(map[string]any)["processing:software"] = map[string]any{"GDAL": 3}
 		}, "processing/v1.1.0"},
@@ -222,9 +226,27 @@ func TestRelativeHref(t *testing.T) {
 		{"a/b/x.stac.json", "collections/d/collection.json", "../../collections/d/collection.json"},
 		{"x.stac.json", "collections/d/collection.json", "./collections/d/collection.json"},
 		{"p/a/x.stac.json", "p/collections/d/collection.json", "../collections/d/collection.json"},
+		// Keys are not URIs: each segment is percent-encoded, and resolving
+		// the href against the item's URL gives the target key back.
+		{"in/a b/c+d.tif.stac.json", "in/a b/c+d.tif", "./c+d.tif"},
+		{"in/x.stac.json", "in/a b/100% #1?.tif", "./a%20b/100%25%20%231%3F.tif"},
+		{"in/München/x.stac.json", "in/München/dem.tif", "./dem.tif"},
+		{"x.stac.json", "München/dem (1m).tif", "./M%C3%BCnchen/dem%20%281m%29.tif"},
 	} {
-		if got := stac.RelativeHref(tc.from, tc.target); got != tc.want {
+		got := stac.RelativeHref(tc.from, tc.target)
+		if got != tc.want {
 			t.Errorf("RelativeHref(%q, %q) = %q, want %q", tc.from, tc.target, got, tc.want)
+		}
+		base, err := url.Parse("s3://bucket/" + strings.ReplaceAll(url.PathEscape(tc.from), "%2F", "/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := url.Parse(got)
+		if err != nil {
+			t.Fatalf("href %q is no URI reference: %v", got, err)
+		}
+		if resolved := base.ResolveReference(ref).Path; resolved != "/"+tc.target {
+			t.Errorf("href %q from %q resolves to %q, want %q", got, tc.from, resolved, "/"+tc.target)
 		}
 	}
 }
@@ -308,5 +330,96 @@ func TestItemNamesAnAssignedCRS(t *testing.T) {
 	}
 	if _, has := plain.Properties[stac.PropAssignedCRS]; has {
 		t.Error("an item without an assigned CRS names one")
+	}
+}
+
+// TestItemLinksAndProjectionCode: an item names itself, the root, its
+// parent and its collection by relative hrefs, its CRS by proj:code
+// (projection v2.0.0), and never writes proj:projjson (whose schema,
+// PROJJSON v0.7, is not vendored: stactest.ProjJSONv07).
+func TestItemLinksAndProjectionCode(t *testing.T) {
+	var doc struct {
+		Links      []stac.Link
+		Properties map[string]any
+	}
+	if err := json.Unmarshal(itemJSON(t, cogInput()), &doc); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, l := range doc.Links {
+		got[l.Rel] = l.Href
+	}
+	want := map[string]string{"self": "./dem.tif.stac.json", "root": "../catalog.json", "parent": "../collections/archive/collection.json", "collection": "../collections/archive/collection.json"}
+	if jsonOf(got) != jsonOf(want) {
+		t.Errorf("links %v, want %v", got, want)
+	}
+	if doc.Properties["proj:code"] != "EPSG:32633" {
+		t.Errorf("proj:code %v", doc.Properties["proj:code"])
+	}
+	for _, in := range []stac.ItemInput{cogInput(), parquetInput(), fgbInput()} {
+		var d struct{ Properties map[string]any }
+		if err := json.Unmarshal(itemJSON(t, in), &d); err != nil {
+			t.Fatal(err)
+		}
+		if _, has := d.Properties["proj:projjson"]; has {
+			t.Errorf("%s writes proj:projjson", in.ID)
+		}
+		if _, has := d.Properties["proj:epsg"]; has {
+			t.Errorf("%s writes projection v1's proj:epsg", in.ID)
+		}
+	}
+}
+
+// TestTreeDocumentsValidate: the root catalog and a collection with its
+// links validate against the official STAC 1.0.0 schemas; links are
+// added once and kept in a stable order.
+func TestTreeDocumentsValidate(t *testing.T) {
+	v, err := stactest.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := stac.NewCatalog()
+	if !cat.AddChild("./collections/b/collection.json", "b") || !cat.AddChild("./collections/a/collection.json", "a") || cat.AddChild("./collections/a/collection.json", "a") {
+		t.Fatal("AddChild: a new link not added, or a known one added again")
+	}
+	coll := stac.NewCollection("a")
+	coll.SetNavigation("./collection.json", "../../catalog.json")
+	coll.Include([]float64{1, 2, 3, 4}, time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC))
+	for _, h := range []string{"../../z.tif.stac.json", "../../a.tif.stac.json", "../../z.tif.stac.json"} {
+		coll.AddItem(h)
+	}
+	cb, err := cat.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.ValidateCatalog(cb); err != nil {
+		t.Fatalf("%v\n%s", err, cb)
+	}
+	kb, err := coll.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.ValidateCollection(kb); err != nil {
+		t.Fatalf("%v\n%s", err, kb)
+	}
+	var rels []string
+	for _, l := range coll.Links {
+		rels = append(rels, l.Rel+" "+l.Href)
+	}
+	if want := "self ./collection.json|root ../../catalog.json|parent ../../catalog.json|item ../../a.tif.stac.json|item ../../z.tif.stac.json"; strings.Join(rels, "|") != want {
+		t.Errorf("links %q, want %q", strings.Join(rels, "|"), want)
+	}
+	back, err := stac.ParseCatalog(cb)
+	if err != nil || jsonOf(back) != jsonOf(cat) {
+		t.Fatalf("catalog round trip: %v", err)
+	}
+	// The validators can fail: a collection without a license, a catalog
+	// without links.
+	bad := strings.Replace(string(kb), `"license"`, `"licence"`, 1)
+	if err := v.ValidateCollection([]byte(bad)); err == nil {
+		t.Error("a collection without license validated")
+	}
+	if err := v.ValidateCatalog([]byte(`{"type":"Catalog","stac_version":"1.0.0","id":"x","description":"d"}`)); err == nil {
+		t.Error("a catalog without links validated")
 	}
 }

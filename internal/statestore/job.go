@@ -59,6 +59,17 @@ type Job struct {
 	LeaseOwner string    `json:"lease_owner,omitempty" dynamodbav:"lease_owner,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitzero" dynamodbav:"lease_until,omitempty"`
 	Attempts   int       `json:"attempts" dynamodbav:"attempts"`
+	// Holder names the run that holds the lease when the lease owner is a
+	// process that heartbeats (a local run, docs/decisions/0102): its
+	// host, boot, PID namespace, PID and run token. Empty for Step
+	// Functions executions, whose leases only expire.
+	Holder string `json:"holder,omitempty" dynamodbav:"holder,omitempty"`
+	// HeartbeatUntil is how long Holder's last heartbeat vouches for it
+	// (the heartbeat's time plus a few intervals): a lease whose
+	// HeartbeatUntil has passed belongs to a run that stopped, whatever its
+	// PID or host, and any claim takes it over. Zero: no heartbeat (the
+	// lease only expires).
+	HeartbeatUntil time.Time `json:"heartbeat_until,omitzero" dynamodbav:"heartbeat_until,omitempty"`
 
 	Tier       string `json:"tier,omitempty" dynamodbav:"tier,omitempty"`
 	ErrorName  string `json:"error,omitempty" dynamodbav:"error,omitempty"`

@@ -1,9 +1,12 @@
 package statestore
 
+// Size: the job tracker: one lease state machine's transitions and their helpers read top to bottom.
+
 import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -56,6 +59,13 @@ type Tracker struct {
 	now     func() time.Time
 	lease   time.Duration
 	ttl     time.Duration
+
+	// holder and vouch are set by SetHolder: the run this Tracker's leases
+	// name, and how long each heartbeat vouches for it.
+	holder string
+	vouch  time.Duration
+	mu     sync.Mutex
+	held   map[string]string // job ID → execution, the leases Beat refreshes
 }
 
 // TrackerOption configures a Tracker.
@@ -94,6 +104,109 @@ func NewTracker(b Backend, opts ...TrackerOption) *Tracker {
 	return t
 }
 
+// SetHolder makes every lease this Tracker takes or renews name holder (a
+// run's identity) with a heartbeat that vouches for it for vouch; Beat
+// renews the heartbeats of the leases it holds. Set once, before use, by a
+// run that can beat (a local run); a Tracker without a holder takes
+// leases that only expire (Step Functions' tasks cannot beat between
+// states). docs/decisions/0102.
+func (t *Tracker) SetHolder(holder string, vouch time.Duration) {
+	t.holder, t.vouch = holder, vouch
+	t.held = map[string]string{}
+}
+
+// Holder is the run SetHolder named ("" if none).
+func (t *Tracker) Holder() string { return t.holder }
+
+// stamp puts this Tracker's holder and a fresh heartbeat on a lease it
+// writes for execution, and remembers the lease for Beat.
+func (t *Tracker) stamp(j *Job, execution string, now time.Time) {
+	if t.holder == "" {
+		return
+	}
+	j.Holder, j.HeartbeatUntil = t.holder, now.Add(t.vouch)
+	t.mu.Lock()
+	t.held[j.ID] = execution
+	t.mu.Unlock()
+}
+
+// forget drops a lease from those Beat refreshes.
+func (t *Tracker) forget(id string) {
+	if t.holder == "" {
+		return
+	}
+	t.mu.Lock()
+	delete(t.held, id)
+	t.mu.Unlock()
+}
+
+// Beat renews the heartbeat (and the lease) of every unfinished job this
+// Tracker's run holds, and forgets those it holds no more. It returns how
+// many it renewed.
+func (t *Tracker) Beat(ctx context.Context) (int, error) {
+	if t.holder == "" {
+		return 0, nil
+	}
+	t.mu.Lock()
+	held := make(map[string]string, len(t.held))
+	for id, e := range t.held {
+		held[id] = e
+	}
+	t.mu.Unlock()
+	n := 0
+	var errs []error
+	for id, execution := range held {
+		for {
+			now := t.now().UTC()
+			cur, err := t.backend.Get(ctx, id)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("statestore.Beat: %s: %w", id, err))
+				break
+			}
+			if cur.LeaseOwner != execution || cur.Status.Terminal() || !now.Before(cur.LeaseUntil) || cur.Holder != t.holder {
+				t.mu.Lock()
+				if t.held[id] == execution {
+					delete(t.held, id)
+				}
+				t.mu.Unlock()
+				break
+			}
+			next := cur
+			next.HeartbeatUntil, next.LeaseUntil = now.Add(t.vouch), now.Add(t.lease)
+			next.UpdatedAt, next.Version = now, cur.Version+1
+			err = t.backend.Put(ctx, next, cur.Version)
+			if errors.Is(err, ErrConflict) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("statestore.Beat: %s: %w", id, err))
+			} else {
+				n++
+			}
+			break
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// Live reports whether a job's lease still excludes other executions at
+// now: unexpired, and vouched for by its heartbeat if it has one.
+func Live(j Job, now time.Time) bool {
+	if !now.Before(j.LeaseUntil) {
+		return false
+	}
+	return j.HeartbeatUntil.IsZero() || now.Before(j.HeartbeatUntil)
+}
+
+// RetryAt is when a claim of a job held by a live lease can next succeed
+// if its holder stops now: the heartbeat's end, or the lease's.
+func RetryAt(j Job) time.Time {
+	if !j.HeartbeatUntil.IsZero() && j.HeartbeatUntil.Before(j.LeaseUntil) {
+		return j.HeartbeatUntil
+	}
+	return j.LeaseUntil
+}
+
 // Get returns the job record.
 func (t *Tracker) Get(ctx context.Context, id string) (Job, error) { return t.backend.Get(ctx, id) }
 
@@ -128,6 +241,9 @@ func (t *Tracker) Claim(ctx context.Context, req ClaimRequest) (Job, ClaimOutcom
 		}
 		outcome, write := standing(cur, exists, req.Execution, req.Reclaim, now)
 		if !write {
+			if outcome == Claimed && cur.Holder == t.holder {
+				t.stamp(&Job{ID: cur.ID}, req.Execution, now)
+			}
 			return cur, outcome, nil
 		}
 		var note string
@@ -136,6 +252,8 @@ func (t *Tracker) Claim(ctx context.Context, req ClaimRequest) (Job, ClaimOutcom
 			cur = req.Job
 			cur.Status, cur.Version, cur.History, cur.Attempts = "", 0, nil, 0
 			cur.CreatedAt = now
+		case (cur.Status == Processing || cur.Status == Retrying) && now.Before(cur.LeaseUntil):
+			note = "heartbeat of " + cur.LeaseOwner + " stopped (" + cur.Holder + "); taken over"
 		case cur.Status == Processing || cur.Status == Retrying:
 			note = "lease of " + cur.LeaseOwner + " expired; taken over"
 		case cur.Status == Quarantined:
@@ -148,6 +266,8 @@ func (t *Tracker) Claim(ctx context.Context, req ClaimRequest) (Job, ClaimOutcom
 		next.LeaseUntil = now.Add(t.lease)
 		next.Tier, next.ErrorName, next.ErrorCause = "", "", ""
 		next.ExpiresAt = 0
+		next.Holder, next.HeartbeatUntil = "", time.Time{}
+		t.stamp(&next, req.Execution, now)
 		t.record(&next, Processing, req.Execution, req.Attempt, note, now)
 		next.UpdatedAt, next.Version = now, cur.Version+1
 		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
@@ -175,7 +295,7 @@ func standing(cur Job, exists bool, execution string, reclaim bool, now time.Tim
 		switch {
 		case cur.LeaseOwner == execution:
 			return Claimed, false
-		case now.Before(cur.LeaseUntil):
+		case Live(cur, now):
 			return InProgress, false
 		}
 	}
@@ -209,6 +329,10 @@ type Update struct {
 	Seed *Job
 	// Mutate, if set, changes other fields of the record being written.
 	Mutate func(*Job)
+
+	// resume: an attempt of the lease's own execution, which may re-enter
+	// a job that execution's failure quarantined (BeginAttempt).
+	resume bool
 }
 
 // ErrLeaseLost reports that another execution holds the job now.
@@ -236,8 +360,20 @@ func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, err
 		case err != nil:
 			return Job{}, fmt.Errorf("statestore.Transition: %s: %w", u.ID, err)
 		}
-		if cur.LeaseOwner != "" && cur.LeaseOwner != u.Execution && !cur.Status.Terminal() && now.Before(cur.LeaseUntil) {
+		if cur.LeaseOwner != "" && cur.LeaseOwner != u.Execution && !cur.Status.Terminal() && Live(cur, now) {
 			return cur, fmt.Errorf("statestore.Transition: %s → %s: %w (%s)", u.ID, u.To, ErrLeaseLost, cur.LeaseOwner)
+		}
+		if u.resume && cur.Status.Terminal() && cur.LeaseOwner != u.Execution {
+			// Another execution claimed the job since (a replay, a take-over)
+			// and finished it: this one's claim is gone.
+			return cur, fmt.Errorf("statestore.Transition: %s (%s) → %s: %w (%s)", u.ID, cur.Status, u.To, ErrLeaseLost, cur.LeaseOwner)
+		}
+		if u.resume && cur.Status == Quarantined && cur.LeaseOwner == u.Execution {
+			// The same execution resumes (Step Functions redrive keeps the
+			// execution ARN and reruns the failed state, docs/decisions/0102):
+			// its job re-enters PROCESSING, as a claim after quarantine would.
+			u.To = Processing
+			u.Note = "redriven: " + u.Note
 		}
 		same := cur.Status == u.To && cur.LeaseOwner == u.Execution
 		if !same && !CanTransition(cur.Status, u.To) {
@@ -254,11 +390,13 @@ func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, err
 		next.LeaseOwner = u.Execution
 		if u.To.Terminal() {
 			next.LeaseUntil = time.Time{}
+			next.Holder, next.HeartbeatUntil = "", time.Time{}
 			if t.ttl > 0 {
 				next.ExpiresAt = now.Add(t.ttl).Unix()
 			}
 		} else {
 			next.LeaseUntil = now.Add(t.lease)
+			t.stamp(&next, u.Execution, now)
 		}
 		put := t.backend.Put
 		if lp, ok := t.backend.(LazyPutter); ok && lazy && same && cur.Version > 0 {
@@ -270,6 +408,9 @@ func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, err
 			}
 			return Job{}, fmt.Errorf("statestore.Transition: %s: %w", u.ID, err)
 		}
+		if u.To.Terminal() {
+			t.forget(u.ID)
+		}
 		return next, nil
 	}
 }
@@ -280,7 +421,9 @@ func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, err
 // first attempts from retries and how many were made. When the status does
 // not change, a LazyPutter backend commits the record with the job's next
 // state change (docs/decisions/0083): after a crash the claim, held by the
-// same execution, is all recovery needs.
+// same execution, is all recovery needs. The execution that holds the job
+// may also resume it after its own failure quarantined it (a redrive);
+// once another execution has claimed it, the attempt is ErrLeaseLost.
 func (t *Tracker) BeginAttempt(ctx context.Context, id, execution, state string, attempt int) (Job, error) {
 	to := Processing
 	if attempt > 0 {
@@ -290,6 +433,7 @@ func (t *Tracker) BeginAttempt(ctx context.Context, id, execution, state string,
 		ID: id, Execution: execution, Attempt: attempt, To: to,
 		Note:   fmt.Sprintf("%s attempt %d", state, attempt+1),
 		Mutate: func(j *Job) { j.Attempts++ },
+		resume: true,
 	}, true)
 }
 
@@ -327,12 +471,14 @@ func (t *Tracker) Release(ctx context.Context, id, execution, note string) error
 			next.History = append([]Transition(nil), next.History[over:]...)
 		}
 		next.LeaseUntil, next.UpdatedAt, next.Version = now, now, cur.Version+1
+		next.HeartbeatUntil = time.Time{}
 		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
 			if errors.Is(err, ErrConflict) {
 				continue
 			}
 			return fmt.Errorf("statestore.Release: %s: %w", id, err)
 		}
+		t.forget(id)
 		return nil
 	}
 }
@@ -394,6 +540,7 @@ func (t *Tracker) Renew(ctx context.Context, id, execution string) error {
 		}
 		next := cur
 		next.LeaseUntil = now.Add(t.lease)
+		t.stamp(&next, execution, now)
 		next.UpdatedAt, next.Version = now, cur.Version+1
 		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
 			if errors.Is(err, ErrConflict) {

@@ -126,14 +126,13 @@ func newHarness(t *testing.T, extraEnv map[string]string) *harness {
 	for k, v := range extraEnv {
 		env[k] = v
 	}
-	bin := t.TempDir()
 	h := &harness{srv: srv, proxy: fp, urls: map[string]string{}, node: node, sfnDir: sfnDir, repoRoot: root}
 	names := map[string]string{
 		"hashcheck": localrun.HashCheckFunction, "convert": localrun.ConvertFunction,
 		"promote": localrun.PromoteFunction, "classify": localrun.ClassifyFunction,
 	}
 	for _, name := range lambdatest.Functions {
-		f := lambdatest.Start(t, rie, name, lambdatest.Build(t, bin, name), env)
+		f := lambdatest.Start(t, rie, name, lambdatest.NativeBootstrap(t, name), env)
 		h.urls[names[name]] = f.URL
 	}
 	h.def, err = localrun.MigrateDefinition()

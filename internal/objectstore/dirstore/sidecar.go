@@ -1,10 +1,12 @@
 package dirstore
 
 import (
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -133,6 +135,58 @@ func (sc *sidecar) match(fi fs.FileInfo) *entry {
 		}
 	}
 	return nil
+}
+
+func (sc *sidecar) cur() *entry {
+	if sc == nil {
+		return nil
+	}
+	return sc.Cur
+}
+
+func (sc *sidecar) prev() *entry {
+	if sc == nil {
+		return nil
+	}
+	return sc.Prev
+}
+
+// copiedEntry is e re-identified for the file fi at path when the file's
+// bytes are those e describes (their MD5 is e's ETag, the file unchanged
+// while it was read), else nil. The entry is written back onto the file
+// (xattrName, through the descriptor read, so a file renamed over path
+// meanwhile is not touched): the next read matches it by inode without
+// reading the bytes again. Where the attribute cannot be written (a
+// read-only copy, a file system without user attributes) every read of
+// the object hashes it.
+func copiedEntry(path string, fi fs.FileInfo, e *entry) *entry {
+	if len(e.ETag) != 2*md5.Size {
+		return nil // not an MD5: nothing to check the bytes against
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	before, err := f.Stat()
+	if err != nil || !sameFile(fi, before) {
+		return nil
+	}
+	h := md5.New()
+	buf := copyBuffers.Get().(*[]byte)
+	_, err = io.CopyBuffer(h, f, *buf)
+	copyBuffers.Put(buf)
+	if err != nil || hex.EncodeToString(h.Sum(nil)) != e.ETag {
+		return nil
+	}
+	after, err := f.Stat()
+	if err != nil || !sameFile(fi, after) {
+		return nil
+	}
+	ce := entryOf(fi)
+	ce.ETag, ce.Metadata = e.ETag, e.Metadata
+	setXattrEntry(f, ce)
+	return ce
 }
 
 // sidecarPath is <dir>/.geomigrate-meta/<name>.json; names too long for

@@ -79,12 +79,11 @@ func (s *Store) bucketLocked(op, bucket, key string) (map[string]*object, error)
 	return b, nil
 }
 
+// checkKey refuses what no store accepts (objectstore.CheckKey), as S3
+// and the directory store do.
 func checkKey(op, bucket, key string) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%s: %w", where(op, bucket, key), fault.Data(fault.InvalidInput, "empty object key"))
-	case len(key) > 1024:
-		return fmt.Errorf("%s: %w", where(op, bucket, key), fault.Data(fault.InvalidInput, "object key longer than 1024 bytes"))
+	if err := objectstore.CheckKey(key); err != nil {
+		return fmt.Errorf("%s: %w", where(op, bucket, key), err)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@
 // pipeline can rely on one behaviour everywhere.
 package objectstoretest
 
+// Size: the one Store conformance suite every backend runs: a short test function per contract.
+
 import (
 	"bytes"
 	"context"

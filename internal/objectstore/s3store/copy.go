@@ -62,6 +62,9 @@ func (c ConditionalCopy) String() string {
 // destination exists, or its ETag is not IfMatch) is ErrPreconditionFailed;
 // a missing source is ErrNotFound.
 func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
+	if err := checkKey("s3.Copy", req.DstBucket, req.DstKey); err != nil {
+		return objectstore.Object{}, err
+	}
 	src, err := s.head(ctx, req.SrcBucket, req.SrcKey, "s3.Copy")
 	if err != nil {
 		return objectstore.Object{}, err
@@ -302,6 +305,10 @@ func probeMultipartCopy(ctx context.Context, api API, bucket, key string) (Condi
 		CopySource: aws.String(copySource(bucket, key)),
 	})
 	if err != nil {
+		mapped := MapError(op, bucket, key, err)
+		if fault.TierOf(mapped) == fault.TierTransient {
+			return CopyThroughClient, mapped // a fault, not an answer: probe again
+		}
 		// No UploadPartCopy: copies go through the client.
 		return CopyThroughClient, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
+	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
 
@@ -41,6 +43,9 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (objectstor
 }
 
 func (s *Store) put(ctx context.Context, op string, a putArgs) (objectstore.Object, error) {
+	if err := checkKey(op, a.bucket, a.key); err != nil {
+		return objectstore.Object{}, err
+	}
 	if a.body == nil {
 		a.body = bytes.NewReader(nil)
 	}
@@ -163,12 +168,65 @@ func (s *Store) complete(ctx context.Context, a putArgs, uploadID *string, parts
 	if a.ifMatch != "" {
 		in.IfMatch = aws.String(quoteETag(a.ifMatch))
 	}
-	out, err := s.api.CompleteMultipartUpload(ctx, in)
-	if err != nil {
-		// A 409 here needs a new upload (AWS): MapError makes it transient.
-		return nil, MapError("s3.CompleteMultipartUpload", a.bucket, a.key, err)
+	if in.IfNoneMatch == nil && in.IfMatch == nil {
+		out, err := s.api.CompleteMultipartUpload(ctx, in)
+		if err != nil {
+			// A 409 here needs a new upload (AWS): MapError makes it transient.
+			return nil, MapError("s3.CompleteMultipartUpload", a.bucket, a.key, err)
+		}
+		return out, nil
 	}
-	return out, nil
+	// A conditional write is a key written once (a promotion). Its
+	// Complete is tried without the SDK's retries: after an answer lost on
+	// the way back, a retry completes the upload a second time (versitygw
+	// answers 200 again). Between tries the key is read instead: holding
+	// this write's size and metadata, it was done (docs/decisions/0103).
+	for try := 1; ; try++ {
+		out, err := s.api.CompleteMultipartUpload(ctx, in, func(o *s3.Options) { o.RetryMaxAttempts = 1 })
+		if err == nil {
+			return out, nil
+		}
+		mapped := MapError("s3.CompleteMultipartUpload", a.bucket, a.key, err)
+		if fault.TierOf(mapped) != fault.TierTransient || try >= completeAttempts || ctx.Err() != nil {
+			return nil, mapped
+		}
+		if done, ok := s.completedAs(ctx, a); ok {
+			return done, nil
+		}
+		select { // a throttled store is not asked again at once
+		case <-ctx.Done():
+			return nil, mapped
+		case <-time.After(time.Duration(25+rand.IntN(50<<try)) * time.Millisecond):
+		}
+	}
+}
+
+// completeAttempts bounds the tries of a conditional CompleteMultipartUpload.
+const completeAttempts = 3
+
+// completedAs reports whether the key now holds the object a conditional
+// multipart write would have made: its size and metadata, and (for an
+// overwrite) not the replaced ETag. It reads the key up to three times
+// while the store fails transiently.
+func (s *Store) completedAs(ctx context.Context, a putArgs) (*s3.CompleteMultipartUploadOutput, bool) {
+	if a.size < 0 {
+		return nil, false // nothing to compare with
+	}
+	for range 3 {
+		h, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &a.bucket, Key: &a.key})
+		switch {
+		case err != nil && fault.TierOf(MapError("s3.HeadObject", a.bucket, a.key, err)) == fault.TierTransient && ctx.Err() == nil:
+			continue
+		case err != nil:
+			return nil, false
+		}
+		if aws.ToInt64(h.ContentLength) != a.size || !maps.Equal(h.Metadata, a.meta) ||
+			(a.ifMatch != "" && trimETag(aws.ToString(h.ETag)) == trimETag(a.ifMatch)) {
+			return nil, false
+		}
+		return &s3.CompleteMultipartUploadOutput{Bucket: &a.bucket, Key: &a.key, ETag: h.ETag}, true
+	}
+	return nil, false
 }
 
 func (s *Store) putMultipart(ctx context.Context, op string, a putArgs, first []byte, partSize int64) (obj objectstore.Object, err error) {

@@ -4,7 +4,9 @@ package s3store_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -34,14 +36,15 @@ func TestQuarantineBundleOnS3(t *testing.T) {
 	tests := []struct {
 		name, prefix string
 		limit        int64
-		copied       bool
+		copy, copied bool
 	}{
-		{"default prefix, copied", quarantine.DefaultPrefix, 0, true},
-		{"configured prefix, above the limit", "ops/quarantine/", 149, false},
+		{"default prefix, copied", quarantine.DefaultPrefix, 0, true, true},
+		{"configured prefix, above the limit", "ops/quarantine/", 149, true, false},
+		{"referenced by default", "quarantine/", 0, false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w, err := quarantine.NewWriter(quarantine.Config{Store: st, Bucket: dest, Prefix: tt.prefix, StagingPrefix: "_staging/quarantine/", CopyLimit: tt.limit})
+			w, err := quarantine.NewWriter(quarantine.Config{Store: st, Bucket: dest, Prefix: tt.prefix, StagingPrefix: "_staging/quarantine/", CopyInput: tt.copy, CopyLimit: tt.limit})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,6 +70,12 @@ func TestQuarantineBundleOnS3(t *testing.T) {
 			}
 			if m.Copied != tt.copied || m.Bundle != ref.Location || m.Input.Size != 100 || len(m.Sidecars) != 1 {
 				t.Errorf("manifest %+v", m)
+			}
+			// A reference names the object by URI with its digest, read
+			// from the store (the sidecar makes HashCheck's digest not the
+			// source's own).
+			if m.Input.URI != "s3://"+src+"/in/roads.shp" || m.Input.SHA256 != fmt.Sprintf("%x", sha256.Sum256([]byte(strings.Repeat("s", 100)))) || m.Input.LocalPath != "" {
+				t.Errorf("input reference %+v", m.Input)
 			}
 			var keys []string
 			err = st.List(ctx, dest, "", func(o objectstore.Object) error {

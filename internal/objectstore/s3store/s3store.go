@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 	"sync"
 
@@ -137,10 +136,15 @@ func (s *Store) Head(ctx context.Context, bucket, key string) (objectstore.Objec
 		ETag:     trimETag(aws.ToString(out.ETag)),
 		Modified: aws.ToTime(out.LastModified),
 		Metadata: lowerKeys(out.Metadata),
+		// "null" is S3's version of an object written before versioning.
+		VersionID: strings.TrimPrefix(aws.ToString(out.VersionId), "null"),
 	}, nil
 }
 
 func (s *Store) head(ctx context.Context, bucket, key, op string) (*s3.HeadObjectOutput, error) {
+	if err := checkKey(op, bucket, key); err != nil {
+		return nil, err
+	}
 	out, err := s.api.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
 		mapped := MapError(op, bucket, key, err)
@@ -201,6 +205,9 @@ func (s *Store) OpenRange(ctx context.Context, bucket, key string, offset, lengt
 }
 
 func (s *Store) get(ctx context.Context, bucket, key, rng, op string) (io.ReadCloser, error) {
+	if err := checkKey(op, bucket, key); err != nil {
+		return nil, err
+	}
 	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
 	if rng != "" {
 		in.Range = &rng
@@ -235,6 +242,9 @@ func (b *body) Close() error { return b.rc.Close() }
 
 // Delete removes the object; a missing object is not an error.
 func (s *Store) Delete(ctx context.Context, bucket, key string) error {
+	if err := checkKey("s3.Delete", bucket, key); err != nil {
+		return err
+	}
 	_, err := s.api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key})
 	if err != nil {
 		err = MapError("s3.Delete", bucket, key, err)
@@ -275,14 +285,36 @@ func (s *Store) List(ctx context.Context, bucket, prefix string, fn func(objects
 	return nil
 }
 
-// copySource renders bucket/key for x-amz-copy-source, URL-encoded as S3
-// requires (spaces, unicode, '+', '?' …), slashes kept.
-func copySource(bucket, key string) string {
-	segs := strings.Split(key, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
+// checkKey refuses what no store accepts (objectstore.CheckKey) before
+// any request: S3 itself stores "../x" or "/abs" as ordinary keys.
+func checkKey(op, bucket, key string) error {
+	if err := objectstore.CheckKey(key); err != nil {
+		return fmt.Errorf("%s: s3://%s/%s: %w", op, bucket, key, err)
 	}
-	return bucket + "/" + strings.Join(segs, "/")
+	return nil
+}
+
+// copySource renders bucket/key for x-amz-copy-source, which AWS documents
+// as URL-encoded (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html):
+// every byte of each segment but the unreserved ones (RFC 3986: letters,
+// digits, "-", ".", "_", "~") is percent-encoded, the "/" between segments
+// kept. url.PathEscape is not enough: it leaves "+" (which S3 decodes as a
+// space: a 404 for "a+b.tif"), and "&", "=", ":", "@", "$", "," as they are.
+func copySource(bucket, key string) string {
+	var b strings.Builder
+	b.Grow(len(bucket) + 1 + 3*len(key))
+	b.WriteString(bucket)
+	b.WriteByte('/')
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '-', c == '.', c == '_', c == '~', c == '/':
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
 
 func trimETag(s string) string { return strings.Trim(s, `"`) }

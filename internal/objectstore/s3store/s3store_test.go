@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,7 @@ type fakeAPI struct {
 	put        func(*s3.PutObjectInput) (*s3.PutObjectOutput, error)
 	copyObject func(*s3.CopyObjectInput) (*s3.CopyObjectOutput, error)
 	uploadPart func(*s3.UploadPartInput) (*s3.UploadPartOutput, error)
+	complete   func(*s3.CompleteMultipartUploadInput) (*s3.CompleteMultipartUploadOutput, error)
 	partCopies []string
 }
 
@@ -87,6 +89,9 @@ func (f *fakeAPI) CompleteMultipartUpload(_ context.Context, in *s3.CompleteMult
 		if aws.ToInt32(p.PartNumber) != int32(i+1) {
 			return nil, errors.New("parts out of order")
 		}
+	}
+	if f.complete != nil {
+		return f.complete(in)
 	}
 	return &s3.CompleteMultipartUploadOutput{ETag: aws.String(`"abc-2"`)}, nil
 }
@@ -286,7 +291,7 @@ func TestCopyRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := *sent.CopySource, "raw/dir%20with%20space/%C3%BCn%C3%AF+c=ode%3F.tif"; got != want {
+	if got, want := *sent.CopySource, "raw/dir%20with%20space/%C3%BCn%C3%AF%2Bc%3Dode%3F.tif"; got != want {
 		t.Errorf("CopySource = %q, want %q", got, want)
 	}
 	if sent.MetadataDirective != types.MetadataDirectiveReplace || sent.Metadata["recipe"] != "r" ||
@@ -444,5 +449,58 @@ func TestCopyServerMultipart(t *testing.T) {
 				t.Errorf("part copies %q, want %q", f.partCopies, tt.parts)
 			}
 		})
+	}
+}
+
+// TestCopySourceEncoding: x-amz-copy-source is URL-encoded as AWS
+// documents; a server decoding it (query style, "+" as a space, or path
+// style) gets the key back, whatever it holds.
+func TestCopySourceEncoding(t *testing.T) {
+	for _, key := range []string{
+		"in/a+b.tif", "in/a b.tif", "in/100%.tif", "in/München (1m).tif", "in/a&b=c;d,e:f@g$h!i'j*k.tif",
+		"in/q?x#y.tif", "in/tilde~dash-under_dot.tif", "日本/地図.tif",
+	} {
+		cs := copySource("raw", key)
+		if strings.ContainsAny(strings.TrimPrefix(cs, "raw/"), "+ &=;,:@$!'*()?#") {
+			t.Errorf("copySource(%q) = %q leaves a reserved character raw", key, cs)
+		}
+		for name, decode := range map[string]func(string) (string, error){"path": url.PathUnescape, "query": url.QueryUnescape} {
+			if got, err := decode(cs); err != nil || got != "raw/"+key {
+				t.Errorf("%s-decoding copySource(%q) = %q, %v; want %q", name, key, got, err, "raw/"+key)
+			}
+		}
+	}
+}
+
+// TestStoreRefusesInvalidKeys: keys that could leave a prefix are refused
+// as InvalidKey before any request reaches S3.
+func TestStoreRefusesInvalidKeys(t *testing.T) {
+	f := &fakeAPI{} // any call panics
+	st := New(f, Options{})
+	ctx := context.Background()
+	for _, key := range []string{"in/../../x.tif", "/abs/x.tif", "in//x.tif", "in/./x.tif", "in/a\nb.tif", ""} {
+		calls := map[string]func() error{
+			"Head": func() error { _, err := st.Head(ctx, "b", key); return err },
+			"Open": func() error { _, err := st.Open(ctx, "b", key); return err },
+			"Put": func() error {
+				_, err := st.Put(ctx, objectstore.PutRequest{Bucket: "b", Key: key, Size: 0})
+				return err
+			},
+			"Delete": func() error { return st.Delete(ctx, "b", key) },
+			"CopyTo": func() error {
+				_, err := st.Copy(ctx, objectstore.CopyRequest{SrcBucket: "b", SrcKey: "ok.tif", DstBucket: "b", DstKey: key})
+				return err
+			},
+			"CopyFrom": func() error {
+				_, err := st.Copy(ctx, objectstore.CopyRequest{SrcBucket: "b", SrcKey: key, DstBucket: "b", DstKey: "ok.tif"})
+				return err
+			},
+		}
+		for name, call := range calls {
+			var de *fault.DataError
+			if err := call(); !errors.As(err, &de) || de.Code != fault.InvalidKey {
+				t.Errorf("%s(%q) = %v, want InvalidKey", name, key, err)
+			}
+		}
 	}
 }

@@ -8,18 +8,13 @@ package ssmpolicy
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
-	"github.com/aws/smithy-go"
 
-	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/policy"
 )
 
@@ -69,30 +64,6 @@ func (p Parameter) Put(ctx context.Context, doc []byte) (int64, error) {
 		return 0, fmt.Errorf("ssmpolicy.Put: %s: %w", p.Name, err)
 	}
 	return out.Version, nil
-}
-
-// GetParameterTask answers a state machine's
-// arn:aws:states:::aws-sdk:ssm:getParameter task (the backfill's
-// ReadPolicy) with a real GetParameter call, as the SDK integration does:
-// the response members under their API names, an API error as
-// Ssm.<Code> with the Exception suffix
-// (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html).
-func GetParameterTask(c Client) asl.ResourceFunc {
-	return func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-		var p struct{ Name string }
-		if err := json.Unmarshal(raw, &p); err != nil {
-			return nil, fmt.Errorf("ssmpolicy.GetParameterTask: %w", err)
-		}
-		out, err := c.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(p.Name)})
-		var api smithy.APIError
-		switch {
-		case errors.As(err, &api):
-			return nil, asl.TaskError{Name: "Ssm." + strings.TrimSuffix(api.ErrorCode(), "Exception") + "Exception", Cause: api.ErrorMessage()}
-		case err != nil:
-			return nil, asl.TaskError{Name: "Ssm.SdkClientException", Cause: err.Error()}
-		}
-		return json.Marshal(map[string]any{"Parameter": out.Parameter})
-	}
 }
 
 // NewClient is the SSM client of cfg (the SDK reads AWS_ENDPOINT_URL_SSM

@@ -19,6 +19,8 @@
 // JSON is skipped by List (and logged) and reported by Get as ErrCorrupt.
 package boltstore
 
+// Size: one backend: the bbolt state store's open and guard, get, put and list, and its lazy flush.
+
 import (
 	"bytes"
 	"context"

@@ -1,5 +1,7 @@
 package statestoretest
 
+// Size: the one state-store conformance suite every backend runs: a short test function per contract.
+
 import (
 	"context"
 	"errors"
@@ -156,25 +158,27 @@ func testRejectsBadPut(t *testing.T, b statestore.Backend) {
 func FullJob(id string) statestore.Job {
 	east := time.FixedZone("UTC+5:30", 5*3600+1800)
 	return statestore.Job{
-		ID:           id,
-		DatasetID:    "dataset/elevation",
-		SourceBucket: "raw-bucket",
-		SourceKey:    "dem/tile 01 ü.tif",
-		SourceSHA256: "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-		Fingerprint:  "fast",
-		SourceSize:   5_368_709_120,
-		RecipeHash:   "r-0a1b2c",
-		DestBucket:   "cog-bucket",
-		DestKey:      "dem/tile 01 ü.cog.tif",
-		Status:       statestore.Retrying,
-		LeaseOwner:   "exec-123/attempt-2",
-		LeaseUntil:   t0.Add(15 * time.Minute).In(east),
-		Attempts:     3,
-		Tier:         "transient",
-		ErrorName:    "TransientError",
-		ErrorCause:   "s3.Put: api error SlowDown (503)\nline two \"quoted\"",
-		OutputSHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-		OutputSize:   123_456_789,
+		ID:             id,
+		DatasetID:      "dataset/elevation",
+		SourceBucket:   "raw-bucket",
+		SourceKey:      "dem/tile 01 ü.tif",
+		SourceSHA256:   "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+		Fingerprint:    "fast",
+		SourceSize:     5_368_709_120,
+		RecipeHash:     "r-0a1b2c",
+		DestBucket:     "cog-bucket",
+		DestKey:        "dem/tile 01 ü.cog.tif",
+		Status:         statestore.Retrying,
+		LeaseOwner:     "exec-123/attempt-2",
+		LeaseUntil:     t0.Add(15 * time.Minute).In(east),
+		Holder:         "host=h;boot=b;pidns=1;pid=7;start=9;run=r",
+		HeartbeatUntil: t0.Add(2 * time.Minute).In(east),
+		Attempts:       3,
+		Tier:           "transient",
+		ErrorName:      "TransientError",
+		ErrorCause:     "s3.Put: api error SlowDown (503)\nline two \"quoted\"",
+		OutputSHA256:   "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+		OutputSize:     123_456_789,
 		History: []statestore.Transition{
 			{At: t0, To: statestore.Pending, Execution: "exec-1", Attempt: 0, Note: "created"},
 			{At: t0.Add(time.Second), From: statestore.Pending, To: statestore.Processing, Execution: "exec-1", Attempt: 1},
@@ -193,7 +197,7 @@ func FullJob(id string) statestore.Job {
 // difference.
 func JobsEqual(a, b statestore.Job) string {
 	norm := func(j statestore.Job) statestore.Job {
-		j.LeaseUntil, j.CreatedAt, j.UpdatedAt = j.LeaseUntil.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
+		j.LeaseUntil, j.HeartbeatUntil, j.CreatedAt, j.UpdatedAt = j.LeaseUntil.UTC(), j.HeartbeatUntil.UTC(), j.CreatedAt.UTC(), j.UpdatedAt.UTC()
 		if len(j.History) == 0 {
 			j.History = nil
 		}
@@ -244,7 +248,7 @@ func testRoundTrip(t *testing.T, b statestore.Backend) {
 		t.Errorf("round trip of a minimal job: %s", diff)
 	}
 	// Updates replace the whole item (no stale history or lease survives).
-	want.Version, want.LeaseOwner, want.LeaseUntil, want.History = 2, "", time.Time{}, want.History[:1]
+	want.Version, want.LeaseOwner, want.LeaseUntil, want.Holder, want.HeartbeatUntil, want.History = 2, "", time.Time{}, "", time.Time{}, want.History[:1]
 	mustPut(t, b, want, 1)
 	if diff := JobsEqual(mustGet(t, b, want.ID), want); diff != "" {
 		t.Errorf("round trip after an update: %s", diff)

@@ -3,7 +3,7 @@
 // written by hand and kept), from docs/benchmarks.json; with -from it first
 // takes a new run's results (make bench writes bin/bench/results.json):
 //
-//	go run ./internal/benchpair/benchdoc [-from bin/bench/results.json]
+//	go run ./tools/benchdoc [-from bin/bench/results.json]
 //
 // Run from the repository root (make bench-doc does).
 package main

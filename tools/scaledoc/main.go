@@ -1,5 +1,5 @@
 // Command scaledoc writes docs/scale.md, the paper estimate for a million
-// objects, from internal/cost: go run ./internal/cost/scaledoc > docs/scale.md
+// objects, from internal/cost: go run ./tools/scaledoc > docs/scale.md
 package main
 
 import (
