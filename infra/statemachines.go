@@ -68,9 +68,7 @@ func (st *Stack) stateMachines() error {
 		Sid: s("SendToRoutingQueues"), Actions: strs("sqs:SendMessage"),
 		Resources: arns(st.Remediation.QueueArn(), st.DeadLetter.QueueArn()),
 	})
-	migrateRole := awsiam.NewRole(st.Stack, s("MigrateStateMachineRole"), &awsiam.RoleProps{
-		AssumedBy: awsiam.NewServicePrincipal(s("states.amazonaws.com"), nil),
-	})
+	migrateRole := st.stateMachineRole("MigrateStateMachine")
 	migrateRole.AddToPrincipalPolicy(invoke)
 	migrateRole.AddToPrincipalPolicy(send)
 	for _, stmt := range st.containerStatements() {
@@ -79,22 +77,8 @@ func (st *Stack) stateMachines() error {
 	suppressIAM5(migrateRole, "ecs:runTask.sync stops and describes the task it started, whose ID is not known before it runs (scoped to the convert cluster's tasks); ReadConvertResult reads the task's result object, named per run under a job's staging directory",
 		`^Resource::arn:<AWS::Partition>:ecs:<AWS::Region>:<AWS::AccountId>:task/<ConvertCluster[A-Z0-9]+>/\*$`,
 		`^Resource::<DestinationBucket[A-Z0-9]+\.Arn>/`+regexpQuote(c.StagingPrefix)+`\*/`+regexpQuote(migration.ContainerResultPrefix)+`\*$`)
-	migrateLogs := awslogs.NewLogGroup(st.Stack, s("MigrateStateMachineLogs"), &awslogs.LogGroupProps{
-		LogGroupName:  s("/aws/vendedlogs/states/" + migrateName),
-		Retention:     retention(c.LogRetentionDays),
-		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
-	})
-	st.Migrate = awsstepfunctions.NewStateMachine(st.Stack, s("MigrateStateMachine"), &awsstepfunctions.StateMachineProps{
-		StateMachineName: s(migrateName),
-		StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
-		DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(s(st.MigrateDefinition)),
-		Role:             migrateRole,
-		TracingEnabled:   jsii.Bool(true),
-		Logs: &awsstepfunctions.LogOptions{
-			Destination: migrateLogs, Level: awsstepfunctions.LogLevel_ALL, IncludeExecutionData: jsii.Bool(true),
-		},
-	})
-	suppressIAM5(migrateRole, "Step Functions log delivery and X-Ray tracing APIs have no resource-level permissions (added by CDK for logging/tracing)", `^Resource::\*$`)
+	st.Migrate = st.stateMachine("MigrateStateMachine", migrateName, st.MigrateDefinition, migrateRole,
+		awsstepfunctions.LogLevel_ALL, true)
 
 	// Backfill.
 	stack := st.Stack
@@ -139,9 +123,7 @@ func (st *Stack) stateMachines() error {
 		return fmt.Errorf("backfill definition: %w", err)
 	}
 
-	backfillRole := awsiam.NewRole(st.Stack, s("BackfillStateMachineRole"), &awsiam.RoleProps{
-		AssumedBy: awsiam.NewServicePrincipal(s("states.amazonaws.com"), nil),
-	})
+	backfillRole := st.stateMachineRole("BackfillStateMachine")
 	add := func(sid string, actions []string, res ...*string) {
 		backfillRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{Sid: s(sid), Actions: strs(actions...), Resources: &res}))
 	}
@@ -163,22 +145,8 @@ func (st *Stack) stateMachines() error {
 		add("SyncMigrateChildren", []string{"states:DescribeExecution", "states:StopExecution"}, migrateExecs)
 		add("SyncCompletionEvents", []string{"events:PutTargets", "events:PutRule", "events:DescribeRule"}, syncRule)
 	}
-	backfillLogs := awslogs.NewLogGroup(st.Stack, s("BackfillStateMachineLogs"), &awslogs.LogGroupProps{
-		LogGroupName:  s("/aws/vendedlogs/states/" + backfillName),
-		Retention:     retention(c.LogRetentionDays),
-		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
-	})
-	st.Backfill = awsstepfunctions.NewStateMachine(st.Stack, s("BackfillStateMachine"), &awsstepfunctions.StateMachineProps{
-		StateMachineName: s(backfillName),
-		StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
-		DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(s(st.BackfillDefinition)),
-		Role:             backfillRole,
-		TracingEnabled:   jsii.Bool(true),
-		Logs: &awsstepfunctions.LogOptions{
-			Destination: backfillLogs, Level: awsstepfunctions.LogLevel_ERROR, IncludeExecutionData: jsii.Bool(false),
-		},
-	})
-	suppressIAM5(backfillRole, "Step Functions log delivery and X-Ray tracing APIs have no resource-level permissions (added by CDK for logging/tracing)", `^Resource::\*$`)
+	st.Backfill = st.stateMachine("BackfillStateMachine", backfillName, st.BackfillDefinition, backfillRole,
+		awsstepfunctions.LogLevel_ERROR, false)
 	suppressIAM5(backfillRole, "Distributed Map needs object patterns for its ItemReader (inventory manifests under inventory/) and ResultWriter (backfill-results/), and execution patterns for its own and its migrate child executions; each is scoped to one prefix or state machine",
 		`^Resource::<OpsBucket[A-Z0-9]+\.Arn>/inventory/\*$`,
 		`^Resource::<OpsBucket[A-Z0-9]+\.Arn>/backfill-results/\*$`,
@@ -186,6 +154,37 @@ func (st *Stack) stateMachines() error {
 		`^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:`+regexpQuote(migrateName)+`:\*$`)
 	suppress(st.Backfill, false, [2]string{"AwsSolutions-SF1", "the backfill logs ERROR level only: ALL would log one event per state of up to millions of map items; per-object detail is in the migrate state machine's ALL-level log and the ResultWriter output"})
 	return nil
+}
+
+// stateMachineRole is the role Step Functions assumes for the state machine
+// id; its statements are added explicitly (no grants inferred from the
+// definition).
+func (st *Stack) stateMachineRole(id string) awsiam.Role {
+	return awsiam.NewRole(st.Stack, s(id+"Role"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(s("states.amazonaws.com"), nil),
+	})
+}
+
+// stateMachine creates the Standard state machine id named name, traced,
+// logging at level into its own log group (execution data only when
+// withData), and records why its role holds the logging and tracing
+// wildcard.
+func (st *Stack) stateMachine(id, name, definition string, role awsiam.Role, level awsstepfunctions.LogLevel, withData bool) awsstepfunctions.StateMachine {
+	logs := awslogs.NewLogGroup(st.Stack, s(id+"Logs"), &awslogs.LogGroupProps{
+		LogGroupName:  s("/aws/vendedlogs/states/" + name),
+		Retention:     retention(st.Config.LogRetentionDays),
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	sm := awsstepfunctions.NewStateMachine(st.Stack, s(id), &awsstepfunctions.StateMachineProps{
+		StateMachineName: s(name),
+		StateMachineType: awsstepfunctions.StateMachineType_STANDARD,
+		DefinitionBody:   awsstepfunctions.DefinitionBody_FromString(s(definition)),
+		Role:             role,
+		TracingEnabled:   jsii.Bool(true),
+		Logs:             &awsstepfunctions.LogOptions{Destination: logs, Level: level, IncludeExecutionData: jsii.Bool(withData)},
+	})
+	suppressIAM5(role, "Step Functions log delivery and X-Ray tracing APIs have no resource-level permissions (added by CDK for logging/tracing)", `^Resource::\*$`)
+	return sm
 }
 
 func (st *Stack) rule() {
