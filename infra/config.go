@@ -282,7 +282,18 @@ func LoadConfig(scope constructs.Construct) (*Config, error) {
 	return c, nil
 }
 
+// validate lists every problem of the configuration at once, so a deploy
+// is fixed in one edit.
 func (c *Config) validate() []string {
+	var errs []string
+	for _, check := range []func() []string{c.validatePlaces, c.validateChoices, c.validateLimits, c.validateAlarms, c.validateLease} {
+		errs = append(errs, check()...)
+	}
+	return errs
+}
+
+// validatePlaces checks the buckets, prefixes and the recipe reference.
+func (c *Config) validatePlaces() []string {
 	var errs []string
 	if c.SourceBucketName != "" && c.SourceBucketName == c.DestBucketName {
 		errs = append(errs, "sourceBucketName and destBucketName must differ: promotion writes to the destination must never re-trigger the pipeline")
@@ -304,6 +315,12 @@ func (c *Config) validate() []string {
 	if _, _, err := recipeResource(c.Recipe); err != nil {
 		errs = append(errs, err.Error())
 	}
+	return errs
+}
+
+// validateChoices checks the named choices (formats, architecture, execution type).
+func (c *Config) validateChoices() []string {
+	var errs []string
 	if c.VectorFormat != "GeoParquet" && c.VectorFormat != "FlatGeobuf" {
 		errs = append(errs, fmt.Sprintf("vectorFormat %q: want GeoParquet or FlatGeobuf", c.VectorFormat))
 	}
@@ -316,17 +333,14 @@ func (c *Config) validate() []string {
 	if c.BackfillChildExecutionType == "EXPRESS" && c.ConvertTimeoutSeconds > 240 {
 		errs = append(errs, "backfillChildExecutionType EXPRESS caps a child at 5 minutes: set convertTimeoutSeconds to 240 or less (or keep STANDARD)")
 	}
+	return errs
+}
+
+// validateLimits checks the numeric bounds AWS and the handlers set.
+func (c *Config) validateLimits() []string {
+	var errs []string
 	if c.ConvertMemoryMB < 128 || c.ConvertMemoryMB > 10240 || c.SmallMemoryMB < 128 || c.SmallMemoryMB > 10240 {
 		errs = append(errs, "function memory must be within 128..10240 MB")
-	}
-	if c.FallbackAlarmPeriods < 1 || c.FallbackAlarmPeriods > 288 {
-		errs = append(errs, fmt.Sprintf("fallbackAlarmPeriods %d: want 1..288 five-minute periods (a day at most)", c.FallbackAlarmPeriods))
-	}
-	if c.FallbackMinJobs < 1 {
-		errs = append(errs, fmt.Sprintf("fallbackMinJobs %d: want at least 1", c.FallbackMinJobs))
-	}
-	if err := c.FallbackThresholds.Validate(); err != nil {
-		errs = append(errs, err.Error())
 	}
 	if c.ConvertEphemeralMB < 512 || c.ConvertEphemeralMB > 10240 {
 		errs = append(errs, "convertEphemeralMB must be within 512..10240")
@@ -349,6 +363,30 @@ func (c *Config) validate() []string {
 	if c.ZstdLevel < 1 || c.ZstdLevel > 22 {
 		errs = append(errs, "zstdLevel must be within 1..22")
 	}
+	if c.FingerprintThresholdBytes <= 0 {
+		errs = append(errs, "fingerprintThresholdBytes must be positive")
+	}
+	return errs
+}
+
+// validateAlarms checks the fallback alarm's periods, minimum and thresholds.
+func (c *Config) validateAlarms() []string {
+	var errs []string
+	if c.FallbackAlarmPeriods < 1 || c.FallbackAlarmPeriods > 288 {
+		errs = append(errs, fmt.Sprintf("fallbackAlarmPeriods %d: want 1..288 five-minute periods (a day at most)", c.FallbackAlarmPeriods))
+	}
+	if c.FallbackMinJobs < 1 {
+		errs = append(errs, fmt.Sprintf("fallbackMinJobs %d: want at least 1", c.FallbackMinJobs))
+	}
+	if err := c.FallbackThresholds.Validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	return errs
+}
+
+// validateLease checks that a lease outlives every invocation holding it.
+func (c *Config) validateLease() []string {
+	var errs []string
 	if c.LeaseSeconds < 60 {
 		errs = append(errs, "leaseSeconds must be at least 60")
 	}
@@ -358,9 +396,6 @@ func (c *Config) validate() []string {
 		if c.LeaseSeconds <= secs {
 			errs = append(errs, fmt.Sprintf("leaseSeconds (%d) must exceed %s (%d): a lease must outlive the invocation holding it", c.LeaseSeconds, name, secs))
 		}
-	}
-	if c.FingerprintThresholdBytes <= 0 {
-		errs = append(errs, "fingerprintThresholdBytes must be positive")
 	}
 	return errs
 }

@@ -508,12 +508,21 @@ func oneOf(at string, v *string, set []string, fold bool) error {
 // check validates each value on its own (enums, ranges); combinations
 // are checked by Recipe.Validate.
 func (s Settings) check(at string) error {
-	v := s.Vector
-	ra, va := at+".raster", at+".vector"
-	r, err := s.Raster.lifted(ra)
+	r, err := s.Raster.lifted(at + ".raster")
 	if err != nil {
 		return err
 	}
+	if err := r.check(at + ".raster"); err != nil {
+		return err
+	}
+	if err := s.Vector.check(at + ".vector"); err != nil {
+		return err
+	}
+	return s.checkReading(at)
+}
+
+// check validates the raster values (after lifted) at ra.
+func (r RasterSettings) check(ra string) error {
 	if err := oneOf(ra+".compression", r.Compression, Compressions, true); err != nil {
 		return err
 	}
@@ -557,6 +566,11 @@ func (s Settings) check(at string) error {
 			return &fieldError{ra + ".creation_options." + k, err.Error()}
 		}
 	}
+	return nil
+}
+
+// check validates the vector values at va.
+func (v VectorSettings) check(va string) error {
 	if err := oneOf(va+".format", v.Format, []string{FormatGeoParquet, FormatFlatGeobuf}, true); err != nil {
 		return err
 	}
@@ -572,6 +586,18 @@ func (s Settings) check(at string) error {
 	if err := oneOf(va+".compression", v.Compression, ParquetCompressions, true); err != nil {
 		return err
 	}
+	if err := oneOf(va+".attribute_tables", v.AttributeTables, []string{AttributeTablesRefuse, AttributeTablesParquet}, true); err != nil {
+		return err
+	}
+	if v.RowGroupSize != nil && *v.RowGroupSize < 1 {
+		return &fieldError{va + ".row_group_size", fmt.Sprintf("%d: want a positive number of rows", *v.RowGroupSize)}
+	}
+	return nil
+}
+
+// checkReading validates how sources are read: the CRS to assign, the
+// datetime, and CSV geometry columns.
+func (s Settings) checkReading(at string) error {
 	if s.AssignCRS != nil {
 		if _, err := parseAssignCRS(*s.AssignCRS); err != nil {
 			return &fieldError{at + ".assign_crs", err.Error()}
@@ -589,12 +615,6 @@ func (s Settings) check(at string) error {
 		if c != nil && !csvColumnOK(*c) {
 			return &fieldError{at + ".csv." + name, fmt.Sprintf("%q: want a column name (no comma, quote or line break)", *c)}
 		}
-	}
-	if err := oneOf(va+".attribute_tables", v.AttributeTables, []string{AttributeTablesRefuse, AttributeTablesParquet}, true); err != nil {
-		return err
-	}
-	if v.RowGroupSize != nil && *v.RowGroupSize < 1 {
-		return &fieldError{va + ".row_group_size", fmt.Sprintf("%d: want a positive number of rows", *v.RowGroupSize)}
 	}
 	return nil
 }
@@ -711,11 +731,19 @@ func reservedWhy(k string) string {
 
 // apply writes the set fields of s over r.
 func (s Settings) apply(r *Recipe) error {
-	v := s.Vector
 	ra, err := s.Raster.lifted("raster")
 	if err != nil {
 		return err
 	}
+	if err := ra.apply(r); err != nil {
+		return err
+	}
+	s.Vector.apply(r)
+	return s.applyReading(r)
+}
+
+// apply writes the set raster fields (after lifted) over r.
+func (ra RasterSettings) apply(r *Recipe) error {
 	if ra.Compression != nil {
 		r.Compression = strings.ToUpper(*ra.Compression)
 	}
@@ -765,24 +793,36 @@ func (s Settings) apply(r *Recipe) error {
 		r.TargetCRS = crs
 	}
 	if len(ra.CreationOptions) > 0 {
-		opts := map[string]string{}
-		for _, kv := range r.CreationOptions {
-			k, val, _ := strings.Cut(kv, "=")
-			opts[k] = val
-		}
-		for k, val := range ra.CreationOptions {
-			kv, err := CreationOption(k + "=" + val)
-			if err != nil {
-				return err
-			}
-			k, val, _ = strings.Cut(kv, "=")
-			opts[k] = val
-		}
-		r.CreationOptions = r.CreationOptions[:0:0]
-		for _, k := range slices.Sorted(maps.Keys(opts)) {
-			r.CreationOptions = append(r.CreationOptions, k+"="+opts[k])
-		}
+		return ra.mergeCreationOptions(r)
 	}
+	return nil
+}
+
+// mergeCreationOptions sets ra's creation options over r's, one value
+// per key, sorted by key.
+func (ra RasterSettings) mergeCreationOptions(r *Recipe) error {
+	opts := map[string]string{}
+	for _, kv := range r.CreationOptions {
+		k, val, _ := strings.Cut(kv, "=")
+		opts[k] = val
+	}
+	for k, val := range ra.CreationOptions {
+		kv, err := CreationOption(k + "=" + val)
+		if err != nil {
+			return err
+		}
+		k, val, _ = strings.Cut(kv, "=")
+		opts[k] = val
+	}
+	r.CreationOptions = r.CreationOptions[:0:0]
+	for _, k := range slices.Sorted(maps.Keys(opts)) {
+		r.CreationOptions = append(r.CreationOptions, k+"="+opts[k])
+	}
+	return nil
+}
+
+// apply writes the set vector fields over r.
+func (v VectorSettings) apply(r *Recipe) {
 	if v.Format != nil {
 		for _, f := range []string{FormatGeoParquet, FormatFlatGeobuf} {
 			if strings.EqualFold(*v.Format, f) {
@@ -805,6 +845,14 @@ func (s Settings) apply(r *Recipe) error {
 	if v.Compression != nil {
 		r.ParquetCompression = strings.ToLower(*v.Compression)
 	}
+	if v.AttributeTables != nil {
+		r.AttributeTables = strings.ToLower(*v.AttributeTables)
+	}
+}
+
+// applyReading writes the set reading fields (CRS to assign, datetime,
+// CSV geometry) over r.
+func (s Settings) applyReading(r *Recipe) error {
 	if s.AssignCRS != nil {
 		crs, err := parseAssignCRS(*s.AssignCRS)
 		if err != nil {
@@ -830,9 +878,6 @@ func (s Settings) apply(r *Recipe) error {
 	}
 	if c := s.CSV; c.YColumn != nil {
 		r.CSVYColumn = *c.YColumn
-	}
-	if v.AttributeTables != nil {
-		r.AttributeTables = strings.ToLower(*v.AttributeTables)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -276,98 +277,144 @@ func (r Recipe) WithDefaults() Recipe {
 
 // Validate checks a recipe (after WithDefaults). A bad recipe is a
 // misconfiguration of the worker, not a fault of the data: it is a
-// *fault.SystemicError.
+// *fault.SystemicError. The checks run in a fixed order and the first
+// refusal is reported.
 func (r Recipe) Validate() error {
-	bad := func(format string, args ...any) error {
-		return fault.Systemic("recipe.Recipe", fmt.Errorf(format, args...))
-	}
 	r = r.WithDefaults()
+	for _, check := range []func() error{
+		r.checkFormats, r.checkTiling, r.checkGeometry, r.checkCompression, r.checkCreation,
+		r.checkParquet, r.checkMetadata, r.checkTables, r.checkBudgets,
+	} {
+		if err := check(); err != nil {
+			return fault.Systemic("recipe.Recipe", err)
+		}
+	}
+	return nil
+}
+
+func (r Recipe) checkFormats() error {
 	if r.RasterFormat != FormatCOG {
-		return bad("raster format %q: only %q is supported", r.RasterFormat, FormatCOG)
+		return fmt.Errorf("raster format %q: only %q is supported", r.RasterFormat, FormatCOG)
 	}
 	if r.VectorFormat != FormatGeoParquet && r.VectorFormat != FormatFlatGeobuf {
-		return bad("vector format %q: want %q or %q", r.VectorFormat, FormatGeoParquet, FormatFlatGeobuf)
+		return fmt.Errorf("vector format %q: want %q or %q", r.VectorFormat, FormatGeoParquet, FormatFlatGeobuf)
 	}
+	return nil
+}
+
+func (r Recipe) checkTiling() error {
 	if r.BlockSize < 64 || r.BlockSize > 4096 || r.BlockSize%16 != 0 {
-		return bad("block size %d: want a multiple of 16 in [64, 4096]", r.BlockSize)
+		return fmt.Errorf("block size %d: want a multiple of 16 in [64, 4096]", r.BlockSize)
 	}
 	if r.ZSTDLevel < 1 || r.ZSTDLevel > 22 {
-		return bad("zstd level %d: want 1..22", r.ZSTDLevel)
+		return fmt.Errorf("zstd level %d: want 1..22", r.ZSTDLevel)
 	}
 	if !slices.Contains(OverviewResamplings, r.OverviewResampling) {
-		return bad("overview resampling %q: want one of %s", r.OverviewResampling, strings.Join(OverviewResamplings, ", "))
+		return fmt.Errorf("overview resampling %q: want one of %s", r.OverviewResampling, strings.Join(OverviewResamplings, ", "))
 	}
+	return nil
+}
+
+func (r Recipe) checkGeometry() error {
 	if r.GeometryPolicy != GeometryKeep && r.GeometryPolicy != GeometryRepair && r.GeometryPolicy != GeometryStrict {
-		return bad("geometry policy %q: want %q, %q or %q", r.GeometryPolicy, GeometryKeep, GeometryRepair, GeometryStrict)
+		return fmt.Errorf("geometry policy %q: want %q, %q or %q", r.GeometryPolicy, GeometryKeep, GeometryRepair, GeometryStrict)
 	}
 	if r.Curves != CurvesRefuse && r.Curves != CurvesLinearize {
-		return bad("curves %q: want %q or %q", r.Curves, CurvesRefuse, CurvesLinearize)
+		return fmt.Errorf("curves %q: want %q or %q", r.Curves, CurvesRefuse, CurvesLinearize)
 	}
 	if !(r.CurveStepDegrees > 0 && r.CurveStepDegrees <= 90) {
-		return bad("curve step %v degrees: want more than 0 and at most 90", r.CurveStepDegrees)
+		return fmt.Errorf("curve step %v degrees: want more than 0 and at most 90", r.CurveStepDegrees)
 	}
+	return nil
+}
+
+func (r Recipe) checkCompression() error {
 	if !slices.Contains(Compressions, r.Compression) {
-		return bad("compression %q: want one of %s", r.Compression, strings.Join(Compressions, ", "))
+		return fmt.Errorf("compression %q: want one of %s", r.Compression, strings.Join(Compressions, ", "))
 	}
 	if err := r.checkLossy(); err != nil {
-		return fault.Systemic("recipe.Recipe", err)
+		return err
 	}
 	if r.DeflateLevel < 1 || r.DeflateLevel > 12 {
-		return bad("deflate level %d: want 1..12", r.DeflateLevel)
+		return fmt.Errorf("deflate level %d: want 1..12", r.DeflateLevel)
 	}
 	if !slices.Contains(Predictors, r.Predictor) {
-		return bad("predictor %q: want one of %s", r.Predictor, strings.Join(Predictors, ", "))
+		return fmt.Errorf("predictor %q: want one of %s", r.Predictor, strings.Join(Predictors, ", "))
 	}
 	if r.OverviewLevels < OverviewsNone || r.OverviewLevels > 30 {
-		return bad("overview levels %d", r.OverviewLevels)
+		return fmt.Errorf("overview levels %d", r.OverviewLevels)
 	}
+	return nil
+}
+
+// checkCreation checks what reaches the COG driver as written: nodata,
+// the target CRS and raw creation options.
+func (r Recipe) checkCreation() error {
 	if r.NoData != "" {
 		if nd, err := parseNoData(r.NoData); err != nil || nd != r.NoData {
-			return bad("nodata %q: want a number, nan, inf or -inf", r.NoData)
+			return fmt.Errorf("nodata %q: want a number, nan, inf or -inf", r.NoData)
 		}
 	}
 	if r.TargetCRS != "" {
 		if crs, err := parseTargetCRS(r.TargetCRS); err != nil || crs != r.TargetCRS {
-			return bad("target CRS %q: want AUTHORITY:CODE or %s", r.TargetCRS, WebOptimized)
+			return fmt.Errorf("target CRS %q: want AUTHORITY:CODE or %s", r.TargetCRS, WebOptimized)
 		}
 	}
 	for _, kv := range r.CreationOptions {
 		if _, err := CreationOption(kv); err != nil {
-			return bad("%v", err)
+			return err
 		}
 	}
+	return nil
+}
+
+func (r Recipe) checkParquet() error {
 	if !slices.Contains(ParquetCompressions, r.ParquetCompression) {
-		return bad("GeoParquet compression %q: want one of %s", r.ParquetCompression, strings.Join(ParquetCompressions, ", "))
+		return fmt.Errorf("GeoParquet compression %q: want one of %s", r.ParquetCompression, strings.Join(ParquetCompressions, ", "))
 	}
 	if r.RowGroupRows < 1 {
-		return bad("row group rows %d", r.RowGroupRows)
+		return fmt.Errorf("row group rows %d", r.RowGroupRows)
 	}
+	return nil
+}
+
+func (r Recipe) checkMetadata() error {
 	if crs, err := parseAssignCRS(r.AssignCRS); err != nil || crs != r.AssignCRS {
-		return bad("assign CRS %q: want AUTHORITY:CODE", r.AssignCRS)
+		return fmt.Errorf("assign CRS %q: want AUTHORITY:CODE", r.AssignCRS)
 	}
 	if r.Datetime != "" {
 		if d, err := ParseDatetime(r.Datetime); err != nil || d != r.Datetime {
-			return bad("datetime %q: want an RFC 3339 time in UTC such as 2019-06-01T00:00:00Z", r.Datetime)
+			return fmt.Errorf("datetime %q: want an RFC 3339 time in UTC such as 2019-06-01T00:00:00Z", r.Datetime)
 		}
 	}
+	return nil
+}
+
+// checkTables checks how tables without a geometry column are read:
+// CSV geometry columns and attribute-only tables.
+func (r Recipe) checkTables() error {
 	switch r.CSVGeometry {
 	case "":
 	case CSVGeometryWKT:
 		if !csvColumnOK(r.CSVWKTColumn) {
-			return bad("csv geometry wkt needs wkt_column (the column holding WKT)")
+			return fmt.Errorf("csv geometry wkt needs wkt_column (the column holding WKT)")
 		}
 	case CSVGeometryXY:
 		if !csvColumnOK(r.CSVXColumn) || !csvColumnOK(r.CSVYColumn) {
-			return bad("csv geometry xy needs x_column and y_column")
+			return fmt.Errorf("csv geometry xy needs x_column and y_column")
 		}
 	default:
-		return bad("csv geometry %q: want %s or %s", r.CSVGeometry, CSVGeometryWKT, CSVGeometryXY)
+		return fmt.Errorf("csv geometry %q: want %s or %s", r.CSVGeometry, CSVGeometryWKT, CSVGeometryXY)
 	}
 	if r.AttributeTables != "" && r.AttributeTables != AttributeTablesRefuse && r.AttributeTables != AttributeTablesParquet {
-		return bad("attribute tables %q: want %q or %q", r.AttributeTables, AttributeTablesRefuse, AttributeTablesParquet)
+		return fmt.Errorf("attribute tables %q: want %q or %q", r.AttributeTables, AttributeTablesRefuse, AttributeTablesParquet)
 	}
+	return nil
+}
+
+func (r Recipe) checkBudgets() error {
 	if r.MaxBytes < 0 || r.MaxPixels < 0 || r.MaxFeatures < 0 || r.MaxMemory < 0 {
-		return bad("negative budget")
+		return errors.New("negative budget")
 	}
 	return nil
 }
