@@ -70,12 +70,7 @@ func ParseCollection(b []byte) (*Collection, error) {
 	if c.Type != "Collection" || c.ID == "" || len(c.Extent.Spatial.BBox) == 0 || len(c.Extent.Temporal.Interval) == 0 {
 		return nil, fmt.Errorf("stac.ParseCollection: not a STAC collection")
 	}
-	if c.Links == nil {
-		c.Links = []Link{}
-	}
-	if c.StacExtensions == nil {
-		c.StacExtensions = []string{}
-	}
+	c.Links, c.StacExtensions = nonNil(c.Links), nonNil(c.StacExtensions)
 	return &c, nil
 }
 
@@ -192,12 +187,7 @@ func ParseCatalog(b []byte) (*Catalog, error) {
 	if c.Type != "Catalog" || c.ID == "" {
 		return nil, fmt.Errorf("stac.ParseCatalog: not a STAC catalog")
 	}
-	if c.Links == nil {
-		c.Links = []Link{}
-	}
-	if c.StacExtensions == nil {
-		c.StacExtensions = []string{}
-	}
+	c.Links, c.StacExtensions = nonNil(c.Links), nonNil(c.StacExtensions)
 	return &c, nil
 }
 
@@ -249,4 +239,13 @@ func addLink(links []Link, l Link) ([]Link, bool) {
 		return ri && links[i].Href < links[j].Href
 	})
 	return links, true
+}
+
+// nonNil is s, or an empty slice for nil: a parsed document writes back
+// "[]" where it read none, as the schemas want.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

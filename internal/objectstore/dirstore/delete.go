@@ -2,7 +2,6 @@ package dirstore
 
 import (
 	"context"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,10 +15,7 @@ import (
 func (s *Store) Delete(ctx context.Context, bucket, key string) error {
 	const op = "Delete"
 	w := where(op, bucket, key)
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%s: %w", w, err)
-	}
-	bdir, path, err := s.resolve(op, bucket, key)
+	bdir, path, err := s.resolveLive(ctx, op, bucket, key)
 	if err != nil {
 		return err
 	}

@@ -140,10 +140,7 @@ func copyInto(ctx context.Context, dst, src string) (string, error) {
 func (s *Store) Move(ctx context.Context, req objectstore.CopyRequest) (_ objectstore.Object, err error) {
 	const op = "Move"
 	w := where(op, req.DstBucket, req.DstKey)
-	if err := ctx.Err(); err != nil {
-		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
-	}
-	bdir, path, err := s.resolve(op, req.DstBucket, req.DstKey)
+	bdir, path, err := s.resolveLive(ctx, op, req.DstBucket, req.DstKey)
 	if err != nil {
 		return objectstore.Object{}, err
 	}

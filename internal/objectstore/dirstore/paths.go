@@ -1,6 +1,7 @@
 package dirstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -182,4 +183,13 @@ func (s *Store) LocalPath(bucket, key string) (string, error) {
 		return "", classify(where("LocalPath", bucket, key), err)
 	}
 	return path, nil
+}
+
+// resolveLive is resolve for an operation that has not begun: a cancelled
+// context ends it first.
+func (s *Store) resolveLive(ctx context.Context, op, bucket, key string) (bdir, path string, err error) {
+	if err := ctx.Err(); err != nil {
+		return "", "", fmt.Errorf("%s: %w", where(op, bucket, key), err)
+	}
+	return s.resolve(op, bucket, key)
 }

@@ -17,10 +17,7 @@ import (
 // Head describes an object.
 func (s *Store) Head(ctx context.Context, bucket, key string) (objectstore.Object, error) {
 	const op = "Head"
-	if err := ctx.Err(); err != nil {
-		return objectstore.Object{}, fmt.Errorf("%s: %w", where(op, bucket, key), err)
-	}
-	bdir, path, err := s.resolve(op, bucket, key)
+	bdir, path, err := s.resolveLive(ctx, op, bucket, key)
 	if err != nil {
 		return objectstore.Object{}, err
 	}

@@ -43,10 +43,7 @@ func copyMD5(ctx context.Context, dst io.Writer, src io.Reader) (int64, string, 
 func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectstore.Object, err error) {
 	const op = "Put"
 	w := where(op, req.Bucket, req.Key)
-	if err := ctx.Err(); err != nil {
-		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
-	}
-	bdir, nested, err := s.resolve(op, req.Bucket, req.Key)
+	bdir, nested, err := s.resolveLive(ctx, op, req.Bucket, req.Key)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
@@ -91,10 +88,7 @@ func writePath(bdir, key, nested string, scratch bool) string {
 func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (_ objectstore.Object, err error) {
 	const op = "Copy"
 	w := where(op, req.DstBucket, req.DstKey)
-	if err := ctx.Err(); err != nil {
-		return objectstore.Object{}, fmt.Errorf("%s: %w", w, err)
-	}
-	bdir, path, err := s.resolve(op, req.DstBucket, req.DstKey)
+	bdir, path, err := s.resolveLive(ctx, op, req.DstBucket, req.DstKey)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
