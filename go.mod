@@ -27,6 +27,7 @@ require (
 	github.com/vbauerster/cupwriter v0.0.5
 	github.com/vbauerster/mpb/v8 v8.16.2
 	go.etcd.io/bbolt v1.4.3
+	golang.org/x/image v0.44.0
 	golang.org/x/net v0.58.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0

@@ -31,7 +31,10 @@ func s3URI(s string) (bucket, prefix string, err error) {
 }
 
 // listS3Sources expands s3:// URIs: an exact object key, or every object
-// under a prefix except sidecars and folder markers.
+// under a prefix except sidecars and folder markers. Each source carries
+// the size the request already answered (ListObjectsV2's Contents.Size,
+// https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html;
+// HeadObject's Content-Length for an exact key): the run's ETA.
 func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) ([]migration.Source, error) {
 	var inputs []migration.Source
 	for _, s := range srcs {
@@ -43,24 +46,28 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 			// A key no store accepts ("../x", "a//b") is still named as a
 			// source: HashCheck refuses it as a DataError InvalidKey, so the
 			// report and the remediation queue say what is wrong with it.
-			if _, err := store.Head(ctx, bucket, prefix); err == nil || fault.CodeOf(err) == fault.InvalidKey {
-				inputs = append(inputs, migration.Source{Bucket: bucket, Key: prefix, KeyEncoding: "plain"})
+			if o, err := store.Head(ctx, bucket, prefix); err == nil || fault.CodeOf(err) == fault.InvalidKey {
+				inputs = append(inputs, migration.Source{Bucket: bucket, Key: prefix, KeyEncoding: "plain", Size: o.Size})
 				continue
 			} else if !errors.Is(err, objectstore.ErrNotFound) {
 				return nil, err
 			}
 		}
-		dirs := map[string]bool{}
+		// dirs: a directory source's index in inputs.
+		dirs := map[string]int{}
 		err = store.List(ctx, bucket, prefix, func(o objectstore.Object) error {
 			switch d := migration.DirectorySourceOf(o.Key); {
 			case d != "":
 				// A File Geodatabase's files are one source, the directory.
-				if !dirs[d] {
-					dirs[d] = true
+				i, ok := dirs[d]
+				if !ok {
+					i = len(inputs)
+					dirs[d] = i
 					inputs = append(inputs, migration.Source{Bucket: bucket, Key: d, KeyEncoding: "plain"})
 				}
+				inputs[i].Size += o.Size
 			case !strings.HasSuffix(o.Key, "/") && !formats.IsSidecar(o.Key):
-				inputs = append(inputs, migration.Source{Bucket: bucket, Key: o.Key, KeyEncoding: "plain"})
+				inputs = append(inputs, migration.Source{Bucket: bucket, Key: o.Key, KeyEncoding: "plain", Size: o.Size})
 			}
 			return nil
 		})

@@ -129,12 +129,18 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	}
 	defer be.Close()
 	// The progress counts what the map will list: the keys under the
-	// prefix (ignored files among them end as items too).
-	total := 0
-	if err := be.local.store.List(e.ctx, roots[0].bucket, c.Prefix, func(objectstore.Object) error { total++; return nil }); err != nil {
+	// prefix (ignored files among them end as items too), and their sizes
+	// as the map's listing gives them (the ETA's bytes).
+	total, sizes := 0, listedSizes{}
+	err = be.local.store.List(e.ctx, roots[0].bucket, c.Prefix, func(o objectstore.Object) error {
+		total++
+		sizes[sourceRef{roots[0].bucket, o.Key}] = o.Size
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	prog, closeProgress, err := f.progressWithLogs(e.stderr, total)
+	prog, closeProgress, err := f.progressWithLogs(e.stderr, total, sizes)
 	if err != nil {
 		return err
 	}

@@ -253,7 +253,7 @@ func collectSources(args []string, dest string) (roots []sourceRoot, inputs []mi
 			r := rootFor(filepath.Dir(abs))
 			key := filepath.Base(abs)
 			r.keys = append(r.keys, key)
-			inputs = append(inputs, migration.Source{Bucket: r.bucket, Key: key, KeyEncoding: "plain", DatasetID: r.bucket})
+			inputs = append(inputs, migration.Source{Bucket: r.bucket, Key: key, KeyEncoding: "plain", DatasetID: r.bucket, Size: fi.Size()})
 			continue
 		}
 		if abs == destAbs || strings.HasPrefix(destAbs, abs+string(filepath.Separator)) {
@@ -270,7 +270,7 @@ func collectSources(args []string, dest string) (roots []sourceRoot, inputs []mi
 		}
 		sort.Strings(w.keys)
 		for _, k := range w.keys {
-			inputs = append(inputs, migration.Source{Bucket: r.bucket, Key: k, KeyEncoding: "plain", DatasetID: r.bucket})
+			inputs = append(inputs, migration.Source{Bucket: r.bucket, Key: k, KeyEncoding: "plain", DatasetID: r.bucket, Size: w.sizes[k]})
 		}
 		pre = append(pre, w.pre...)
 	}
@@ -286,7 +286,17 @@ type sourceWalk struct {
 	bucket   string
 	realRoot string
 	keys     []string
-	pre      []localrun.Outcome
+	// sizes are the keys' bytes as stat found them (the run's ETA).
+	sizes map[string]int64
+	pre   []localrun.Outcome
+}
+
+func (w *sourceWalk) add(key string, size int64) {
+	if w.sizes == nil {
+		w.sizes = map[string]int64{}
+	}
+	w.keys = append(w.keys, key)
+	w.sizes[key] = size
 }
 
 func (w *sourceWalk) note(key, status, reason string) {
@@ -318,6 +328,7 @@ func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
 			continue // the directory store's own files (an earlier --dest given as a source)
 		}
 		mode := e.Type()
+		var size int64
 		if mode&fs.ModeSymlink != 0 {
 			real, err := filepath.EvalSymlinks(p)
 			if err != nil {
@@ -343,7 +354,9 @@ func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
 				}
 				continue
 			}
-			mode = fi.Mode().Type()
+			mode, size = fi.Mode().Type(), fi.Size()
+		} else if fi, err := e.Info(); err == nil {
+			size = fi.Size()
 		}
 		switch {
 		case mode.IsDir():
@@ -354,7 +367,7 @@ func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
 			if formats.Lookup(name).Directory {
 				// A File Geodatabase is one source, its files the parts
 				// GDAL reads together: never walked into.
-				w.keys = append(w.keys, key)
+				w.add(key, directorySize(p))
 				continue
 			}
 			real, err := filepath.EvalSymlinks(p)
@@ -378,8 +391,23 @@ func (w *sourceWalk) walk(dir, rel string, ancestors []string) error {
 				w.note(key, localrun.StatusIgnored, why)
 				continue
 			}
-			w.keys = append(w.keys, key)
+			w.add(key, size)
 		}
 	}
 	return nil
+}
+
+// directorySize is the bytes of the regular files under dir (a File
+// Geodatabase read as one source); what cannot be read counts nothing.
+func directorySize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }

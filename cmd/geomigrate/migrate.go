@@ -223,7 +223,7 @@ func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pr
 	if be.engine != nil {
 		be.engine.SetConversions(min(f.Workers, len(inputs)))
 	}
-	prog, closeProgress, err := f.progressWithLogs(e.stderr, len(inputs)+len(pre))
+	prog, closeProgress, err := f.progressWithLogs(e.stderr, len(inputs)+len(pre), sizesOf(inputs))
 	if err != nil {
 		return err
 	}
@@ -242,8 +242,8 @@ func (f *runFlags) migrate(e *cmdEnv, be *backend, inputs []migration.Source, pr
 // progressWithLogs opens the progress view and routes the run's log lines
 // through it (above the bar) until the returned func, which also closes
 // the view, puts them back on stderr.
-func (f *runFlags) progressWithLogs(stderr io.Writer, total int) (progress, func(), error) {
-	prog, closeProgress, err := f.progress(stderr, total)
+func (f *runFlags) progressWithLogs(stderr io.Writer, total int, sizes listedSizes) (progress, func(), error) {
+	prog, closeProgress, err := f.progress(stderr, total, sizes)
 	if err != nil {
 		return prog, nil, err
 	}
@@ -254,10 +254,10 @@ func (f *runFlags) progressWithLogs(stderr io.Writer, total int) (progress, func
 	return prog, func() { f.logs.to(stderr); closeProgress() }, nil
 }
 
-// progress opens the view --progress asks for over total inputs: auto is
-// the bar when stderr is a terminal. The returned func closes
-// --progress-file.
-func (f *runFlags) progress(stderr io.Writer, total int) (progress, func(), error) {
+// progress opens the view --progress asks for over total inputs, sizes
+// the listed bytes of those that run: auto is the bar when stderr is a
+// terminal. The returned func closes --progress-file.
+func (f *runFlags) progress(stderr io.Writer, total int, sizes listedSizes) (progress, func(), error) {
 	mode, w, closeFile := f.Progress, stderr, func() {}
 	if mode == progressAuto {
 		mode = progressPlain
@@ -272,7 +272,7 @@ func (f *runFlags) progress(stderr io.Writer, total int) (progress, func(), erro
 		}
 		w, closeFile = file, func() { _ = file.Close() }
 	}
-	return newProgress(mode, w, total, f.Workers), closeFile, nil
+	return newProgress(mode, w, total, sizes, f.Workers), closeFile, nil
 }
 
 // sweepStaging removes what unfinished jobs (routed after Convert, or

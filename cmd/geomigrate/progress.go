@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -91,14 +92,15 @@ func (h runHeader) String() string {
 }
 
 // newProgress returns the view of mode ("auto" already resolved) writing
-// to w; total counts every input, workers bounds the files converted at
+// to w; total counts every input, sizes are the listing's bytes of those
+// that run (the ETA's measure), workers bounds the files converted at
 // once (the bar shows them).
-func newProgress(mode string, w io.Writer, total, workers int) progress {
+func newProgress(mode string, w io.Writer, total int, sizes listedSizes, workers int) progress {
 	switch mode {
 	case progressBar:
-		return newBarProgress(w, sizedTerminal{cupwriter.New(w, false)}, total, workers, time.Now, nil)
+		return newBarProgress(w, sizedTerminal{cupwriter.New(w, false)}, total, sizes, workers, time.Now, nil)
 	case progressJSON:
-		return newJSONProgress(w, total, time.Now)
+		return newJSONProgress(w, total, sizes, time.Now)
 	default:
 		return &plainProgress{w: w, total: total}
 	}
@@ -223,20 +225,105 @@ func (r runningFiles) observe(execution string, ev asl.Event) (f *runningFile, e
 
 // runRates are the run's speeds so far: files that ran (not those
 // decided before the run) per second, their source megabytes (10^6 B) per
-// second, and the time left at that file rate (-1: not known yet).
+// second, and the time left at the run's pace (-1: not known yet),
+// measured in etaBy (etaBytes or etaFiles).
 type runRates struct {
 	filesPerSecond, mbPerSecond float64
 	eta                         time.Duration
+	etaBy                       string
 }
 
+// What an ETA is measured in (progressEvent.ETABy).
+const (
+	etaBytes = "bytes"
+	etaFiles = "files"
+)
+
 func ratesOf(elapsed time.Duration, ran int, bytesIn int64, remaining int) runRates {
-	r := runRates{eta: -1}
+	r := runRates{eta: -1, etaBy: etaFiles}
 	if s := elapsed.Seconds(); s > 0 {
 		r.filesPerSecond = float64(ran) / s
 		r.mbPerSecond = float64(bytesIn) / 1e6 / s
 	}
 	if r.filesPerSecond > 0 {
 		r.eta = time.Duration(float64(remaining) / r.filesPerSecond * float64(time.Second))
+	}
+	return r
+}
+
+// sourceRef names an input by bucket and key, as its outcome does.
+type sourceRef struct{ bucket, key string }
+
+// listedSizes are the bytes the source listing gave for each input that
+// runs. Nil when it gave none (a replay's inputs, named by earlier
+// reports): the ETA then counts files.
+type listedSizes map[sourceRef]int64
+
+// sizesOf is the listing's sizes of inputs; nil when they add up to
+// nothing (not listed with sizes, or all empty: files are then the
+// better measure).
+func sizesOf(inputs []migration.Source) listedSizes {
+	sizes := make(listedSizes, len(inputs))
+	sized := false
+	for _, in := range inputs {
+		sizes[sourceRef{in.Bucket, in.Key}] = in.Size
+		sized = sized || in.Size > 0
+	}
+	if !sized {
+		return nil
+	}
+	return sizes
+}
+
+// runTally is what a view counts as files finish: the totals, the files
+// that ran in this run and their bytes converted, and the listed bytes of
+// every input that finished, whatever its outcome.
+type runTally struct {
+	totals     localrun.Totals
+	ran        int
+	ranIn      int64
+	sizes      listedSizes
+	bytesTotal int64
+	bytesDone  int64
+}
+
+func newRunTally(sizes listedSizes) runTally {
+	t := runTally{sizes: maps.Clone(sizes)} // add forgets each input it counted
+	for _, n := range sizes {
+		t.bytesTotal += n
+	}
+	return t
+}
+
+func (t *runTally) add(o localrun.Outcome) {
+	t.totals.Add(o)
+	if o.Execution != "" {
+		t.ran++
+		t.ranIn += o.BytesIn
+	}
+	// Each input once: a key the listing named twice ran once.
+	ref := sourceRef{o.Bucket, o.Key}
+	if n, ok := t.sizes[ref]; ok {
+		t.bytesDone += n
+		delete(t.sizes, ref)
+	}
+}
+
+// rates are the speeds after elapsed of a run of total inputs. With the
+// listing's sizes the time left is the listed bytes left at the bytes per
+// second finished so far: one 1 GB file left after 99 small ones is
+// nearly all of the run, not 1 % of it. Without, it is the files left at
+// the files per second. Either is a pace, not a promise: files skipped as
+// already migrated finish their bytes at once.
+func (t *runTally) rates(elapsed time.Duration, total int) runRates {
+	r := ratesOf(elapsed, t.ran, t.ranIn, total-t.totals.Files)
+	if t.bytesTotal == 0 {
+		return r
+	}
+	r.eta, r.etaBy = -1, etaBytes
+	if t.bytesDone > 0 && elapsed > 0 {
+		left := max(t.bytesTotal-t.bytesDone, 0)
+		r.eta = time.Duration(float64(elapsed) * (float64(left) / float64(t.bytesDone)))
 	}
 	return r
 }
@@ -288,17 +375,15 @@ type barProgress struct {
 
 	mu      sync.Mutex
 	started time.Time
-	totals  localrun.Totals
-	ran     int
-	ranIn   int64
+	tally   runTally
 	running runningFiles
 }
 
 // newBarProgress draws on console, redrawn at each value of refresh (and
 // when the bar completes; nil: every barRefresh); clock is read for every elapsed time shown. The
 // header goes to out as a line of its own (it may wrap: it is not redrawn).
-func newBarProgress(out io.Writer, console mpb.ConsoleWriter, total, workers int, clock func() time.Time, refresh <-chan any) *barProgress {
-	return &barProgress{out: out, clock: clock, console: console, refresh: refresh, total: total, workers: max(workers, 1), running: runningFiles{}}
+func newBarProgress(out io.Writer, console mpb.ConsoleWriter, total int, sizes listedSizes, workers int, clock func() time.Time, refresh <-chan any) *barProgress {
+	return &barProgress{out: out, clock: clock, console: console, refresh: refresh, total: total, tally: newRunTally(sizes), workers: max(workers, 1), running: runningFiles{}}
 }
 
 func (b *barProgress) start(h runHeader) {
@@ -336,11 +421,7 @@ func (b *barProgress) observe(execution string, ev asl.Event) {
 
 func (b *barProgress) done(o localrun.Outcome) {
 	b.mu.Lock()
-	b.totals.Add(o)
-	if o.Execution != "" {
-		b.ran++
-		b.ranIn += o.BytesIn
-	}
+	b.tally.add(o)
 	bar := b.bar
 	b.mu.Unlock()
 	// Not under b.mu: the bar's goroutine may be drawing, which takes it.
@@ -404,14 +485,12 @@ func tickEvery(d time.Duration) (ticks <-chan any, stop func()) {
 // elapsed and rates are read under b.mu.
 func (b *barProgress) elapsed() time.Duration { return b.clock().Sub(b.started) }
 
-func (b *barProgress) rates() runRates {
-	return ratesOf(b.elapsed(), b.ran, b.ranIn, b.total-b.totals.Files)
-}
+func (b *barProgress) rates() runRates { return b.tally.rates(b.elapsed(), b.total) }
 
 func (b *barProgress) countDecor(decor.Statistics) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return fmt.Sprintf("%d/%d", b.totals.Files, b.total)
+	return fmt.Sprintf("%d/%d", b.tally.totals.Files, b.total)
 }
 
 func (b *barProgress) timeDecor(s decor.Statistics) string {
@@ -429,7 +508,7 @@ func (b *barProgress) timeDecor(s decor.Statistics) string {
 func (b *barProgress) ratesLine(w io.Writer, s decor.Statistics) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	r, t := b.rates(), b.totals
+	r, t := b.rates(), b.tally.totals
 	line := fmt.Sprintf("%.2f files/s  %.1f MB/s  completed %d", r.filesPerSecond, r.mbPerSecond, t.Completed)
 	for _, c := range []struct {
 		name string
@@ -536,9 +615,7 @@ type jsonProgress struct {
 	clock   func() time.Time
 	total   int
 	started time.Time
-	totals  localrun.Totals
-	ran     int
-	ranIn   int64
+	tally   runTally
 	running runningFiles
 }
 
@@ -604,6 +681,15 @@ type progressEvent struct {
 	DurationMS int64    `json:"duration_ms,omitempty"`
 	Done       int      `json:"done,omitempty"`
 	Total      int      `json:"total,omitempty"`
+	// BytesDone and BytesTotal are the listed source bytes of the inputs
+	// finished and of all that run (run_started, file, summary), absent
+	// when the listing gave no sizes. ETAMS is the time left (file
+	// events; absent until the pace is known), measured in ETABy: "bytes"
+	// with sizes, else "files".
+	BytesDone  *int64 `json:"bytes_done,omitempty"`
+	BytesTotal int64  `json:"bytes_total,omitempty"`
+	ETAMS      *int64 `json:"eta_ms,omitempty"`
+	ETABy      string `json:"eta_by,omitempty"`
 
 	// notice: a line about the run itself (leftovers swept, a signal);
 	// log: a line of the handlers' log (--log-level, --log-format).
@@ -618,10 +704,19 @@ type progressEvent struct {
 	Report         string           `json:"report,omitempty"`
 }
 
-func newJSONProgress(w io.Writer, total int, clock func() time.Time) *jsonProgress {
+func newJSONProgress(w io.Writer, total int, sizes listedSizes, clock func() time.Time) *jsonProgress {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	return &jsonProgress{enc: enc, clock: clock, total: total, running: runningFiles{}}
+	return &jsonProgress{enc: enc, clock: clock, total: total, tally: newRunTally(sizes), running: runningFiles{}}
+}
+
+// bytesDone is the tally's bytes done for an event (nil: no sizes).
+func (j *jsonProgress) bytesDone() *int64 {
+	if j.tally.bytesTotal == 0 {
+		return nil
+	}
+	n := j.tally.bytesDone
+	return &n
 }
 
 // emit writes ev; called under j.mu. A write error (a closed pipe) is not
@@ -638,7 +733,7 @@ func (j *jsonProgress) start(h runHeader) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.started = j.clock()
-	j.emit(progressEvent{Time: j.started, Type: eventRunStarted, Run: &h, Total: j.total})
+	j.emit(progressEvent{Time: j.started, Type: eventRunStarted, Run: &h, Total: j.total, BytesDone: j.bytesDone(), BytesTotal: j.tally.bytesTotal})
 }
 
 func (j *jsonProgress) observe(execution string, ev asl.Event) {
@@ -670,16 +765,20 @@ func (j *jsonProgress) observe(execution string, ev asl.Event) {
 func (j *jsonProgress) done(o localrun.Outcome) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.totals.Add(o)
-	if o.Execution != "" {
-		j.ran++
-		j.ranIn += o.BytesIn
+	j.tally.add(o)
+	now := j.clock()
+	rates := j.tally.rates(now.Sub(j.started), j.total)
+	var eta *int64
+	if rates.eta >= 0 {
+		ms := rates.eta.Milliseconds()
+		eta = &ms
 	}
 	j.emit(progressEvent{
-		Type: eventFile, Execution: o.Execution, Bucket: o.Bucket, Key: o.Key, Status: o.Status,
+		Time: now, Type: eventFile, Execution: o.Execution, Bucket: o.Bucket, Key: o.Key, Status: o.Status,
 		JobID: o.JobID, Reason: o.Reason, Code: o.Code, Error: o.Error, Cause: localrun.OneLine(o.Message, 500),
 		Outputs: o.Outputs, Warnings: o.Warnings, Hint: localrun.WithHint(o).Hint, BytesIn: o.BytesIn, BytesOut: o.BytesOut, DurationMS: o.Duration.Milliseconds(),
-		Done: j.totals.Files, Total: j.total,
+		Done: j.tally.totals.Files, Total: j.total,
+		BytesDone: j.bytesDone(), BytesTotal: j.tally.bytesTotal, ETAMS: eta, ETABy: rates.etaBy,
 	})
 }
 
@@ -699,10 +798,10 @@ func (j *jsonProgress) finish(r *localrun.Report, reportPath string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	elapsed := j.clock().Sub(j.started)
-	rates := ratesOf(elapsed, j.ran, j.ranIn, 0)
-	totals := j.totals
+	rates := ratesOf(elapsed, j.tally.ran, j.tally.ranIn, 0)
+	totals := j.tally.totals
 	if r != nil {
 		totals = r.Totals // the report's: also inputs a stopped run never started
 	}
-	j.emit(progressEvent{Type: eventSummary, Totals: &totals, Seconds: elapsed.Seconds(), FilesPerSecond: rates.filesPerSecond, MBPerSecond: rates.mbPerSecond, Report: reportPath, Total: j.total})
+	j.emit(progressEvent{Type: eventSummary, Totals: &totals, Seconds: elapsed.Seconds(), FilesPerSecond: rates.filesPerSecond, MBPerSecond: rates.mbPerSecond, Report: reportPath, Total: j.total, BytesDone: j.bytesDone(), BytesTotal: j.tally.bytesTotal})
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +20,9 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/objectstore/memstore"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
@@ -42,7 +47,7 @@ func TestPlainProgressLines(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
-			p := newProgress(progressPlain, &buf, 3, 2)
+			p := newProgress(progressPlain, &buf, 3, nil, 2)
 			p.done(tt.o)
 			p.finish(nil, "")
 			if got := buf.String(); got != tt.want+"\n" {
@@ -51,7 +56,7 @@ func TestPlainProgressLines(t *testing.T) {
 		})
 	}
 	var buf bytes.Buffer
-	p := newProgress(progressPlain, &buf, 2, 1)
+	p := newProgress(progressPlain, &buf, 2, nil, 1)
 	p.start(runHeader{Version: "v1", Files: 2, Dest: "out", Backend: "local", GDAL: "3.9", Workers: 1})
 	p.done(localrun.Outcome{Bucket: "b", Key: "a.tif", Status: localrun.StatusSkipped})
 	p.done(localrun.Outcome{Bucket: "b", Key: "c.tif", Status: localrun.StatusSkipped})
@@ -134,7 +139,7 @@ func TestBarFitsTheTerminalWidth(t *testing.T) {
 		t.Run(fmt.Sprint(width), func(t *testing.T) {
 			clk := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 			tty, refresh := newFakeTTY(width), make(chan any)
-			p := newBarProgress(io.Discard, tty, 166, 4, clk.Now, refresh)
+			p := newBarProgress(io.Discard, tty, 166, nil, 4, clk.Now, refresh)
 			p.start(runHeader{Files: 166})
 			for i, key := range []string{long, "dem.tif", "landcover_4326.tif", "city.gpkg", "places.shp"} {
 				startExecution(p, clk, fmt.Sprint("exec", i), key, "Convert")
@@ -179,7 +184,7 @@ func TestBarFitsTheTerminalWidth(t *testing.T) {
 func TestBarTickerMovesElapsed(t *testing.T) {
 	clk := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	tty, refresh := newFakeTTY(80), make(chan any)
-	p := newBarProgress(io.Discard, tty, 2, 1, clk.Now, refresh)
+	p := newBarProgress(io.Discard, tty, 2, nil, 1, clk.Now, refresh)
 	p.start(runHeader{Files: 2})
 	startExecution(p, clk, "e1", "huge.tif", "Convert")
 	for _, tt := range []struct {
@@ -216,10 +221,16 @@ func TestJSONProgressStream(t *testing.T) {
 	dir := t.TempDir()
 	src, dest := filepath.Join(dir, "src"), filepath.Join(dir, "out")
 	mkdirs(t, src)
+	var srcBytes int64 // what the listing gives the ETA
 	for _, name := range []string{"landcover_4326.tif", "no_crs.tif", "parks.geojson"} {
 		if err := sampledata.Writer(name)(filepath.Join(src, name)); err != nil {
 			t.Fatal(err)
 		}
+		fi, err := os.Stat(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcBytes += fi.Size()
 	}
 	if err := os.WriteFile(filepath.Join(src, "README.txt"), []byte("notes"), 0o644); err != nil {
 		t.Fatal(err)
@@ -253,7 +264,7 @@ func TestJSONProgressStream(t *testing.T) {
 					t.Errorf("stderr holds more than nothing with --progress-file:\n%s", stderr)
 				}
 			}
-			checkJSONStream(t, stream, lastReport(t, out))
+			checkJSONStream(t, stream, lastReport(t, out), srcBytes)
 			if logs := strings.Count(stream, `"type":"log"`); (logs > 0) != tt.wantLogs {
 				t.Errorf("%d log objects in the stream, want some: %v", logs, tt.wantLogs)
 			}
@@ -261,7 +272,9 @@ func TestJSONProgressStream(t *testing.T) {
 	}
 }
 
-func checkJSONStream(t *testing.T, stream string, report localrun.Report) {
+// checkJSONStream checks a run's stream against its report; srcBytes are
+// the sources' bytes the file events count towards the ETA.
+func checkJSONStream(t *testing.T, stream string, report localrun.Report, srcBytes int64) {
 	t.Helper()
 	var events []progressEvent
 	sc := bufio.NewScanner(strings.NewReader(stream))
@@ -284,6 +297,9 @@ func checkJSONStream(t *testing.T, stream string, report localrun.Report) {
 	if sum.Totals == nil || *sum.Totals != report.Totals || sum.Report == "" {
 		t.Errorf("summary %+v, report totals %+v", sum, report.Totals)
 	}
+	if events[0].BytesTotal != srcBytes || sum.BytesTotal != srcBytes || sum.BytesDone == nil || *sum.BytesDone != srcBytes {
+		t.Errorf("run_started bytes_total %d, summary bytes %v of %d; want %d of %d", events[0].BytesTotal, sum.BytesDone, sum.BytesTotal, srcBytes, srcBytes)
+	}
 	// Per execution: started, then each state entered and left (exited or
 	// failed) before the next, retries and catches inside a state, ended.
 	type execState struct {
@@ -298,6 +314,9 @@ func checkJSONStream(t *testing.T, stream string, report localrun.Report) {
 		switch ev.Type {
 		case eventFile:
 			files[ev.Key] = ev
+			if ev.Execution != "" && (ev.ETABy != etaBytes || ev.BytesTotal != srcBytes || ev.BytesDone == nil || ev.ETAMS == nil) {
+				t.Errorf("event %d: file %s carries eta %v by %q, bytes %v of %d; want an ETA by bytes of %d", i+1, ev.Key, ev.ETAMS, ev.ETABy, ev.BytesDone, ev.BytesTotal, srcBytes)
+			}
 			continue
 		case eventLog, eventNotice:
 			if ev.Message == "" {
@@ -397,11 +416,11 @@ func TestSizedTerminalHasASize(t *testing.T) {
 // object in the stream, and printed above the bar while it is drawn.
 func TestNoticesKeepTheDisplay(t *testing.T) {
 	var plain, stream bytes.Buffer
-	newProgress(progressPlain, &plain, 1, 1).notice("geomigrate: removed 2 staged object(s)")
+	newProgress(progressPlain, &plain, 1, nil, 1).notice("geomigrate: removed 2 staged object(s)")
 	if plain.String() != "geomigrate: removed 2 staged object(s)\n" {
 		t.Errorf("plain notice %q", plain.String())
 	}
-	fmt.Fprint(noticeWriter{p: newProgress(progressJSON, &stream, 1, 1)}, "first\n\nsecond\n")
+	fmt.Fprint(noticeWriter{p: newProgress(progressJSON, &stream, 1, nil, 1)}, "first\n\nsecond\n")
 	var got []string
 	for line := range strings.Lines(stream.String()) {
 		var ev progressEvent
@@ -417,7 +436,7 @@ func TestNoticesKeepTheDisplay(t *testing.T) {
 	clk := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	var out bytes.Buffer
 	tty, refresh := newFakeTTY(80), make(chan any)
-	b := newBarProgress(&out, tty, 2, 1, clk.Now, refresh)
+	b := newBarProgress(&out, tty, 2, nil, 1, clk.Now, refresh)
 	b.notice("before the bar")
 	b.start(runHeader{Files: 2})
 	b.notice("during the bar")
@@ -448,7 +467,7 @@ func TestProgressModes(t *testing.T) {
 	} {
 		var stderr bytes.Buffer
 		f := runFlags{Progress: tt.mode, ProgressFile: tt.file, Workers: 2}
-		p, closeFile, err := f.progress(&stderr, 3)
+		p, closeFile, err := f.progress(&stderr, 3, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -471,5 +490,154 @@ func TestProgressModes(t *testing.T) {
 		if !strings.Contains(written, "hello") {
 			t.Errorf("--progress %s %s: the notice went elsewhere", tt.mode, tt.file)
 		}
+	}
+}
+
+// TestETAByBytes: one 1 GB file and 99 tiny ones, the tiny ones finishing
+// one a second on a fake clock. Measured by the listing's bytes, the ETA
+// after them is the gigabyte still to go at the pace of 99 kB in 99 s
+// (some 11.6 days), not the one file in 99 left (1 s); without sizes (a
+// replay) it falls back to files. The JSON stream carries the bytes and
+// the ETA; the bar shows it.
+func TestETAByBytes(t *testing.T) {
+	const tiny, big, n = 1_000, 1_000_000_000, 99
+	inputs := []migration.Source{{Bucket: "samples", Key: "big.tif", Size: big}}
+	for i := range n {
+		inputs = append(inputs, migration.Source{Bucket: "samples", Key: fmt.Sprintf("tiny-%02d.tif", i), Size: tiny})
+	}
+	finishTiny := func(p progress, clk *fakeClock) {
+		for i := range n {
+			clk.Advance(time.Second)
+			p.done(localrun.Outcome{Bucket: "samples", Key: fmt.Sprintf("tiny-%02d.tif", i), Execution: fmt.Sprint("e", i), Status: localrun.StatusCompleted, BytesIn: tiny})
+		}
+	}
+	ms := func(v *int64) int64 {
+		if v == nil {
+			return -1
+		}
+		return *v
+	}
+	// 99 s for 99 kB: the 1 GB left takes 99 s × 10^9 / 99,000.
+	wantBytesETA := (99 * time.Second).Milliseconds() * big / (n * tiny)
+	for _, tt := range []struct {
+		name      string
+		sizes     listedSizes
+		wantBy    string
+		wantETA   int64 // ms after the tiny files
+		wantTotal int64
+	}{
+		{"listed sizes", sizesOf(inputs), etaBytes, wantBytesETA, big + n*tiny},
+		{"no sizes", sizesOf([]migration.Source{{Bucket: "samples", Key: "big.tif"}}), etaFiles, 1000, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+			var stream bytes.Buffer
+			p := newJSONProgress(&stream, len(inputs), tt.sizes, clk.Now)
+			p.start(runHeader{Files: len(inputs)})
+			finishTiny(p, clk)
+			clk.Advance(time.Hour)
+			p.done(localrun.Outcome{Bucket: "samples", Key: "big.tif", Execution: "big", Status: localrun.StatusCompleted, BytesIn: big})
+			p.finish(nil, "")
+			var events []progressEvent
+			for line := range strings.Lines(stream.String()) {
+				var ev progressEvent
+				if err := json.Unmarshal([]byte(line), &ev); err != nil {
+					t.Fatal(err)
+				}
+				events = append(events, ev)
+			}
+			if len(events) != len(inputs)+2 {
+				t.Fatalf("%d events, want %d", len(events), len(inputs)+2)
+			}
+			started, afterTiny, last, summary := events[0], events[n], events[n+1], events[n+2]
+			if started.BytesTotal != tt.wantTotal || afterTiny.BytesTotal != tt.wantTotal || summary.BytesTotal != tt.wantTotal {
+				t.Errorf("bytes_total %d, %d, %d; want %d", started.BytesTotal, afterTiny.BytesTotal, summary.BytesTotal, tt.wantTotal)
+			}
+			if afterTiny.ETABy != tt.wantBy || last.ETABy != tt.wantBy {
+				t.Errorf("eta_by %q, %q; want %q", afterTiny.ETABy, last.ETABy, tt.wantBy)
+			}
+			if got := ms(afterTiny.ETAMS); got < tt.wantETA-1 || got > tt.wantETA+1 {
+				t.Errorf("after %d tiny files: eta %d ms, want %d", n, got, tt.wantETA)
+			}
+			if got := ms(last.ETAMS); got != 0 {
+				t.Errorf("after the last file: eta %d ms, want 0", got)
+			}
+			if tt.wantTotal == 0 {
+				if afterTiny.BytesDone != nil || summary.BytesDone != nil {
+					t.Errorf("bytes_done without sizes: %v, %v", afterTiny.BytesDone, summary.BytesDone)
+				}
+				return
+			}
+			if got := ms(afterTiny.BytesDone); got != n*tiny {
+				t.Errorf("bytes_done after the tiny files %d, want %d", got, n*tiny)
+			}
+			if got := ms(summary.BytesDone); got != tt.wantTotal {
+				t.Errorf("bytes_done at the end %d, want %d", got, tt.wantTotal)
+			}
+		})
+	}
+
+	// The bar: 99 of 100 files done, and the ETA is the gigabyte's.
+	clk := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	tty, refresh := newFakeTTY(80), make(chan any)
+	b := newBarProgress(io.Discard, tty, len(inputs), sizesOf(inputs), 2, clk.Now, refresh)
+	b.start(runHeader{Files: len(inputs)})
+	finishTiny(b, clk)
+	frame := tty.frame(t, refresh)
+	if want := "ETA " + shortDuration(time.Duration(wantBytesETA)*time.Millisecond); !strings.Contains(frame, "99/100") || !strings.Contains(frame, want) {
+		t.Errorf("bar frame lacks 99/100 and %q:\n%s", want, frame)
+	}
+	b.finish(nil, "")
+}
+
+// TestListingsCarrySizes: the local walk and the S3 lister give each
+// input the bytes they listed (a File Geodatabase its files together),
+// which the run's ETA counts.
+func TestListingsCarrySizes(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	files := map[string]int{"a.tif": 10, "sub/b.geojson": 2000, "city.gdb/a00000001.gdbtable": 300, "city.gdb/a00000001.gdbtablx": 40}
+	for name, size := range files {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		mkdirs(t, filepath.Dir(p))
+		if err := os.WriteFile(p, bytes.Repeat([]byte{'x'}, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]int64{"a.tif": 10, "sub/b.geojson": 2000, "city.gdb": 340}
+	check := func(lister string, inputs []migration.Source) {
+		t.Helper()
+		got := map[string]int64{}
+		for _, in := range inputs {
+			got[in.Key] = in.Size
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("%s: sizes %v, want %v", lister, got, want)
+		}
+	}
+	_, inputs, _, err := collectSources([]string{src}, filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("local walk", inputs)
+	_, one, _, err := collectSources([]string{filepath.Join(src, "sub", "b.geojson")}, filepath.Join(dir, "out"))
+	if err != nil || len(one) != 1 || one[0].Size != 2000 {
+		t.Errorf("a file named on the command line: %+v, %v", one, err)
+	}
+
+	store := memstore.New("src")
+	for name, size := range files {
+		if _, err := store.Put(context.Background(), objectstore.PutRequest{Bucket: "src", Key: name, Body: bytes.NewReader(make([]byte, size)), Size: int64(size)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inputs, err = listS3Sources(context.Background(), store, []string{"s3://src/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("S3 lister", inputs)
+	inputs, err = listS3Sources(context.Background(), store, []string{"s3://src/sub/b.geojson"})
+	if err != nil || len(inputs) != 1 || inputs[0].Size != 2000 {
+		t.Errorf("an S3 key named exactly: %+v, %v", inputs, err)
 	}
 }

@@ -28,8 +28,8 @@ func (c *reportCmd) Run(e *cmdEnv) error {
 	return runReport(e.stdout, e.stderr, c.File, c.HTML, c.Out, c.Dest)
 }
 
-// reportPerPage is how many quick-looks a page of `report --html` holds
-// (some 25 KiB each): 50 keep a page near 1.3 MB.
+// reportPerPage is how many quick-looks a page of `report --html` holds:
+// 50 of the samples' keep a page near 150 KB (docs/decisions/0108).
 const reportPerPage = 50
 
 func runReport(stdout, stderr io.Writer, run string, html bool, out, destDir string) error {

@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/asljudge"
+	"github.com/geomigrate/geomigrate/internal/htmlreport"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"golang.org/x/image/webp"
 	"golang.org/x/net/html"
 )
 
@@ -48,8 +50,8 @@ func reportPage(t *testing.T) (string, localrun.Report) {
 
 // checkPage checks a report page (as written, or as a browser's DOM): the
 // totals table, and one <img> per output of the report whose src is a
-// data: URI holding a PNG and one relative link to its STAC item; no
-// other URL leads outside the page.
+// data: URI holding a PNG or a WebP image (decoded by Go's decoders) and
+// one relative link to its STAC item; no other URL leads outside the page.
 func checkPage(t *testing.T, page string, r localrun.Report) {
 	t.Helper()
 	doc, err := html.Parse(strings.NewReader(page))
@@ -101,15 +103,31 @@ func checkPage(t *testing.T, page string, r localrun.Report) {
 	if stacLinks != outputs {
 		t.Errorf("%d links to STAC items, want one per output (%d)", stacLinks, outputs)
 	}
+	checkQuickLooks(t, imgs)
+}
+
+// checkQuickLooks decodes the quick-looks of img src attributes: PNG or
+// WebP data: URIs, 256 px on their longer side.
+func checkQuickLooks(t *testing.T, imgs []string) {
+	t.Helper()
 	for _, src := range imgs {
-		data, ok := strings.CutPrefix(src, "data:image/png;base64,")
+		decode, data := png.Decode, strings.TrimPrefix(src, "data:image/png;base64,")
+		if webpData, ok := strings.CutPrefix(src, "data:image/webp;base64,"); ok {
+			decode, data = webp.Decode, webpData
+		}
 		b, err := base64.StdEncoding.DecodeString(data)
-		if !ok || err != nil || len(b) == 0 {
-			t.Errorf("img src %.60q… is not a PNG data: URI (%v)", src, err)
+		if data == src || err != nil || len(b) == 0 {
+			t.Errorf("img src %.60q… is not a PNG or WebP data: URI (%v)", src, err)
 			continue
 		}
-		if _, err := png.Decode(bytes.NewReader(b)); err != nil {
-			t.Errorf("img data is not a PNG: %v", err)
+		img, err := decode(bytes.NewReader(b))
+		if err != nil {
+			t.Errorf("img %.40q…: %v", src, err)
+			continue
+		}
+		// Useful at a glance: the longer side is the page's 256 px.
+		if size := img.Bounds().Size(); max(size.X, size.Y) != htmlreport.QuickLookPixels {
+			t.Errorf("img %.40q… is %v, want %d px on its longer side", src, size, htmlreport.QuickLookPixels)
 		}
 	}
 }
@@ -310,8 +328,8 @@ func TestReportDest(t *testing.T) {
 
 // TestReportHTMLPagesLargeRuns: a report of 300 outputs (real COGs and
 // GeoParquet files, drawn by GDAL) is written as pages of at most 50
-// quick-looks, each under 2 MB, linked to each other; together they hold
-// every quick-look.
+// quick-looks linked to each other; together they hold every quick-look,
+// each a PNG or WebP at 256 px, in at most 2,000,000 bytes.
 func TestReportHTMLPagesLargeRuns(t *testing.T) {
 	first, _, dest := sampleRun(t)
 	r, err := readReport(first)
@@ -366,11 +384,26 @@ func TestReportHTMLPagesLargeRuns(t *testing.T) {
 		}
 		total += fi.Size()
 		t.Logf("%s: %d bytes", filepath.Base(p), fi.Size())
-		if fi.Size() > 2_000_000 {
-			t.Errorf("%s is %d bytes, over 2 MB", filepath.Base(p), fi.Size())
-		}
 		b, _ := os.ReadFile(p)
-		imgs += strings.Count(string(b), `src="data:image/png;base64,`)
+		doc, err := html.Parse(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var srcs []string
+		var visit func(*html.Node)
+		visit = func(n *html.Node) {
+			for _, a := range n.Attr {
+				if n.Type == html.ElementNode && n.Data == "img" && a.Key == "src" {
+					srcs = append(srcs, a.Val)
+				}
+			}
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				visit(c)
+			}
+		}
+		visit(doc)
+		checkQuickLooks(t, srcs)
+		imgs += len(srcs)
 		for _, other := range pages {
 			if other != p && !strings.Contains(string(b), `href="`+filepath.Base(other)+`"`) {
 				t.Errorf("%s does not link to %s", filepath.Base(p), filepath.Base(other))
@@ -381,4 +414,7 @@ func TestReportHTMLPagesLargeRuns(t *testing.T) {
 		t.Errorf("%d quick-looks over the pages, want %d", imgs, n)
 	}
 	t.Logf("%d outputs: %d pages, %d bytes together", n, len(pages), total)
+	if total > 2_000_000 {
+		t.Errorf("%d outputs make %d bytes of pages, over 2,000,000", n, total)
+	}
 }

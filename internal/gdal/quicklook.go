@@ -2,20 +2,24 @@ package gdal
 
 // Quick-look images of outputs for the HTML run report (they implement
 // htmlreport.Renderer): a thumbnail of a raster, an extent map of a vector
-// layer. GDAL reads, resamples, rasterizes and encodes the PNG into
+// layer. GDAL reads, resamples, rasterizes and encodes the image into
 // /vsimem/; nothing is written beside the output (no .aux.xml: statistics
 // are computed here, not by GDAL's PAM).
+//
+// Continuous rasters (imagery, elevation, stretched values) are encoded
+// as lossy WebP with a lossless alpha, a tenth of the PNG's bytes at the
+// same size, which keeps a report of hundreds of outputs small; classes
+// (colour tables) and extent maps stay PNG, paletted and exact, and so
+// does everything when this GDAL has no WEBP driver (docs/decisions/0108).
 
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/formats"
@@ -26,39 +30,6 @@ import (
 // shows where features are (a density of their bounding-box centres)
 // rather than rasterizing every geometry.
 const MaxExtentFeatures = 20000
-
-var quickLookSeq atomic.Int64
-
-// vsimemPNG is a fresh /vsimem/ name for one PNG.
-func vsimemPNG() string {
-	return fmt.Sprintf("/vsimem/geomigrate-quicklook-%d.png", quickLookSeq.Add(1))
-}
-
-// encodePNG translates ds to PNG with switches and returns the file's
-// bytes; the /vsimem/ files are removed.
-func encodePNG(ds *godal.Dataset, switches []string, eh interface {
-	godal.DatasetTranslateOption
-	godal.CloseOption
-}) ([]byte, error) {
-	name := vsimemPNG()
-	defer func() {
-		_ = godal.VSIUnlink(name)
-		_ = godal.VSIUnlink(name + ".aux.xml") // PAM, when GDAL kept georeferencing there
-	}()
-	out, err := ds.Translate(name, append([]string{"-of", "PNG"}, switches...), eh)
-	if err != nil {
-		return nil, err
-	}
-	if err := out.Close(eh); err != nil {
-		return nil, err
-	}
-	f, err := godal.VSIOpen(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(f)
-}
 
 // fit scales w×h so that the longer side is px (small images are enlarged:
 // a 40×30 grid is still a readable thumbnail), keeping at least one pixel.
@@ -72,12 +43,13 @@ func fit(w, h, px int) (int, int) {
 	return max(1, int(math.Round(float64(w)*float64(px)/float64(h)))), px
 }
 
-// Thumbnail renders a raster output as a PNG whose longer side is px: the
-// first three bands as RGB when there are three or more, else the first
-// band, with its colour table when it has one. Other than Byte data is
-// stretched to 0..255 between its 2nd and 98th percentiles (read at the
-// thumbnail's size, nodata and NaN left out); nodata becomes transparent.
-// The caption says what is shown.
+// Thumbnail renders a raster output as an image whose longer side is px:
+// the first three bands as RGB when there are three or more, else the
+// first band, with its colour table when it has one (a PNG). Other than
+// Byte data is stretched to 0..255 between its 2nd and 98th percentiles
+// (read at the thumbnail's size, nodata and NaN left out); nodata becomes
+// transparent. All but colour tables are WebP when GDAL can write it. The
+// caption says what is shown.
 func (e *Engine) Thumbnail(path string, px int) ([]byte, string, error) {
 	rec := newRecorder()
 	eh := godal.ErrLogger(rec.handle)
@@ -110,12 +82,14 @@ func (e *Engine) Thumbnail(path string, px int) ([]byte, string, error) {
 		crs = srsName(sr)
 		sr.Close()
 	}
-	src := ds
+	src, lossy := ds, lossyQuickLooks()
 	switch {
 	case len(list) == 1 && len(bands[0].ColorTable().Entries) > 0:
-		// Classes: never averaged into colours no class has.
+		// Classes: never averaged into colours no class has, nor blurred
+		// by a lossy encoding.
 		switches = append(switches, "-r", "nearest")
 		caption += ", colour table"
+		lossy = false
 	case dtype != godal.Byte:
 		// Stretched here rather than by gdal_translate -scale, which
 		// does not clip: values below the 2nd percentile would land on
@@ -126,9 +100,22 @@ func (e *Engine) Thumbnail(path string, px int) ([]byte, string, error) {
 		}
 		defer img.Close(eh)
 		src, switches = img, nil
+		if lossy && len(list) == 1 {
+			// WebP is RGB(A): the grey band thrice, then the alpha.
+			switches = []string{"-b", "1", "-b", "1", "-b", "1", "-b", "2"}
+		}
 		caption += fmt.Sprintf(", stretched %.4g to %.4g (2nd to 98th percentile)", lo, hi)
 	default:
 		switches = append(switches, "-r", "average")
+		if lossy {
+			// RGB(A) for WebP; the mask (nodata, an alpha band) as alpha,
+			// where the PNG driver writes nodata as transparency itself.
+			rgb := []string{"-b", "1", "-b", "2", "-b", "3"}
+			if len(list) == 1 {
+				rgb = []string{"-b", "1", "-b", "1", "-b", "1"}
+			}
+			switches = append([]string{"-outsize", strconv.Itoa(w), strconv.Itoa(h), "-r", "average"}, append(rgb, "-b", "mask")...)
+		}
 	}
 	if nd, ok := bands[0].NoData(); ok {
 		caption += fmt.Sprintf(", nodata %g transparent", nd)
@@ -136,7 +123,11 @@ func (e *Engine) Thumbnail(path string, px int) ([]byte, string, error) {
 	if crs != "" {
 		caption += ", " + crs
 	}
-	b, err := encodePNG(src, switches, eh)
+	encode := encodePNG
+	if lossy {
+		encode = encodeWebP
+	}
+	b, err := encode(src, switches, eh)
 	if err != nil {
 		return nil, "", fmt.Errorf("gdal.Thumbnail: %s: %w", path, err)
 	}

@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/airbusgeo/godal"
+	"golang.org/x/image/webp"
+
 	"github.com/geomigrate/geomigrate/internal/geoparquet"
 )
 
@@ -77,14 +79,41 @@ func writeQuickLookRaster(t *testing.T, path string, dtype godal.DataType, bands
 
 func decodePNG(t *testing.T, b []byte) image.Image {
 	t.Helper()
-	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
-		t.Fatalf("not a PNG: % x", b[:min(8, len(b))])
-	}
-	img, err := png.Decode(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
+	img, format := decodeQuickLook(t, b)
+	if format != "png" {
+		t.Fatalf("a %s, want a PNG", format)
 	}
 	return img
+}
+
+// decodeQuickLook decodes a PNG or WebP quick-look with Go's own decoders
+// (image/png, golang.org/x/image/webp), not GDAL's.
+func decodeQuickLook(t *testing.T, b []byte) (image.Image, string) {
+	t.Helper()
+	var img image.Image
+	var err error
+	format := ""
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")):
+		format = "png"
+		img, err = png.Decode(bytes.NewReader(b))
+	case len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP":
+		format = "webp"
+		img, err = webp.Decode(bytes.NewReader(b))
+	default:
+		t.Fatalf("neither PNG nor WebP: % x", b[:min(12, len(b))])
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", format, err)
+	}
+	return img, format
+}
+
+// near reports whether the 8-bit channel of a 16-bit value c is within a
+// lossy encoding's reach of want.
+func near(c uint32, want int) bool {
+	d := int(c>>8) - want
+	return d >= -24 && d <= 24
 }
 
 // dirList is the names in dir: a quick-look must add nothing beside its
@@ -118,7 +147,10 @@ func TestThumbnail(t *testing.T) {
 		wantW      int
 		wantH      int
 		caption    string
-		check      func(t *testing.T, img image.Image)
+		// format is the image's when GDAL writes WebP: continuous
+		// rasters lossy, classes exact.
+		format string
+		check  func(t *testing.T, img image.Image)
 	}{
 		{
 			name: "float with nodata is stretched, nodata transparent", file: "temp.tif", dtype: godal.Float32, bands: 1, w: 600, h: 300, nodata: &nd,
@@ -128,7 +160,7 @@ func TestThumbnail(t *testing.T) {
 				}
 				return 0.001 * float64(x) // 0.3 .. 0.6: a byte cast would be all 0
 			},
-			wantW: 256, wantH: 128, caption: "stretched",
+			wantW: 256, wantH: 128, caption: "stretched", format: "webp",
 			check: func(t *testing.T, img image.Image) {
 				if _, _, _, a := img.At(10, 64).RGBA(); a != 0 {
 					t.Errorf("nodata pixel alpha %d, want transparent", a)
@@ -155,7 +187,7 @@ func TestThumbnail(t *testing.T) {
 		{
 			name: "paletted keeps its classes", file: "classes.tif", dtype: godal.Byte, bands: 1, w: 40, h: 80, ct: palette,
 			value: func(_, x, y int) float64 { return float64(1 + y/40) },
-			wantW: 128, wantH: 256, caption: "colour table",
+			wantW: 128, wantH: 256, caption: "colour table", format: "png",
 			check: func(t *testing.T, img image.Image) {
 				if r, g, b, _ := img.At(60, 10).RGBA(); r>>8 != 255 || g != 0 || b != 0 {
 					t.Errorf("class 1 pixel %v, want red", img.At(60, 10))
@@ -173,13 +205,34 @@ func TestThumbnail(t *testing.T) {
 				}
 				return 0
 			},
-			wantW: 256, wantH: 256, caption: "bands 1-3 as RGB",
+			wantW: 256, wantH: 256, caption: "bands 1-3 as RGB", format: "webp",
 			check: func(t *testing.T, img image.Image) {
-				if r, g, b, _ := img.At(10, 10).RGBA(); r>>8 != 255 || g != 0 || b != 0 {
+				if r, g, b, a := img.At(10, 10).RGBA(); !near(r, 255) || !near(g, 0) || !near(b, 0) || a>>8 != 255 {
 					t.Errorf("left pixel %v, want red", img.At(10, 10))
 				}
-				if r, g, b, _ := img.At(250, 10).RGBA(); r != 0 || g>>8 != 255 || b != 0 {
+				if r, g, b, a := img.At(250, 10).RGBA(); !near(r, 0) || !near(g, 255) || !near(b, 0) || a>>8 != 255 {
 					t.Errorf("right pixel %v, want green", img.At(250, 10))
+				}
+			},
+		},
+		{
+			name: "grey bytes with nodata: nodata transparent", file: "grey.tif", dtype: godal.Byte, bands: 1, w: 300, h: 300, nodata: func() *float64 { v := 0.0; return &v }(),
+			value: func(_, x, y int) float64 { // the top third nodata, then a ramp
+				if y < 100 {
+					return 0
+				}
+				return float64(1 + x*254/299)
+			},
+			wantW: 256, wantH: 256, caption: "nodata 0 transparent", format: "webp",
+			check: func(t *testing.T, img image.Image) {
+				if _, _, _, a := img.At(128, 20).RGBA(); a != 0 {
+					t.Errorf("nodata pixel alpha %d, want transparent", a>>8)
+				}
+				if r, _, _, a := img.At(250, 200).RGBA(); !near(r, 250) || a>>8 != 255 {
+					t.Errorf("bright end %v, want opaque near 250", img.At(250, 200))
+				}
+				if r, _, _, a := img.At(5, 200).RGBA(); !near(r, 5) || a>>8 != 255 {
+					t.Errorf("dark end %v, want opaque near 5", img.At(5, 200))
 				}
 			},
 		},
@@ -193,7 +246,14 @@ func TestThumbnail(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			img := decodePNG(t, b)
+			img, format := decodeQuickLook(t, b)
+			want := tt.format
+			if !lossyQuickLooks() {
+				want = "png" // this GDAL has no WEBP driver
+			}
+			if format != want {
+				t.Errorf("a %s, want a %s", format, want)
+			}
 			if got := img.Bounds().Size(); got.X != tt.wantW || got.Y != tt.wantH {
 				t.Errorf("size %v, want %dx%d", got, tt.wantW, tt.wantH)
 			}

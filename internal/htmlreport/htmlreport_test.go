@@ -34,10 +34,20 @@ func tinyPNG(t *testing.T) []byte {
 
 var pngBytes []byte
 
+// webpHeader is how a WebP file starts (a RIFF container of form WEBP):
+// all imageType reads.
+var webpHeader = []byte("RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00")
+
 func (f *fakeRenderer) draw(list *[]string, path, what string) ([]byte, string, error) {
 	*list = append(*list, path)
 	if f.fail[path] {
 		return nil, "", errors.New("cannot open " + path)
+	}
+	switch {
+	case strings.HasSuffix(path, ".webp.tif"):
+		return webpHeader, what + " of " + path, nil
+	case strings.HasSuffix(path, ".garbage.tif"):
+		return []byte("GIF89a"), what + " of " + path, nil
 	}
 	return pngBytes, what + " of " + path, nil
 }
@@ -290,5 +300,28 @@ func TestRenderPages(t *testing.T) {
 	one, _, err := Render(run, r, Paging{})
 	if err != nil || len(one) != 1 || strings.Contains(string(one[0]), `class="pages"`) {
 		t.Errorf("without paging: %d pages, %v", len(one), err)
+	}
+}
+
+// TestQuickLookTypes: a WebP quick-look is embedded as image/webp, a PNG
+// as image/png; anything else is a quick-look that failed.
+func TestQuickLookTypes(t *testing.T) {
+	pngBytes = tinyPNG(t)
+	run := Run{SchemaVersion: 1, Files: []File{{Dataset: "a", Key: "x", Status: "completed", Outputs: []Output{
+		{Key: "a.tif", Path: "/out/a.tif"}, {Key: "b.webp.tif", Path: "/out/b.webp.tif"}, {Key: "c.garbage.tif", Path: "/out/c.garbage.tif"},
+	}}}}
+	var buf bytes.Buffer
+	res, err := Write(&buf, run, &fakeRenderer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	wantPNG := `src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(pngBytes) + `"`
+	wantWebP := `src="data:image/webp;base64,` + base64.StdEncoding.EncodeToString(webpHeader) + `"`
+	if !strings.Contains(page, wantPNG) || !strings.Contains(page, wantWebP) {
+		t.Errorf("page lacks the PNG or the WebP data: URI")
+	}
+	if res.Images != 2 || len(res.Failed) != 1 || !strings.Contains(res.Failed[0], "neither PNG nor WebP") {
+		t.Errorf("result %+v, want 2 images and the GIF failed", res)
 	}
 }

@@ -33,6 +33,12 @@ type Source struct {
 	Key         string `json:"key"`
 	KeyEncoding string `json:"key_encoding"` // "url" (S3 notifications) or "plain"
 	DatasetID   string `json:"dataset_id"`
+	// Size is the source's bytes as a CLI listing found them (a local
+	// stat, an S3 listing's Size; a directory source: its files
+	// together), 0 when not listed: what a run's progress estimates its
+	// time left by. Not part of the execution input: HashCheck reads the
+	// object's own size.
+	Size int64 `json:"-"`
 }
 
 // DecodedKey returns the object key: notification keys are URL-encoded in
