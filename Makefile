@@ -73,8 +73,24 @@ BENCH_QUICK   ?=
 BENCH_INCLUDE ?=
 BENCH_FLAGS   ?=
 
+# gpq (planetlabs/gpq at 2baf6be, Apache-2.0), the GeoParquet figures'
+# anchor: built from the shared anchors' git archive in a scratch directory
+# with its own go.mod (dependencies from the Go module proxy), never linked
+# into geomigrate. Without the archive the gpq figures say "not measured".
+GPQ_ARCHIVE ?= ../shared/anchors/gpq-2baf6be.tar.gz
+GPQ_SHA256  := 29fe3a7b3165bec880bb232ab41035b181462788b35b2ae9cdf439724d9d3fda
+GPQ_SCRATCH := build/gpq-2baf6be
+
+.PHONY: bench-gpq
+bench-gpq: ## build the GeoParquet anchor bin/bench/gpq from GPQ_ARCHIVE (planetlabs/gpq at 2baf6be), when missing
+	@if [ -x $(BENCH_DIR)/gpq ]; then exit 0; fi; \
+	if [ ! -f "$(GPQ_ARCHIVE)" ]; then echo "bench-gpq: $(GPQ_ARCHIVE) not found (GPQ_ARCHIVE=…): the gpq figures will not be measured"; exit 0; fi; \
+	echo "$(GPQ_SHA256)  $(GPQ_ARCHIVE)" | sha256sum -c --quiet; \
+	rm -rf $(GPQ_SCRATCH) && mkdir -p $(GPQ_SCRATCH) $(BENCH_DIR) && tar xzf "$(GPQ_ARCHIVE)" -C $(GPQ_SCRATCH); \
+	cd $(GPQ_SCRATCH) && GOWORK=off $(GO) build -o $(CURDIR)/$(BENCH_DIR)/gpq ./cmd/gpq
+
 .PHONY: bench-binaries
-bench-binaries: cli ## build what make bench runs: bin/geomigrate, bin/geomigrate-bench, bin/bench/sha256file and two test binaries
+bench-binaries: cli bench-gpq ## build what make bench runs: bin/geomigrate, bin/geomigrate-bench, bin/bench/sha256file, bin/bench/gpq and two test binaries
 	@[ -x /usr/bin/time ] || $(MAKE) --no-print-directory deps APT_PACKAGES=time
 	$(GO) build -ldflags "-X github.com/geomigrate/geomigrate/internal/buildinfo.Revision=$$(git rev-parse --short=12 HEAD 2>/dev/null)" -o $(BIN)/geomigrate-bench ./cmd/geomigrate-bench
 	$(GO) build -o $(BENCH_DIR)/sha256file ./cmd/geomigrate-bench/sha256file

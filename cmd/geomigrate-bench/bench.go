@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +27,7 @@ type bench struct {
 	sha256File     string // bin/bench/sha256file
 	localrunTest   string
 	geoparquetTest string
+	gpq            string // bin/bench/gpq, the GeoParquet anchor (make bench-gpq)
 	gdalConfig     gdal.Config
 }
 
@@ -183,7 +185,11 @@ type runReport struct {
 // fresh destination (its own state store) each run, so that every run does
 // the whole work: hash, checks, conversion, fidelity check, staging,
 // promotion. A file that does not complete fails the run, with its reason.
-func (b *bench) migrate(src, work string) benchpair.Side {
+func (b *bench) migrate(src, work string) benchpair.Side { return b.migrateThen(src, work, nil) }
+
+// migrateThen is migrate, and inspect (when not nil) is handed the
+// measurement and the first output file before the destination is removed.
+func (b *bench) migrateThen(src, work string, inspect func(m *benchpair.Measurement, output string) error) benchpair.Side {
 	return func(ctx context.Context, run int) (benchpair.Measurement, error) {
 		dest := filepath.Join(work, fmt.Sprintf("dest-%d", run))
 		report := filepath.Join(work, fmt.Sprintf("report-%d.json", run))
@@ -211,7 +217,23 @@ func (b *bench) migrate(src, work string) benchpair.Side {
 			return m, fmt.Errorf("%d of %d files completed: %s", rep.Totals.Completed, rep.Totals.Files, strings.Join(why, "; "))
 		}
 		m.Metrics = map[string]float64{"bytes_out": float64(rep.Totals.BytesOut)}
-		return m, nil
+		if inspect == nil {
+			return m, nil
+		}
+		var output string
+		err = filepath.WalkDir(dest, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && output == "" && !d.IsDir() && strings.HasSuffix(p, ".parquet") {
+				output = p
+			}
+			return err
+		})
+		if err == nil && output == "" {
+			err = fmt.Errorf("no .parquet output under %s", dest)
+		}
+		if err != nil {
+			return m, err
+		}
+		return m, inspect(&m, output)
 	}
 }
 

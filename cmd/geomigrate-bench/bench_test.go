@@ -45,7 +45,7 @@ func TestExperimentsTable(t *testing.T) {
 	}
 	full, quick := (&bench{}).sizes(), (&bench{quick: true}).sizes()
 	if full.points != 1_000_000 || full.polygons != 100_000 || quick.points != full.points || quick.polygons != full.polygons {
-		t.Fatalf("the GeoParquet sets must keep the sizes gpq's published figures are for: %+v / %+v", full, quick)
+		t.Fatalf("the GeoParquet sets must keep their sizes in quick mode (1,000,000 points, 100,000 polygons): %+v / %+v", full, quick)
 	}
 	if rasterBytes(full.bigSide) > 1<<31 || rasterBytes(full.bigSide) < 0.99*(1<<31) || full.hashBytes != 2e9 || full.vector != 10_000_000 {
 		t.Fatalf("full sizes %+v", full)

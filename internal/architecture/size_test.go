@@ -39,7 +39,7 @@ func TestLargeFilesGiveAReason(t *testing.T) {
 			return err
 		}
 		if d.IsDir() {
-			if n := d.Name(); path != root && (strings.HasPrefix(n, ".") || n == "node_modules" || n == "testdata" || n == "cdk.out") {
+			if path != root && skippedDir(d.Name()) {
 				return filepath.SkipDir
 			}
 			return nil
