@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/geomigrate/geomigrate/internal/cost"
-	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
 
 func (r *planReport) print(w io.Writer) {
@@ -73,7 +73,7 @@ func (r *planReport) print(w io.Writer) {
 			if perFile && f.RecipeHash != "" {
 				why += "  (recipe " + f.RecipeHash + ")"
 			}
-			lines = append(lines, fmt.Sprintf("  %s/%s  %s", f.Bucket, localrun.QuoteKey(f.Key), why))
+			lines = append(lines, fmt.Sprintf("  %s/%s  %s", f.Bucket, objectstore.QuoteKey(f.Key), why))
 		}
 		if more > 0 {
 			lines = append(lines, fmt.Sprintf("  … and %d more (--json lists every file)", more))
@@ -154,7 +154,7 @@ func (r *planReport) printRecipes(w io.Writer) {
 	first := map[string]string{}
 	for _, f := range r.Files {
 		if _, ok := first[f.RecipeHash]; !ok && f.RecipeHash != "" {
-			first[f.RecipeHash] = f.Bucket + "/" + localrun.QuoteKey(f.Key)
+			first[f.RecipeHash] = f.Bucket + "/" + objectstore.QuoteKey(f.Key)
 		}
 	}
 	var hashes []string
