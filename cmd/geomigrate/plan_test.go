@@ -203,8 +203,9 @@ func TestPlanReportsACollision(t *testing.T) {
 	}
 }
 
-// TestPlanRejectedByHashCheck: a key HashCheck refuses (a newline in the
-// name) is listed as refused at hashcheck and charged the rejected walk.
+// TestPlanRejectedByHashCheck: a listed file whose key HashCheck refuses
+// (a newline in the name) reaches the plan and is refused at hashcheck
+// (internal/plan's TestPlanDecisions checks what it is charged).
 func TestPlanRejectedByHashCheck(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "src")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -214,9 +215,6 @@ func TestPlanRejectedByHashCheck(t *testing.T) {
 	r := planJSON(t, dir)
 	if len(r.Files) != 1 || r.Files[0].Action != plan.ActionRefuse || r.Files[0].Stage != "hashcheck" || r.Files[0].Code != "InvalidKey" {
 		t.Fatalf("files %+v", r.Files)
-	}
-	if w := r.Model.Walks[cost.Rejected]; r.Estimate.Transitions != int64(w.Transitions) || r.Estimate.SQSRequests != 1 {
-		t.Errorf("estimate %+v, rejected walk %+v", r.Estimate, w)
 	}
 }
 
