@@ -10,7 +10,7 @@ HYGIENE_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 # RACE_EXCLUDED.
 RACE_PKGS ?= ./internal/asl/... ./internal/awsapp ./internal/breaker/... \
 	./internal/emf ./internal/filelock/... ./internal/fingerprint \
-	./internal/localrun/... ./internal/migration ./internal/objectstore/... ./internal/policy/... \
+	./internal/localrun/... ./internal/migration ./internal/objectstore/... ./internal/plan ./internal/policy/... \
 	./internal/queue/... ./internal/statestore/...
 # Race-checked with -short: their slowest cases are GDAL conversions (C code,
 # which the detector does not see), whole CLI runs and GeoParquet files of a

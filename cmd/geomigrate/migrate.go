@@ -133,7 +133,7 @@ func nothingToMigrate(srcs []string, pre []localrun.Outcome, stderr io.Writer) e
 		return fmt.Errorf("nothing to migrate: %s holds no files", where)
 	}
 	for _, o := range pre {
-		fmt.Fprintf(stderr, "%-11s %s/%s %s\n", o.Status, o.Bucket, localrun.QuoteKey(o.Key), o.Reason)
+		fmt.Fprintf(stderr, "%-11s %s/%s %s\n", o.Status, o.Bucket, objectstore.QuoteKey(o.Key), o.Reason)
 	}
 	return fmt.Errorf("nothing to migrate: %s holds no geospatial candidate, %d file(s) ignored or skipped (listed above)", where, len(pre))
 }

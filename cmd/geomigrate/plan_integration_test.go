@@ -17,6 +17,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/plan"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/dynamostore"
 )
@@ -104,7 +105,7 @@ func TestPlanAWSBackend(t *testing.T) {
 	}
 	skipped := 0
 	for _, f := range r.Files {
-		if f.Action == actionSkip && f.Reason == migration.ReasonAlreadyMigrated {
+		if f.Action == plan.ActionSkip && f.Reason == migration.ReasonAlreadyMigrated {
 			skipped++
 		}
 	}
@@ -118,7 +119,7 @@ func TestPlanAWSBackend(t *testing.T) {
 	other := planJSON(t, append(planArgs, "--zstd-level", "3")...)
 	refused := map[string]string{}
 	for _, f := range other.Files {
-		if f.Action == actionRefuse {
+		if f.Action == plan.ActionRefuse {
 			refused[filepath.Base(f.Key)] = f.Code
 		}
 	}
@@ -172,7 +173,7 @@ rules:
 		"--create-table", "--state-dir", filepath.Join(dir, "state0")); err == nil || !strings.Contains(err.Error(), "nothing to migrate") {
 		t.Fatalf("migrate over an empty prefix: %v", err)
 	}
-	planned := map[string]planFile{}
+	planned := map[string]plan.File{}
 	for _, f := range planJSON(t, where...).Files {
 		planned[f.Key] = f
 	}
@@ -181,7 +182,7 @@ rules:
 		t.Fatalf("migrate: %v\n%s\n%s", err, out, stderr)
 	}
 	report := lastReport(t, out)
-	replanned := map[string]planFile{}
+	replanned := map[string]plan.File{}
 	for _, f := range planJSON(t, where...).Files {
 		replanned[f.Key] = f
 	}
@@ -195,13 +196,13 @@ rules:
 		if p.RecipeHash != o.RecipeHash || again.RecipeHash != o.RecipeHash {
 			t.Errorf("%s: plan's recipe %q (after the run %q), the report's %q", o.Key, p.RecipeHash, again.RecipeHash, o.RecipeHash)
 		}
-		if (p.Action == actionIgnore) != (o.Status == "ignored") {
+		if (p.Action == plan.ActionIgnore) != (o.Status == "ignored") {
 			t.Errorf("%s: plan %s (%s), migrate %s (%s)", o.Key, p.Action, p.Reason, o.Status, o.Reason)
 		}
 		if strings.HasPrefix(o.Key, "samples/temperature_") && p.Reason != migration.ReasonExcluded {
 			t.Errorf("%s: plan %s (%s), want ignored as %s", o.Key, p.Action, p.Reason, migration.ReasonExcluded)
 		}
-		if (o.Status == "completed") != (again.Action == actionSkip && again.Reason == migration.ReasonAlreadyMigrated) {
+		if (o.Status == "completed") != (again.Action == plan.ActionSkip && again.Reason == migration.ReasonAlreadyMigrated) {
 			t.Errorf("%s: migrate %s, plan after it %s (%s)", o.Key, o.Status, again.Action, again.Reason)
 		}
 		if o.RecipeHash != "" {

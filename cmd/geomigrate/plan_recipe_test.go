@@ -8,6 +8,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/plan"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
@@ -24,10 +25,10 @@ rules:
 // statusOfAction is the run report's status of a file for each plan
 // action (a refusal in preflight is a data problem: remediation).
 var statusOfAction = map[string]string{
-	actionConvert: localrun.StatusCompleted,
-	actionSkip:    localrun.StatusSkipped,
-	actionIgnore:  localrun.StatusIgnored,
-	actionRefuse:  localrun.StatusRemediation,
+	plan.ActionConvert: localrun.StatusCompleted,
+	plan.ActionSkip:    localrun.StatusSkipped,
+	plan.ActionIgnore:  localrun.StatusIgnored,
+	plan.ActionRefuse:  localrun.StatusRemediation,
 }
 
 // TestPlanWithRecipeFilePredictsMigrate: with --recipe, plan's decision and
@@ -50,13 +51,13 @@ func TestPlanWithRecipeFilePredictsMigrate(t *testing.T) {
 		rule       string
 		afterwards string // plan's action after the migrate
 	}{
-		{"dem_utm33.tif", "dem/a.tif", actionConvert, "", "dem", actionSkip},
-		{"temperature_f32.tif", "dem/b.tif", actionConvert, "", "dem", actionSkip},
-		{"empty.tif", "dem/empty.tif", actionRefuse, "CorruptSource", "dem", actionSkip}, // awaiting remediation
-		{"landcover_4326.tif", "other/c.tif", actionConvert, "", "defaults", actionSkip},
-		{"parks.geojson", "parks.geojson", actionConvert, "", "defaults", actionSkip},
-		{"dem_utm33.tif", "scratch/x.tif", actionIgnore, migration.ReasonExcluded, "", actionIgnore},
-		{"", "notes.txt", actionIgnore, "not a geospatial format (.txt)", "", actionIgnore},
+		{"dem_utm33.tif", "dem/a.tif", plan.ActionConvert, "", "dem", plan.ActionSkip},
+		{"temperature_f32.tif", "dem/b.tif", plan.ActionConvert, "", "dem", plan.ActionSkip},
+		{"empty.tif", "dem/empty.tif", plan.ActionRefuse, "CorruptSource", "dem", plan.ActionSkip}, // awaiting remediation
+		{"landcover_4326.tif", "other/c.tif", plan.ActionConvert, "", "defaults", plan.ActionSkip},
+		{"parks.geojson", "parks.geojson", plan.ActionConvert, "", "defaults", plan.ActionSkip},
+		{"dem_utm33.tif", "scratch/x.tif", plan.ActionIgnore, migration.ReasonExcluded, "", plan.ActionIgnore},
+		{"", "notes.txt", plan.ActionIgnore, "not a geospatial format (.txt)", "", plan.ActionIgnore},
 	}
 	for _, f := range files {
 		to := filepath.Join(src, filepath.FromSlash(f.key))
@@ -73,8 +74,8 @@ func TestPlanWithRecipeFilePredictsMigrate(t *testing.T) {
 	if err := os.WriteFile(recipePath, []byte(planRecipe), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	byKey := func(r planReport) map[string]planFile {
-		m := map[string]planFile{}
+	byKey := func(r plan.Report) map[string]plan.File {
+		m := map[string]plan.File{}
 		for _, f := range r.Files {
 			m[f.Key] = f
 		}
@@ -142,7 +143,7 @@ func TestPlanWithRecipeFilePredictsMigrate(t *testing.T) {
 	}
 	// Without --recipe the excluded file and the dem rule's files would be
 	// converted (under another recipe): what plan used to predict.
-	if w := without["scratch/x.tif"]; w.Action != actionConvert {
+	if w := without["scratch/x.tif"]; w.Action != plan.ActionConvert {
 		t.Errorf("without --recipe, scratch/x.tif: %s", w.Action)
 	}
 	if w := without["dem/a.tif"]; w.RecipeHash == planned["dem/a.tif"].RecipeHash {

@@ -15,21 +15,15 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/dirstore"
+	"github.com/geomigrate/geomigrate/internal/plan"
 	"github.com/geomigrate/geomigrate/internal/statestore"
 	"github.com/geomigrate/geomigrate/internal/statestore/boltstore"
 )
 
-// planSource is what a plan reads: the inputs, what the listing already
-// decided, and a HashCheck over stores that refuse every write.
+// planSource is what a plan reads (plan.Source), and what closes it.
 type planSource struct {
-	dest   string // the destination as the user named it, for messages
-	inputs []migration.Source
-	pre    []planFile
-	store  objectstore.Store
-	hash   func(migration.Config) *migration.HashCheck
-	cfg    migration.Config
-	local  bool
-	close  func()
+	plan.Source
+	close func()
 }
 
 // readOnlyStore refuses every write: the plan's proof, on top of only
@@ -112,13 +106,13 @@ func (p *planFlags) localSource(srcs []string) (planSource, error) {
 			return planSource{}, fmt.Errorf("state store %s: %w", db, err)
 		}
 	}
-	src := planSource{dest: cmp.Or(p.dest, "DEST"), inputs: inputs, store: store, local: true, close: closeState}
+	src := planSource{Source: plan.Source{DestWhere: destWhere(cmp.Or(p.dest, "DEST")), Inputs: inputs, Store: store, Local: true}, close: closeState}
 	for _, o := range pre {
-		src.pre = append(src.pre, planFile{Dataset: o.Bucket, Bucket: o.Bucket, Key: o.Key, Format: formatOf(o.Key), Action: actionIgnore, Reason: o.Reason,
+		src.Pre = append(src.Pre, plan.File{Dataset: o.Bucket, Bucket: o.Bucket, Key: o.Key, Format: plan.FormatOf(o.Key), Action: plan.ActionIgnore, Reason: o.Reason,
 			Bytes: fileSizeIn(roots, o.Bucket, o.Key)})
 	}
-	src.cfg = runConfig(p.handlers, p.book, destBucket, "", p.engineVersion)
-	src.hash = func(cfg migration.Config) *migration.HashCheck {
+	src.Config = runConfig(p.handlers, p.book, destBucket, "", p.engineVersion)
+	src.HashCheck = func(cfg migration.Config) *migration.HashCheck {
 		return migration.NewHashCheck(cfg, store, statestore.NewTracker(state), migration.StoreFingerprinter{Store: store, Threshold: cfg.FastFingerprintAbove()}, slog.New(slog.DiscardHandler))
 	}
 	return src, nil
@@ -204,15 +198,15 @@ func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, e
 	if err != nil {
 		return planSource{}, err
 	}
-	src := planSource{dest: cmp.Or(p.dest, "DEST"), store: store, cfg: mcfg, close: func() {}}
+	src := planSource{Source: plan.Source{DestWhere: destWhere(cmp.Or(p.dest, "DEST")), Store: store, Config: mcfg}, close: func() {}}
 	for _, in := range inputs {
 		if why := migration.NotGeospatial(in.Key); why != "" {
-			src.pre = append(src.pre, planFile{Dataset: in.Bucket, Bucket: in.Bucket, Key: in.Key, Format: formatOf(in.Key), Action: actionIgnore, Reason: why})
+			src.Pre = append(src.Pre, plan.File{Dataset: in.Bucket, Bucket: in.Bucket, Key: in.Key, Format: plan.FormatOf(in.Key), Action: plan.ActionIgnore, Reason: why})
 			continue
 		}
-		src.inputs = append(src.inputs, in)
+		src.Inputs = append(src.Inputs, in)
 	}
-	src.hash = func(cfg migration.Config) *migration.HashCheck {
+	src.HashCheck = func(cfg migration.Config) *migration.HashCheck {
 		return migration.NewHashCheck(cfg, store, app.Tracker, migration.StoreFingerprinter{Store: store, Threshold: cfg.FastFingerprintAbove()}, slog.New(slog.DiscardHandler))
 	}
 	return src, nil

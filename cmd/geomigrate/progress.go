@@ -21,6 +21,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/asl"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
 
 // Progress modes (--progress).
@@ -147,7 +148,7 @@ func (p *plainProgress) done(o localrun.Outcome) {
 		// shown: the count (and the first) is, the report has them all.
 		detail += fmt.Sprintf("  warnings: %d (%s)", n, localrun.OneLine(o.Warnings[0], 120))
 	}
-	fmt.Fprintf(p.w, "[%d/%d] %-11s %s/%s %s %s\n", p.totals.Files, p.total, o.Status, o.Bucket, localrun.QuoteKey(o.Key), detail, o.Duration.Round(time.Millisecond))
+	fmt.Fprintf(p.w, "[%d/%d] %-11s %s/%s %s %s\n", p.totals.Files, p.total, o.Status, o.Bucket, objectstore.QuoteKey(o.Key), detail, o.Duration.Round(time.Millisecond))
 }
 
 // logSink is where the handlers' logs go: stderr, or while a run is
@@ -551,7 +552,7 @@ func (b *barProgress) runningLine(w io.Writer, s decor.Statistics, i int) error 
 		head = fmt.Sprintf("  %-9s %6s  attempt %d  ", f.state, shortDuration(b.clock().Sub(f.since)), f.attempt)
 	}
 	// The end of a long key (the file name) says more than its start.
-	name := f.bucket + "/" + localrun.QuoteKey(f.key)
+	name := f.bucket + "/" + objectstore.QuoteKey(f.key)
 	if room := s.AvailableWidth - runewidth.StringWidth(head); runewidth.StringWidth(name) > room && room > 1 {
 		name = "…" + tailWidth(name, room-1)
 	}

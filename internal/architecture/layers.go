@@ -53,6 +53,9 @@ var roles = []struct {
 	// The local executor's stand-in for the SSM SDK integration, for tests.
 	{"internal/policy/ssmpolicy/ssmpolicytest", tests},
 	{"internal/architecture", tests},
+	// `geomigrate plan`'s decisions and report: GDAL and the stores are
+	// ports (plan.Preflighter, plan.Source) the CLI fills.
+	{"internal/plan", domain},
 }
 
 const modulePath = "github.com/geomigrate/geomigrate"

@@ -24,6 +24,9 @@ func TestDomainViolations(t *testing.T) {
 		{"domain imports a Lambda main", "internal/validate",
 			[]string{m + "functions/convert", m + "functions/lambdatest"},
 			[]string{m + "functions/convert (wiring)", m + "functions/lambdatest (wiring)"}},
+		{"plan imports GDAL or the AWS root", "internal/plan",
+			[]string{m + "internal/gdal", m + "internal/awsapp", m + "internal/objectstore"},
+			[]string{m + "internal/gdal (adapter)", m + "internal/awsapp (wiring)"}},
 		{"domain imports the local runner", "internal/recipe",
 			[]string{m + "internal/localrun"}, []string{m + "internal/localrun (wiring)"}},
 		{"unlisted package is domain", "internal/newthing",
@@ -65,6 +68,7 @@ func TestRoleOf(t *testing.T) {
 	}{
 		{"internal/gdal", adapter},
 		{"internal/preflight", domain},
+		{"internal/plan", domain},
 		{"internal/budget", domain},
 		{"internal/statestore/dynamostore", adapter},
 		{"internal/statestore", domain},

@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"text/tabwriter"
 	"time"
 
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/signals"
 )
 
@@ -253,7 +253,7 @@ func (r *Report) PrintSummary(w io.Writer) {
 		if o.Code != "" {
 			what = o.Code
 		}
-		fmt.Fprintf(w, "  %-11s %s/%s  %s: %s\n", o.Status, o.Bucket, QuoteKey(o.Key), what, OneLine(o.Message, 160))
+		fmt.Fprintf(w, "  %-11s %s/%s  %s: %s\n", o.Status, o.Bucket, objectstore.QuoteKey(o.Key), what, OneLine(o.Message, 160))
 		if o.Bundle != "" {
 			fmt.Fprintf(w, "  %-11s bundle: %s\n", "", o.Bundle)
 		}
@@ -307,19 +307,8 @@ func (r *Report) printList(w io.Writer, title string, line func(Outcome) string)
 			fmt.Fprintln(w, "\n"+title)
 		}
 		n++
-		fmt.Fprintf(w, "  %s/%s  %s\n", o.Bucket, QuoteKey(o.Key), l)
+		fmt.Fprintf(w, "  %s/%s  %s\n", o.Bucket, objectstore.QuoteKey(o.Key), l)
 	})
-}
-
-// QuoteKey shows a key on one line: as is, or Go-quoted when it holds a
-// control character (a newline in a file name must not break the line).
-func QuoteKey(key string) string {
-	for _, r := range key {
-		if r < 0x20 || r == 0x7f {
-			return strconv.Quote(key)
-		}
-	}
-	return key
 }
 
 // HumanBytes formats a byte count with binary units.

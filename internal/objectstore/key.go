@@ -3,6 +3,7 @@ package objectstore
 import (
 	"fmt"
 	"mime"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -100,4 +101,15 @@ func SameMetaValue(stored, s string) bool {
 		}
 	}
 	return false
+}
+
+// QuoteKey shows a key on one line: as is, or Go-quoted when it holds a
+// control character (a newline in a file name must not break the line).
+func QuoteKey(key string) string {
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f {
+			return strconv.Quote(key)
+		}
+	}
+	return key
 }

@@ -82,3 +82,18 @@ func TestMetaValue(t *testing.T) {
 		}
 	}
 }
+
+func TestQuoteKey(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"raw/dem tile.tif", "raw/dem tile.tif"},
+		{"raw/München.tif", "raw/München.tif"},
+		{"bad\nname.tif", `"bad\nname.tif"`},
+		{"tab\there.tif", `"tab\there.tif"`},
+		{"del\x7f.tif", `"del\x7f.tif"`},
+		{"", ""},
+	} {
+		if got := objectstore.QuoteKey(c.in); got != c.want {
+			t.Errorf("QuoteKey(%q) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}

@@ -1,4 +1,4 @@
-package main
+package plan
 
 import (
 	"fmt"
@@ -8,10 +8,11 @@ import (
 	"text/tabwriter"
 
 	"github.com/geomigrate/geomigrate/internal/cost"
-	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 )
 
-func (r *planReport) print(w io.Writer) {
+// Print writes the plan as text; --json is the Report itself.
+func (r *Report) Print(w io.Writer) {
 	t := r.Totals
 	perFile := r.recipesPerFile()
 	recipes := "recipe " + r.RecipeHash
@@ -30,7 +31,7 @@ func (r *planReport) print(w io.Writer) {
 		t.Convert, humanBytes(t.ConvertBytes), t.Skip, humanBytes(t.SkipBytes), t.Refuse, humanBytes(t.RefuseBytes), t.Ignore)
 	reasons := map[string]int{}
 	for _, f := range r.Files {
-		if f.Action == actionSkip {
+		if f.Action == ActionSkip {
 			reasons[f.Reason]++
 		}
 	}
@@ -53,7 +54,7 @@ func (r *planReport) print(w io.Writer) {
 		title, action string
 		limit         int
 	}{
-		{"Would skip", actionSkip, 20}, {"Would refuse", actionRefuse, 200}, {"Ignored", actionIgnore, 20},
+		{"Would skip", ActionSkip, 20}, {"Would refuse", ActionRefuse, 200}, {"Ignored", ActionIgnore, 20},
 	}
 	for _, s := range sections {
 		var lines []string
@@ -73,7 +74,7 @@ func (r *planReport) print(w io.Writer) {
 			if perFile && f.RecipeHash != "" {
 				why += "  (recipe " + f.RecipeHash + ")"
 			}
-			lines = append(lines, fmt.Sprintf("  %s/%s  %s", f.Bucket, localrun.QuoteKey(f.Key), why))
+			lines = append(lines, fmt.Sprintf("  %s/%s  %s", f.Bucket, objectstore.QuoteKey(f.Key), why))
 		}
 		if more > 0 {
 			lines = append(lines, fmt.Sprintf("  … and %d more (--json lists every file)", more))
@@ -119,7 +120,7 @@ func (r *planReport) print(w io.Writer) {
 
 // printBounds is the duration and what binds it: every quota's bound,
 // longest first, with what to raise.
-func printBounds(w io.Writer, e cost.Estimate, m planModel) {
+func printBounds(w io.Writer, e cost.Estimate, m Model) {
 	if len(e.Bounds) == 0 {
 		return
 	}
@@ -139,7 +140,7 @@ func printBounds(w io.Writer, e cost.Estimate, m planModel) {
 
 // recipesPerFile tells whether the files' recipes differ from the run-wide
 // one (a recipe file, --co): the text then shows each file's.
-func (r *planReport) recipesPerFile() bool {
+func (r *Report) recipesPerFile() bool {
 	for h := range r.ByRecipe {
 		if h != r.RecipeHash {
 			return true
@@ -150,11 +151,11 @@ func (r *planReport) recipesPerFile() bool {
 
 // printRecipes is the table of recipe hashes: what each would do, and the
 // first file of each (`geomigrate recipe show` prints a key's settings).
-func (r *planReport) printRecipes(w io.Writer) {
+func (r *Report) printRecipes(w io.Writer) {
 	first := map[string]string{}
 	for _, f := range r.Files {
 		if _, ok := first[f.RecipeHash]; !ok && f.RecipeHash != "" {
-			first[f.RecipeHash] = f.Bucket + "/" + localrun.QuoteKey(f.Key)
+			first[f.RecipeHash] = f.Bucket + "/" + objectstore.QuoteKey(f.Key)
 		}
 	}
 	var hashes []string
@@ -173,17 +174,17 @@ func (r *planReport) printRecipes(w io.Writer) {
 }
 
 // countStage counts the files refused at stage.
-func (r *planReport) countStage(stage string) int {
+func (r *Report) countStage(stage string) int {
 	n := 0
 	for _, f := range r.Files {
-		if f.Action == actionRefuse && f.Stage == stage {
+		if f.Action == ActionRefuse && f.Stage == stage {
 			n++
 		}
 	}
 	return n
 }
 
-func printCounts(w io.Writer, what string, m map[string]*planCounts) {
+func printCounts(w io.Writer, what string, m map[string]*Counts) {
 	var keys []string
 	for k := range m {
 		keys = append(keys, k)
