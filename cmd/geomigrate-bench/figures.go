@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -471,8 +472,17 @@ func values(ms []benchpair.Measurement, f func(benchpair.Measurement) float64) [
 func wall(m benchpair.Measurement) float64 { return m.Wall.Seconds() }
 func cpu(m benchpair.Measurement) float64  { return m.CPU.Seconds() }
 func rss(m benchpair.Measurement) float64  { return float64(m.MaxRSS) / (1 << 20) }
+// metric is the run's own figure of that name; NaN where the run did not
+// report it, so that the figure is refused (benchpair.Figure.Check) rather
+// than printed as 0.
 func metric(name string) func(benchpair.Measurement) float64 {
-	return func(m benchpair.Measurement) float64 { return m.Metrics[name] }
+	return func(m benchpair.Measurement) float64 {
+		v, ok := m.Metrics[name]
+		if !ok {
+			return math.NaN()
+		}
+		return v
+	}
 }
 
 func rasterBytes(side int) float64 { return float64(side) * float64(side) * 4 }
