@@ -472,6 +472,7 @@ func values(ms []benchpair.Measurement, f func(benchpair.Measurement) float64) [
 func wall(m benchpair.Measurement) float64 { return m.Wall.Seconds() }
 func cpu(m benchpair.Measurement) float64  { return m.CPU.Seconds() }
 func rss(m benchpair.Measurement) float64  { return float64(m.MaxRSS) / (1 << 20) }
+
 // metric is the run's own figure of that name; NaN where the run did not
 // report it, so that the figure is refused (benchpair.Figure.Check) rather
 // than printed as 0.
