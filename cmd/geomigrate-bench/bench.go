@@ -24,6 +24,7 @@ type bench struct {
 	runs           int
 	cli            string // bin/geomigrate
 	sha256File     string // bin/bench/sha256file
+	convertFloor   string // bin/bench/convertfloor
 	localrunTest   string
 	geoparquetTest string
 	gdalConfig     gdal.Config
@@ -44,6 +45,9 @@ type experiment struct {
 	// goal is the main figure's, shown on the row of an experiment that
 	// could not be measured.
 	goal *benchpair.Goal
+	// unlike, when set, says why the anchor side's times are no
+	// yardstick for geomigrate's (benchpair.Experiment.Unlike).
+	unlike string
 	// setup writes the inputs into dir and returns the sides and how their
 	// measurements become figures.
 	setup func(ctx context.Context, b *bench, dir string) (*setup, error)
@@ -63,7 +67,7 @@ type setup struct {
 // one row saying why it has none. A figure whose values the run did not
 // give (a metric missing from the output) becomes such a row too.
 func (b *bench) measure(ctx context.Context, e experiment, dir string) (benchpair.Experiment, []benchpair.Figure) {
-	ex := benchpair.Experiment{Key: e.name, Title: e.title, LoadStart: benchpair.ReadLoadAvg()}
+	ex := benchpair.Experiment{Key: e.name, Title: e.title, Unlike: e.unlike, LoadStart: benchpair.ReadLoadAvg()}
 	fail := func(err error) (benchpair.Experiment, []benchpair.Figure) {
 		progress("%s: %v", e.name, err)
 		ex.Error, ex.LoadEnd = err.Error(), benchpair.ReadLoadAvg()

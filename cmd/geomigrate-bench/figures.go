@@ -34,8 +34,10 @@ var (
 	// CPU outside GDAL per backfill item, at every size up to 10,000.
 	goalOrchestrationCPU = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 5}
 	goalGPQBytes         = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1}
-	// migrate of 10,000 tiny files within 400 MiB of peak memory.
+	// migrate of 10,000 tiny files within 400 MiB of peak memory, and at
+	// most 3 ms of CPU per file over the conversion floor at every size.
 	goalTinyFilesRSS = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 400}
+	goalTinyOverhead = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 3}
 	goalGPQRows      = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 1}
 )
 
@@ -55,7 +57,7 @@ type sizes struct {
 	points    int   // GeoParquet points set (gpq's count is for 1,000,000)
 	polygons  int   // GeoParquet polygons set (gpq's count is for 100,000)
 	backfill  string
-	tiny      []int // file counts of the tiny-files CLI runs
+	tiny      []int // file counts of the tiny-files experiments
 }
 
 func (b *bench) sizes() sizes {
@@ -66,20 +68,32 @@ func (b *bench) sizes() sizes {
 }
 
 func experiments(s sizes) []experiment {
-	return []experiment{
+	exps := []experiment{
 		{name: "cog", title: fmt.Sprintf("COG, %d² Float32", s.cogSide), runs: 5, quick: 3, goal: goalCOG, setup: cogTime(s.cogSide)},
 		{name: "orchestration", title: "orchestration per file, --workers 1", runs: 1, quick: 1, goal: goalOrchestration, setup: orchestration(s.backfill)},
-		{name: "geoparquet-points", title: fmt.Sprintf("%s points GeoJSON → GeoParquet", count(s.points)), runs: 3, quick: 1, goal: goalGPQBytes,
+		{name: "geoparquet-points", title: fmt.Sprintf("%s points GeoJSON → GeoParquet", count(s.points)), runs: 3, quick: 1, goal: goalGPQBytes, unlike: writerAlone,
 			setup: geoParquet("points.geojson", s.points, sampledata.WritePointsGeoJSON, gpqPointsMB, 1_000_000, "points-1M", true)},
-		{name: "geoparquet-polygons", title: fmt.Sprintf("%s polygons GeoJSON → GeoParquet", count(s.polygons)), runs: 3, quick: 1, goal: goalGPQBytes,
+		{name: "geoparquet-polygons", title: fmt.Sprintf("%s polygons GeoJSON → GeoParquet", count(s.polygons)), runs: 3, quick: 1, goal: goalGPQBytes, unlike: writerAlone,
 			setup: geoParquet("polygons.geojson", s.polygons, sampledata.WritePolygonsGeoJSON, gpqPolygonsMB, 100_000, "quads-100k", false)},
 		{name: "sha256", title: fmt.Sprintf("SHA-256 of %s", gb(float64(s.hashBytes))), runs: 5, quick: 3, goal: goalSHA256, setup: sha256Throughput(s.hashBytes)},
 		{name: "cog-rss", title: fmt.Sprintf("%s GeoTIFF → COG", gib(rasterBytes(s.bigSide))), runs: 2, quick: 2, goal: goalPeakRSS, setup: cogPeakRSS(s.bigSide)},
 		{name: "vector-rss", title: fmt.Sprintf("peak RSS, %s-point GeoPackage layer → GeoParquet", count(s.vector)), runs: 1, quick: 1, goal: goalPeakRSS, setup: vectorPeakRSS(s.vector)},
 		{name: "geoparquet-writer", title: "GeoParquet writer alone, 1,000,000 points", runs: 3, quick: 1, setup: geoParquetWriter},
-		{name: "tiny-files", title: "migrate and backfill CLIs over tiny files, peak RSS and CPU per file", runs: 1, quick: 1, goal: goalTinyFilesRSS, setup: tinyFiles(s.tiny)},
 	}
+	for _, n := range s.tiny {
+		runs := 3
+		if n >= 10000 {
+			runs = 1
+		}
+		exps = append(exps, experiment{name: fmt.Sprintf("tiny-files-%d", n), title: fmt.Sprintf("migrate of %s tiny files against the conversion floor", count(n)),
+			runs: runs, quick: 2, goal: goalTinyOverhead, setup: tinyFiles(n)})
+	}
+	return exps
 }
+
+// writerAlone is why the GeoParquet pairs have no time ratio: the anchor
+// side is the writers alone in a Go benchmark, not a conversion.
+const writerAlone = "the anchor side runs two GeoParquet writers alone in a Go benchmark process (its rows/s and bytes are the figures), not the CLI's conversion"
 
 const migrateSubject = "`geomigrate migrate DIR --workers 1` into a fresh destination and state store each run (hash, checks, conversion, fidelity check, staging, promotion; process start included)"
 
@@ -316,58 +330,54 @@ func orchestration(sub string) func(context.Context, *bench, string) (*setup, er
 	}
 }
 
-// tinyFiles: `geomigrate migrate` and `geomigrate backfill` (default
-// workers) over n one-point GeoJSON files in one directory, for each n,
-// each a child process under GNU time: its peak resident set and its CPU
-// time per file, GDAL's included (the whole process's).
-func tinyFiles(ns []int) func(context.Context, *bench, string) (*setup, error) {
+// tinyFiles: `geomigrate migrate --workers 1` over n one-point GeoJSON
+// files in one directory against the conversion floor, convertfloor over
+// the same files (gdal.Engine.Convert alone, one process): CPU per file
+// of each, the CLI's overhead per file (the difference, run by run) and
+// the CLI's peak resident set, each side a child process under GNU time.
+func tinyFiles(n int) func(context.Context, *bench, string) (*setup, error) {
 	return func(ctx context.Context, b *bench, dir string) (*setup, error) {
-		srcs := make([]string, len(ns))
-		for i, n := range ns {
-			srcs[i] = filepath.Join(dir, fmt.Sprintf("tiny-%d", n))
-			if err := writeTinyFiles(srcs[i], n); err != nil {
-				return nil, err
-			}
+		src := filepath.Join(dir, "src")
+		if err := writeTinyFiles(src, n); err != nil {
+			return nil, err
 		}
-		a := func(ctx context.Context, run int) (benchpair.Measurement, error) {
-			m := benchpair.Measurement{Metrics: map[string]float64{}}
-			for i, n := range ns {
-				for _, cmd := range []string{"migrate", "backfill"} {
-					dest := filepath.Join(dir, fmt.Sprintf("dest-%s-%d-%d", cmd, n, run))
-					progress("tiny-files: %s of %s files", cmd, count(n))
-					c, _, err := child(ctx, nil, b.cli, cmd, srcs[i], "--dest", dest, "--progress", "plain")
-					os.RemoveAll(dest)
-					if err != nil {
-						return m, fmt.Errorf("%s of %d files: %w", cmd, n, err)
-					}
-					key := fmt.Sprintf("%s-%d", cmd, n)
-					m.Metrics[key+" rss"] = float64(c.MaxRSS) / (1 << 20)
-					m.Metrics[key+" cpu"] = float64(c.CPU.Milliseconds()) / float64(n)
-					m.Metrics[key+" wall"] = c.Wall.Seconds()
-				}
+		floor := func(ctx context.Context, run int) (benchpair.Measurement, error) {
+			m, out, err := child(ctx, nil, b.convertFloor, filepath.Join(src, "incoming"))
+			if err != nil {
+				return m, err
+			}
+			if got := strings.TrimSpace(string(out)); got != strconv.Itoa(n) {
+				return m, fmt.Errorf("convertfloor converted %q files of %d", got, n)
 			}
 			return m, nil
 		}
-		return &setup{a: a, figures: func(as, _ []benchpair.Measurement) []benchpair.Figure {
-			var figs []benchpair.Figure
-			for _, cmd := range []string{"migrate", "backfill"} {
-				for _, n := range ns {
-					key := fmt.Sprintf("%s-%d", cmd, n)
-					var goal *benchpair.Goal
-					if cmd == "migrate" && n == 10000 {
-						goal = goalTinyFilesRSS
-					}
-					subject := fmt.Sprintf("`geomigrate %s DIR --dest OUT --progress plain` (default workers, bbolt state store, report written) over %s one-point GeoJSON files in one directory, a child process under GNU time", cmd, count(n))
-					figs = append(figs,
-						benchpair.Figure{Key: "tiny-" + key + "-peak-rss", Title: fmt.Sprintf("%s of %s tiny files, peak RSS", cmd, count(n)), Unit: "MiB",
-							Subject: subject + "; peak resident set of the process.", Values: values(as, metric(key+" rss")), Goal: goal,
-							Note: fmt.Sprintf("Wall time %s s.", benchpair.Number(benchpair.Summarize(values(as, metric(key+" wall"))).Median))},
-						benchpair.Figure{Key: "tiny-" + key + "-cpu", Title: fmt.Sprintf("%s of %s tiny files, CPU per file (GDAL included)", cmd, count(n)), Unit: "ms",
-							Subject: subject + "; user + system CPU of the process divided by the files.", Values: values(as, metric(key+" cpu"))})
+		perFile := func(f func(benchpair.Measurement) float64) func(benchpair.Measurement) float64 {
+			return func(m benchpair.Measurement) float64 { return f(m) * 1000 / float64(n) }
+		}
+		return &setup{a: b.migrate(src, dir), b: floor, anchor: "the conversion floor: convertfloor DIR (gdal.Engine.Convert alone over the same files, one process)",
+			figures: func(as, bs []benchpair.Measurement) []benchpair.Figure {
+				over := make([]float64, len(as))
+				for i := range as {
+					over[i] = (as[i].CPU - bs[i].CPU).Seconds() * 1000 / float64(n)
 				}
-			}
-			return figs
-		}}, nil
+				var rssGoal *benchpair.Goal
+				if n >= 10000 {
+					rssGoal = goalTinyFilesRSS
+				}
+				subject := fmt.Sprintf("`geomigrate migrate DIR --workers 1` (bbolt state store, run report written) over %s one-point GeoJSON files in one directory, a child process under GNU time", count(n))
+				return []benchpair.Figure{
+					{Key: fmt.Sprintf("tiny-%d-overhead-cpu", n), Title: fmt.Sprintf("migrate of %s tiny files, CLI CPU per file over the conversion floor", count(n)), Unit: "ms",
+						Subject: subject + "; its CPU time (process tree) less convertfloor's over the same files in the run beside it, per file (process start of both included).",
+						Values:  over, Goal: goalTinyOverhead},
+					{Key: fmt.Sprintf("tiny-%d-cpu", n), Title: fmt.Sprintf("migrate of %s tiny files, CPU per file", count(n)), Unit: "ms",
+						Subject: subject + "; CPU time per file.", Values: values(as, perFile(cpu)),
+						Anchor: &benchpair.Anchor{Name: "conversion floor", Values: values(bs, perFile(cpu))},
+						Note:   fmt.Sprintf("Wall per file %s ms (floor %s ms).", benchpair.Number(benchpair.Summarize(values(as, perFile(wall))).Median), benchpair.Number(benchpair.Summarize(values(bs, perFile(wall))).Median))},
+					{Key: fmt.Sprintf("tiny-%d-peak-rss", n), Title: fmt.Sprintf("migrate of %s tiny files, peak RSS", count(n)), Unit: "MiB",
+						Subject: subject + "; peak resident set of the CLI process (GNU time %M), against the floor's.", Values: values(as, rss),
+						Anchor: &benchpair.Anchor{Name: "conversion floor", Values: values(bs, rss)}, Goal: rssGoal},
+				}
+			}}, nil
 	}
 }
 

@@ -83,8 +83,12 @@ type Experiment struct {
 	Title string `json:"title"`
 	// Subject and Anchor name the two sides; Anchor is empty (and B nil)
 	// for an experiment with one side.
-	Subject   string   `json:"subject"`
-	Anchor    string   `json:"anchor,omitempty"`
+	Subject string `json:"subject"`
+	Anchor  string `json:"anchor,omitempty"`
+	// Unlike says why B's times are no yardstick for A's (B does other
+	// work: a writer alone against the whole CLI); the pair then shows
+	// both sides' times and no ratio.
+	Unlike    string   `json:"unlike,omitempty"`
 	A         Runs     `json:"a"`
 	B         *Runs    `json:"b,omitempty"`
 	LoadStart *LoadAvg `json:"load_start"`
@@ -95,14 +99,14 @@ type Experiment struct {
 
 // CPURatios and WallRatios are A over B run by run (nil without B).
 func (e Experiment) CPURatios() ([]float64, error) {
-	if e.B == nil {
+	if e.B == nil || e.Unlike != "" {
 		return nil, nil
 	}
 	return PairRatios(e.A.CPU, e.B.CPU)
 }
 
 func (e Experiment) WallRatios() ([]float64, error) {
-	if e.B == nil {
+	if e.B == nil || e.Unlike != "" {
 		return nil, nil
 	}
 	return PairRatios(e.A.Wall, e.B.Wall)
@@ -157,11 +161,14 @@ func (e Experiment) cells() pairCells {
 	c.cpuA, c.wallA = withRange(Summarize(e.A.CPU), "s"), withRange(Summarize(e.A.Wall), "s")
 	if e.B != nil {
 		c.cpuB, c.wallB = withRange(Summarize(e.B.CPU), "s"), withRange(Summarize(e.B.Wall), "s")
-		if r, err := e.CPURatios(); err == nil {
+		if r, err := e.CPURatios(); err == nil && r != nil {
 			c.cpuRatio = withRange(Summarize(r), "")
 		}
-		if r, err := e.WallRatios(); err == nil {
+		if r, err := e.WallRatios(); err == nil && r != nil {
 			c.wallRatio = withRange(Summarize(r), "")
+		}
+		if e.Unlike != "" {
+			c.cpuRatio, c.wallRatio = "none: not the same work", "none"
 		}
 	}
 	return c

@@ -69,6 +69,16 @@ func TestExperimentRatiosAndCells(t *testing.T) {
 			cpuA: "2.00 s (1.00–6.00)", wallB: "1.00 s (1.00–2.00)", loadIn: "1.50 / 1.25 / 1.00 → 1.50 / 1.25 / 1.00",
 		},
 		{
+			name: "an anchor doing other work: both sides' times, no ratio",
+			e: func() Experiment {
+				e := pairOf([]float64{2, 3, 4}, []float64{1, 2, 6}, []float64{1, 1, 2}, []float64{1, 1, 4})
+				e.Unlike = "the writer alone"
+				return e
+			}(),
+			cpuCell: "none: not the same work", wallCell: "none",
+			cpuA: "2.00 s (1.00–6.00)", wallB: "1.00 s (1.00–2.00)", loadIn: "→ 1.50 / 1.25 / 1.00",
+		},
+		{
 			name:    "one side: no ratio, its own times",
 			e:       Experiment{Key: "k", Title: "alone", A: Runs{Wall: []float64{4, 2}, CPU: []float64{3, 1}}, LoadStart: load, LoadEnd: &LoadAvg{3, 2, 1}},
 			cpuCell: "—", wallCell: "—", cpuA: "2.00 s (1.00–3.00)", wallB: "—", loadIn: "→ 3.00 / 2.00 / 1.00",

@@ -346,6 +346,9 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		if e.Anchor != "" {
 			parts = append(parts, "Anchor: "+md(e.Anchor)+".")
 		}
+		if e.Unlike != "" {
+			parts = append(parts, "No ratio: "+md(strings.TrimSuffix(e.Unlike, "."))+".")
+		}
 		if e.Error != "" {
 			parts = append(parts, "Not measured: "+md(strings.TrimSuffix(e.Error, "."))+".")
 		}
