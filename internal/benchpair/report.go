@@ -324,7 +324,7 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 		for _, e := range r.Experiments {
 			c := e.cells()
 			cpuRatio := c.cpuRatio
-			if cpuRatio != "—" {
+			if cpuRatio != "—" && e.Unlike == "" && e.Error == "" {
 				cpuRatio = "**" + cpuRatio + "**"
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", md(c.title), cpuRatio, c.wallRatio, c.cpuA, c.cpuB, c.wallA, c.wallB, c.n, c.load)
