@@ -25,6 +25,7 @@ type bench struct {
 	cli            string // bin/geomigrate
 	sha256File     string // bin/bench/sha256file
 	convertFloor   string // bin/bench/convertfloor
+	pixelCompare   string // scripts/bench-cog/pixel_compare.py
 	localrunTest   string
 	geoparquetTest string
 	gdalConfig     gdal.Config
@@ -216,6 +217,12 @@ func childIn(ctx context.Context, dir string, env []string, name string, args ..
 	}
 	m.MaxRSS = kib << 10
 	return m, stdout.Bytes(), nil
+}
+
+// childMeasure is child without its output.
+func childMeasure(ctx context.Context, env []string, name string, args ...string) (benchpair.Measurement, error) {
+	m, _, err := child(ctx, env, name, args...)
+	return m, err
 }
 
 // runReport is the part of geomigrate's run report the benchmarks read.

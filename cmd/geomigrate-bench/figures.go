@@ -27,7 +27,10 @@ import (
 // for hashing, 5 ms of orchestration per file, no more bytes than gpq) and
 // 1 GiB of peak memory whatever the input's size.
 var (
-	goalCOG           = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1.05}
+	goalCOG = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1.05}
+	// geomigrate's verified conversion against the anchor that does the
+	// same work: gdal_translate, then an outside comparison of every pixel.
+	goalCOGChecked    = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 0.8}
 	goalSHA256        = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 0.9}
 	goalPeakRSS       = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 1024}
 	goalOrchestration = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 5}
@@ -70,6 +73,7 @@ func (b *bench) sizes() sizes {
 func experiments(s sizes) []experiment {
 	exps := []experiment{
 		{name: "cog", title: fmt.Sprintf("COG, %d² Float32", s.cogSide), runs: 5, quick: 3, goal: goalCOG, setup: cogTime(s.cogSide)},
+		{name: "cog-checked", title: fmt.Sprintf("COG, %d² Float32, against gdal_translate and a full pixel comparison", s.cogSide), runs: 5, quick: 3, goal: goalCOGChecked, setup: cogChecked(s.cogSide)},
 		{name: "orchestration", title: "orchestration per file, --workers 1", runs: 1, quick: 1, goal: goalOrchestration, setup: orchestration(s.backfill)},
 		{name: "geoparquet-points", title: fmt.Sprintf("%s points GeoJSON → GeoParquet", count(s.points)), runs: 3, quick: 1, goal: goalGPQBytes, unlike: writerAlone,
 			setup: geoParquet("points.geojson", s.points, sampledata.WritePointsGeoJSON, gpqPointsMB, 1_000_000, "points-1M", true)},
@@ -115,6 +119,36 @@ func cogTime(side int) func(context.Context, *bench, string) (*setup, error) {
 					Values: values(as, cpu), Anchor: &benchpair.Anchor{Name: "gdal_translate -of COG", Values: values(bs, cpu)}},
 			}
 		}}, nil
+	}
+}
+
+// cogChecked: geomigrate (whose conversion compares every pixel of the
+// output with the source before it is staged) against gdal_translate
+// followed by scripts/bench-cog/pixel_compare.py (rasterio and numpy, strip
+// by strip), one shell per run so that both commands' CPU is the anchor's.
+func cogChecked(side int) func(context.Context, *bench, string) (*setup, error) {
+	return func(ctx context.Context, b *bench, dir string) (*setup, error) {
+		src, err := raster(dir, side)
+		if err != nil {
+			return nil, err
+		}
+		anchor := func(ctx context.Context, run int) (benchpair.Measurement, error) {
+			dst := filepath.Join(dir, fmt.Sprintf("checked-%d.tif", run))
+			defer os.Remove(dst)
+			script := `gdal_translate "$@" && exec /usr/bin/python3 "$PIXEL_COMPARE" "$SRC" "$DST"`
+			return childMeasure(ctx, []string{"PIXEL_COMPARE=" + b.pixelCompare, "SRC=" + src, "DST=" + dst}, "sh", append([]string{"-c", script, "sh"}, b.cogArgs(src, dst)...)...)
+		}
+		title := fmt.Sprintf("COG, %d² Float32 (%s), verified: against gdal_translate and a full pixel comparison", side, mb(rasterBytes(side)))
+		name := "gdal_translate -of COG, then pixel_compare.py"
+		return &setup{a: b.migrate(filepath.Dir(src), dir), b: anchor, anchor: name + " (every pixel and mask of the output against the source, rasterio and numpy)",
+			figures: func(as, bs []benchpair.Measurement) []benchpair.Figure {
+				return []benchpair.Figure{
+					{Key: "cog-checked-cpu", Title: title + ", CPU time", Unit: "s", Subject: migrateSubject + "; user + system CPU of the process tree of each side.",
+						Values: values(as, cpu), Anchor: &benchpair.Anchor{Name: name, Values: values(bs, cpu)}, Goal: goalCOGChecked},
+					{Key: "cog-checked-time", Title: title + ", wall time", Unit: "s", Subject: "the same runs, wall time.",
+						Values: values(as, wall), Anchor: &benchpair.Anchor{Name: name, Values: values(bs, wall)}},
+				}
+			}}, nil
 	}
 }
 

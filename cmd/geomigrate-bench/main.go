@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&b.localrunTest, "localrun-test", "bin/bench/localrun.test", "internal/localrun's test binary (go test -c)")
 	fs.StringVar(&b.sha256File, "sha256file", "bin/bench/sha256file", "the SHA-256 figure's subject (./cmd/geomigrate-bench/sha256file)")
 	fs.StringVar(&b.convertFloor, "convertfloor", "bin/bench/convertfloor", "the tiny-files figures' conversion floor (./cmd/geomigrate-bench/convertfloor)")
+	fs.StringVar(&b.pixelCompare, "pixel-compare", "scripts/bench-cog/pixel_compare.py", "the verified COG anchor's outside pixel comparison")
 	fs.StringVar(&b.geoparquetTest, "geoparquet-test", "bin/bench/geoparquet.test", "internal/geoparquet's test binary (go test -c)")
 	tmp := fs.String("tmp", "", "where inputs are generated (default: $TMPDIR); removed afterwards")
 	jsonOut := fs.String("json", "", "also write the report as JSON to this file")
@@ -77,7 +78,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range []*string{&b.cli, &b.localrunTest, &b.geoparquetTest, &b.sha256File, &b.convertFloor} {
+	for _, p := range []*string{&b.cli, &b.localrunTest, &b.geoparquetTest, &b.sha256File, &b.convertFloor, &b.pixelCompare} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
 		}
