@@ -66,7 +66,7 @@ run_seed() { # index
 }
 
 : >"$WORK/pairs"
-"$PY" -c 'import json, sys; sys.path.insert(0, sys.argv[1]); import bench_e2e; print(json.dumps(bench_e2e.loadavg()))' "$HERE" >"$WORK/load-start.json"
+"$PY" -B -c 'import json, sys; sys.path.insert(0, sys.argv[1]); import bench_e2e; print(json.dumps(bench_e2e.loadavg()))' "$HERE" >"$WORK/load-start.json"
 for ((i = 1; i <= PAIRS; i++)); do
 	# Alternate which side goes first, so neither always runs on a warm cache.
 	if ((i % 2)); then
