@@ -25,6 +25,8 @@ type bench struct {
 	runs           int
 	cli            string // bin/geomigrate
 	sha256File     string // bin/bench/sha256file
+	convertFloor   string // bin/bench/convertfloor
+	pixelCompare   string // scripts/bench-cog/pixel_compare.py
 	localrunTest   string
 	geoparquetTest string
 	gpq            string // bin/bench/gpq, the GeoParquet anchor (make bench-gpq)
@@ -46,6 +48,9 @@ type experiment struct {
 	// goal is the main figure's, shown on the row of an experiment that
 	// could not be measured.
 	goal *benchpair.Goal
+	// unlike, when set, says why the anchor side's times are no
+	// yardstick for geomigrate's (benchpair.Experiment.Unlike).
+	unlike string
 	// setup writes the inputs into dir and returns the sides and how their
 	// measurements become figures.
 	setup func(ctx context.Context, b *bench, dir string) (*setup, error)
@@ -54,14 +59,22 @@ type experiment struct {
 type setup struct {
 	a, b    benchpair.Side // b nil: no anchor command
 	figures func(as, bs []benchpair.Measurement) []benchpair.Figure
+	// subject and anchor name the two sides in the table of pairs; by
+	// default, the first figure's subject and the first paired anchor's
+	// name.
+	subject, anchor string
 }
 
-// measure runs one experiment and returns its figures, or one row saying
-// why it has none.
-func (b *bench) measure(ctx context.Context, e experiment, dir string) []benchpair.Figure {
-	fail := func(err error) []benchpair.Figure {
+// measure runs one experiment and returns the pair as it ran (wall and CPU
+// of each side, the load average before and after) and its figures, or
+// one row saying why it has none. A figure whose values the run did not
+// give (a metric missing from the output) becomes such a row too.
+func (b *bench) measure(ctx context.Context, e experiment, dir string) (benchpair.Experiment, []benchpair.Figure) {
+	ex := benchpair.Experiment{Key: e.name, Title: e.title, Unlike: e.unlike, LoadStart: benchpair.ReadLoadAvg()}
+	fail := func(err error) (benchpair.Experiment, []benchpair.Figure) {
 		progress("%s: %v", e.name, err)
-		return []benchpair.Figure{{Key: e.name, Title: e.title, Goal: e.goal, Error: err.Error()}}
+		ex.Error, ex.LoadEnd = err.Error(), benchpair.ReadLoadAvg()
+		return ex, []benchpair.Figure{{Key: e.name, Title: e.title, Goal: e.goal, Error: err.Error()}}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fail(err)
@@ -81,12 +94,45 @@ func (b *bench) measure(ctx context.Context, e experiment, dir string) []benchpa
 		n = b.runs
 	}
 	progress("%s: inputs ready in %s; %d run(s) of each side", e.name, time.Since(start).Round(time.Second), n)
+	// The load average is read after the inputs are written: it is the
+	// load the runs saw.
+	ex.LoadStart = benchpair.ReadLoadAvg()
 	as, bs, err := benchpair.Alternate(ctx, n, logged(e.name+" A", s.a), logged(e.name+" B", s.b))
 	if err != nil {
 		return fail(err)
 	}
-	progress("%s: done in %s", e.name, time.Since(start).Round(time.Second))
-	return s.figures(as, bs)
+	ex.LoadEnd = benchpair.ReadLoadAvg()
+	progress("%s: done in %s; load average %s → %s", e.name, time.Since(start).Round(time.Second), ex.LoadStart, ex.LoadEnd)
+	figs := s.figures(as, bs)
+	for i := range figs {
+		figs[i] = produced(figs[i])
+	}
+	ex.A, ex.Subject, ex.Anchor = benchpair.RunsOf(as), s.subject, s.anchor
+	if s.b != nil {
+		runs := benchpair.RunsOf(bs)
+		ex.B = &runs
+	}
+	for _, f := range figs {
+		if ex.Subject == "" {
+			ex.Subject = f.Subject
+		}
+		if ex.Anchor == "" && ex.B != nil && f.Anchor != nil && len(f.Anchor.Values) > 0 {
+			ex.Anchor = f.Anchor.Name
+		}
+	}
+	if ex.B != nil && ex.Anchor == "" {
+		ex.Anchor = "the anchor command"
+	}
+	return ex, figs
+}
+
+// produced is f, or f turned into a row saying it was not measured when
+// the run did not give all of it (benchpair.Report.Check's rule).
+func produced(f benchpair.Figure) benchpair.Figure {
+	if err := f.Check(); err != nil {
+		return benchpair.Figure{Key: f.Key, Title: f.Title, Unit: f.Unit, Subject: f.Subject, Goal: f.Goal, Error: "the run did not give it: " + err.Error()}
+	}
+	return f
 }
 
 func logged(name string, s benchpair.Side) benchpair.Side {
@@ -115,13 +161,20 @@ func progress(format string, args ...any) {
 // which forks a small copy of itself).
 const timeCmd = "/usr/bin/time"
 
-// child runs a command and measures it: wall time, and the CPU time and
-// peak resident set GNU time reports for it.
+// child runs a command and measures it: wall time, the CPU time of its
+// process tree, and the peak resident set GNU time reports for it.
 func child(ctx context.Context, env []string, name string, args ...string) (benchpair.Measurement, []byte, error) {
 	return childIn(ctx, "", env, name, args...)
 }
 
 // childIn is child run in directory dir ("" for the current one).
+//
+// CPU time is the user + system time wait4 reports for GNU time, which
+// waits for the command, which waits for its own children: the rusage of a
+// waited-for child includes that of every descendant it waited for, so it
+// is the whole process tree's (GNU time's own millisecond included),
+// counted by the kernel to the microsecond. Peak memory is GNU time's %M,
+// the command's own high-water mark (see timeCmd).
 func childIn(ctx context.Context, dir string, env []string, name string, args ...string) (benchpair.Measurement, []byte, error) {
 	usage, err := os.CreateTemp("", "geomigrate-bench-usage-")
 	if err != nil {
@@ -129,7 +182,7 @@ func childIn(ctx context.Context, dir string, env []string, name string, args ..
 	}
 	usage.Close()
 	defer os.Remove(usage.Name())
-	cmd := exec.CommandContext(ctx, timeCmd, append([]string{"-f", "%M %U %S", "-o", usage.Name(), name}, args...)...)
+	cmd := exec.CommandContext(ctx, timeCmd, append([]string{"-f", "%M", "-o", usage.Name(), name}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	// GNU time and the command it runs form a process group of their own,
@@ -151,18 +204,27 @@ func childIn(ctx context.Context, dir string, env []string, name string, args ..
 		return benchpair.Measurement{}, nil, fmt.Errorf("%s: %w: %s", filepath.Base(name), err, msg)
 	}
 	m := benchpair.Measurement{Wall: wall}
+	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return m, nil, fmt.Errorf("%s: no resource usage from wait4", filepath.Base(name))
+	}
+	m.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	raw, err := os.ReadFile(usage.Name())
 	if err != nil {
 		return m, nil, err
 	}
 	var kib int64
-	var user, sys float64
-	if _, err := fmt.Sscan(string(raw), &kib, &user, &sys); err != nil {
+	if _, err := fmt.Sscan(string(raw), &kib); err != nil {
 		return m, nil, fmt.Errorf("%s: %q: %w", timeCmd, raw, err)
 	}
 	m.MaxRSS = kib << 10
-	m.CPU = time.Duration((user + sys) * float64(time.Second))
 	return m, stdout.Bytes(), nil
+}
+
+// childMeasure is child without its output.
+func childMeasure(ctx context.Context, env []string, name string, args ...string) (benchpair.Measurement, error) {
+	m, _, err := child(ctx, env, name, args...)
+	return m, err
 }
 
 // runReport is the part of geomigrate's run report the benchmarks read.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,24 +84,25 @@ func TestReadFigures(t *testing.T) {
 	list := filepath.Join(dir, "list.json")
 	os.WriteFile(list, []byte(`[{"key":"e2e","title":"end to end","unit":"s","values":[10,11],"anchor":{"name":"seed","values":[20,21]},"goal":{"of":"ratio","op":"<=","limit":0.333}}]`), 0o644)
 	report := filepath.Join(dir, "report.json")
-	if err := (benchpair.Report{Figures: []benchpair.Figure{{Key: "x", Title: "x", Values: []float64{1}}}}).WriteJSON(report); err != nil {
+	if err := (benchpair.Report{Experiments: []benchpair.Experiment{{Key: "x"}}, Figures: []benchpair.Figure{{Key: "x", Title: "x", Values: []float64{1}}}}).WriteJSON(report); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		path    string
 		want    string
+		pairs   int
 		wantErr bool
 	}{
-		{list, "e2e", false},
-		{report, "x", false},
-		{filepath.Join(dir, "absent.json"), "", true},
+		{list, "e2e", 0, false},
+		{report, "x", 1, false},
+		{filepath.Join(dir, "absent.json"), "", 0, true},
 	} {
-		figs, err := readFigures(tc.path)
-		if (err != nil) != tc.wantErr || (!tc.wantErr && (len(figs) != 1 || figs[0].Key != tc.want)) {
-			t.Fatalf("%s: %+v, %v", tc.path, figs, err)
+		exps, figs, err := readFigures(tc.path)
+		if (err != nil) != tc.wantErr || (!tc.wantErr && (len(figs) != 1 || figs[0].Key != tc.want || len(exps) != tc.pairs)) {
+			t.Fatalf("%s: %+v, %+v, %v", tc.path, exps, figs, err)
 		}
 	}
-	figs, _ := readFigures(list)
+	_, figs, _ := readFigures(list)
 	if v, ok, err := figs[0].Verdict(); !ok || err != nil || v.Met {
 		t.Fatalf("included figure's verdict %+v %v %v: a median ratio of 0.51 misses a goal of ≤ 0.333", v, ok, err)
 	}
@@ -114,5 +116,46 @@ func TestFormatting(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
+	}
+}
+
+// TestChildCountsTheProcessTree: a command's CPU time includes what its
+// children spent. The grandchild measures itself with GNU time; the
+// benchmark's figure for the shell above it must hold at least that much
+// (GNU time prints hundredths, truncated), where the shell alone spends
+// next to nothing.
+func TestChildCountsTheProcessTree(t *testing.T) {
+	if _, err := os.Stat(timeCmd); err != nil {
+		t.Skip("GNU time is not installed (apt-get install time)")
+	}
+	inner := filepath.Join(t.TempDir(), "inner")
+	for _, tc := range []struct{ name, script string }{
+		{"a child", `/usr/bin/time -f "%U %S" -o "$1" sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'`},
+		{"a child in the background, waited for", `/usr/bin/time -f "%U %S" -o "$1" sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done' & wait`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _, err := child(t.Context(), nil, "sh", "-c", tc.script, "sh", inner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := os.ReadFile(inner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var user, sys float64
+			if _, err := fmt.Sscan(string(raw), &user, &sys); err != nil {
+				t.Fatalf("%q: %v", raw, err)
+			}
+			own := user + sys
+			if own < 0.05 {
+				t.Fatalf("the grandchild spent %.2f s: too little to tell", own)
+			}
+			if got := m.CPU.Seconds(); got+0.01 < own {
+				t.Fatalf("the tree's CPU time %.3f s is less than the grandchild's own %.2f s", got, own)
+			}
+			if m.Wall <= 0 || m.MaxRSS <= 0 {
+				t.Fatalf("measurement %+v", m)
+			}
+		})
 	}
 }

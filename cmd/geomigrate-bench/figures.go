@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -27,7 +28,10 @@ import (
 // and no more bytes than gpq) and
 // 1 GiB of peak memory whatever the input's size.
 var (
-	goalCOG           = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1.05}
+	goalCOG = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1.05}
+	// geomigrate's verified conversion against the anchor that does the
+	// same work: gdal_translate, then an outside comparison of every pixel.
+	goalCOGChecked    = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 0.8}
 	goalSHA256        = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 0.9}
 	goalPeakRSS       = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 1024}
 	goalOrchestration = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 5}
@@ -36,8 +40,10 @@ var (
 	goalGPQBytes         = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1}
 	// A file with the bbox covering gpq does not write: at most 10 % more.
 	goalGPQCoveredBytes = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1.1}
-	// migrate of 10,000 tiny files within 400 MiB of peak memory.
+	// migrate of 10,000 tiny files within 400 MiB of peak memory, and at
+	// most 3 ms of CPU per file over the conversion floor at every size.
 	goalTinyFilesRSS = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 400}
+	goalTinyOverhead = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 3}
 	goalGPQRows      = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 1}
 )
 
@@ -50,7 +56,7 @@ type sizes struct {
 	points    int   // GeoParquet points set, paired with gpq
 	polygons  int   // GeoParquet polygons set, paired with gpq
 	backfill  string
-	tiny      []int // file counts of the tiny-files CLI runs
+	tiny      []int // file counts of the tiny-files experiments
 }
 
 func (b *bench) sizes() sizes {
@@ -61,8 +67,9 @@ func (b *bench) sizes() sizes {
 }
 
 func experiments(s sizes) []experiment {
-	return []experiment{
+	exps := []experiment{
 		{name: "cog", title: fmt.Sprintf("COG, %d² Float32", s.cogSide), runs: 5, quick: 3, goal: goalCOG, setup: cogTime(s.cogSide)},
+		{name: "cog-checked", title: fmt.Sprintf("COG, %d² Float32, against gdal_translate and a full pixel comparison", s.cogSide), runs: 5, quick: 3, goal: goalCOGChecked, setup: cogChecked(s.cogSide)},
 		{name: "orchestration", title: "orchestration per file, --workers 1", runs: 1, quick: 1, goal: goalOrchestration, setup: orchestration(s.backfill)},
 		{name: "geoparquet-points", title: fmt.Sprintf("%s points GeoJSON → GeoParquet against gpq", count(s.points)), runs: 3, quick: 1, goal: goalGPQRows,
 			setup: geoParquet("points.geojson", s.points, sampledata.WritePointsGeoJSON, goalGPQBytes)},
@@ -72,8 +79,16 @@ func experiments(s sizes) []experiment {
 		{name: "cog-rss", title: fmt.Sprintf("%s GeoTIFF → COG", gib(rasterBytes(s.bigSide))), runs: 2, quick: 2, goal: goalPeakRSS, setup: cogPeakRSS(s.bigSide)},
 		{name: "vector-rss", title: fmt.Sprintf("peak RSS, %s-point GeoPackage layer → GeoParquet", count(s.vector)), runs: 1, quick: 1, goal: goalPeakRSS, setup: vectorPeakRSS(s.vector)},
 		{name: "geoparquet-writer", title: "GeoParquet writer alone, 1,000,000 points", runs: 3, quick: 1, setup: geoParquetWriter},
-		{name: "tiny-files", title: "migrate and backfill CLIs over tiny files, peak RSS and CPU per file", runs: 1, quick: 1, goal: goalTinyFilesRSS, setup: tinyFiles(s.tiny)},
 	}
+	for _, n := range s.tiny {
+		runs := 3
+		if n >= 10000 {
+			runs = 1
+		}
+		exps = append(exps, experiment{name: fmt.Sprintf("tiny-files-%d", n), title: fmt.Sprintf("migrate of %s tiny files against the conversion floor", count(n)),
+			runs: runs, quick: 2, goal: goalTinyOverhead, setup: tinyFiles(n)})
+	}
+	return exps
 }
 
 const migrateSubject = "`geomigrate migrate DIR --workers 1` into a fresh destination and state store each run (hash, checks, conversion, fidelity check, staging, promotion; process start included)"
@@ -96,6 +111,36 @@ func cogTime(side int) func(context.Context, *bench, string) (*setup, error) {
 					Values: values(as, cpu), Anchor: &benchpair.Anchor{Name: "gdal_translate -of COG", Values: values(bs, cpu)}},
 			}
 		}}, nil
+	}
+}
+
+// cogChecked: geomigrate (whose conversion compares every pixel of the
+// output with the source before it is staged) against gdal_translate
+// followed by scripts/bench-cog/pixel_compare.py (rasterio and numpy, strip
+// by strip), one shell per run so that both commands' CPU is the anchor's.
+func cogChecked(side int) func(context.Context, *bench, string) (*setup, error) {
+	return func(ctx context.Context, b *bench, dir string) (*setup, error) {
+		src, err := raster(dir, side)
+		if err != nil {
+			return nil, err
+		}
+		anchor := func(ctx context.Context, run int) (benchpair.Measurement, error) {
+			dst := filepath.Join(dir, fmt.Sprintf("checked-%d.tif", run))
+			defer os.Remove(dst)
+			script := `gdal_translate "$@" && exec /usr/bin/python3 "$PIXEL_COMPARE" "$SRC" "$DST"`
+			return childMeasure(ctx, []string{"PIXEL_COMPARE=" + b.pixelCompare, "SRC=" + src, "DST=" + dst}, "sh", append([]string{"-c", script, "sh"}, b.cogArgs(src, dst)...)...)
+		}
+		title := fmt.Sprintf("COG, %d² Float32 (%s), verified: against gdal_translate and a full pixel comparison", side, mb(rasterBytes(side)))
+		name := "gdal_translate -of COG, then pixel_compare.py"
+		return &setup{a: b.migrate(filepath.Dir(src), dir), b: anchor, anchor: name + " (every pixel and mask of the output against the source, rasterio and numpy)",
+			figures: func(as, bs []benchpair.Measurement) []benchpair.Figure {
+				return []benchpair.Figure{
+					{Key: "cog-checked-cpu", Title: title + ", CPU time", Unit: "s", Subject: migrateSubject + "; user + system CPU of the process tree of each side.",
+						Values: values(as, cpu), Anchor: &benchpair.Anchor{Name: name, Values: values(bs, cpu)}, Goal: goalCOGChecked},
+					{Key: "cog-checked-time", Title: title + ", wall time", Unit: "s", Subject: "the same runs, wall time.",
+						Values: values(as, wall), Anchor: &benchpair.Anchor{Name: name, Values: values(bs, wall)}},
+				}
+			}}, nil
 	}
 }
 
@@ -239,77 +284,6 @@ func orchestration(sub string) func(context.Context, *bench, string) (*setup, er
 	}
 }
 
-// tinyFiles: `geomigrate migrate` and `geomigrate backfill` (default
-// workers) over n one-point GeoJSON files in one directory, for each n,
-// each a child process under GNU time: its peak resident set and its CPU
-// time per file, GDAL's included (the whole process's).
-func tinyFiles(ns []int) func(context.Context, *bench, string) (*setup, error) {
-	return func(ctx context.Context, b *bench, dir string) (*setup, error) {
-		srcs := make([]string, len(ns))
-		for i, n := range ns {
-			srcs[i] = filepath.Join(dir, fmt.Sprintf("tiny-%d", n))
-			if err := writeTinyFiles(srcs[i], n); err != nil {
-				return nil, err
-			}
-		}
-		a := func(ctx context.Context, run int) (benchpair.Measurement, error) {
-			m := benchpair.Measurement{Metrics: map[string]float64{}}
-			for i, n := range ns {
-				for _, cmd := range []string{"migrate", "backfill"} {
-					dest := filepath.Join(dir, fmt.Sprintf("dest-%s-%d-%d", cmd, n, run))
-					progress("tiny-files: %s of %s files", cmd, count(n))
-					c, _, err := child(ctx, nil, b.cli, cmd, srcs[i], "--dest", dest, "--progress", "plain")
-					os.RemoveAll(dest)
-					if err != nil {
-						return m, fmt.Errorf("%s of %d files: %w", cmd, n, err)
-					}
-					key := fmt.Sprintf("%s-%d", cmd, n)
-					m.Metrics[key+" rss"] = float64(c.MaxRSS) / (1 << 20)
-					m.Metrics[key+" cpu"] = float64(c.CPU.Milliseconds()) / float64(n)
-					m.Metrics[key+" wall"] = c.Wall.Seconds()
-				}
-			}
-			return m, nil
-		}
-		return &setup{a: a, figures: func(as, _ []benchpair.Measurement) []benchpair.Figure {
-			var figs []benchpair.Figure
-			for _, cmd := range []string{"migrate", "backfill"} {
-				for _, n := range ns {
-					key := fmt.Sprintf("%s-%d", cmd, n)
-					var goal *benchpair.Goal
-					if cmd == "migrate" && n == 10000 {
-						goal = goalTinyFilesRSS
-					}
-					subject := fmt.Sprintf("`geomigrate %s DIR --dest OUT --progress plain` (default workers, bbolt state store, report written) over %s one-point GeoJSON files in one directory, a child process under GNU time", cmd, count(n))
-					figs = append(figs,
-						benchpair.Figure{Key: "tiny-" + key + "-peak-rss", Title: fmt.Sprintf("%s of %s tiny files, peak RSS", cmd, count(n)), Unit: "MiB",
-							Subject: subject + "; peak resident set of the process.", Values: values(as, metric(key+" rss")), Goal: goal,
-							Note: fmt.Sprintf("Wall time %s s.", benchpair.Number(benchpair.Summarize(values(as, metric(key+" wall"))).Median))},
-						benchpair.Figure{Key: "tiny-" + key + "-cpu", Title: fmt.Sprintf("%s of %s tiny files, CPU per file (GDAL included)", cmd, count(n)), Unit: "ms",
-							Subject: subject + "; user + system CPU of the process divided by the files.", Values: values(as, metric(key+" cpu"))})
-				}
-			}
-			return figs
-		}}, nil
-	}
-}
-
-// writeTinyFiles writes n one-point GeoJSON files, distinct content each,
-// into dir/incoming, as internal/localrun's BenchmarkBackfillOverhead does.
-func writeTinyFiles(dir string, n int) error {
-	in := filepath.Join(dir, "incoming")
-	if err := os.MkdirAll(in, 0o755); err != nil {
-		return err
-	}
-	for i := range n {
-		body := fmt.Sprintf(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"id":%d},"geometry":{"type":"Point","coordinates":[%d.5,%d.25]}}]}`, i, i%359-179, i%179-89)
-		if err := os.WriteFile(filepath.Join(in, fmt.Sprintf("point_%05d.geojson", i)), []byte(body), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 func itemsOf(sub string) int {
 	n, _ := strconv.Atoi(strings.TrimPrefix(sub, "items="))
 	return n
@@ -395,8 +369,18 @@ func values(ms []benchpair.Measurement, f func(benchpair.Measurement) float64) [
 func wall(m benchpair.Measurement) float64 { return m.Wall.Seconds() }
 func cpu(m benchpair.Measurement) float64  { return m.CPU.Seconds() }
 func rss(m benchpair.Measurement) float64  { return float64(m.MaxRSS) / (1 << 20) }
+
+// metric is the run's own figure of that name; NaN where the run did not
+// report it, so that the figure is refused (benchpair.Figure.Check) rather
+// than printed as 0.
 func metric(name string) func(benchpair.Measurement) float64 {
-	return func(m benchpair.Measurement) float64 { return m.Metrics[name] }
+	return func(m benchpair.Measurement) float64 {
+		v, ok := m.Metrics[name]
+		if !ok {
+			return math.NaN()
+		}
+		return v
+	}
 }
 
 func rasterBytes(side int) float64 { return float64(side) * float64(side) * 4 }

@@ -50,6 +50,8 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&b.cli, "cli", "bin/geomigrate", "the geomigrate CLI to measure (make cli)")
 	fs.StringVar(&b.localrunTest, "localrun-test", "bin/bench/localrun.test", "internal/localrun's test binary (go test -c)")
 	fs.StringVar(&b.sha256File, "sha256file", "bin/bench/sha256file", "the SHA-256 figure's subject (./cmd/geomigrate-bench/sha256file)")
+	fs.StringVar(&b.convertFloor, "convertfloor", "bin/bench/convertfloor", "the tiny-files figures' conversion floor (./cmd/geomigrate-bench/convertfloor)")
+	fs.StringVar(&b.pixelCompare, "pixel-compare", "scripts/bench-cog/pixel_compare.py", "the verified COG anchor's outside pixel comparison")
 	fs.StringVar(&b.geoparquetTest, "geoparquet-test", "bin/bench/geoparquet.test", "internal/geoparquet's test binary (go test -c)")
 	fs.StringVar(&b.gpq, "gpq", "bin/bench/gpq", "planetlabs/gpq, the GeoParquet anchor (make bench-gpq)")
 	tmp := fs.String("tmp", "", "where inputs are generated (default: $TMPDIR); removed afterwards")
@@ -77,7 +79,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range []*string{&b.cli, &b.localrunTest, &b.geoparquetTest, &b.sha256File, &b.gpq} {
+	for _, p := range []*string{&b.cli, &b.localrunTest, &b.geoparquetTest, &b.sha256File, &b.gpq, &b.convertFloor, &b.pixelCompare} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return err
 		}
@@ -97,7 +99,7 @@ func run(ctx context.Context, args []string) error {
 	defer os.RemoveAll(dir)
 
 	rep := benchpair.Report{Mode: b.mode(), Started: time.Now().UTC(), Host: benchpair.Host{
-		CPUs: runtime.NumCPU(), GDAL: engine.Version(), Go: runtime.Version(), Revision: buildinfo.Revision, LoadStart: loadAverage(),
+		CPUs: runtime.NumCPU(), GDAL: engine.Version(), Go: runtime.Version(), Revision: buildinfo.Revision, LoadStart: benchpair.ReadLoadAvg(),
 	}}
 	if *backfill != "" {
 		rep.Mode += ", orchestration sub-benchmarks " + *backfill
@@ -107,14 +109,17 @@ func run(ctx context.Context, args []string) error {
 	}
 	// Other benchmarks' figures come first, so that partial reports keep them.
 	for _, p := range includes {
-		figs, err := readFigures(p)
+		exps, figs, err := readFigures(p)
 		if err != nil {
 			return err
 		}
+		rep.Experiments = append(rep.Experiments, exps...)
 		rep.Figures = append(rep.Figures, figs...)
 	}
 	for i, e := range selected {
-		rep.Figures = append(rep.Figures, b.measure(ctx, e, filepath.Join(dir, e.name))...)
+		ex, figs := b.measure(ctx, e, filepath.Join(dir, e.name))
+		rep.Experiments = append(rep.Experiments, ex)
+		rep.Figures = append(rep.Figures, figs...)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -122,14 +127,14 @@ func run(ctx context.Context, args []string) error {
 		if *jsonOut != "" && i < len(selected)-1 {
 			partial := rep
 			partial.Mode += fmt.Sprintf(", partial: %d of %d experiments", i+1, len(selected))
-			partial.Seconds, partial.Host.LoadEnd = time.Since(rep.Started).Seconds(), loadAverage()
+			partial.Seconds, partial.Host.LoadEnd = time.Since(rep.Started).Seconds(), benchpair.ReadLoadAvg()
 			if err := partial.WriteJSON(*jsonOut); err != nil {
 				return err
 			}
 		}
 	}
 	rep.Seconds = time.Since(rep.Started).Seconds()
-	rep.Host.LoadEnd = loadAverage()
+	rep.Host.LoadEnd = benchpair.ReadLoadAvg()
 	fmt.Println()
 	if err := rep.WriteText(os.Stdout); err != nil {
 		return err
@@ -164,37 +169,24 @@ func selectExperiments(all []experiment, only string) ([]experiment, error) {
 	return out, nil
 }
 
-// readFigures reads another benchmark's figures: a benchpair.Report, or a
-// JSON list of benchpair.Figure.
-func readFigures(path string) ([]benchpair.Figure, error) {
+// readFigures reads another benchmark's pairs and figures: a
+// benchpair.Report, or a JSON list of benchpair.Figure (no pairs).
+func readFigures(path string) ([]benchpair.Experiment, []benchpair.Figure, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("-include: %w", err)
+		return nil, nil, fmt.Errorf("-include: %w", err)
 	}
 	var figs []benchpair.Figure
+	var exps []benchpair.Experiment
 	if strings.HasPrefix(strings.TrimSpace(string(b)), "[") {
 		err = jsonUnmarshal(b, &figs)
 	} else {
 		var r benchpair.Report
 		err = jsonUnmarshal(b, &r)
-		figs = r.Figures
+		exps, figs = r.Experiments, r.Figures
 	}
 	if err != nil {
-		return nil, fmt.Errorf("-include %s: %w", path, err)
+		return nil, nil, fmt.Errorf("-include %s: %w", path, err)
 	}
-	return figs, nil
-}
-
-// loadAverage is the 1-minute load average (0 where /proc is absent).
-func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	v, _ := strconv.ParseFloat(f[0], 64)
-	return v
+	return exps, figs, nil
 }

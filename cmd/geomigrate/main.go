@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 
@@ -35,6 +36,9 @@ import (
 // cli is the command line: one field per command.
 type cli struct {
 	Version versionFlag `name:"version" help:"Print geomigrate, GDAL and PROJ versions and the commit, and exit."`
+	// CPUProfile is for measuring the CLI's own cost per file (make
+	// bench's tiny-files figures): Go's CPU profile of the whole command.
+	CPUProfile string `name:"cpuprofile" hidden:"" type:"path" help:"Write a Go CPU profile of the command to this file."`
 
 	Migrate    migrateCmd    `cmd:"" help:"Convert every source file through the migrate state machine."`
 	Plan       planCmd       `cmd:"" help:"What migrate would do, writing nothing, and what it would cost on AWS."`
@@ -172,6 +176,13 @@ func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	if err != nil {
 		return err
 	}
+	if c.CPUProfile != "" {
+		stopProfile, perr := startCPUProfile(c.CPUProfile)
+		if perr != nil {
+			return perr
+		}
+		defer stopProfile()
+	}
 	err = checkS3Locations(kctx)
 	if err == nil {
 		err = kctx.Run(&cmdEnv{ctx: ctx, stdout: stdout, stderr: stderr})
@@ -223,4 +234,21 @@ func interruptible(parent context.Context) (context.Context, func()) {
 func abortOf(ctx context.Context) <-chan struct{} {
 	c, _ := ctx.Value(abortKey{}).(<-chan struct{})
 	return c
+}
+
+// startCPUProfile writes Go's CPU profile to path until the returned
+// function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -214,3 +214,37 @@ func TestReadmeBackfillExample(t *testing.T) {
 		t.Fatalf("the README's backfill converted nothing: totals %+v\n%s", r.Totals, out)
 	}
 }
+
+// TestCPUProfile: the hidden --cpuprofile writes Go's CPU profile (a
+// gzipped protobuf) of the command, refuses a path it cannot create, and
+// stays out of the usage.
+func TestCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, path string
+		wantErr    bool
+	}{
+		{"written", filepath.Join(dir, "cpu.prof"), false},
+		{"a directory that does not exist", filepath.Join(dir, "absent", "cpu.prof"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := run(t, "--cpuprofile", tc.path, "graph")
+			if tc.wantErr {
+				if err == nil || !strings.Contains(err.Error(), "--cpuprofile") {
+					t.Fatalf("err = %v, want a --cpuprofile error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(tc.path)
+			if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+				t.Fatalf("profile %d bytes, %v: not a gzipped profile", len(b), err)
+			}
+		})
+	}
+	if stdout, _, err := run(t, "--help"); err != nil || !strings.Contains(stdout, "migrate") || strings.Contains(stdout, "cpuprofile") {
+		t.Errorf("--help shows the hidden flag (%v):\n%s", err, stdout)
+	}
+}

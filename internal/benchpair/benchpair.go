@@ -19,7 +19,7 @@ import (
 // Measurement is what one run of one side gave.
 type Measurement struct {
 	Wall   time.Duration
-	CPU    time.Duration // user + system of the child process
+	CPU    time.Duration // user + system of the process and the descendants it waited for
 	MaxRSS int64         // peak resident set of the child process, bytes
 	// Metrics are figures the run reported itself (a Go benchmark's
 	// custom metrics, an output's size …), by name.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -76,10 +77,11 @@ type Host struct {
 	GDAL     string `json:"gdal"`
 	Go       string `json:"go"`
 	Revision string `json:"revision,omitempty"`
-	// LoadStart and LoadEnd are /proc/loadavg's 1-minute figure: other
-	// work on the machine during the run.
-	LoadStart float64 `json:"load_start"`
-	LoadEnd   float64 `json:"load_end"`
+	// LoadStart and LoadEnd are /proc/loadavg at the start and end of the
+	// whole run (each experiment carries its own): other work on the
+	// machine.
+	LoadStart *LoadAvg `json:"load_avg_start"`
+	LoadEnd   *LoadAvg `json:"load_avg_end"`
 }
 
 // Report is one make bench run.
@@ -88,7 +90,10 @@ type Report struct {
 	Started time.Time `json:"started"`
 	Seconds float64   `json:"seconds"`
 	Host    Host      `json:"host"`
-	Figures []Figure  `json:"figures"`
+	// Experiments are the pairs as they ran, wall and CPU of each side;
+	// Figures what their measurements give.
+	Experiments []Experiment `json:"experiments"`
+	Figures     []Figure     `json:"figures"`
 }
 
 // ReadReport reads a report written by WriteJSON.
@@ -191,10 +196,86 @@ func Number(x float64) string {
 
 func trim(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
-// WriteText prints the table for a terminal: one line per figure, the
-// geomigrate and anchor medians with their ranges, the median ratio.
+// Check says what in r a run did not produce: a figure without values
+// (and without the reason), a value that is not a number, an anchor
+// without its paired runs, a note that prints a missing value, an
+// experiment without its CPU and wall times or load average. A report
+// that fails it is never rendered into the document.
+func (r Report) Check() error {
+	if r.Host.LoadStart == nil || r.Host.LoadEnd == nil {
+		return fmt.Errorf("benchpair.Report.Check: the run's load average: %w", errMissing)
+	}
+	for _, e := range r.Experiments {
+		if err := e.check(); err != nil {
+			return fmt.Errorf("benchpair.Report.Check: experiment %w", err)
+		}
+	}
+	for _, f := range r.Figures {
+		if err := f.Check(); err != nil {
+			return fmt.Errorf("benchpair.Report.Check: figure %w", err)
+		}
+	}
+	return nil
+}
+
+// notANumber is how Go prints a value that was never measured (a missing
+// metric turned NaN, a division by a zero time).
+var notANumber = regexp.MustCompile(`\bNaN\b|[+-]Inf\b`)
+
+// Check says what of f the run did not produce (Report.Check's rule for
+// one figure); nil for a complete figure or one that says why it has no
+// value.
+func (f Figure) Check() error {
+	if f.Error != "" {
+		return nil
+	}
+	finite := func(what string, xs []float64) error {
+		if len(xs) == 0 {
+			return fmt.Errorf("%s: no %s: %w", f.Key, what, errMissing)
+		}
+		for i, x := range xs {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("%s: %s %d is %v: %w", f.Key, what, i+1, x, errMissing)
+			}
+		}
+		return nil
+	}
+	if err := finite("value", f.Values); err != nil {
+		return err
+	}
+	if a := f.Anchor; a != nil {
+		switch {
+		case len(a.Values) > 0:
+			if err := finite("anchor value", a.Values); err != nil {
+				return err
+			}
+			if len(a.Values) != len(f.Values) {
+				return fmt.Errorf("%s: %d values against %d of the anchor: %w", f.Key, len(f.Values), len(a.Values), errMissing)
+			}
+		case !(a.Published > 0) || math.IsInf(a.Published, 0):
+			return fmt.Errorf("%s: anchor %q has neither runs nor a published figure: %w", f.Key, a.Name, errMissing)
+		}
+	}
+	for _, s := range []string{f.Title, f.Subject, f.Note} {
+		if notANumber.MatchString(s) {
+			return fmt.Errorf("%s: %q prints a value the run did not give: %w", f.Key, s, errMissing)
+		}
+	}
+	return nil
+}
+
+// WriteText prints the tables for a terminal: each experiment's pair, CPU
+// and wall with their ranges and ratios, and the load average around it;
+// then one line per figure, the geomigrate and anchor medians with their
+// ranges, the median ratio.
 func (r Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "experiment\tCPU ratio\twall ratio\tgeomigrate CPU\tanchor CPU\tgeomigrate wall\tanchor wall\tn\tload average 1/5/15 min, start → end\t\n")
+	for _, e := range r.Experiments {
+		c := e.cells()
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.title, c.cpuRatio, c.wallRatio, c.cpuA, c.cpuB, c.wallA, c.wallB, c.n, c.load)
+	}
+	fmt.Fprintf(tw, "\t\t\t\t\t\t\t\t\t\n")
 	fmt.Fprintf(tw, "figure\tgeomigrate median (min–max)\tanchor\tratio\tn\tgoal\t\n")
 	for _, f := range r.Figures {
 		c := f.row()
@@ -203,33 +284,76 @@ func (r Report) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, e := range r.Experiments {
+		if e.Error != "" {
+			fmt.Fprintf(w, "\n%s: not measured: %s\n", e.Title, e.Error)
+		}
+	}
 	for _, f := range r.Figures {
 		if f.Error != "" {
 			fmt.Fprintf(w, "\n%s: not measured: %s\n", f.Title, f.Error)
 		}
 	}
-	_, err := fmt.Fprintf(w, "\nmode: %s; %.0f s, %d CPUs, GDAL %s, load average %.1f → %.1f\n",
+	if err := r.Check(); err != nil {
+		fmt.Fprintf(w, "\nincomplete: %v (make bench-doc will refuse this report)\n", err)
+	}
+	_, err := fmt.Fprintf(w, "\nmode: %s; %.0f s, %d CPUs, GDAL %s, load average (1/5/15 min) %s → %s\n",
 		r.Mode, r.Seconds, r.Host.CPUs, r.Host.GDAL, r.Host.LoadStart, r.Host.LoadEnd)
 	return err
 }
 
 // WriteMarkdown writes the generated part of docs/benchmarks.md (without
-// its markers): the table, then how each figure was measured.
+// its markers): the pairs, CPU ratio first, then the figures, then how
+// each was measured. It refuses a report that fails Check: the document
+// never shows a figure the run did not produce.
 func (r Report) WriteMarkdown(w io.Writer) error {
+	if err := r.Check(); err != nil {
+		return fmt.Errorf("benchpair.WriteMarkdown: %w", err)
+	}
 	var b strings.Builder
 	rev := ""
 	if r.Host.Revision != "" {
 		rev = ", commit " + r.Host.Revision
 	}
-	fmt.Fprintf(&b, "Measured %s UTC by `make bench` (mode: %s; %s to run%s) on %d CPUs, GDAL %s, %s; load average %.1f at the start, %.1f at the end (other work shared the machine).\n\n",
+	fmt.Fprintf(&b, "Measured %s UTC by `make bench` (mode: %s; %s to run%s) on %d CPUs, GDAL %s, %s; load average (1/5/15 min) %s at the start, %s at the end (other work shared the machine).\n\n",
 		r.Started.UTC().Format("2006-01-02 15:04"), r.Mode, minutes(r.Seconds), rev, r.Host.CPUs, r.Host.GDAL, r.Host.Go, r.Host.LoadStart, r.Host.LoadEnd)
+	if len(r.Experiments) > 0 {
+		b.WriteString("Each pair as it ran: the **CPU ratio** (user + system time of each side's process tree, geomigrate ÷ anchor, median of the per-pair ratios and their range) is the headline; the wall ratio beside it swings with other work on the machine.\n\n")
+		b.WriteString("| experiment | **CPU ratio** | wall ratio | geomigrate CPU | anchor CPU | geomigrate wall | anchor wall | n | load average 1/5/15 min, start → end |\n")
+		b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+		for _, e := range r.Experiments {
+			c := e.cells()
+			cpuRatio := c.cpuRatio
+			if cpuRatio != "—" && e.Unlike == "" && e.Error == "" {
+				cpuRatio = "**" + cpuRatio + "**"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", md(c.title), cpuRatio, c.wallRatio, c.cpuA, c.cpuB, c.wallA, c.wallB, c.n, c.load)
+		}
+		b.WriteString("\nThe figures these runs give:\n\n")
+	}
 	b.WriteString("| figure | geomigrate, median (min–max) | anchor | ratio, median (min–max) | n | goal | |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, f := range r.Figures {
 		c := f.row()
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", md(c.title), md(c.value), md(c.anchor), md(c.ratio), c.n, md(c.goal), c.verdict)
 	}
-	b.WriteString("\nHow each figure was measured:\n\n")
+	b.WriteString("\nHow each was measured:\n\n")
+	for _, e := range r.Experiments {
+		var parts []string
+		if e.Subject != "" {
+			parts = append(parts, md(e.Subject))
+		}
+		if e.Anchor != "" {
+			parts = append(parts, "Anchor: "+md(e.Anchor)+".")
+		}
+		if e.Unlike != "" {
+			parts = append(parts, "No ratio: "+md(strings.TrimSuffix(e.Unlike, "."))+".")
+		}
+		if e.Error != "" {
+			parts = append(parts, "Not measured: "+md(strings.TrimSuffix(e.Error, "."))+".")
+		}
+		fmt.Fprintf(&b, "- **%s** (pair): %s\n", md(e.Title), strings.Join(parts, " "))
+	}
 	for _, f := range r.Figures {
 		var parts []string
 		if f.Subject != "" {

@@ -66,6 +66,7 @@ run_seed() { # index
 }
 
 : >"$WORK/pairs"
+"$PY" -B -c 'import json, sys; sys.path.insert(0, sys.argv[1]); import bench_e2e; print(json.dumps(bench_e2e.loadavg()))' "$HERE" >"$WORK/load-start.json"
 for ((i = 1; i <= PAIRS; i++)); do
 	# Alternate which side goes first, so neither always runs on a warm cache.
 	if ((i % 2)); then
@@ -76,4 +77,4 @@ for ((i = 1; i <= PAIRS; i++)); do
 	printf 'pair %d: geomigrate %.2f s (CPU %.2f s), seed %.2f s (CPU %.2f s), ratio %.3f\n' "$i" "$g" "$gc" "$p" "$pc" "$(calc "$g / $p")"
 	echo "$g $p $gc $pc" >>"$WORK/pairs"
 done
-"$PY" "$HERE/bench_e2e.py" summarize "$WORK/pairs" "e2e-$N-small"
+"$PY" "$HERE/bench_e2e.py" summarize "$WORK/pairs" "e2e-$N-small" "$WORK/load-start.json" ${BENCH_E2E_JSON:+"$BENCH_E2E_JSON"}

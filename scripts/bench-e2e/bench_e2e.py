@@ -5,13 +5,14 @@
     bench_e2e.py mkbucket BUCKET           create BUCKET
     bench_e2e.py seed SRC PREFIX DST       the source document's Python path over every
                                            object under s3://SRC/PREFIX into s3://DST
-    bench_e2e.py summarize FILE            the figure line from "geomigrate python [geomigrate-cpu python-cpu]" pairs
+    bench_e2e.py summarize FILE LABEL [LOAD_START_JSON [JSON_OUT]]  the figure line (CPU ratio first, load average) from "geomigrate python geomigrate-cpu python-cpu" pairs; JSON_OUT: the pair for geomigrate-bench -include
 
 Run with /usr/bin/python3 (Debian's rasterio, boto3, tenacity). boto3 1.26
 ignores AWS_ENDPOINT_URL_S3, so the S3 clients the seed creates are pointed at
 the stand-in here, path-style; the seed's own code is untouched.
 """
 
+import json
 import os
 import statistics
 import sys
@@ -85,21 +86,57 @@ def seed(src_bucket, prefix, dst_bucket):
     print(f"seed path: {ok} files migrated")
 
 
-def summarize(path, label):
+def loadavg():
+    """The 1, 5 and 15-minute load averages (/proc/loadavg), or None."""
+    try:
+        one, five, fifteen = Path("/proc/loadavg").read_text().split()[:3]
+        return {"1m": float(one), "5m": float(five), "15m": float(fifteen)}
+    except (OSError, ValueError):
+        return None
+
+
+def median_range(xs, unit=""):
+    u = f" {unit}" if unit else ""
+    return f"{statistics.median(xs):.3f}{u} ({min(xs):.3f}..{max(xs):.3f})"
+
+
+def summarize(path, label, load_start_path=None, json_out=None):
+    """The figure line, CPU ratio first; with json_out, the pair and its
+    figures as a make bench report fragment (benchpair.Report's
+    experiments and figures) for geomigrate-bench -include."""
     pairs = [tuple(map(float, line.split())) for line in Path(path).read_text().splitlines() if line.strip()]
-    gm = [p[0] for p in pairs]
-    py = [p[1] for p in pairs]
+    if not pairs or not all(len(p) >= 4 for p in pairs):
+        sys.exit("bench-e2e: a pair lacks its wall or CPU times")
+    gm, py = [p[0] for p in pairs], [p[1] for p in pairs]
+    gm_cpu, py_cpu = [p[2] for p in pairs], [p[3] for p in pairs]
     ratios = [p[0] / p[1] for p in pairs]
-    med = statistics.median(ratios)
-    # Columns 3 and 4, when present: each side's CPU time (user + system).
-    cpu = ""
-    if all(len(p) >= 4 for p in pairs):
-        cpu_ratios = [p[2] / p[3] for p in pairs]
-        cpu = (f" cpu: median geomigrate={statistics.median(p[2] for p in pairs):.2f}s "
-               f"seed={statistics.median(p[3] for p in pairs):.2f}s ratio={statistics.median(cpu_ratios):.3f}")
-    print(f"figure: {label} ratio={med:.3f} (geomigrate/seed wall time; {1 / med:.2f}x faster) "
-          f"median geomigrate={statistics.median(gm):.2f}s seed={statistics.median(py):.2f}s "
-          f"spread ratio={min(ratios):.3f}..{max(ratios):.3f} pairs={len(pairs)}{cpu}")
+    cpu_ratios = [p[2] / p[3] for p in pairs]
+    start = json.loads(Path(load_start_path).read_text()) if load_start_path else None
+    end = loadavg()
+
+    def fmt(l):
+        return "not measured" if l is None else f"{l['1m']:.2f} / {l['5m']:.2f} / {l['15m']:.2f}"
+
+    print(f"figure: {label} cpu_ratio={median_range(cpu_ratios)} wall_ratio={median_range(ratios)} "
+          f"(geomigrate/seed; wall {1 / statistics.median(ratios):.2f}x faster) "
+          f"cpu geomigrate={median_range(gm_cpu, 's')} seed={median_range(py_cpu, 's')} "
+          f"wall geomigrate={median_range(gm, 's')} seed={median_range(py, 's')} pairs={len(pairs)} "
+          f"load average 1/5/15 min {fmt(start)} -> {fmt(end)}")
+    if json_out:
+        subject = f"`geomigrate migrate s3://… --backend aws` on the S3 and DynamoDB stand-ins (scripts/bench-e2e), {label}"
+        anchor = "the seed's Python path (rasterio + boto3, sequential)"
+        report = {
+            "experiments": [{"key": label, "title": f"end to end, {label}, --backend aws against the seed's Python path",
+                             "subject": subject, "anchor": anchor,
+                             "a": {"wall_s": gm, "cpu_s": gm_cpu}, "b": {"wall_s": py, "cpu_s": py_cpu},
+                             "load_start": start, "load_end": end}],
+            "figures": [{"key": label + "-cpu", "title": f"end to end, {label}, CPU time", "unit": "s",
+                         "subject": subject + "; user + system CPU of each side's process tree (GNU time), the servers' not counted.",
+                         "values": gm_cpu, "anchor": {"name": "seed Python path", "values": py_cpu}},
+                        {"key": label + "-wall", "title": f"end to end, {label}, wall time", "unit": "s",
+                         "subject": "the same runs, wall time.", "values": gm, "anchor": {"name": "seed Python path", "values": py}}],
+        }
+        Path(json_out).write_text(json.dumps(report, indent=2) + "\n")
 
 
 if __name__ == "__main__":

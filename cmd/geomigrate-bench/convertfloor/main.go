@@ -1,0 +1,74 @@
+// Command convertfloor converts every file of a directory, one after the
+// other, with the engine alone (gdal.Engine.Convert under the default
+// recipe, configured as `geomigrate migrate --workers 1` configures it),
+// and prints how many it converted. It is the floor of make bench's
+// tiny-files figures: what the CLI spends per file beyond it (hashing,
+// state, staging, promotion, reports, process start) is the CLI's
+// overhead.
+//
+//	convertfloor DIR
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/geomigrate/geomigrate/internal/gdal"
+	"github.com/geomigrate/geomigrate/internal/recipe"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: convertfloor DIR")
+		os.Exit(2)
+	}
+	n, err := convertAll(context.Background(), os.Args[1])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "convertfloor:", err)
+		os.Exit(1)
+	}
+	fmt.Println(n)
+}
+
+// convertAll converts each regular file of dir into a work directory of
+// its own, emptied after each file, and returns how many it converted.
+func convertAll(ctx context.Context, dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	engine, err := gdal.New(gdal.WithOutputMD5(true), gdal.WithConversions(1))
+	if err != nil {
+		return 0, err
+	}
+	work, err := os.MkdirTemp("", "convertfloor-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(work)
+	for _, name := range names {
+		outputs, err := engine.Convert(ctx, filepath.Join(dir, name), work, recipe.Recipe{})
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(outputs) == 0 {
+			return 0, fmt.Errorf("%s: no output", name)
+		}
+		for _, o := range outputs {
+			if err := os.Remove(o.Path); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return len(names), nil
+}
