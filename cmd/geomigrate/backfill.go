@@ -14,6 +14,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/policy"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 // resultsBucket is the local stand-in for the backfill's results bucket.
@@ -188,7 +189,7 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 		return err
 	}
 	prog.finish(report, reportPath)
-	report.PrintSummary(e.stdout)
+	report.PrintSummary(e.stdout, termtable.Width(e.stdout))
 	fmt.Fprintf(e.stdout, "\nbackfill execution: %s (%s)\nresults: %s\nreport: %s\n", res.Name, res.Status, resultsDir, reportPath)
 	if res.Status != "SUCCEEDED" {
 		return fmt.Errorf("backfill %s: %s: %s", res.Status, res.Error, res.Cause)

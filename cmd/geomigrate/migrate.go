@@ -26,6 +26,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/steps"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -431,13 +432,13 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	} else {
 		prog.finish(report, reportPath)
 	}
-	report.PrintSummary(stdout)
+	report.PrintSummary(stdout, termtable.Width(stdout))
 	if werr != nil {
 		fmt.Fprintf(stdout, "\nreport not written: %v\n", werr)
 	} else {
 		fmt.Fprintf(stdout, "\nreport: %s\n", reportPath)
 	}
-	fmt.Fprintf(stdout, "queues: %s, %s\n", x.be.paths.remediation, x.be.paths.deadLetter)
+	termtable.WriteText(stdout, fmt.Sprintf("queues: %s, %s", x.be.paths.remediation, x.be.paths.deadLetter), "        ", termtable.Width(stdout))
 	if reason := x.halt.Reason(); reason != "" {
 		return fmt.Errorf("run stopped, %s: %d file(s) not started; free the resource and run again (finished files are skipped)", reason, report.Totals.NotStarted)
 	}

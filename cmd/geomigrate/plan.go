@@ -26,6 +26,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 // planCmd is `geomigrate plan`: what migrate would do, writing nothing,
@@ -279,7 +280,7 @@ func runPlan(ctx context.Context, p *planFlags, srcs []string, stdout io.Writer)
 		enc.SetIndent("", "  ")
 		return enc.Encode(report)
 	}
-	report.print(stdout)
+	report.print(stdout, termtable.Width(stdout))
 	return nil
 }
 
