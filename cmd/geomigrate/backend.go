@@ -42,7 +42,7 @@ const (
 // process either way. The AWS settings are internal/config's, shared with
 // the Lambda functions.
 type backendFlags struct {
-	Backend string `name:"backend" type:"fold" enum:"local,aws" default:"local" help:"local (directories, embedded state store, JSONL queues) or aws (S3, DynamoDB, SQS)."`
+	Backend string `name:"backend" group:"io" type:"fold" enum:"local,aws" default:"local" help:"local (directories, embedded state store, JSONL queues) or aws (S3, DynamoDB, SQS)."`
 
 	AWS         config.AWS `embed:"" group:"aws"`
 	EndpointURL string     `name:"endpoint-url" group:"aws" placeholder:"URL" help:"One endpoint for S3, DynamoDB, SQS and Step Functions (on-premises or local); wins over AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>."`

@@ -14,6 +14,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/policy"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 // resultsBucket is the local stand-in for the backfill's results bucket.
@@ -25,9 +26,9 @@ const resultsBucket = "backfill-results"
 // starts the deployed backfill state machine instead.
 type backfillCmd struct {
 	Source    string `arg:"" optional:"" name:"SRC_DIR" help:"Local source directory (not with --backend aws)."`
-	Prefix    string `name:"prefix" help:"Key prefix under SRC_DIR (or the source bucket) to migrate (empty: everything)."`
-	Dataset   string `name:"dataset" help:"Dataset id (default: the source bucket)."`
-	Tolerated int    `name:"tolerated-failure-percentage" default:"100" placeholder:"PERCENT" help:"Stop the map when more items fail (routed files count as failures), 0 to 100."`
+	Prefix    string `name:"prefix" group:"io" help:"Key prefix under SRC_DIR (or the source bucket) to migrate (empty: everything)."`
+	Dataset   string `name:"dataset" group:"io" help:"Dataset id (default: the source bucket)."`
+	Tolerated int    `name:"tolerated-failure-percentage" group:"failures" default:"100" placeholder:"PERCENT" help:"Stop the map when more items fail (routed files count as failures), 0 to 100."`
 	// With --backend aws.
 	StateMachineArn string   `name:"state-machine-arn" env:"GEOMIGRATE_BACKFILL_STATE_MACHINE_ARN" group:"aws" placeholder:"ARN" help:"The deployed backfill state machine (stack output BackfillStateMachineArn)."`
 	Manifest        string   `name:"manifest" group:"aws" placeholder:"s3://BUCKET/KEY" help:"An S3 Inventory manifest.json to backfill instead of --prefix."`
@@ -194,7 +195,7 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 		return err
 	}
 	prog.finish(report, reportPath)
-	report.PrintSummary(e.stdout)
+	report.PrintSummary(e.stdout, termtable.Width(e.stdout))
 	fmt.Fprintf(e.stdout, "\nbackfill execution: %s (%s)\nresults: %s\nreport: %s\n", res.Name, res.Status, resultsDir, reportPath)
 	if res.Status != "SUCCEEDED" {
 		return fmt.Errorf("backfill %s: %s: %s", res.Status, res.Error, res.Cause)

@@ -16,6 +16,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/localrun"
 	"github.com/geomigrate/geomigrate/internal/migration"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 // Environment variables that name the deployed state machines when
@@ -139,7 +140,7 @@ func (d *deployed) replayDeployed(ctx context.Context, e *cmdEnv, inputs []migra
 	if err := r.Write(report); err != nil {
 		return err
 	}
-	r.PrintSummary(e.stdout)
+	r.PrintSummary(e.stdout, termtable.Width(e.stdout))
 	fmt.Fprintf(e.stdout, "report: %s\n", report)
 	return nil
 }

@@ -141,9 +141,14 @@ func newParser(c *cli, stdout, stderr io.Writer) (*kong.Kong, error) {
 		kong.Vars{"workers": strconv.Itoa(runtime.NumCPU())},
 		kong.Vars(planVars()),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
-		kong.Groups{"aws": "With --backend aws:"},
+		kong.ExplicitGroups(flagGroups),
 	)
-	return kong.New(c, opts...)
+	k, err := kong.New(c, opts...)
+	if err != nil {
+		return nil, err
+	}
+	orderFlagsByGroup(k.Model.Node)
+	return k, nil
 }
 
 func realMain(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -44,5 +45,28 @@ func TestMakeRunPrintsTheSignalsOnce(t *testing.T) {
 	}
 	if printing != 1 {
 		t.Errorf("make run runs %d commands that print the fallback-rate table, want 1:\n%s", printing, strings.Join(recipe, "\n"))
+	}
+}
+
+// TestMakeHelpIntoAPipeHasNoColour: `make help` colours the target names
+// on a terminal only; into a pipe (this test's stdout) it writes plain
+// text, every target listed.
+func TestMakeHelpIntoAPipeHasNoColour(t *testing.T) {
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make on PATH")
+	}
+	cmd := exec.Command("make", "--no-print-directory", "-s", "help")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make help: %v", err)
+	}
+	if strings.Contains(string(out), "\x1b") {
+		t.Errorf("make help wrote an escape sequence into a pipe:\n%q", out)
+	}
+	for _, target := range []string{"  cli ", "  run ", "  test ", "  help "} {
+		if !strings.Contains(string(out), target) {
+			t.Errorf("make help lists no %q:\n%s", strings.TrimSpace(target), out)
+		}
 	}
 }

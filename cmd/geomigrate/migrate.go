@@ -26,6 +26,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/steps"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 	"github.com/geomigrate/geomigrate/statemachine"
 )
 
@@ -34,19 +35,19 @@ import (
 // (internal/config, shared with the Lambda functions), the backend, and
 // how this process runs and reports.
 type runFlags struct {
-	Dest      string        `name:"dest" placeholder:"DIR|s3://BUCKET[/PREFIX]" help:"Destination: a directory, or s3://BUCKET[/PREFIX] with --backend aws."`
-	Workers   int           `name:"workers" default:"${workers}" help:"Files migrated at once (default: the number of CPUs). Each conversion gets the CPUs ÷ workers GDAL threads (÷ files when fewer), at least one."`
-	StateDir  string        `name:"state-dir" placeholder:"DIR" help:"State store, queues and reports (default DEST/.geomigrate-state; with --backend aws ./.geomigrate-state)."`
-	Report    string        `name:"report" placeholder:"FILE" help:"JSON run report path (default STATE-DIR/reports/run-TIME.json)."`
-	Progress  string        `name:"progress" type:"fold" enum:"auto,bar,plain,json" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar, plain (one line per finished file) or json (one JSON object per state transition and per file, then a summary, on stderr or --progress-file)."`
-	LogLevel  string        `name:"log-level" type:"fold" enum:"debug,info,warn,error" default:"error" help:"Level of the handler logs on stderr (routed files are in the progress lines and the summary already)."`
-	LogFormat string        `name:"log-format" type:"fold" enum:"text,json" default:"text" help:"Handler log format: text or json."`
-	Policy    string        `name:"policy" placeholder:"FILE" help:"Run-time policy document (JSON: classification rules, job deadline, backfill concurrency; docs/operations.md), read again at each file's routing so an edit applies to files that fail after it. With --backend aws and no --policy: --policy-parameter."`
-	Grace     time.Duration `name:"grace" default:"20s" help:"On SIGINT/SIGTERM no new file starts and running ones get this long to finish; then (or at a second signal) they are stopped and rolled back."`
-	Heartbeat time.Duration `name:"heartbeat" default:"30s" help:"How often the run renews the heartbeat of the files it holds; a run that misses 4 in a row (killed, its host or container gone) has its files taken over by the next run, on any host."`
+	Dest      string        `name:"dest" group:"io" placeholder:"DIR|s3://BUCKET[/PREFIX]" help:"Destination: a directory, or s3://BUCKET[/PREFIX] with --backend aws."`
+	Workers   int           `name:"workers" group:"limits" default:"${workers}" help:"Files migrated at once (default: the number of CPUs). Each conversion gets the CPUs ÷ workers GDAL threads (÷ files when fewer), at least one."`
+	StateDir  string        `name:"state-dir" group:"state" placeholder:"DIR" help:"State store, queues and reports (default DEST/.geomigrate-state; with --backend aws ./.geomigrate-state)."`
+	Report    string        `name:"report" group:"output" placeholder:"FILE" help:"JSON run report path (default STATE-DIR/reports/run-TIME.json)."`
+	Progress  string        `name:"progress" group:"output" type:"fold" enum:"auto,bar,plain,json" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar, plain (one line per finished file) or json (one JSON object per state transition and per file, then a summary, on stderr or --progress-file)."`
+	LogLevel  string        `name:"log-level" group:"output" type:"fold" enum:"debug,info,warn,error" default:"error" help:"Level of the handler logs on stderr (routed files are in the progress lines and the summary already)."`
+	LogFormat string        `name:"log-format" group:"output" type:"fold" enum:"text,json" default:"text" help:"Handler log format: text or json."`
+	Policy    string        `name:"policy" group:"failures" placeholder:"FILE" help:"Run-time policy document (JSON: classification rules, job deadline, backfill concurrency; docs/operations.md), read again at each file's routing so an edit applies to files that fail after it. With --backend aws and no --policy: --policy-parameter."`
+	Grace     time.Duration `name:"grace" group:"state" default:"20s" help:"On SIGINT/SIGTERM no new file starts and running ones get this long to finish; then (or at a second signal) they are stopped and rolled back."`
+	Heartbeat time.Duration `name:"heartbeat" group:"state" default:"30s" help:"How often the run renews the heartbeat of the files it holds; a run that misses 4 in a row (killed, its host or container gone) has its files taken over by the next run, on any host."`
 
 	// ProgressFile keeps the JSON stream apart from stderr's other lines.
-	ProgressFile string `name:"progress-file" placeholder:"FILE" help:"With --progress json: write the event stream to FILE instead of stderr."`
+	ProgressFile string `name:"progress-file" group:"output" placeholder:"FILE" help:"With --progress json: write the event stream to FILE instead of stderr."`
 	// logs is where open's logger writes: stderr, and the run's progress
 	// display while it is shown.
 	logs *logSink
@@ -431,13 +432,13 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	} else {
 		prog.finish(report, reportPath)
 	}
-	report.PrintSummary(stdout)
+	report.PrintSummary(stdout, termtable.Width(stdout))
 	if werr != nil {
 		fmt.Fprintf(stdout, "\nreport not written: %v\n", werr)
 	} else {
 		fmt.Fprintf(stdout, "\nreport: %s\n", reportPath)
 	}
-	fmt.Fprintf(stdout, "queues: %s, %s\n", x.be.paths.remediation, x.be.paths.deadLetter)
+	termtable.WriteText(stdout, fmt.Sprintf("queues: %s, %s", x.be.paths.remediation, x.be.paths.deadLetter), "        ", termtable.Width(stdout))
 	if reason := x.halt.Reason(); reason != "" {
 		return fmt.Errorf("run stopped, %s: %d file(s) not started; free the resource and run again (finished files are skipped)", reason, report.Totals.NotStarted)
 	}

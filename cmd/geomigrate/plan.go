@@ -16,6 +16,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/plan"
 	"github.com/geomigrate/geomigrate/internal/recipe"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 // planCmd is `geomigrate plan`: what migrate would do, writing nothing,
@@ -26,27 +27,27 @@ import (
 // newParser).
 type planCmd struct {
 	Sources  []string        `arg:"" name:"SRC" help:"Source files and directories (a directory is one dataset), or s3://BUCKET[/PREFIX] with --backend aws."`
-	Dest     string          `name:"dest" placeholder:"DIR" help:"Destination of earlier runs, consulted read-only (a directory, or s3://BUCKET[/PREFIX] with --backend aws); none: every file is new."`
-	StateDir string          `name:"state-dir" placeholder:"DIR" help:"State directory (default DEST/.geomigrate-state)."`
-	JSON     bool            `name:"json" help:"Print the plan as one JSON document."`
-	Workers  int             `name:"workers" default:"${workers}" help:"Files hashed and preflighted at once."`
-	Prices   string          `name:"prices" placeholder:"FILE" help:"JSON file overriding fields of the price table (internal/cost/prices.json)."`
+	Dest     string          `name:"dest" group:"io" placeholder:"DIR" help:"Destination of earlier runs, consulted read-only (a directory, or s3://BUCKET[/PREFIX] with --backend aws); none: every file is new."`
+	StateDir string          `name:"state-dir" group:"state" placeholder:"DIR" help:"State directory (default DEST/.geomigrate-state)."`
+	JSON     bool            `name:"json" group:"output" help:"Print the plan as one JSON document."`
+	Workers  int             `name:"workers" group:"limits" default:"${workers}" help:"Files hashed and preflighted at once."`
+	Prices   string          `name:"prices" group:"cost" placeholder:"FILE" help:"JSON file overriding fields of the price table (internal/cost/prices.json)."`
 	Handlers config.Handlers `embed:""`
 	Recipes  recipeFlags     `embed:""`
 
-	Architecture string  `name:"architecture" enum:"arm64,x86_64" default:"${plan_architecture}" help:"Lambda architecture: arm64 or x86_64."`
-	ConvertMB    int     `name:"convert-memory" default:"${plan_convert_memory}" help:"Convert function memory in MB (infra convertMemoryMB)."`
-	SmallMB      int     `name:"small-memory" default:"${plan_small_memory}" help:"HashCheck, Promote and Classify memory in MB (infra smallFunctionMemoryMB)."`
-	Concurrency  int     `name:"concurrency" default:"${plan_concurrency}" help:"Lambda concurrency available to the run (the account quota)."`
-	HashReadMBps float64 `name:"hash-read-mbps" default:"${plan_hash_read_mbps}" help:"Assumed MB/s of HashCheck's read of a source from S3."`
-	StepMS       float64 `name:"step-ms" default:"${plan_step_ms}" help:"Assumed duration in ms of a HashCheck, Promote or Classify invocation besides reading."`
-	CPUFactor    float64 `name:"cpu-factor" default:"${plan_cpu_factor}" help:"Lambda vCPU speed relative to a core of the machine that measured the throughput."`
-	UsefulVCPUs  float64 `name:"useful-vcpus" default:"${plan_useful_vcpus}" help:"Most vCPUs a conversion is assumed to use (the throughput was measured on one)."`
-	MaxConc      int     `name:"max-concurrency" default:"${plan_max_concurrency}" help:"The backfill's MaxConcurrency (the policy's backfill.max_concurrency): migrate executions at once."`
-	QuotaRegion  string  `name:"quota-region" enum:"large,other" default:"large" help:"Quota preset: large (us-east-1, us-west-2, eu-west-1) or other (AWS's lower Step Functions figures elsewhere)."`
-	Quotas       string  `name:"quotas" placeholder:"FILE" help:"JSON file overriding fields of the quota table (cost.DefaultQuotas: an account's raised or a new account's lower quotas)."`
+	Architecture string  `name:"architecture" group:"cost" enum:"arm64,x86_64" default:"${plan_architecture}" help:"Lambda architecture: arm64 or x86_64."`
+	ConvertMB    int     `name:"convert-memory" group:"cost" default:"${plan_convert_memory}" help:"Convert function memory in MB (infra convertMemoryMB)."`
+	SmallMB      int     `name:"small-memory" group:"cost" default:"${plan_small_memory}" help:"HashCheck, Promote and Classify memory in MB (infra smallFunctionMemoryMB)."`
+	Concurrency  int     `name:"concurrency" group:"cost" default:"${plan_concurrency}" help:"Lambda concurrency available to the run (the account quota)."`
+	HashReadMBps float64 `name:"hash-read-mbps" group:"cost" default:"${plan_hash_read_mbps}" help:"Assumed MB/s of HashCheck's read of a source from S3."`
+	StepMS       float64 `name:"step-ms" group:"cost" default:"${plan_step_ms}" help:"Assumed duration in ms of a HashCheck, Promote or Classify invocation besides reading."`
+	CPUFactor    float64 `name:"cpu-factor" group:"cost" default:"${plan_cpu_factor}" help:"Lambda vCPU speed relative to a core of the machine that measured the throughput."`
+	UsefulVCPUs  float64 `name:"useful-vcpus" group:"cost" default:"${plan_useful_vcpus}" help:"Most vCPUs a conversion is assumed to use (the throughput was measured on one)."`
+	MaxConc      int     `name:"max-concurrency" group:"cost" default:"${plan_max_concurrency}" help:"The backfill's MaxConcurrency (the policy's backfill.max_concurrency): migrate executions at once."`
+	QuotaRegion  string  `name:"quota-region" group:"cost" enum:"large,other" default:"large" help:"Quota preset: large (us-east-1, us-west-2, eu-west-1) or other (AWS's lower Step Functions figures elsewhere)."`
+	Quotas       string  `name:"quotas" group:"cost" placeholder:"FILE" help:"JSON file overriding fields of the quota table (cost.DefaultQuotas: an account's raised or a new account's lower quotas)."`
 
-	Backend     string     `name:"backend" type:"fold" enum:"local,aws" default:"local" help:"local (directories) or aws (S3 sources, DynamoDB state table, read only)."`
+	Backend     string     `name:"backend" group:"io" type:"fold" enum:"local,aws" default:"local" help:"local (directories) or aws (S3 sources, DynamoDB state table, read only)."`
 	AWS         config.AWS `embed:"" group:"aws"`
 	EndpointURL string     `name:"endpoint-url" group:"aws" placeholder:"URL" help:"One endpoint for S3 and DynamoDB; wins over AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>."`
 }
@@ -155,7 +156,7 @@ func runPlan(ctx context.Context, p *planFlags, srcs []string, stdout io.Writer)
 		enc.SetIndent("", "  ")
 		return enc.Encode(report)
 	}
-	report.Print(stdout)
+	report.Print(stdout, termtable.Width(stdout))
 	return nil
 }
 

@@ -24,8 +24,8 @@ import (
 // recipeFlags are --recipe FILE and --co KEY=VALUE, shared by the commands
 // that convert (migrate, backfill, replay) and by plan, which predicts them.
 type recipeFlags struct {
-	File string   `name:"recipe" placeholder:"FILE" help:"Recipe file (YAML): per-glob conversion settings (see examples/recipe.yaml); flags override it."`
-	CO   []string `name:"co" sep:"none" placeholder:"KEY=VALUE" help:"Raster creation option passed to GDAL's COG driver (repeatable; overrides the recipe file)."`
+	File string   `name:"recipe" group:"conversion" placeholder:"FILE" help:"Recipe file (YAML): per-glob conversion settings (see examples/recipe.yaml); flags override it."`
+	CO   []string `name:"co" group:"conversion" sep:"none" placeholder:"KEY=VALUE" help:"Raster creation option passed to GDAL's COG driver (repeatable; overrides the recipe file)."`
 	// reuse: without --recipe, take the recipe the destination remembers
 	// (replay: queued jobs run again under the recipe they were made with).
 	reuse bool

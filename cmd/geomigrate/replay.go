@@ -30,8 +30,8 @@ import (
 // whose job did not end (in progress elsewhere, awaiting remediation
 // because the file is unchanged, failed, interrupted) is made visible again.
 type replayCmd struct {
-	Queue      string        `name:"queue" type:"fold" enum:"dlq,remediation" default:"dlq" help:"Which queue: dlq or remediation."`
-	Visibility time.Duration `name:"visibility-timeout" default:"30m" help:"How long received messages stay hidden while their jobs run (1s to 12h, SQS's range); with --backend aws also how long the executions are waited for."`
+	Queue      string        `name:"queue" group:"failures" type:"fold" enum:"dlq,remediation" default:"dlq" help:"Which queue: dlq or remediation."`
+	Visibility time.Duration `name:"visibility-timeout" group:"failures" default:"30m" help:"How long received messages stay hidden while their jobs run (1s to 12h, SQS's range); with --backend aws also how long the executions are waited for."`
 	// With --backend aws the jobs run as executions of the deployed
 	// migrate state machine, with the deployed functions' GDAL; --local
 	// converts them in this process instead.

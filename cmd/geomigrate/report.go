@@ -13,6 +13,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/htmlreport"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 // reportCmd reads a run report back: the summary a run prints, or with
@@ -38,7 +39,7 @@ func runReport(stdout, stderr io.Writer, run string, html bool, out, destDir str
 		return err
 	}
 	if !html {
-		report.PrintSummary(stdout)
+		report.PrintSummary(stdout, termtable.Width(stdout))
 		return nil
 	}
 	// --dest also serves outputs of an aws run copied to this machine.

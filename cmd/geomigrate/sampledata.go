@@ -5,6 +5,7 @@ import (
 
 	"github.com/geomigrate/geomigrate/internal/gdal"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 type sampleDataCmd struct {
@@ -20,12 +21,16 @@ func (c *sampleDataCmd) Run(e *cmdEnv) error {
 		return err
 	}
 	bad := 0
+	t := termtable.New("  ", termtable.Column{}, termtable.Column{}, termtable.Column{Fit: termtable.Middle})
 	for _, s := range samples {
 		mark := "good"
 		if s.Bad {
-			mark, bad = "bad ", bad+1
+			mark, bad = "bad", bad+1
 		}
-		fmt.Fprintf(e.stdout, "  %s  %-7s %s\n", mark, s.Kind, s.Path)
+		t.Add(mark, string(s.Kind), s.Path)
+	}
+	if err := t.Write(e.stdout, termtable.Width(e.stdout)); err != nil {
+		return err
 	}
 	fmt.Fprintf(e.stdout, "%d sample file(s) in %s, %d of them deliberately bad\n", len(samples), c.Dir, bad)
 	return nil

@@ -5,16 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/breaker"
 	"github.com/geomigrate/geomigrate/internal/localrun"
+	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 // statusCmd is `geomigrate status`: what the state store and the queues
@@ -93,15 +95,21 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 		}
 		return nil
 	}
+	width := termtable.Width(stdout)
 	fmt.Fprintf(stdout, "state store: %s\n", where)
+	statuses := termtable.New("  ", termtable.Column{}, termtable.Column{Right: true})
 	for _, s := range statestore.Statuses {
 		if counts[s] > 0 {
-			fmt.Fprintf(stdout, "  %-12s %d\n", s, counts[s])
+			statuses.Add(string(s), strconv.Itoa(counts[s]))
 		}
 	}
-	if superseded > 0 {
-		fmt.Fprintf(stdout, "  (one row per source, its latest job; %d older job record(s) superseded: --all lists them)\n", superseded)
+	if err := statuses.Write(stdout, width); err != nil {
+		return err
 	}
+	if superseded > 0 {
+		termtable.WriteText(stdout, fmt.Sprintf("  (one row per source, its latest job; %d older job record(s) superseded: --all lists them)", superseded), "   ", width)
+	}
+	qs := termtable.New("", termtable.Column{Key: true}, termtable.Column{Fit: termtable.Wrap}, termtable.Column{Fit: termtable.Middle})
 	for _, q := range queues {
 		d, err := q.depth(ctx)
 		if err != nil {
@@ -120,25 +128,32 @@ func (c *statusCmd) Run(e *cmdEnv) error {
 				inFlight += fmt.Sprintf(", %d outstanding (%d superseded: their job has completed; replay deletes them)", d.Visible-n, n)
 			}
 		}
-		fmt.Fprintf(stdout, "queue %-12s %d message(s)%s  %s\n", q.name, d.Visible, inFlight, q.where)
+		qs.Add("queue "+q.name, fmt.Sprintf("%d message(s)%s", d.Visible, inFlight), q.where)
 	}
-	if err := printStatusSignals(ctx, stdout, v, all, latest); err != nil {
+	if err := qs.Write(stdout, width); err != nil {
+		return err
+	}
+	if err := printStatusSignals(ctx, stdout, v, all, latest, width); err != nil {
 		return err
 	}
 	if bs, ok := db.(breaker.Store); ok {
-		if err := printBreakers(ctx, stdout, bs, time.Now()); err != nil {
+		if err := printBreakers(ctx, stdout, bs, time.Now(), width); err != nil {
 			return err
 		}
 	}
 	if len(listed) > 0 {
 		fmt.Fprintln(stdout)
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "STATUS\tSOURCE\tATTEMPTS\tERROR\tUPDATED")
+		jobs := termtable.New("",
+			termtable.Column{Header: "STATUS", Key: true},
+			termtable.Column{Header: "SOURCE", Fit: termtable.Middle, Key: true},
+			termtable.Column{Header: "ATTEMPTS"},
+			termtable.Column{Header: "ERROR", Fit: termtable.Wrap},
+			termtable.Column{Header: "UPDATED", Fit: termtable.Wrap})
 		for _, j := range listed {
-			fmt.Fprintf(tw, "%s\t%s/%s\t%d\t%s\t%s\n", j.Status, j.SourceBucket, j.SourceKey, j.Attempts,
+			jobs.Add(string(j.Status), j.SourceBucket+"/"+objectstore.QuoteKey(j.SourceKey), strconv.Itoa(j.Attempts),
 				oneLineErr(j.ErrorName, j.ErrorCause), j.UpdatedAt.Format("2006-01-02 15:04:05"))
 		}
-		tw.Flush()
+		return jobs.Write(stdout, width)
 	}
 	return nil
 }
@@ -158,11 +173,7 @@ func oneLineErr(name, cause string) string {
 	if name == "" {
 		return "-"
 	}
-	s := name + ": " + cause
-	if len(s) > 120 {
-		s = s[:120] + "…"
-	}
-	return s
+	return localrun.OneLine(name+": "+cause, 120)
 }
 
 // supersededBy reports whether a dead-letter message is superseded: its
@@ -202,29 +213,30 @@ func countMessages(ctx context.Context, path string) (int, error) {
 	return st.Messages, err
 }
 
-// printBreakers writes one line per circuit breaker on record (a bucket
+// printBreakers writes one row per circuit breaker on record (a bucket
 // that failed at least once): its state, and what it means for files now.
-func printBreakers(ctx context.Context, w io.Writer, s breaker.Store, now time.Time) error {
-	return breaker.List(ctx, s, func(r breaker.Record) error {
-		line := fmt.Sprintf("breaker %-20s %-9s", r.Dependency, r.State)
+func printBreakers(ctx context.Context, w io.Writer, s breaker.Store, now time.Time, width int) error {
+	t := termtable.New("", termtable.Column{Fit: termtable.Middle, Key: true}, termtable.Column{Key: true}, termtable.Column{Fit: termtable.Wrap})
+	err := breaker.List(ctx, s, func(r breaker.Record) error {
+		var line string
 		switch r.State {
 		case breaker.Open:
-			line += fmt.Sprintf(" files wait; probe in %s (opened %d time(s))", max(r.OpenUntil.Sub(now), 0).Round(time.Second), r.Opened)
+			line = fmt.Sprintf("files wait; probe in %s (opened %d time(s))", max(r.OpenUntil.Sub(now), 0).Round(time.Second), r.Opened)
 		case breaker.HalfOpen:
-			line += fmt.Sprintf(" one probe in flight (opened %d time(s))", r.Opened)
+			line = fmt.Sprintf("one probe in flight (opened %d time(s))", r.Opened)
 		default:
-			line += fmt.Sprintf(" %d recent failure(s), opened %d time(s)", r.Failures, r.Opened)
+			line = fmt.Sprintf("%d recent failure(s), opened %d time(s)", r.Failures, r.Opened)
 		}
 		if r.LastError != "" && (r.State != breaker.Closed || r.Failures > 0) {
-			e := r.LastError
-			if len(e) > 120 {
-				e = e[:120] + "…"
-			}
-			line += "; last error: " + e
+			line += "; last error: " + localrun.OneLine(r.LastError, 120)
 		}
-		_, err := fmt.Fprintln(w, line)
-		return err
+		t.Add("breaker "+r.Dependency, string(r.State), line)
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return t.Write(w, width)
 }
 
 // printStatusSignals writes the fallback rates of the sources on record
@@ -232,7 +244,7 @@ func printBreakers(ctx context.Context, w io.Writer, s breaker.Store, now time.T
 // routed), the recovery latencies of those completed after a routing, and
 // the dead-letter queue's age. The thresholds are the defaults: status
 // judges, it does not run with a policy.
-func printStatusSignals(ctx context.Context, w io.Writer, v *stateView, all []statestore.Job, latest []statestore.SourceLatest) error {
+func printStatusSignals(ctx context.Context, w io.Writer, v *stateView, all []statestore.Job, latest []statestore.SourceLatest, width int) error {
 	var ends []signals.End
 	for _, l := range latest {
 		switch j := l.Job; j.Status {
@@ -249,6 +261,6 @@ func printStatusSignals(ctx context.Context, w io.Writer, v *stateView, all []st
 			return err
 		}
 	}
-	localrun.PrintSignals(w, s)
+	localrun.PrintSignals(w, s, width)
 	return nil
 }

@@ -28,22 +28,38 @@ func TestStatusShowsEachBreaker(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var out bytes.Buffer
-	if err := printBreakers(ctx, &out, s, now); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		width int
+		want  []string
+	}{
+		{0, []string{
+			"breaker s3:dest  OPEN       files wait; probe in 42s (opened 2 time(s)); last error: s3.Head: SlowDown",
+			"breaker s3:raw   HALF_OPEN  one probe in flight (opened 1 time(s))",
+			"breaker s3:src   CLOSED     0 recent failure(s), opened 3 time(s)",
+		}},
+		{60, []string{
+			"breaker s3:dest  OPEN       files wait; probe in 42s (opened",
+			"                            2 time(s)); last error: s3.Head:",
+			"                            SlowDown",
+			"breaker s3:raw   HALF_OPEN  one probe in flight (opened 1",
+			"                            time(s))",
+			"breaker s3:src   CLOSED     0 recent failure(s), opened 3",
+			"                            time(s)",
+		}},
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	want := []string{
-		"breaker s3:dest              OPEN      files wait; probe in 42s (opened 2 time(s)); last error: s3.Head: SlowDown",
-		"breaker s3:raw               HALF_OPEN one probe in flight (opened 1 time(s))",
-		"breaker s3:src               CLOSED    0 recent failure(s), opened 3 time(s)",
-	}
-	if len(lines) != len(want) {
-		t.Fatalf("status breaker lines:\n%s", out.String())
-	}
-	for i := range want {
-		if lines[i] != want[i] {
-			t.Errorf("line %d:\n got %q\nwant %q", i, lines[i], want[i])
+	for _, tt := range tests {
+		var out bytes.Buffer
+		if err := printBreakers(ctx, &out, s, now, tt.width); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if len(lines) != len(tt.want) {
+			t.Fatalf("width %d: status breaker lines:\n%s", tt.width, out.String())
+		}
+		for i := range tt.want {
+			if lines[i] != tt.want[i] {
+				t.Errorf("width %d line %d:\n got %q\nwant %q", tt.width, i, lines[i], tt.want[i])
+			}
 		}
 	}
 }

@@ -1,7 +1,8 @@
 // Package config declares geomigrate's settings once. Each setting is a
 // struct field whose tags hold its flag name, environment variable, default,
-// help and allowed values (kong's tag syntax); the CLI (cmd/geomigrate)
-// parses them as flags and environment with kong, the Lambda functions read
+// help, allowed values and the --help topic it is listed under (kong's tag
+// syntax); the CLI (cmd/geomigrate) parses them as flags and environment
+// with kong, the Lambda functions read
 // the same fields from their environment with LoadLambda, and infra/ renders
 // a Lambda value into the functions' environment (Lambda.Environment).
 // Adding a setting is adding a field here and its value in infra/.
@@ -28,40 +29,40 @@ import (
 
 // Handlers are the settings every step handler reads, on either backend.
 type Handlers struct {
-	VectorFormat string `name:"vector-format" env:"GEOMIGRATE_VECTOR_FORMAT" type:"fold" enum:"GeoParquet,FlatGeobuf" default:"GeoParquet" help:"Vector output format: GeoParquet or FlatGeobuf (any case)."`
-	ZSTDLevel    int    `name:"zstd-level" env:"GEOMIGRATE_ZSTD_LEVEL" default:"9" help:"ZSTD level of the outputs, 1 to 22."`
+	VectorFormat string `name:"vector-format" group:"conversion" env:"GEOMIGRATE_VECTOR_FORMAT" type:"fold" enum:"GeoParquet,FlatGeobuf" default:"GeoParquet" help:"Vector output format: GeoParquet or FlatGeobuf (any case)."`
+	ZSTDLevel    int    `name:"zstd-level" group:"conversion" env:"GEOMIGRATE_ZSTD_LEVEL" default:"9" help:"ZSTD level of the outputs, 1 to 22."`
 	// StagingPrefix is where Convert writes before Promote.
-	StagingPrefix string  `name:"staging-prefix" env:"GEOMIGRATE_STAGING_PREFIX" default:"_staging/" help:"Destination prefix of outputs not yet promoted (ends in /)."`
-	Lease         Seconds `name:"lease" env:"GEOMIGRATE_LEASE_SECONDS" default:"20m" help:"How long a claimed file stays exclusive without renewal (renewed at each step); another run finding it held skips it as in progress until then. Leases of a process that died on this host are taken over at once. Must exceed the longest task timeout (15m)."`
+	StagingPrefix string  `name:"staging-prefix" group:"io" env:"GEOMIGRATE_STAGING_PREFIX" default:"_staging/" help:"Destination prefix of outputs not yet promoted (ends in /)."`
+	Lease         Seconds `name:"lease" group:"state" env:"GEOMIGRATE_LEASE_SECONDS" default:"20m" help:"How long a claimed file stays exclusive without renewal (renewed at each step); another run finding it held skips it as in progress until then. Leases of a process that died on this host are taken over at once. Must exceed the longest task timeout (15m)."`
 	// FingerprintThreshold: larger sources are fingerprinted by size and
 	// their first and last 8 MiB; the full hash is checked after promotion.
-	FingerprintThreshold int64 `name:"fingerprint-threshold" env:"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES" default:"1073741824" help:"Sources larger than this are fingerprinted by size and their first and last 8 MiB."`
+	FingerprintThreshold int64 `name:"fingerprint-threshold" group:"state" env:"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES" default:"1073741824" help:"Sources larger than this are fingerprinted by size and their first and last 8 MiB."`
 	// Remote sources read by range (internal/objectstore.ReadAhead): whole
 	// in one GET up to SourceReadWhole bytes, else in aligned blocks.
-	SourceReadWhole  int64  `name:"source-read-whole" env:"GEOMIGRATE_SOURCE_READ_WHOLE_BYTES" default:"67108864" help:"Remote sources up to this many bytes are read with one GET when conversion starts (held in memory); larger ones in aligned blocks (0: never whole)."`
-	SourceReadBlock  int64  `name:"source-read-block" env:"GEOMIGRATE_SOURCE_READ_BLOCK_BYTES" default:"8388608" help:"Size of the aligned ranged GETs of remote sources larger than --source-read-whole."`
-	SourceReadBlocks int    `name:"source-read-blocks" env:"GEOMIGRATE_SOURCE_READ_BLOCKS" default:"8" help:"Blocks of --source-read-block bytes kept per remote source (memory bound of the read-ahead)."`
-	WorkDir          string `name:"work-dir" env:"GEOMIGRATE_WORK_DIR" placeholder:"DIR" help:"Scratch space for conversions (default: the system temporary directory)."`
+	SourceReadWhole  int64  `name:"source-read-whole" group:"limits" env:"GEOMIGRATE_SOURCE_READ_WHOLE_BYTES" default:"67108864" help:"Remote sources up to this many bytes are read with one GET when conversion starts (held in memory); larger ones in aligned blocks (0: never whole)."`
+	SourceReadBlock  int64  `name:"source-read-block" group:"limits" env:"GEOMIGRATE_SOURCE_READ_BLOCK_BYTES" default:"8388608" help:"Size of the aligned ranged GETs of remote sources larger than --source-read-whole."`
+	SourceReadBlocks int    `name:"source-read-blocks" group:"limits" env:"GEOMIGRATE_SOURCE_READ_BLOCKS" default:"8" help:"Blocks of --source-read-block bytes kept per remote source (memory bound of the read-ahead)."`
+	WorkDir          string `name:"work-dir" group:"limits" env:"GEOMIGRATE_WORK_DIR" placeholder:"DIR" help:"Scratch space for conversions (default: the system temporary directory)."`
 	// QuarantineCopyLimit bounds the input bytes copied into a quarantine
 	// bundle (internal/quarantine); larger inputs are referenced.
-	QuarantineCopyLimit int64 `name:"quarantine-copy-limit" env:"GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES" default:"67108864" help:"With --quarantine-copy-input, a routed file's quarantine bundle holds a copy of the input and its sidecars up to this many bytes together; larger ones are referenced."`
+	QuarantineCopyLimit int64 `name:"quarantine-copy-limit" group:"failures" env:"GEOMIGRATE_QUARANTINE_COPY_LIMIT_BYTES" default:"67108864" help:"With --quarantine-copy-input, a routed file's quarantine bundle holds a copy of the input and its sidecars up to this many bytes together; larger ones are referenced."`
 	// QuarantineCopyInput: bundles reference the input (URI, SHA-256,
 	// size, version) unless asked to copy it.
-	QuarantineCopyInput bool `name:"quarantine-copy-input" env:"GEOMIGRATE_QUARANTINE_COPY_INPUT" help:"Copy a routed file's input and sidecars into its quarantine bundle (default: the bundle references them)."`
+	QuarantineCopyInput bool `name:"quarantine-copy-input" group:"failures" env:"GEOMIGRATE_QUARANTINE_COPY_INPUT" help:"Copy a routed file's input and sidecars into its quarantine bundle (default: the bundle references them)."`
 	// The circuit breaker on each bucket (internal/breaker,
 	// docs/operations.md).
-	BreakerThreshold int     `name:"breaker-threshold" env:"GEOMIGRATE_BREAKER_THRESHOLD" default:"5" help:"Consecutive transient or systemic failures of a bucket that open its circuit breaker (0: no breaker). At most 5, the attempts per task, so one file's retries open it."`
-	BreakerWindow    Seconds `name:"breaker-window" env:"GEOMIGRATE_BREAKER_WINDOW_SECONDS" default:"2m" help:"Failures further apart than this do not add up towards --breaker-threshold."`
-	BreakerCooldown  Seconds `name:"breaker-cooldown" env:"GEOMIGRATE_BREAKER_COOLDOWN_SECONDS" default:"1m" help:"How long an open breaker refuses calls (files wait, without spending retries) before one call probes the bucket."`
+	BreakerThreshold int     `name:"breaker-threshold" group:"failures" env:"GEOMIGRATE_BREAKER_THRESHOLD" default:"5" help:"Consecutive transient or systemic failures of a bucket that open its circuit breaker (0: no breaker). At most 5, the attempts per task, so one file's retries open it."`
+	BreakerWindow    Seconds `name:"breaker-window" group:"failures" env:"GEOMIGRATE_BREAKER_WINDOW_SECONDS" default:"2m" help:"Failures further apart than this do not add up towards --breaker-threshold."`
+	BreakerCooldown  Seconds `name:"breaker-cooldown" group:"failures" env:"GEOMIGRATE_BREAKER_COOLDOWN_SECONDS" default:"1m" help:"How long an open breaker refuses calls (files wait, without spending retries) before one call probes the bucket."`
 	// The limits over which a job is converted by the container task (ECS
 	// Fargate on AWS, a child process locally) instead of the Convert
 	// Lambda (migration.ContainerLimits, docs/large-objects.md). HashCheck
 	// puts them in its output beside the job's measures and the state
 	// machine's ChooseEngine Choice compares the two; a run-time policy
 	// document, where one is deployed, would set them in HashCheck instead.
-	ContainerBytes       int64 `name:"container-bytes" env:"GEOMIGRATE_CONTAINER_BYTES" default:"4294967296" help:"Sources (with sidecars) larger than this many bytes are converted by the container task instead of the Convert Lambda."`
-	ContainerPixelsBands int64 `name:"container-pixels-bands" env:"GEOMIGRATE_CONTAINER_PIXELS_BANDS" default:"1500000000" help:"Rasters whose header declares more than width x height x bands than this are converted by the container task."`
-	ContainerFeatures    int64 `name:"container-features" env:"GEOMIGRATE_CONTAINER_FEATURES" default:"10000000" help:"Vector sources declaring more features than this are converted by the container task."`
+	ContainerBytes       int64 `name:"container-bytes" group:"limits" env:"GEOMIGRATE_CONTAINER_BYTES" default:"4294967296" help:"Sources (with sidecars) larger than this many bytes are converted by the container task instead of the Convert Lambda."`
+	ContainerPixelsBands int64 `name:"container-pixels-bands" group:"limits" env:"GEOMIGRATE_CONTAINER_PIXELS_BANDS" default:"1500000000" help:"Rasters whose header declares more than width x height x bands than this are converted by the container task."`
+	ContainerFeatures    int64 `name:"container-features" group:"limits" env:"GEOMIGRATE_CONTAINER_FEATURES" default:"10000000" help:"Vector sources declaring more features than this are converted by the container task."`
 }
 
 // Validate checks what the tags cannot (kong calls it after parsing).
@@ -146,7 +147,7 @@ type AWS struct {
 	DeadLetterQueueURL string `name:"dlq-url" env:"GEOMIGRATE_DEAD_LETTER_QUEUE_URL" placeholder:"URL" help:"SQS dead-letter queue (default for the CLI: a JSONL file in the state directory)."`
 	// QuarantinePrefix is where routed jobs' bundles go in
 	// QuarantineBucket; infra grants writes under its own setting only.
-	QuarantinePrefix string `name:"quarantine-prefix" env:"GEOMIGRATE_QUARANTINE_PREFIX" default:".geomigrate-quarantine/" help:"Prefix of the quarantine bundles of routed files in --quarantine-bucket (off: no bundles)."`
+	QuarantinePrefix string `name:"quarantine-prefix" group:"failures" env:"GEOMIGRATE_QUARANTINE_PREFIX" default:".geomigrate-quarantine/" help:"Prefix of the quarantine bundles of routed files in --quarantine-bucket (off: no bundles)."`
 	// QuarantineBucket keeps bundles out of the destination, which holds
 	// only outputs and their metadata; the stack sets its operations
 	// bucket.

@@ -60,8 +60,8 @@ func TestSpooledReportMatchesInMemory(t *testing.T) {
 				t.Errorf("spooled report:\n%s\nwant\n%s", got, want)
 			}
 			var a, b strings.Builder
-			mem.PrintSummary(&a)
-			spooled.PrintSummary(&b)
+			mem.PrintSummary(&a, 0)
+			spooled.PrintSummary(&b, 0)
 			if a.String() != b.String() {
 				t.Errorf("summary:\n%s\nwant\n%s", b.String(), a.String())
 			}

@@ -8,11 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/signals"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 // Totals counts outcomes and bytes.
@@ -237,28 +238,33 @@ func (r *Report) writeSpooled(path string) error {
 }
 
 // PrintSummary writes the human summary: what needs attention first, then
-// the totals table.
-func (r *Report) PrintSummary(w io.Writer) {
-	attention := 0
+// the totals table, its tables fitted to width display columns (0: no
+// limit; termtable.Width).
+func (r *Report) PrintSummary(w io.Writer, width int) {
+	attention := termtable.New("  ",
+		termtable.Column{Key: true},
+		termtable.Column{Fit: termtable.Middle, Key: true},
+		termtable.Column{Fit: termtable.Wrap})
 	r.each(func(o Outcome) {
 		switch o.Status {
 		case StatusCompleted, StatusSkipped, StatusIgnored, StatusNotStarted:
 			return
 		}
-		if attention == 0 {
-			fmt.Fprintln(w, "\nNeeds attention:")
-		}
-		attention++
 		what := o.Error
 		if o.Code != "" {
 			what = o.Code
 		}
-		fmt.Fprintf(w, "  %-11s %s/%s  %s: %s\n", o.Status, o.Bucket, objectstore.QuoteKey(o.Key), what, OneLine(o.Message, 160))
+		attention.Add(string(o.Status), o.Bucket+"/"+objectstore.QuoteKey(o.Key), what+": "+OneLine(o.Message, 160))
 		if o.Bundle != "" {
-			fmt.Fprintf(w, "  %-11s bundle: %s\n", "", o.Bundle)
+			// A path to copy: whole, on its own line.
+			attention.Note(1, "bundle: "+o.Bundle)
 		}
 	})
-	r.printList(w, "With conversion warnings (outputs written; see files[].warnings in the report):", func(o Outcome) string {
+	if attention.Len() > 0 {
+		fmt.Fprintln(w, "\nNeeds attention:")
+		_ = attention.Write(w, width)
+	}
+	r.printList(w, width, "With conversion warnings (outputs written; see files[].warnings in the report):", func(o Outcome) string {
 		if len(o.Warnings) == 0 {
 			return ""
 		}
@@ -268,7 +274,7 @@ func (r *Report) PrintSummary(w io.Writer) {
 		}
 		return OneLine(o.Warnings[0], 140) + more
 	})
-	r.printList(w, "Ignored (not geospatial, or not followed):", func(o Outcome) string {
+	r.printList(w, width, "Ignored (not geospatial, or not followed):", func(o Outcome) string {
 		if o.Status != StatusIgnored && !(o.Status == StatusSkipped && o.Execution == "") {
 			return ""
 		}
@@ -282,33 +288,36 @@ func (r *Report) PrintSummary(w io.Writer) {
 				reason, found = o.Reason, true
 			}
 		})
-		fmt.Fprintf(w, "\nNot started: %d file(s), %s; the next run takes them.\n", t.NotStarted, OneLine(reason, 200))
+		fmt.Fprintln(w)
+		termtable.WriteText(w, fmt.Sprintf("Not started: %d file(s), %s; the next run takes them.", t.NotStarted, OneLine(reason, 200)), "", width)
 	}
 	if r.Signals != nil {
-		PrintSignals(w, *r.Signals)
+		PrintSignals(w, *r.Signals, width)
 	}
 	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "completed\tskipped\tignored\tremediation\tdlq\tfailed\tnot started\tfiles\twarned\tretries\tbytes in\tbytes out\ttime\t")
-	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t\n", t.Completed, t.Skipped, t.Ignored, t.Remediation, t.DeadLetter, t.Failed,
-		t.NotStarted, t.Files, t.Warned, t.Retries, HumanBytes(t.BytesIn), HumanBytes(t.BytesOut), time.Duration(r.Seconds*float64(time.Second)).Round(time.Millisecond))
-	tw.Flush()
+	var cols []termtable.Column
+	for _, h := range []string{"completed", "skipped", "ignored", "remediation", "dlq", "failed", "not started", "files", "warned", "retries", "bytes in", "bytes out", "time"} {
+		cols = append(cols, termtable.Column{Header: h, Right: true})
+	}
+	tt := termtable.New("  ", cols...)
+	tt.Add(strconv.Itoa(t.Completed), strconv.Itoa(t.Skipped), strconv.Itoa(t.Ignored), strconv.Itoa(t.Remediation), strconv.Itoa(t.DeadLetter), strconv.Itoa(t.Failed),
+		strconv.Itoa(t.NotStarted), strconv.Itoa(t.Files), strconv.Itoa(t.Warned), strconv.Itoa(t.Retries), HumanBytes(t.BytesIn), HumanBytes(t.BytesOut), time.Duration(r.Seconds*float64(time.Second)).Round(time.Millisecond).String())
+	_ = tt.Write(w, width)
 }
 
 // printList prints a titled list of the files for which line is not "".
-func (r *Report) printList(w io.Writer, title string, line func(Outcome) string) {
-	n := 0
+func (r *Report) printList(w io.Writer, width int, title string, line func(Outcome) string) {
+	list := termtable.New("  ", termtable.Column{Fit: termtable.Middle, Key: true}, termtable.Column{Fit: termtable.Wrap})
 	r.each(func(o Outcome) {
-		l := line(o)
-		if l == "" {
-			return
+		if l := line(o); l != "" {
+			list.Add(o.Bucket+"/"+objectstore.QuoteKey(o.Key), l)
 		}
-		if n == 0 {
-			fmt.Fprintln(w, "\n"+title)
-		}
-		n++
-		fmt.Fprintf(w, "  %s/%s  %s\n", o.Bucket, objectstore.QuoteKey(o.Key), l)
 	})
+	if list.Len() > 0 {
+		fmt.Fprintln(w)
+		termtable.WriteText(w, title, "  ", width)
+		_ = list.Write(w, width)
+	}
 }
 
 // HumanBytes formats a byte count with binary units.

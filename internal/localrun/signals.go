@@ -4,15 +4,16 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/geomigrate/geomigrate/internal/queue"
 	"github.com/geomigrate/geomigrate/internal/queue/jsonlqueue"
 	"github.com/geomigrate/geomigrate/internal/signals"
 	"github.com/geomigrate/geomigrate/internal/statestore"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
 // Ends are the jobs of outcomes that ended: completed, or routed to a
@@ -150,12 +151,17 @@ func DeadLetterAge(ctx context.Context, path string, now time.Time, settled func
 }
 
 // PrintSignals writes the fallback rates, recovery latencies and the
-// dead-letter queue of s for a person (the run summary, `status`).
-func PrintSignals(w io.Writer, s signals.Signals) {
+// dead-letter queue of s for a person (the run summary, `status`), fitted
+// to width display columns (0: no limit).
+func PrintSignals(w io.Writer, s signals.Signals, width int) {
 	fmt.Fprintf(w, "\nFallback rate (routed / jobs that ended): %d of %d (%s)\n", s.Routed, s.Jobs, pct(s.Rate))
 	if s.Jobs > 0 {
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  TIER\tROUTED\tRATE\tALARM ABOVE\t")
+		tiers := termtable.New("  ",
+			termtable.Column{Header: "TIER", Key: true},
+			termtable.Column{Header: "ROUTED"},
+			termtable.Column{Header: "RATE"},
+			termtable.Column{Header: "ALARM ABOVE"},
+			termtable.Column{Fit: termtable.Wrap})
 		for _, t := range s.Tiers {
 			limit, note := "-", ""
 			if t.Threshold > 0 {
@@ -164,19 +170,19 @@ func PrintSignals(w io.Writer, s signals.Signals) {
 			if t.Breach {
 				note = "ABOVE THRESHOLD: " + breachAdvice(t.Tier)
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\n", t.Tier, t.Routed, pct(t.Rate), limit, note)
+			tiers.Add(t.Tier, strconv.Itoa(t.Routed), pct(t.Rate), limit, note)
 		}
-		tw.Flush()
-		fmt.Fprintf(w, "  by dataset type: %s\n", groupLine(s.DatasetTypes))
-		fmt.Fprintf(w, "  by format:       %s\n", groupLine(s.Formats))
+		_ = tiers.Write(w, width)
+		termtable.WriteText(w, "  by dataset type: "+groupLine(s.DatasetTypes), strings.Repeat(" ", 19), width)
+		termtable.WriteText(w, "  by format:       "+groupLine(s.Formats), strings.Repeat(" ", 19), width)
 	}
 	if r := s.Recovery; r != nil {
 		var tiers []string
 		for _, t := range r.Tiers {
 			tiers = append(tiers, fmt.Sprintf("%s %d (median %s, max %s)", t.Tier, t.Count, secs(t.MedianSeconds), secs(t.MaxSeconds)))
 		}
-		fmt.Fprintf(w, "Recovery latency (routed → completed after replay): %d job(s), median %s, max %s; %s\n",
-			r.Count, secs(r.MedianSeconds), secs(r.MaxSeconds), strings.Join(tiers, "; "))
+		termtable.WriteText(w, fmt.Sprintf("Recovery latency (routed → completed after replay): %d job(s), median %s, max %s; %s",
+			r.Count, secs(r.MedianSeconds), secs(r.MaxSeconds), strings.Join(tiers, "; ")), "  ", width)
 	}
 	if q := s.DeadLetter; q != nil {
 		if q.Depth == 0 {

@@ -97,7 +97,7 @@ func TestDeadLetterAgeAndPrint(t *testing.T) {
 	s := signals.Compute([]signals.End{{Key: "a.tif"}, {Key: "b.tif", Tier: "data_specific"}}, nil, signals.Thresholds{})
 	s.DeadLetter = q
 	var buf bytes.Buffer
-	PrintSignals(&buf, s)
+	PrintSignals(&buf, s, 0)
 	for _, want := range []string{"1 of 2 (50.0%)", "ABOVE THRESHOLD: investigate the source data", "by format:       tif 1/2 (50.0%)", "Dead-letter queue: 2 message(s), oldest 3h0m"} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("printed signals lack %q:\n%s", want, buf.String())

@@ -4,31 +4,35 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/geomigrate/geomigrate/internal/cost"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
+	"github.com/geomigrate/geomigrate/internal/termtable"
 )
 
-// Print writes the plan as text; --json is the Report itself.
-func (r *Report) Print(w io.Writer) {
+// Print writes the plan for a person, fitted to width display columns
+// (0: no limit; termtable.Width); --json is the Report itself.
+func (r *Report) Print(w io.Writer, width int) {
 	t := r.Totals
 	perFile := r.recipesPerFile()
 	recipes := "recipe " + r.RecipeHash
 	if perFile {
 		recipes = fmt.Sprintf("%d recipe(s) by file, see By recipe", len(r.ByRecipe))
 	}
-	fmt.Fprintf(w, "geomigrate plan: %d file(s), %s in %s (%s backend, GDAL %s, %s); written: %s\n",
-		t.Files, humanBytes(t.Bytes), strings.Join(r.Sources, ", "), r.Backend, r.GDAL, recipes, r.Written)
+	termtable.WriteText(w, fmt.Sprintf("geomigrate plan: %d file(s), %s in %s (%s backend, GDAL %s, %s); written: %s",
+		t.Files, humanBytes(t.Bytes), strings.Join(r.Sources, ", "), r.Backend, r.GDAL, recipes, r.Written), "  ", width)
 	if len(r.Clashes) > 0 {
-		fmt.Fprintf(w, "\n%d output key(s) claimed by more than one source: each of these sources would be routed to remediation (DestinationConflict), the rest migrates; rename all but one of each, or exclude them in the recipe file\n", len(r.Clashes))
+		fmt.Fprintln(w)
+		termtable.WriteText(w, fmt.Sprintf("%d output key(s) claimed by more than one source: each of these sources would be routed to remediation (DestinationConflict), the rest migrates; rename all but one of each, or exclude them in the recipe file", len(r.Clashes)), "", width)
 		for _, c := range r.Clashes {
-			fmt.Fprintf(w, "  %s <- %s\n", c.Dest, strings.Join(c.Sources, ", "))
+			termtable.WriteText(w, fmt.Sprintf("  %s <- %s", c.Dest, strings.Join(c.Sources, ", ")), "     ", width)
 		}
 	}
-	fmt.Fprintf(w, "\nWould convert %d (%s), skip %d (%s), refuse %d (%s); %d ignored\n",
-		t.Convert, humanBytes(t.ConvertBytes), t.Skip, humanBytes(t.SkipBytes), t.Refuse, humanBytes(t.RefuseBytes), t.Ignore)
+	fmt.Fprintln(w)
+	termtable.WriteText(w, fmt.Sprintf("Would convert %d (%s), skip %d (%s), refuse %d (%s); %d ignored",
+		t.Convert, humanBytes(t.ConvertBytes), t.Skip, humanBytes(t.SkipBytes), t.Refuse, humanBytes(t.RefuseBytes), t.Ignore), "  ", width)
 	reasons := map[string]int{}
 	for _, f := range r.Files {
 		if f.Action == ActionSkip {
@@ -41,12 +45,12 @@ func (r *Report) Print(w io.Writer) {
 			parts = append(parts, fmt.Sprintf("%s %d", reason, n))
 		}
 		sort.Strings(parts)
-		fmt.Fprintf(w, "Skipped because: %s\n", strings.Join(parts, ", "))
+		termtable.WriteText(w, "Skipped because: "+strings.Join(parts, ", "), "  ", width)
 	}
-	printCounts(w, "format", r.ByFormat)
-	printCounts(w, "dataset", r.ByDataset)
+	printCounts(w, "format", r.ByFormat, width)
+	printCounts(w, "dataset", r.ByDataset, width)
 	if perFile {
-		r.printRecipes(w)
+		r.printRecipes(w, width)
 	}
 	// Refusals are what a user acts on; long lists of skipped and ignored
 	// files are cut (--json lists every file).
@@ -57,13 +61,13 @@ func (r *Report) Print(w io.Writer) {
 		{"Would skip", ActionSkip, 20}, {"Would refuse", ActionRefuse, 200}, {"Ignored", ActionIgnore, 20},
 	}
 	for _, s := range sections {
-		var lines []string
+		list := termtable.New("  ", termtable.Column{Fit: termtable.Middle, Key: true}, termtable.Column{Fit: termtable.Wrap})
 		more := 0
 		for _, f := range r.Files {
 			if f.Action != s.action {
 				continue
 			}
-			if len(lines) == s.limit {
+			if list.Len() == s.limit {
 				more++
 				continue
 			}
@@ -74,68 +78,70 @@ func (r *Report) Print(w io.Writer) {
 			if perFile && f.RecipeHash != "" {
 				why += "  (recipe " + f.RecipeHash + ")"
 			}
-			lines = append(lines, fmt.Sprintf("  %s/%s  %s", f.Bucket, objectstore.QuoteKey(f.Key), why))
+			list.Add(f.Bucket+"/"+objectstore.QuoteKey(f.Key), why)
+		}
+		if list.Len() > 0 {
+			fmt.Fprintf(w, "\n%s:\n", s.title)
+			_ = list.Write(w, width)
 		}
 		if more > 0 {
-			lines = append(lines, fmt.Sprintf("  … and %d more (--json lists every file)", more))
-		}
-		if len(lines) > 0 {
-			fmt.Fprintf(w, "\n%s:\n%s\n", s.title, strings.Join(lines, "\n"))
+			fmt.Fprintf(w, "  … and %d more (--json lists every file)\n", more)
 		}
 	}
 	e, m := r.Estimate, r.Model
-	fmt.Fprintf(w, "\nEstimated cost on AWS (%s list prices of %s; %s, convert %d MB, others %d MB, concurrency %d):\n",
-		m.Prices.Region, m.Prices.AsOf, m.Settings.Architecture, m.Settings.ConvertMemoryMB, m.Settings.SmallMemoryMB, m.Settings.Concurrency)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  Step Functions Standard\t%d transitions (%d per converted file, %d per skipped, %d per refused)\t%s\n",
-		e.Transitions, m.Walks[cost.Converted].Transitions, m.Walks[cost.Skipped].Transitions, m.Walks[cost.Remediation].Transitions, dollars(e.Cost.StepFunctionsStandard))
+	fmt.Fprintln(w)
+	termtable.WriteText(w, fmt.Sprintf("Estimated cost on AWS (%s list prices of %s; %s, convert %d MB, others %d MB, concurrency %d):",
+		m.Prices.Region, m.Prices.AsOf, m.Settings.Architecture, m.Settings.ConvertMemoryMB, m.Settings.SmallMemoryMB, m.Settings.Concurrency), "  ", width)
+	costs := termtable.New("  ", termtable.Column{Key: true}, termtable.Column{Fit: termtable.Wrap}, termtable.Column{})
+	costs.Add("Step Functions Standard", fmt.Sprintf("%d transitions (%d per converted file, %d per skipped, %d per refused)",
+		e.Transitions, m.Walks[cost.Converted].Transitions, m.Walks[cost.Skipped].Transitions, m.Walks[cost.Remediation].Transitions), dollars(e.Cost.StepFunctionsStandard))
 	if n := r.countStage("hashcheck"); n > 0 {
-		fmt.Fprintf(tw, "  \t(%d refused by HashCheck: %d transitions each)\t\n", n, m.Walks[cost.Rejected].Transitions)
+		costs.Add("", fmt.Sprintf("(%d refused by HashCheck: %d transitions each)", n, m.Walks[cost.Rejected].Transitions), "")
 	}
-	fmt.Fprintf(tw, "  Step Functions Express\t%d requests, %.1f GB-s\t%s\n", e.Executions, e.ExpressGBSeconds, dollars(e.Cost.StepFunctionsExpress))
-	fmt.Fprintf(tw, "  Lambda\t%d requests, %.1f GB-s (%.2f s converting)\t%s\n", e.LambdaInvocations, e.LambdaGBSeconds, e.ConvertSeconds, dollars(e.Cost.Lambda))
-	fmt.Fprintf(tw, "  S3\t%d GET/HEAD, %d PUT/COPY/LIST\t%s\n", e.S3GetHead, e.S3PutCopyList, dollars(e.Cost.S3))
-	fmt.Fprintf(tw, "  DynamoDB\t%d read units, %d write units\t%s\n", e.DynamoDBReadUnits, e.DynamoDBWriteUnits, dollars(e.Cost.DynamoDB))
-	fmt.Fprintf(tw, "  SQS\t%d messages\t%s\n", e.SQSRequests, dollars(e.Cost.SQS))
-	fmt.Fprintf(tw, "  Quarantine, one month\t%s of refused sources\t%s\n", humanBytes(e.QuarantineBytes), dollars(e.Cost.Quarantine))
-	fmt.Fprintf(tw, "  Execution logs\t%s\t%s\n", humanBytes(e.LogBytes), dollars(e.Cost.Logs))
-	fmt.Fprintf(tw, "  Total, Standard workflow\t\t%s\n", dollars(e.Cost.TotalStandard))
-	fmt.Fprintf(tw, "  Total, Express workflow\t\t%s\n", dollars(e.Cost.TotalExpress))
-	tw.Flush()
-	fmt.Fprintf(w, "Cost per 1,000 files: %s (Standard), %s (Express)\n", dollars(e.PerThousandStandard), dollars(e.PerThousandExpress))
-	printBounds(w, e, m)
+	costs.Add("Step Functions Express", fmt.Sprintf("%d requests, %.1f GB-s", e.Executions, e.ExpressGBSeconds), dollars(e.Cost.StepFunctionsExpress))
+	costs.Add("Lambda", fmt.Sprintf("%d requests, %.1f GB-s (%.2f s converting)", e.LambdaInvocations, e.LambdaGBSeconds, e.ConvertSeconds), dollars(e.Cost.Lambda))
+	costs.Add("S3", fmt.Sprintf("%d GET/HEAD, %d PUT/COPY/LIST", e.S3GetHead, e.S3PutCopyList), dollars(e.Cost.S3))
+	costs.Add("DynamoDB", fmt.Sprintf("%d read units, %d write units", e.DynamoDBReadUnits, e.DynamoDBWriteUnits), dollars(e.Cost.DynamoDB))
+	costs.Add("SQS", fmt.Sprintf("%d messages", e.SQSRequests), dollars(e.Cost.SQS))
+	costs.Add("Quarantine, one month", humanBytes(e.QuarantineBytes)+" of refused sources", dollars(e.Cost.Quarantine))
+	costs.Add("Execution logs", humanBytes(e.LogBytes), dollars(e.Cost.Logs))
+	costs.Add("Total, Standard workflow", "", dollars(e.Cost.TotalStandard))
+	costs.Add("Total, Express workflow", "", dollars(e.Cost.TotalExpress))
+	_ = costs.Write(w, width)
+	termtable.WriteText(w, fmt.Sprintf("Cost per 1,000 files: %s (Standard), %s (Express)", dollars(e.PerThousandStandard), dollars(e.PerThousandExpress)), "  ", width)
+	printBounds(w, e, m, width)
 	if e.OverExpressLimit > 0 {
-		fmt.Fprintf(w, "%d execution(s) would exceed Express's %d s limit: use Standard\n", e.OverExpressLimit, cost.ExpressLimitSeconds)
+		termtable.WriteText(w, fmt.Sprintf("%d execution(s) would exceed Express's %d s limit: use Standard", e.OverExpressLimit, cost.ExpressLimitSeconds), "  ", width)
 	}
 	if s := e.StandInList(); len(s) > 0 {
-		fmt.Fprintf(w, "Not measured, estimated with another format's rate: %s\n", strings.Join(s, ", "))
+		termtable.WriteText(w, "Not measured, estimated with another format's rate: "+strings.Join(s, ", "), "  ", width)
 	}
 	tp := m.Throughput
 	var rates []string
 	for _, ext := range tp.Measured() {
 		rates = append(rates, fmt.Sprintf("%s %.1f MiB/s", ext, tp.Formats[ext].MBPerSecond*1e6/(1<<20)))
 	}
-	fmt.Fprintf(w, "Conversion throughput measured %s on %s (1 thread; %s): %s\n", tp.MeasuredAt, tp.Machine, tp.Command, strings.Join(rates, ", "))
+	termtable.WriteText(w, fmt.Sprintf("Conversion throughput measured %s on %s (1 thread; %s): %s", tp.MeasuredAt, tp.Machine, tp.Command, strings.Join(rates, ", ")), "  ", width)
 }
 
 // printBounds is the duration and what binds it: every quota's bound,
 // longest first, with what to raise.
-func printBounds(w io.Writer, e cost.Estimate, m Model) {
+func printBounds(w io.Writer, e cost.Estimate, m Model, width int) {
 	if len(e.Bounds) == 0 {
 		return
 	}
 	b := e.Bounds[0]
-	fmt.Fprintf(w, "Duration: %s, bound by %s (raise: %s); Lambda concurrency %d, backfill MaxConcurrency %d, quotas of %s\n",
-		humanSeconds(e.WallClockSeconds), b.Name, b.Raise, m.Settings.Concurrency, m.Settings.MaxConcurrency, m.Quotas.Region)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	termtable.WriteText(w, fmt.Sprintf("Duration: %s, bound by %s (raise: %s); Lambda concurrency %d, backfill MaxConcurrency %d, quotas of %s",
+		humanSeconds(e.WallClockSeconds), b.Name, b.Raise, m.Settings.Concurrency, m.Settings.MaxConcurrency, m.Quotas.Region), "  ", width)
+	bounds := termtable.New("  ", termtable.Column{Key: true}, termtable.Column{}, termtable.Column{Fit: termtable.Wrap})
 	for _, x := range e.Bounds {
 		how := fmt.Sprintf("%.0f at %g/s", x.Demand, x.Rate)
 		if x.Name == cost.BoundLongestExecution {
 			how = "one file's tasks in turn"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", x.Name, humanSeconds(x.Seconds), how)
+		bounds.Add(x.Name, humanSeconds(x.Seconds), how)
 	}
-	tw.Flush()
+	_ = bounds.Write(w, width)
 }
 
 // recipesPerFile tells whether the files' recipes differ from the run-wide
@@ -151,7 +157,7 @@ func (r *Report) recipesPerFile() bool {
 
 // printRecipes is the table of recipe hashes: what each would do, and the
 // first file of each (`geomigrate recipe show` prints a key's settings).
-func (r *Report) printRecipes(w io.Writer) {
+func (r *Report) printRecipes(w io.Writer, width int) {
 	first := map[string]string{}
 	for _, f := range r.Files {
 		if _, ok := first[f.RecipeHash]; !ok && f.RecipeHash != "" {
@@ -164,13 +170,14 @@ func (r *Report) printRecipes(w io.Writer) {
 	}
 	sort.Strings(hashes)
 	fmt.Fprintf(w, "\nBy recipe:\n")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "  recipe\tfiles\tbytes\tconvert\tskip\trefuse\tfirst file\n")
+	t := termtable.New("  ", termtable.Column{Header: "recipe", Key: true}, termtable.Column{Header: "files", Right: true}, termtable.Column{Header: "bytes", Right: true},
+		termtable.Column{Header: "convert", Right: true}, termtable.Column{Header: "skip", Right: true}, termtable.Column{Header: "refuse", Right: true},
+		termtable.Column{Header: "first file", Fit: termtable.Middle})
 	for _, h := range hashes {
 		c := r.ByRecipe[h]
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%d\t%s\n", h, c.Files, humanBytes(c.Bytes), c.Convert, c.Skip, c.Refuse, first[h])
+		t.Add(h, strconv.Itoa(c.Files), humanBytes(c.Bytes), strconv.Itoa(c.Convert), strconv.Itoa(c.Skip), strconv.Itoa(c.Refuse), first[h])
 	}
-	tw.Flush()
+	_ = t.Write(w, width)
 }
 
 // countStage counts the files refused at stage.
@@ -184,20 +191,23 @@ func (r *Report) countStage(stage string) int {
 	return n
 }
 
-func printCounts(w io.Writer, what string, m map[string]*Counts) {
+func printCounts(w io.Writer, what string, m map[string]*Counts, width int) {
 	var keys []string
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	fmt.Fprintf(w, "\nBy %s:\n", what)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  %s\tfiles\tbytes\tconvert\tskip\trefuse\tignore\t\n", what)
+	cols := []termtable.Column{{Header: what, Right: true, Fit: termtable.Middle, Key: true}}
+	for _, h := range []string{"files", "bytes", "convert", "skip", "refuse", "ignore"} {
+		cols = append(cols, termtable.Column{Header: h, Right: true})
+	}
+	t := termtable.New("  ", cols...)
 	for _, k := range keys {
 		c := m[k]
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t%d\t%d\t%d\t%d\t\n", k, c.Files, humanBytes(c.Bytes), c.Convert, c.Skip, c.Refuse, c.Ignore)
+		t.Add(k, strconv.Itoa(c.Files), humanBytes(c.Bytes), strconv.Itoa(c.Convert), strconv.Itoa(c.Skip), strconv.Itoa(c.Refuse), strconv.Itoa(c.Ignore))
 	}
-	tw.Flush()
+	_ = t.Write(w, width)
 }
 
 // dollars shows an amount with the precision its size needs.

@@ -29,7 +29,7 @@ func printed(t *testing.T, files []File, runRecipe string) (*Report, string) {
 		r.RecipeHash = runRecipe
 	}
 	var sb strings.Builder
-	r.Print(&sb)
+	r.Print(&sb, 0)
 	return r, sb.String()
 }
 
