@@ -51,7 +51,7 @@ func TestPlanText(t *testing.T) {
 	}{
 		{name: "twenty skipped files are listed, more are cut",
 			files: skipped(23), runRecipe: "r1",
-			want: []string{`(?m)^  src/s19\.tif  already_migrated$`, `… and 3 more \(--json lists every file\)`, `Skipped because: already_migrated 23`},
+			want: []string{`(?m)^  src/s19\.tif\s+already_migrated$`, `… and 3 more \(--json lists every file\)`, `Skipped because: already_migrated 23`},
 			not:  []string{`s20\.tif`, `By recipe:`}},
 		{name: "a key with a newline stays on its line",
 			files: []File{{Bucket: "src", Key: "bad\nname.tif", Format: ".tif", Action: ActionRefuse, Stage: "hashcheck", Error: "DataError", Code: "InvalidKey", Reason: "InvalidKey: object key"}},
@@ -61,7 +61,7 @@ func TestPlanText(t *testing.T) {
 				{Bucket: "src", Key: "dem/a.tif", Format: ".tif", Action: ActionSkip, Reason: migration.ReasonInProgress, RecipeHash: "r2"},
 				{Bucket: "src", Key: "b.tif", Format: ".tif", Action: ActionSkip, Reason: migration.ReasonInProgress, RecipeHash: "r1"},
 			}, runRecipe: "r1",
-			want: []string{`2 recipe\(s\) by file, see By recipe`, `(?m)^By recipe:$`, `(?m)^  r2\s+1\s+0 B\s+0\s+1\s+0\s+src/dem/a\.tif$`, `src/dem/a\.tif  in_progress  \(recipe r2\)`, `src/b\.tif  in_progress  \(recipe r1\)`}},
+			want: []string{`2 recipe\(s\) by file, see By recipe`, `(?m)^By recipe:$`, `(?m)^  r2\s+1\s+0 B\s+0\s+1\s+0\s+src/dem/a\.tif$`, `src/dem/a\.tif\s+in_progress\s+\(recipe r2\)`, `src/b\.tif\s+in_progress\s+\(recipe r1\)`}},
 		{name: "ignored files are listed with why",
 			files: []File{{Bucket: "src", Key: "README.txt", Format: ".txt", Action: ActionIgnore, Reason: "not a geospatial format (.txt)"}},
 			want:  []string{`(?m)^Ignored:\n  src/README\.txt  not a geospatial format \(\.txt\)$`, `Would convert 0 \(0 B\), skip 0 \(0 B\), refuse 0 \(0 B\); 1 ignored`},
