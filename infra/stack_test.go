@@ -192,7 +192,7 @@ func TestFunctionsRuntimeArchLayerEnv(t *testing.T) {
 		"GEOMIGRATE_LEASE_SECONDS":               "1200",
 		"GEOMIGRATE_FINGERPRINT_THRESHOLD_BYTES": "1073741824",
 		"GEOMIGRATE_VECTOR_FORMAT":               "GeoParquet",
-		"GEOMIGRATE_ZSTD_LEVEL":                  "9",
+		"GEOMIGRATE_ZSTD_LEVEL":                  "3",
 		"GEOMIGRATE_ENGINE_VERSION":              layerManifestGDAL(t),
 		"GEOMIGRATE_LOG_LEVEL":                   "info",
 		"GEOMIGRATE_BREAKER_THRESHOLD":           "5",

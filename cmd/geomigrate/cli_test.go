@@ -145,7 +145,7 @@ func TestFlagsAndLambdaEnvironmentAgree(t *testing.T) {
 	for _, env := range []map[string]string{
 		{},
 		{"GEOMIGRATE_VECTOR_FORMAT": "flatgeobuf", "GEOMIGRATE_LEASE_SECONDS": "1800", "GEOMIGRATE_S3_PATH_STYLE": "false",
-			"GEOMIGRATE_ZSTD_LEVEL": "3", "GEOMIGRATE_AWS_MAX_BACKOFF": "20ms", "GEOMIGRATE_S3_CONDITIONAL_COPY": "Client"},
+			"GEOMIGRATE_ZSTD_LEVEL": "9", "GEOMIGRATE_AWS_MAX_BACKOFF": "20ms", "GEOMIGRATE_S3_CONDITIONAL_COPY": "Client"},
 	} {
 		for _, name := range config.LambdaEnvNames() {
 			t.Setenv(name, "")

@@ -116,7 +116,7 @@ func TestPlanAWSBackend(t *testing.T) {
 	// Another recipe: everything geospatial would be converted or refused
 	// again; preflight by ranged reads refuses four bad GeoTIFFs, the two
 	// that only a full open refuses (no CRS, truncated) would be converted.
-	other := planJSON(t, append(planArgs, "--zstd-level", "3")...)
+	other := planJSON(t, append(planArgs, "--zstd-level", "9")...)
 	refused := map[string]string{}
 	for _, f := range other.Files {
 		if f.Action == plan.ActionRefuse {

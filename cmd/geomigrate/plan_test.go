@@ -173,7 +173,7 @@ func TestPlanAfterMigrate(t *testing.T) {
 	if skipped != completed {
 		t.Errorf("plan skips %d file(s) as already migrated, migrate completed %d:\n%+v", skipped, completed, r.Files)
 	}
-	other := planJSON(t, samples, "--dest", dest, "--zstd-level", "3")
+	other := planJSON(t, samples, "--dest", dest, "--zstd-level", "9")
 	if other.Totals.Skip != 0 || other.Totals.Convert < completed || other.RecipeHash == r.RecipeHash {
 		t.Errorf("with another recipe: %+v (recipe %s, was %s)", other.Totals, other.RecipeHash, r.RecipeHash)
 	}

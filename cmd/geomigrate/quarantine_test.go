@@ -23,7 +23,7 @@ func TestBundleReproducesTheFailure(t *testing.T) {
 	if _, _, err := run(t, "sample-data", samples); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := run(t, "migrate", samples, "--dest", dest, "--vector-format", "FlatGeobuf", "--zstd-level", "3", "--quarantine-copy-input")
+	out, stderr, err := run(t, "migrate", samples, "--dest", dest, "--vector-format", "FlatGeobuf", "--zstd-level", "9", "--quarantine-copy-input")
 	if err != nil {
 		t.Fatalf("migrate: %v\n%s\n%s", err, out, stderr)
 	}
@@ -54,7 +54,7 @@ func TestBundleReproducesTheFailure(t *testing.T) {
 			}
 			rp := m.Reproduce
 			if !m.Copied || !strings.HasPrefix(rp.Input, quarantine.InputDir) || !strings.Contains(rp.Command, filepath.Join(o.Bundle, rp.Input)) ||
-				!strings.Contains(rp.Command, "--vector-format FlatGeobuf --zstd-level 3") {
+				!strings.Contains(rp.Command, "--vector-format FlatGeobuf --zstd-level 9") {
 				t.Fatalf("reproduction: %+v", rp)
 			}
 			if m.Versions.GDAL == "" || m.Versions.PROJ == "" || m.Versions.Geomigrate == "" {

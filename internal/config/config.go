@@ -30,7 +30,7 @@ import (
 // Handlers are the settings every step handler reads, on either backend.
 type Handlers struct {
 	VectorFormat string `name:"vector-format" group:"conversion" env:"GEOMIGRATE_VECTOR_FORMAT" type:"fold" enum:"GeoParquet,FlatGeobuf" default:"GeoParquet" help:"Vector output format: GeoParquet or FlatGeobuf (any case)."`
-	ZSTDLevel    int    `name:"zstd-level" group:"conversion" env:"GEOMIGRATE_ZSTD_LEVEL" default:"9" help:"ZSTD level of the outputs, 1 to 22."`
+	ZSTDLevel    int    `name:"zstd-level" group:"conversion" env:"GEOMIGRATE_ZSTD_LEVEL" default:"3" help:"ZSTD level of the outputs, 1 to 22."`
 	// StagingPrefix is where Convert writes before Promote.
 	StagingPrefix string  `name:"staging-prefix" group:"io" env:"GEOMIGRATE_STAGING_PREFIX" default:"_staging/" help:"Destination prefix of outputs not yet promoted (ends in /)."`
 	Lease         Seconds `name:"lease" group:"state" env:"GEOMIGRATE_LEASE_SECONDS" default:"20m" help:"How long a claimed file stays exclusive without renewal (renewed at each step); another run finding it held skips it as in progress until then. Leases of a process that died on this host are taken over at once. Must exceed the longest task timeout (15m)."`

@@ -331,7 +331,7 @@ func TestCOGOptionsResampling(t *testing.T) {
 		t.Error(s)
 	}
 	if s := joined(false); !strings.Contains(s, "OVERVIEW_RESAMPLING=AVERAGE") || !strings.Contains(s, "PREDICTOR=YES") ||
-		!strings.Contains(s, "LEVEL=9") || !strings.Contains(s, "BLOCKSIZE=512") || !strings.Contains(s, "BIGTIFF=IF_SAFER") {
+		!strings.Contains(s, "LEVEL=3") || !strings.Contains(s, "BLOCKSIZE=512") || !strings.Contains(s, "BIGTIFF=IF_SAFER") {
 		t.Error(s)
 	}
 	r.OverviewResampling = recipe.ResamplingCubic

@@ -254,7 +254,7 @@ func TestDefaultsOfNewSettingsKeepTheHash(t *testing.T) {
 	t.Parallel()
 	f := mustParse(t, `version: 1
 defaults:
-  raster: {compression: zstd, level: 9, predictor: auto, blocksize: 512, overview_resampling: auto, overview_levels: auto, nodata: keep, target_crs: keep}
+  raster: {compression: zstd, level: 3, predictor: auto, blocksize: 512, overview_resampling: auto, overview_levels: auto, nodata: keep, target_crs: keep}
   vector: {format: geoparquet, geometry_policy: keep, row_group_size: 65536, compression: zstd}
 `)
 	r, _, err := (&Book{File: f}).Resolve(baseRecipe(), "a/b.tif")

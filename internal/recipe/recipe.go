@@ -80,13 +80,13 @@ const (
 // Defaults.
 const (
 	DefaultBlockSize = 512
-	// DefaultZSTDLevel is 9, GDAL's own default for ZSTD_LEVEL. With the
-	// horizontal predictor, levels above ~9 buy 1–3 % smaller rasters for
-	// 2–5x the CPU time, which on Lambda is billed time; levels below ~6
-	// lose more size than they save time. Keeping GDAL's default also makes
-	// our output comparable byte for byte with `gdal_translate -of COG
-	// -co COMPRESS=ZSTD`.
-	DefaultZSTDLevel    = 9
+	// DefaultZSTDLevel is 3, libzstd's own default. Measured on small
+	// rasters through Engine.Convert (docs/decisions/0110): level 9, GDAL's
+	// default, spent about twice the CPU for 0.5–6 % smaller files (libtiff
+	// streams each tile without its size, so zstd sizes its tables for an
+	// unknown input and clears them per tile); level 1 lost up to 10 % on
+	// Int16 data.
+	DefaultZSTDLevel    = 3
 	DefaultRowGroupRows = 65536
 	// DefaultDeflateLevel is GDAL's own default for DEFLATE.
 	DefaultDeflateLevel = 6
@@ -113,7 +113,7 @@ type Recipe struct {
 	RasterFormat       string `json:"raster_format"`       // "COG"
 	VectorFormat       string `json:"vector_format"`       // "GeoParquet" | "FlatGeobuf"
 	BlockSize          int    `json:"block_size"`          // COG tile size, 512
-	ZSTDLevel          int    `json:"zstd_level"`          // 1..22, default 9
+	ZSTDLevel          int    `json:"zstd_level"`          // 1..22, default 3
 	OverviewResampling string `json:"overview_resampling"` // OverviewResamplings
 	GeometryPolicy     string `json:"geometry_policy"`     // "keep" | "repair" | "strict"
 	RowGroupRows       int    `json:"row_group_rows"`      // GeoParquet rows per row group, 65536

@@ -29,3 +29,25 @@ bench-e2e: deps integration-tools ## end to end on the S3/DynamoDB stand-ins: ge
 		$(GO) test -tags integration -count=1 -timeout 10m -run '^TestRequestsPerSmallFile$$' -v ./cmd/geomigrate/ >$(BIN)/requests-per-file.log 2>&1 \
 		|| { tail -30 $(BIN)/requests-per-file.log; exit 1; }
 	@grep -o 'figure: .*' $(BIN)/requests-per-file.log
+
+# The COG defaults measured on the end-to-end benchmark's small files: the
+# seed's conversion (no S3) and Engine.Convert with each candidate's settings
+# (internal/gdal BenchmarkSmallRasterCOG), alternated round by round; CPU and
+# bytes per file (docs/decisions/0110). COG_DEFAULTS_DTYPE=int16 or float32
+# for the other generated sets.
+COG_DEFAULTS_FILES  ?= 20
+COG_DEFAULTS_ROUNDS ?= 4
+COG_DEFAULTS_BENCH  ?= .
+COG_DEFAULTS_DTYPE  ?= uint8
+
+.PHONY: bench-cog-defaults
+bench-cog-defaults: deps ## COG compression candidates vs the seed's conversion on the e2e small files: CPU and bytes per file, alternated rounds
+	@missing=""; for p in $(BENCH_E2E_APT); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -eq 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	cd $(BENCH_E2E_ROOT) && mkdir -p $(BIN)/bench && $(GO) test -c -o $(BIN)/bench/gdal.test ./internal/gdal
+	cd $(BENCH_E2E_ROOT) && scripts/bench-e2e/cog-defaults.sh $(BIN)/bench/gdal.test \
+		$(COG_DEFAULTS_FILES) $(COG_DEFAULTS_ROUNDS) '$(COG_DEFAULTS_BENCH)' $(COG_DEFAULTS_DTYPE)

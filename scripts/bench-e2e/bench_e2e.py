@@ -1,11 +1,16 @@
 """Driver of the end-to-end benchmark (scripts/bench-e2e/bench-e2e.sh).
 
-    bench_e2e.py generate DIR N            N small striped GeoTIFFs in DIR
+    bench_e2e.py generate DIR N [DTYPE]    N small striped GeoTIFFs in DIR (uint8, the
+                                           end-to-end set; int16 or float32 for cog-defaults.sh)
     bench_e2e.py upload DIR BUCKET PREFIX  create BUCKET, upload DIR's files under PREFIX
     bench_e2e.py mkbucket BUCKET           create BUCKET
     bench_e2e.py seed SRC PREFIX DST       the source document's Python path over every
                                            object under s3://SRC/PREFIX into s3://DST
     bench_e2e.py summarize FILE LABEL [LOAD_START_JSON [JSON_OUT]]  the figure line (CPU ratio first, load average) from "geomigrate python geomigrate-cpu python-cpu" pairs; JSON_OUT: the pair for geomigrate-bench -include
+    bench_e2e.py convert DIR OUT           the seed's migrate_raster_to_cog over every file of DIR, its
+                                           uploads copied into OUT instead of S3; prints the loop's CPU
+                                           (user + system, start-up and imports left out) and bytes
+    bench_e2e.py tabulate FILE             the table of cog-defaults.sh from its rounds' lines
 
 Run with /usr/bin/python3 (Debian's rasterio, boto3, tenacity). boto3 1.26
 ignores AWS_ENDPOINT_URL_S3, so the S3 clients the seed creates are pointed at
@@ -35,7 +40,7 @@ def _local_client(service, *args, **kwargs):
 boto3.client = _local_client
 
 
-def generate(out, n):
+def generate(out, n, dtype="uint8"):
     import numpy as np
     import rasterio
     from rasterio.transform import from_origin
@@ -46,10 +51,16 @@ def generate(out, n):
     rng = np.random.default_rng(14)
     yy, xx = np.mgrid[0:h, 0:w]
     base = (20 + 0.1 * xx + 0.05 * yy + 12 * np.sin(xx / 37) * np.cos(yy / 53)).astype(np.float64)
+    nodata = {"uint8": 0, "int16": -32768, "float32": -9999}[dtype]
     for i in range(n):
-        px = np.clip(base + i % 50 + rng.integers(0, 4, size=(h, w)), 1, 254).astype("uint8")
+        if dtype == "uint8":
+            px = np.clip(base + i % 50 + rng.integers(0, 4, size=(h, w)), 1, 254).astype("uint8")
+        elif dtype == "int16":  # a terrain-like field in metres, 3 bits of noise
+            px = (1500 + 400 * np.sin(xx / 90 + i) * np.cos(yy / 130) + rng.integers(0, 8, size=(h, w))).astype("int16")
+        else:  # float32: a smooth field with fine-grained noise
+            px = (800 + 300 * np.sin(xx / 410 + i) * np.cos(yy / 370) + 0.05 * yy + 4 * rng.random((h, w))).astype("float32")
         with rasterio.open(out / f"tile_{i:04d}.tif", "w", driver="GTiff", width=w, height=h, count=1,
-                           dtype="uint8", crs="EPSG:32633", nodata=0,
+                           dtype=dtype, crs="EPSG:32633", nodata=nodata,
                            transform=from_origin(500000 + i * w * 10, 5100000, 10, 10)) as dst:
             dst.write(px, 1)
 
@@ -100,6 +111,75 @@ def median_range(xs, unit=""):
     return f"{statistics.median(xs):.3f}{u} ({min(xs):.3f}..{max(xs):.3f})"
 
 
+class _LocalS3:
+    """The two calls migrate_raster_to_cog makes, on a local directory: no
+    object exists yet, and an upload is a copy."""
+
+    def __init__(self, out):
+        self.out = Path(out)
+
+    def head_object(self, Bucket, Key):
+        from botocore.exceptions import ClientError
+        raise ClientError({"Error": {"Code": "404"}}, "HeadObject")
+
+    def upload_file(self, path, bucket, key, ExtraArgs=None):
+        import shutil
+        dst = self.out / key
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dst)
+
+
+def convert(src, out):
+    # The conversion floor of the seed's path, to set beside the engine's
+    # (internal/gdal BenchmarkSmallRasterCOG): no network, no process start.
+    import resource
+    import seed_migrate
+
+    local = _LocalS3(out)
+    seed_migrate.boto3.client = lambda *a, **k: local
+    files = sorted(Path(src).iterdir())
+    ru0 = resource.getrusage(resource.RUSAGE_SELF)
+    for p in files:
+        res = seed_migrate.migrate_raster_to_cog(str(p), "local", "out/" + p.name)
+        if res["status"] != "success":
+            sys.exit(f"seed convert: {p}: {res}")
+    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    size = sum(f.stat().st_size for f in (Path(out) / "out").iterdir())
+    print(f"seed convert: files={len(files)} cpu-ms/file={1000 * cpu / len(files):.1f} "
+          f"bytes/file={size / len(files):.0f}")
+
+
+def tabulate(path):
+    import re
+    rounds = {}  # round -> {name: (cpu, bytes)}
+    for line in Path(path).read_text().splitlines():
+        m = re.match(r"round (\d+) (.*)", line)
+        if not m:
+            continue
+        r, rest = int(m.group(1)), m.group(2)
+        if rest.startswith("seed convert:"):
+            name = "seed (DEFLATE 6, no predictor)"
+            cpu, size = re.search(r"cpu-ms/file=([\d.]+)", rest), re.search(r"bytes/file=([\d.]+)", rest)
+        else:
+            name = re.match(r"BenchmarkSmallRasterCOG/(\S+?)(-\d+)?\s", rest).group(1)
+            cpu, size = re.search(r"([\d.]+) cpu-ms/file", rest), re.search(r"([\d.]+) bytes/file", rest)
+        rounds.setdefault(r, {})[name] = (float(cpu.group(1)), float(size.group(1)))
+    seed = "seed (DEFLATE 6, no predictor)"
+    names = list(dict.fromkeys(n for r in rounds.values() for n in r))
+    print(f"| settings | CPU ms/file, median (range) | CPU ÷ seed's, median (range) | bytes/file | bytes ÷ seed's | rounds |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for n in names:
+        got = [(r[n], r.get(seed)) for r in rounds.values() if n in r]
+        cpus = [g[0][0] for g in got]
+        ratios = [g[0][0] / g[1][0] for g in got if g[1]]
+        sizes = [g[0][1] for g in got]
+        seed_size = statistics.median(r[seed][1] for r in rounds.values() if seed in r)
+        print(f"| {n} | {statistics.median(cpus):.1f} ({min(cpus):.1f}–{max(cpus):.1f}) | "
+              f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) | "
+              f"{statistics.median(sizes):,.0f} | {statistics.median(sizes) / seed_size:.3f} | {len(got)} |")
+
+
 def summarize(path, label, load_start_path=None, json_out=None):
     """The figure line, CPU ratio first; with json_out, the pair and its
     figures as a make bench report fragment (benchpair.Report's
@@ -142,7 +222,7 @@ def summarize(path, label, load_start_path=None, json_out=None):
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "generate":
-        generate(args[0], int(args[1]))
+        generate(args[0], int(args[1]), *args[2:])
     elif cmd == "upload":
         upload(*args)
     elif cmd == "mkbucket":
@@ -150,6 +230,11 @@ if __name__ == "__main__":
     elif cmd == "seed":
         sys.path.insert(0, str(Path(__file__).parent))
         seed(*args)
+    elif cmd == "convert":
+        sys.path.insert(0, str(Path(__file__).parent))
+        convert(*args)
+    elif cmd == "tabulate":
+        tabulate(*args)
     elif cmd == "summarize":
         summarize(*args)
     else:
