@@ -182,14 +182,16 @@ type runReport struct {
 // migrate is geomigrate's side: `geomigrate migrate SRC --workers 1` into a
 // fresh destination (its own state store) each run, so that every run does
 // the whole work: hash, checks, conversion, fidelity check, staging,
-// promotion. A file that does not complete fails the run, with its reason.
-func (b *bench) migrate(src, work string) benchpair.Side {
+// promotion; flags are added to the command line. A file that does not
+// complete fails the run, with its reason.
+func (b *bench) migrate(src, work string, flags ...string) benchpair.Side {
 	return func(ctx context.Context, run int) (benchpair.Measurement, error) {
 		dest := filepath.Join(work, fmt.Sprintf("dest-%d", run))
 		report := filepath.Join(work, fmt.Sprintf("report-%d.json", run))
 		defer os.RemoveAll(dest)
 		defer os.Remove(report)
-		m, _, err := child(ctx, nil, b.cli, "migrate", src, "--dest", dest, "--workers", "1", "--progress", "plain", "--report", report)
+		args := append([]string{"migrate", src, "--dest", dest, "--workers", "1", "--progress", "plain", "--report", report}, flags...)
+		m, _, err := child(ctx, nil, b.cli, args...)
 		if err != nil {
 			return m, err
 		}
