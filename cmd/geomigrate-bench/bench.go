@@ -246,18 +246,22 @@ type runReport struct {
 // migrate is geomigrate's side: `geomigrate migrate SRC --workers 1` into a
 // fresh destination (its own state store) each run, so that every run does
 // the whole work: hash, checks, conversion, fidelity check, staging,
-// promotion. A file that does not complete fails the run, with its reason.
-func (b *bench) migrate(src, work string) benchpair.Side { return b.migrateThen(src, work, nil) }
+// promotion; flags are added to the command line. A file that does not
+// complete fails the run, with its reason.
+func (b *bench) migrate(src, work string, flags ...string) benchpair.Side {
+	return b.migrateThen(src, work, nil, flags...)
+}
 
 // migrateThen is migrate, and inspect (when not nil) is handed the
 // measurement and the first output file before the destination is removed.
-func (b *bench) migrateThen(src, work string, inspect func(m *benchpair.Measurement, output string) error) benchpair.Side {
+func (b *bench) migrateThen(src, work string, inspect func(m *benchpair.Measurement, output string) error, flags ...string) benchpair.Side {
 	return func(ctx context.Context, run int) (benchpair.Measurement, error) {
 		dest := filepath.Join(work, fmt.Sprintf("dest-%d", run))
 		report := filepath.Join(work, fmt.Sprintf("report-%d.json", run))
 		defer os.RemoveAll(dest)
 		defer os.Remove(report)
-		m, _, err := child(ctx, nil, b.cli, "migrate", src, "--dest", dest, "--workers", "1", "--progress", "plain", "--report", report)
+		args := append([]string{"migrate", src, "--dest", dest, "--workers", "1", "--progress", "plain", "--report", report}, flags...)
+		m, _, err := child(ctx, nil, b.cli, args...)
 		if err != nil {
 			return m, err
 		}

@@ -45,6 +45,8 @@ var (
 	goalTinyFilesRSS = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 400}
 	goalTinyOverhead = &benchpair.Goal{Of: benchpair.OfValue, Op: benchpair.AtMost, Limit: 3}
 	goalGPQRows      = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtLeast, Limit: 1}
+	// FlatGeobuf, value-level check included, within 1.25 × ogr2ogr's CPU.
+	goalFlatGeobufCPU = &benchpair.Goal{Of: benchpair.OfRatio, Op: benchpair.AtMost, Limit: 1.25}
 )
 
 // sizes are the inputs of a run; quick mode shrinks the expensive ones.
@@ -79,6 +81,8 @@ func experiments(s sizes) []experiment {
 		{name: "cog-rss", title: fmt.Sprintf("%s GeoTIFF → COG", gib(rasterBytes(s.bigSide))), runs: 2, quick: 2, goal: goalPeakRSS, setup: cogPeakRSS(s.bigSide)},
 		{name: "vector-rss", title: fmt.Sprintf("peak RSS, %s-point GeoPackage layer → GeoParquet", count(s.vector)), runs: 1, quick: 1, goal: goalPeakRSS, setup: vectorPeakRSS(s.vector)},
 		{name: "geoparquet-writer", title: "GeoParquet writer alone, 1,000,000 points", runs: 3, quick: 1, setup: geoParquetWriter},
+		{name: "flatgeobuf-points", title: fmt.Sprintf("%s points GeoJSON → FlatGeobuf, against ogr2ogr", count(s.points)), runs: 5, quick: 3, goal: goalFlatGeobufCPU,
+			setup: flatGeobuf("points.geojson", s.points, sampledata.WritePointsGeoJSON)},
 	}
 	for _, n := range s.tiny {
 		runs := 3

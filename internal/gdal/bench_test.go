@@ -207,3 +207,52 @@ func BenchmarkCategoricalScan(b *testing.B) {
 		reportCheckShare(b, checkNs, float64(time.Since(start).Nanoseconds()))
 	})
 }
+
+// BenchmarkFlatGeobufPoints converts 1,000,000 generated GeoJSON points to
+// FlatGeobuf with the engine (its value-level fidelity check included)
+// and with `ogr2ogr -f FlatGeobuf -lco SPATIAL_INDEX=YES`; the second
+// sub-benchmark reports engine ns/op ÷ ogr2ogr ns/op. make bench measures
+// the same pair as CPU time of whole processes (flatgeobuf-points); this
+// one is for profiling the engine's side (-cpuprofile).
+func BenchmarkFlatGeobufPoints(b *testing.B) {
+	src := filepath.Join(b.TempDir(), "points.geojson")
+	if err := sampledata.WritePointsGeoJSON(src, 1_000_000); err != nil {
+		b.Fatal(err)
+	}
+	var engineNs float64
+	b.Run("engine", func(b *testing.B) {
+		work := b.TempDir()
+		var checkNs int64
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			outs, err := engine.Convert(context.Background(), src, work, fgbRecipe())
+			if err != nil {
+				b.Fatal(err)
+			}
+			checkNs += fidelityNs(b, outs)
+			b.StopTimer()
+			os.Remove(outs[0].Path)
+			b.StartTimer()
+		}
+		engineNs = float64(time.Since(start).Nanoseconds()) / float64(b.N)
+		reportCheckShare(b, checkNs, engineNs*float64(b.N))
+	})
+	b.Run("ogr2ogr", func(b *testing.B) {
+		if _, err := exec.LookPath("ogr2ogr"); err != nil {
+			b.Skip("ogr2ogr not installed (make deps)")
+		}
+		dst := filepath.Join(b.TempDir(), "cli.fgb")
+		start := time.Now()
+		for i := 0; i < b.N; i++ {
+			if out, err := exec.Command("ogr2ogr", "-f", "FlatGeobuf", "-lco", "SPATIAL_INDEX=YES", dst, src).CombinedOutput(); err != nil {
+				b.Fatalf("ogr2ogr: %v\n%s", err, out)
+			}
+			b.StopTimer()
+			os.Remove(dst)
+			b.StartTimer()
+		}
+		if ns := float64(time.Since(start).Nanoseconds()) / float64(b.N); engineNs > 0 && ns > 0 {
+			b.ReportMetric(engineNs/ns, "engine/ogr2ogr")
+		}
+	})
+}

@@ -84,6 +84,7 @@ func (r *recorder) opt() interface {
 	godal.CreateSpatialRefOption
 	godal.SpatialRefValidateOption
 	godal.DatasetWarpOption
+	godal.DatasetCreateOption
 } {
 	return godal.ErrLogger(r.handle)
 }

@@ -154,7 +154,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -591,50 +590,6 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 			"spills": int64(st.Spills),
 		},
 	}, &src.digest, nil
-}
-
-// layerDigest is the Digest of every feature of l, its geometry exported
-// with gm_wkb's flags and its values read as fields says (with the
-// types of types), in the layer's order. The layer is read from the
-// start and reset after.
-func layerDigest(ctx context.Context, l godal.Layer, fields []ogrField, types []geoparquet.FieldType, flags C.int, step float64) (geoparquet.Digest, error) {
-	h := layerHandle(l)
-	// No meter: nothing is held, each feature is hashed and let go.
-	src := &ogrSource{ctx: ctx, layer: h, fields: fields, types: types, flags: flags, name: l.Name(), step: step}
-	pushQuiet()
-	defer popQuiet()
-	C.OGR_L_ResetReading(h)
-	defer C.OGR_L_ResetReading(h)
-	for {
-		if _, err := src.Next(); err == io.EOF {
-			return src.digest, nil
-		} else if err != nil {
-			return src.digest, err
-		}
-	}
-}
-
-// fgbGeometryFlags are the gm_wkb flags that export a source feature's
-// geometry as writeFlatGeobuf has ogr2ogr write it (curves kept, the
-// layer's dimensions, multi where -nlt asks for it), and those that export
-// the output's as it is. Without geometries (GM_NOGEOM) when ogr2ogr
-// repaired some: its MakeValid is not ours to repeat.
-func fgbGeometryFlags(sc layerScan, repaired bool) (src, out C.int) {
-	out = C.GM_CURVES
-	if sc.hasZ {
-		out |= C.GM_Z
-	}
-	if sc.hasM {
-		out |= C.GM_M
-	}
-	if repaired {
-		out |= C.GM_NOGEOM
-	}
-	src = out
-	if strings.HasPrefix(sc.targetType(repaired), "MULTI") {
-		src |= C.GM_MULTI
-	}
-	return src, out
 }
 
 // familyFlag is the GM_FAM_* flag of a layer family ("" none).

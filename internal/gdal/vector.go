@@ -2,6 +2,7 @@ package gdal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,6 +36,9 @@ type layerScan struct {
 	// table: the layer has no geometry column (an attribute table),
 	// written as plain Parquet (recipe.AttributeTablesParquet).
 	table bool
+	// declared: taken from the layer's declared geometry type, not read
+	// (declaredScan); the conversion proves it feature by feature.
+	declared bool
 }
 
 // linearOf is the type a curve type linearises to (OGR_G_GetLinearGeometry).
@@ -110,40 +114,19 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		if err := layerCRS(l, r, rec); err != nil {
 			return nil, err
 		}
-		sc, err := scanLayer(ctx, l, budget.NewVectorMeter(l.Name(), r))
-		if err != nil {
+		// A single FlatGeobuf layer is taken as declared and proven while
+		// it is written (copyFlatGeobuf): one read of the source.
+		sc, declared := layerScan{}, false
+		if r.VectorFormat == recipe.FormatFlatGeobuf && len(layers) == 1 && flatGeobufRefuses(l) == "" {
+			sc, declared = declaredScan(l, int64(n))
+		}
+		if !declared {
+			if sc, err = scanLayer(ctx, l, budget.NewVectorMeter(l.Name(), r)); err != nil {
+				return nil, err
+			}
+		}
+		if err := vetScan(sc, l, r, rec); err != nil {
 			return nil, err
-		}
-		if sc.features == sc.nulls {
-			// Features without any geometry are still features: GeoParquet
-			// writes them with null geometries (geometry_types [], no
-			// bbox); FlatGeobuf is refused below.
-			rec.warn(fmt.Sprintf("layer %q: none of its %d features has a geometry (written with null geometries)", sc.name, sc.features))
-		}
-		if sc.curves > 0 && r.VectorFormat != recipe.FormatFlatGeobuf && r.WithDefaults().Curves != recipe.CurvesLinearize {
-			return nil, curveError(sc.name, sc.curves)
-		}
-		if sc.nulls > 0 && r.VectorFormat == recipe.FormatFlatGeobuf {
-			// GDAL 3.6's FlatGeobuf writer skips a feature without geometry
-			// (it has no encoding for one) and reports success: the output
-			// would silently hold fewer features than the source.
-			return nil, fault.Data(fault.UnsupportedFormat,
-				"layer %q has %d of %d features without geometry (null or empty); FlatGeobuf output cannot hold them and would drop them: convert with GeoParquet (the default vector format), which keeps them as null geometries",
-				sc.name, sc.nulls, sc.features)
-		}
-		if bad := flatGeobufRefuses(l); bad != "" && r.VectorFormat == recipe.FormatFlatGeobuf {
-			return nil, fault.Data(fault.UnsupportedFormat,
-				"layer %q has field %s, which FlatGeobuf output cannot hold (GDAL writes a Time as an empty DateTime and fails on lists): convert with GeoParquet (the default vector format), which keeps it as a Parquet TIME or LIST column",
-				sc.name, bad)
-		}
-		switch policy := r.WithDefaults().GeometryPolicy; {
-		case sc.invalid == 0:
-		case policy == recipe.GeometryStrict:
-			return nil, fault.Data(fault.InvalidGeometry,
-				"layer %q: %d of %d geometries are invalid (self-intersections, bad rings …); policy is strict: repair them (e.g. ST_MakeValid) or convert with geometry policy \"repair\" or \"keep\"",
-				sc.name, sc.invalid, sc.features)
-		case policy == recipe.GeometryKeep:
-			rec.warn(fmt.Sprintf("layer %q: %d invalid geometries kept as they are (geometry policy \"repair\" makes them valid)", sc.name, sc.invalid))
 		}
 		scans = append(scans, sc)
 	}
@@ -188,6 +171,14 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		switch {
 		case sc.table:
 			o, digest, err = writeGeoParquet(ctx, ds, sc, dst, r, rec.child())
+		case r.VectorFormat == recipe.FormatFlatGeobuf && sc.declared:
+			o, digest, err = copyFlatGeobuf(ctx, ds, sc, dst, r, rec.child())
+			if errors.Is(err, errNotAsDeclared) {
+				// A feature is not as declared: scan, then convert as any layer.
+				if sc, err = rescan(ctx, ds, sc.name, r, rec); err == nil {
+					o, err = writeFlatGeobuf(ds, sc, dst, r, rec.child())
+				}
+			}
 		case r.VectorFormat == recipe.FormatFlatGeobuf:
 			o, err = writeFlatGeobuf(ds, sc, dst, r, rec.child())
 		default:
@@ -211,6 +202,57 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 	return outs, layersOneToOne(ds, outs, rec)
 }
 
+// vetScan refuses a scanned layer its conversion cannot keep (nulls and
+// fields FlatGeobuf cannot hold, curves GeoParquet cannot, invalid
+// geometries under the strict policy) and warns of what it keeps.
+func vetScan(sc layerScan, l godal.Layer, r recipe.Recipe, rec *recorder) error {
+	if sc.features == sc.nulls {
+		// Features without any geometry are still features: GeoParquet
+		// writes them with null geometries (geometry_types [], no
+		// bbox); FlatGeobuf is refused below.
+		rec.warn(fmt.Sprintf("layer %q: none of its %d features has a geometry (written with null geometries)", sc.name, sc.features))
+	}
+	if sc.curves > 0 && r.VectorFormat != recipe.FormatFlatGeobuf && r.WithDefaults().Curves != recipe.CurvesLinearize {
+		return curveError(sc.name, sc.curves)
+	}
+	if sc.nulls > 0 && r.VectorFormat == recipe.FormatFlatGeobuf {
+		// GDAL 3.6's FlatGeobuf writer skips a feature without geometry
+		// (it has no encoding for one) and reports success: the output
+		// would silently hold fewer features than the source.
+		return fault.Data(fault.UnsupportedFormat,
+			"layer %q has %d of %d features without geometry (null or empty); FlatGeobuf output cannot hold them and would drop them: convert with GeoParquet (the default vector format), which keeps them as null geometries",
+			sc.name, sc.nulls, sc.features)
+	}
+	if bad := flatGeobufRefuses(l); bad != "" && r.VectorFormat == recipe.FormatFlatGeobuf {
+		return fault.Data(fault.UnsupportedFormat,
+			"layer %q has field %s, which FlatGeobuf output cannot hold (GDAL writes a Time as an empty DateTime and fails on lists): convert with GeoParquet (the default vector format), which keeps it as a Parquet TIME or LIST column",
+			sc.name, bad)
+	}
+	switch policy := r.WithDefaults().GeometryPolicy; {
+	case sc.invalid == 0:
+	case policy == recipe.GeometryStrict:
+		return fault.Data(fault.InvalidGeometry,
+			"layer %q: %d of %d geometries are invalid (self-intersections, bad rings …); policy is strict: repair them (e.g. ST_MakeValid) or convert with geometry policy \"repair\" or \"keep\"",
+			sc.name, sc.invalid, sc.features)
+	case policy == recipe.GeometryKeep:
+		rec.warn(fmt.Sprintf("layer %q: %d invalid geometries kept as they are (geometry policy \"repair\" makes them valid)", sc.name, sc.invalid))
+	}
+	return nil
+}
+
+// rescan scans a layer the one-read path gave up on, and vets it.
+func rescan(ctx context.Context, ds *godal.Dataset, name string, r recipe.Recipe, rec *recorder) (layerScan, error) {
+	l := ds.LayerByName(name)
+	if l == nil {
+		return layerScan{}, fault.Data(fault.CorruptSource, "layer %q cannot be opened again", name)
+	}
+	sc, err := scanLayer(ctx, *l, budget.NewVectorMeter(name, r))
+	if err != nil {
+		return sc, err
+	}
+	return sc, vetScan(sc, *l, r, rec)
+}
+
 // vectorFidelity checks one layer's output against the source layer.
 func vectorFidelity(ctx context.Context, ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, digest *geoparquet.Digest, rec *recorder) (*recipe.Fidelity, error) {
 	l := ds.LayerByName(sc.name)
@@ -218,7 +260,7 @@ func vectorFidelity(ctx context.Context, ds *godal.Dataset, sc layerScan, dst st
 		return nil, fault.Data(fault.CorruptSource, "layer %q cannot be opened again", sc.name)
 	}
 	if r.VectorFormat == recipe.FormatFlatGeobuf && !sc.table {
-		return flatGeobufFidelity(ctx, *l, sc, dst, r, rec)
+		return flatGeobufFidelity(ctx, *l, sc, dst, r, digest, rec)
 	}
 	return geoParquetFidelity(*l, sc, dst, digest)
 }
@@ -365,99 +407,6 @@ func scanLayer(ctx context.Context, l godal.Layer, meter *budget.VectorMeter) (l
 		}
 	}
 	return sc, nil
-}
-
-func writeFlatGeobuf(ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (recipe.Output, error) {
-	args := []string{"-f", flatGeobufDriver, "-lco", "SPATIAL_INDEX=YES", "-nln", sc.name}
-	var repaired int64
-	repair := sc.invalid > 0 && r.GeometryPolicy == recipe.GeometryRepair
-	if nlt := sc.targetType(repair); nlt != "" {
-		args = append(args, "-nlt", nlt)
-	}
-	// The coordinate dimensions the features have: GDAL's FlatGeobuf
-	// writer takes them from the layer's declared type, and a layer
-	// declared 2D (a GeoPackage GEOMETRY) would lose its Z and M.
-	dim := "XY"
-	if sc.hasZ {
-		dim += "Z"
-	}
-	if sc.hasM {
-		dim += "M"
-	}
-	args = append(args, "-dim", dim)
-	if sc.promote {
-		rec.warn(fmt.Sprintf("layer %q mixes single and multi geometries: promoted to multi", sc.name))
-	}
-	if sc.mixedKind {
-		rec.warn(fmt.Sprintf("layer %q mixes geometry kinds: written with geometry type Unknown", sc.name))
-	}
-	if repair {
-		args = append(args, "-makevalid")
-		repaired = sc.invalid
-		rec.warn(fmt.Sprintf("layer %q: %d invalid geometries repaired (MakeValid)", sc.name, sc.invalid))
-	}
-	// The CRS text in the header comes from a canonical rebuild of the
-	// layer CRS, not from GDAL's per-thread PROJ state (see crs.go).
-	if l := ds.LayerByName(sc.name); l != nil {
-		sr, assigned, err := layerSRS(*l, r)
-		if err != nil {
-			return recipe.Output{}, err
-		}
-		if assigned {
-			defer sr.Close()
-		}
-		if crs, err := canonicalCRS(sr); err == nil && crs.Canonical {
-			args = append(args, "-a_srs", crs.WKT2)
-		} else if assigned {
-			args = append(args, "-a_srs", r.AssignCRS)
-		}
-	}
-	args = append(args, sc.name)
-	os.Remove(dst)
-	out, err := ds.VectorTranslate(dst, args, rec.opt())
-	if err != nil {
-		os.Remove(dst)
-		return recipe.Output{}, classify("gdal.VectorTranslate(FlatGeobuf)", err, filepath.Dir(dst), fault.CorruptSource, "layer %q cannot be read in full", sc.name)
-	}
-	if err := out.Close(rec.opt()); err != nil {
-		os.Remove(dst)
-		return recipe.Output{}, classify("gdal.Close(FlatGeobuf)", err, filepath.Dir(dst), fault.CorruptSource, "layer %q cannot be written", sc.name)
-	}
-	// Fidelity: the file holds every feature of the layer (its header
-	// says how many; GDAL reads the count from there).
-	if n, err := fgbFeatureCount(dst, rec); err != nil || n != sc.features {
-		os.Remove(dst)
-		return recipe.Output{}, fault.Systemic("gdal.VectorTranslate(FlatGeobuf)",
-			fmt.Errorf("layer %q: the output holds %d of %d features (%v)", sc.name, n, sc.features, err))
-	}
-	fi, err := os.Stat(dst)
-	if err != nil {
-		return recipe.Output{}, fault.Systemic("gdal.VectorTranslate(FlatGeobuf)", err)
-	}
-	info := recipe.Formats[recipe.FormatFlatGeobuf]
-	return recipe.Output{
-		Path: dst, Format: info.Format, Extension: info.Extension, ContentType: info.ContentType,
-		Kind: recipe.Vector, Layer: sc.name, Warnings: rec.list(),
-		Stats: map[string]int64{
-			"features": sc.features, "null_geometries": sc.nulls, "invalid_geometries": sc.invalid,
-			"repaired": repaired, "bytes": fi.Size(),
-		},
-	}, nil
-}
-
-// fgbFeatureCount reads the feature count of a FlatGeobuf file we wrote.
-func fgbFeatureCount(p string, rec *recorder) (int64, error) {
-	ds, err := godal.Open(p, godal.Drivers("FlatGeobuf"), godal.VectorOnly(), rec.opt())
-	if err != nil {
-		return -1, err
-	}
-	defer ds.Close()
-	ls := ds.Layers()
-	if len(ls) != 1 {
-		return -1, fmt.Errorf("%d layers", len(ls))
-	}
-	n, err := ls[0].FeatureCount(rec.opt())
-	return int64(n), err
 }
 
 // layerFileName is the work-dir file name of one layer's output: the

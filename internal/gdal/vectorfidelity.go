@@ -139,8 +139,10 @@ func geoParquetFidelity(src godal.Layer, sc layerScan, dst string, want *geoparq
 }
 
 // flatGeobufFidelity compares the FlatGeobuf file at dst with the source
-// layer: its one layer's name, feature count and fields (flatGeobufKeeps).
-func flatGeobufFidelity(ctx context.Context, src godal.Layer, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (*recipe.Fidelity, error) {
+// layer: its one layer's name, feature count and fields (flatGeobufKeeps),
+// and the digest of every feature read back with that of the source's
+// (written, when the conversion took it).
+func flatGeobufFidelity(ctx context.Context, src godal.Layer, sc layerScan, dst string, r recipe.Recipe, written *geoparquet.Digest, rec *recorder) (*recipe.Fidelity, error) {
 	ds, err := godal.Open(dst, godal.Drivers("FlatGeobuf"), godal.VectorOnly(), rec.opt())
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
@@ -174,19 +176,23 @@ func flatGeobufFidelity(ctx context.Context, src godal.Layer, sc layerScan, dst 
 	// MakeValid is not ours to repeat): both layers read with the source's
 	// field types (a Date reads back from FlatGeobuf's DateTime at
 	// midnight), the source's geometries with the dimensions and the
-	// multi-promotion the writer was given (fgbGeometryFlags).
+	// multi-promotion the writer was given (fgbGeometries).
 	schema, read, _, _ := geoParquetSchema(src)
 	types := make([]geoparquet.FieldType, len(schema))
 	for i, f := range schema {
 		types[i] = f.Type
 	}
 	repaired := sc.invalid > 0 && r.GeometryPolicy == recipe.GeometryRepair
-	srcFlags, outFlags := fgbGeometryFlags(sc, repaired)
-	want, err := layerDigest(ctx, src, read, types, srcFlags, 0)
-	if err != nil {
+	srcGeom, outGeom := fgbGeometries(sc, repaired)
+	// The source's digest, unless the conversion took it as it read the
+	// features (copyFlatGeobuf).
+	var want geoparquet.Digest
+	if written != nil {
+		want = *written
+	} else if want, err = quietDigest(ctx, src, read, types, srcGeom); err != nil {
 		return nil, err
 	}
-	have, err := layerDigest(ctx, ls[0], read, types, outFlags, 0)
+	have, err := quietDigest(ctx, ls[0], read, types, outGeom)
 	if err != nil {
 		return nil, fault.Systemic("gdal.fidelity", fmt.Errorf("layer %q: the output cannot be read back: %w", sc.name, err))
 	}
@@ -199,6 +205,14 @@ func flatGeobufFidelity(ctx context.Context, src godal.Layer, sc layerScan, dst 
 	out.Checks = append(out.Checks, "attribute values")
 	out.Digest = have.String()
 	return out, nil
+}
+
+// quietDigest is fgbDigest without a copy, GDAL's errors silenced (the
+// read's are checked feature by feature).
+func quietDigest(ctx context.Context, l godal.Layer, fields []ogrField, types []geoparquet.FieldType, geom fgbGeometry) (geoparquet.Digest, error) {
+	pushQuiet()
+	defer popQuiet()
+	return fgbDigest(ctx, l, fields, types, geom, nil)
 }
 
 // flatGeobufKeeps: a field comes back with its own type, or with the one
