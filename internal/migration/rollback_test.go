@@ -144,3 +144,32 @@ func TestRollbackLeavesOtherLineages(t *testing.T) {
 		t.Errorf("rollback over a failing List: %v", err)
 	}
 }
+
+// TestRoutedJobStagingIsRemovedThroughPassingFaults: the listing and the
+// deletes of a routed job's staged outputs are retried like the rollback,
+// so a fault that passes leaves nothing in staging.
+func TestRoutedJobStagingIsRemovedThroughPassingFaults(t *testing.T) {
+	for _, op := range []string{faultstore.OpList, faultstore.OpDelete} {
+		t.Run(op, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			hc, _ := f.converted(t, "e1", "a.tif", "raster")
+			staged := func() []string {
+				var keys []string
+				_ = f.store.List(ctx, "dest", hc.Job.StagingPrefix, func(o objectstore.Object) error { keys = append(keys, o.Key); return nil })
+				return keys
+			}
+			if len(staged()) == 0 {
+				t.Fatal("nothing staged")
+			}
+			flaky := faultstore.New(f.store, faultstore.Rule{Op: op, Times: 2, Kind: faultstore.ConnReset})
+			n, err := removeStaged(ctx, flaky, f.cfg, hc.Job)
+			if err != nil || n == 0 {
+				t.Fatalf("removeStaged through two %s faults: %d, %v", op, n, err)
+			}
+			if left := staged(); len(left) != 0 {
+				t.Errorf("staging holds %v", left)
+			}
+		})
+	}
+}

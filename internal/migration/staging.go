@@ -35,18 +35,23 @@ func removeStaged(ctx context.Context, store objectstore.Store, cfg Config, job 
 	// recipe.DestKey: dir/stem + extension, or dir/stem/<layer> + extension
 	// for a multi-layer source.
 	stemKey := recipe.OutputStem(job.StagingPrefix, job.SourceKey)
+	// Retried like the rollback: the routed job's route is taken whatever
+	// happens here, so a passing fault must not leave its staging behind.
 	var keys []string
-	err := store.List(ctx, bucket, stemKey, func(o objectstore.Object) error {
-		if isOutputOf(strings.TrimPrefix(o.Key, stemKey)) {
-			keys = append(keys, o.Key)
-		}
-		return nil
+	err := retryTransient(ctx, func() error {
+		keys = keys[:0]
+		return store.List(ctx, bucket, stemKey, func(o objectstore.Object) error {
+			if isOutputOf(strings.TrimPrefix(o.Key, stemKey)) {
+				keys = append(keys, o.Key)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("migration.removeStaged: list %s: %w", stemKey, err)
 	}
 	for i, k := range keys {
-		if err := store.Delete(ctx, bucket, k); err != nil {
+		if err := retryTransient(ctx, func() error { return store.Delete(ctx, bucket, k) }); err != nil {
 			return i, fmt.Errorf("migration.removeStaged: delete %s: %w", k, err)
 		}
 	}
