@@ -321,7 +321,12 @@ func (s *countingStore) Put(ctx context.Context, req objectstore.PutRequest) (ob
 }
 
 func (s *countingStore) Copy(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
-	s.count(func(r *cost.Requests) { r.S3PutCopyList++ })
+	s.count(func(r *cost.Requests) {
+		r.S3PutCopyList++
+		if req.SrcETag == "" {
+			r.S3GetHead++ // s3store HEADs a source it is not told about
+		}
+	})
 	return s.Store.Copy(ctx, req)
 }
 

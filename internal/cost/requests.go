@@ -51,7 +51,7 @@ type Requests struct {
 // published of it (rolled back before the route): one LIST on the
 // remediation path.
 var PerFile = map[Path]Requests{
-	Converted:   {S3GetHead: 10, S3PutCopyList: 6, S3Delete: 3, DynamoDBRead: 6, DynamoDBWrite: 4, DynamoDBIndexWrite: 7},
+	Converted:   {S3GetHead: 8, S3PutCopyList: 5, S3Delete: 1, DynamoDBRead: 6, DynamoDBWrite: 4, DynamoDBIndexWrite: 7},
 	Skipped:     {S3GetHead: 3, S3PutCopyList: 1, DynamoDBRead: 2},
 	Remediation: {S3GetHead: 5, S3PutCopyList: 4, DynamoDBRead: 4, DynamoDBWrite: 4, DynamoDBIndexWrite: 6},
 	Rejected:    {S3GetHead: 1, DynamoDBRead: 1, DynamoDBWrite: 1, DynamoDBIndexWrite: 1},

@@ -451,31 +451,34 @@ func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi boo
 	if a.Item, err = c.stageItem(ctx, job, o, a, modified); err != nil {
 		return Artifact{}, err
 	}
+	var staged objectstore.Object
 	if moves {
-		_, err = fm.PutFile(ctx, objectstore.PutFileRequest{
+		staged, err = fm.PutFile(ctx, objectstore.PutFileRequest{
 			Bucket: job.DestBucket, Key: a.StagingKey, Path: o.Path, MD5: md5sum,
 			Metadata: promotedMetadata(job, a), Scratch: true,
 		})
 	} else {
-		err = c.putStaged(ctx, job, a, o.Path)
+		staged, err = c.putStaged(ctx, job, a, o.Path)
 	}
 	if err != nil {
 		return Artifact{}, fmt.Errorf("migration.Convert: stage %s: %w", a.StagingKey, err)
 	}
+	if staged.Size == a.Size {
+		a.StagedETag = staged.ETag
+	}
 	return a, nil
 }
 
-func (c *Convert) putStaged(ctx context.Context, job Job, a Artifact, path string) error {
+func (c *Convert) putStaged(ctx context.Context, job Job, a Artifact, path string) (objectstore.Object, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return localError("migration.Convert: open output", err)
+		return objectstore.Object{}, localError("migration.Convert: open output", err)
 	}
 	defer f.Close()
-	_, err = c.store.Put(ctx, objectstore.PutRequest{
+	return c.store.Put(ctx, objectstore.PutRequest{
 		Bucket: job.DestBucket, Key: a.StagingKey, Body: f, Size: a.Size,
 		Metadata: promotedMetadata(job, a), Scratch: true,
 	})
-	return err
 }
 
 func promotedMetadata(job Job, a Artifact) map[string]string {

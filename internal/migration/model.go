@@ -88,12 +88,16 @@ type Artifact struct {
 	Layer       string   `json:"layer,omitempty"`
 	SHA256      string   `json:"sha256"`
 	Size        int64    `json:"size"`
-	Warnings    []string `json:"warnings,omitempty"`
+	// StagedETag is the staged object's ETag as its Put answered: Promote
+	// copies that version without reading its description first ("" in
+	// a payload of an older version: the store reads it).
+	StagedETag string   `json:"staged_etag,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 	// Fidelity is what the engine proved equal between this output and its
 	// source before it was staged.
 	Fidelity *recipe.Fidelity `json:"fidelity,omitempty"`
-	// Item is the output's STAC Item, staged beside it and promoted after
-	// it (stac.go).
+	// Item is the output's STAC Item, written by Promote after the output
+	// (stac.go).
 	Item *StagedItem `json:"stac_item,omitempty"`
 }
 

@@ -26,10 +26,10 @@ import (
 // STAC: every output gets an Item beside it (OUTPUT.stac.json), every
 // dataset a Collection (collections/<dataset>/collection.json under the
 // destination prefix) and the destination a root Catalog (catalog.json).
-// Convert stages the item with the output; Promote publishes it the way
-// it publishes outputs (conditional copy from staging, after its output)
-// and then links it into the tree (Tree), unless the run does that once
-// at its end (Config.CatalogByRun).
+// Convert builds the item with the output and hands it on in its payload;
+// Promote writes it once its output is final (a conditional Put, the same
+// lineage rules as an output's copy) and then links it into the tree
+// (Tree), unless the run does that once at its end (Config.CatalogByRun).
 
 // OutputDescriber is implemented by engines that can say what an output
 // holds (gdal.Engine.Describe): CRS, grid, bands and their statistics,
@@ -39,10 +39,15 @@ type OutputDescriber interface {
 	Describe(ctx context.Context, path, format string) (stac.Description, error)
 }
 
-// StagedItem is the STAC Item of one output on its way from staging to its
-// final key, with what Promote needs to widen the collection.
+// StagedItem is the STAC Item of one output on its way to its final key,
+// with what Promote needs to widen the collection. Its document travels
+// in Body: Promote writes it at DestKey with one conditional Put after
+// the output is final, so no staged copy is written, copied and deleted
+// for it (docs/decisions/0109). StagingKey is set instead of Body in
+// payloads of earlier versions, whose items were staged.
 type StagedItem struct {
-	StagingKey string    `json:"staging_key"`
+	StagingKey string    `json:"staging_key,omitempty"`
+	Body       string    `json:"body,omitempty"`
 	DestKey    string    `json:"dest_key"`
 	SHA256     string    `json:"sha256"`
 	Size       int64     `json:"size"`
@@ -93,7 +98,7 @@ func (c *Convert) sourceModified(ctx context.Context, job Job) (time.Time, error
 // beside the job's staged outputs (removeStaged recognises it).
 const collectionStagingSuffix = ".stac-collection.json"
 
-// stageItem builds the item of a staged output and stages it beside it.
+// stageItem builds the item of a staged output, for Promote to write.
 func (c *Convert) stageItem(ctx context.Context, job Job, o recipe.Output, a Artifact, when time.Time) (*StagedItem, error) {
 	var desc *stac.Description
 	if d, ok := c.engine.(OutputDescriber); ok {
@@ -144,19 +149,12 @@ func (c *Convert) stageItem(ctx context.Context, job Job, o recipe.Output, a Art
 	}
 	sum := sha256.Sum256(body)
 	staged := &StagedItem{
-		StagingKey: a.StagingKey + stac.ItemSuffix, DestKey: itemKey,
+		Body: string(body), DestKey: itemKey,
 		SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)),
 		BBox: it.BBox, Datetime: when,
 	}
 	if desc != nil && desc.Datetime != nil {
 		staged.Datetime = desc.Datetime.UTC()
-	}
-	_, err = c.store.Put(ctx, objectstore.PutRequest{
-		Bucket: job.DestBucket, Key: staged.StagingKey, Body: bytes.NewReader(body), Size: staged.Size,
-		Metadata: promotedMetadata(job, staged.artifact()), Scratch: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("migration.Convert: stage %s: %w", staged.StagingKey, err)
 	}
 	return staged, nil
 }
