@@ -81,13 +81,13 @@ func JobID(dataset, bucket, key, sha, recipeHash string) string {
 
 // Artifact is one converted output on its way from staging to its final key.
 type Artifact struct {
-	StagingKey  string   `json:"staging_key"`
-	DestKey     string   `json:"dest_key"`
-	Format      string   `json:"format"`
-	ContentType string   `json:"content_type"`
-	Layer       string   `json:"layer,omitempty"`
-	SHA256      string   `json:"sha256"`
-	Size        int64    `json:"size"`
+	StagingKey  string `json:"staging_key"`
+	DestKey     string `json:"dest_key"`
+	Format      string `json:"format"`
+	ContentType string `json:"content_type"`
+	Layer       string `json:"layer,omitempty"`
+	SHA256      string `json:"sha256"`
+	Size        int64  `json:"size"`
 	// StagedETag is the staged object's ETag as its Put answered: Promote
 	// copies that version without reading its description first ("" in
 	// a payload of an older version: the store reads it).
