@@ -267,22 +267,26 @@ func TestRequestsPerFile(t *testing.T) {
 			t.Errorf("%s: the handlers made %+v, cost.PerFile says %+v", p, got[p], cost.PerFile[p])
 		}
 	}
-	// Read by range, the download's GET and the source check's HEAD become
-	// the ranged GETs and two HEADs (cost.Calculate adds the ranged GETs);
-	// the rest is the same.
+	// Read by range, the download's GET becomes the ranged GETs
+	// (cost.Calculate adds those beyond one); the rest is the same: no
+	// HEAD of the source before or after, the reads are pinned to its
+	// ETag. HashCheck's hash is a ranged read on both paths.
 	want := cost.PerFile[cost.Converted]
-	// HashCheck's read of the TIFF header is a ranged GET too, and already
-	// in PerFile.
-	want.S3GetHead += ranged.ranges - 1
+	want.S3GetHead += ranged.ranges - ranged.downloadRanges
 	if ranged.req != want || ranged.ranges == 0 {
-		t.Errorf("converted by range: the handlers made %+v (%d ranged GETs), cost.Calculate charges %+v", ranged.req, ranged.ranges, want)
+		t.Errorf("converted by range: the handlers made %+v (%d ranged GETs, %d when downloading), cost.Calculate charges %+v", ranged.req, ranged.ranges, ranged.downloadRanges, want)
+	}
+	if c := cost.PerFile[cost.Converted]; c.S3GetHead+c.S3PutCopyList+c.S3Delete > 10 {
+		t.Errorf("a converted file makes %d S3 requests, want at most 10", c.S3GetHead+c.S3PutCopyList+c.S3Delete)
 	}
 }
 
-// rangedCount is one converted file's requests when Convert reads by range.
+// rangedCount is one converted file's requests when Convert reads by
+// range, with the ranged reads (GETs with a Range or If-Match) of both
+// ways of reading.
 type rangedCount struct {
-	req    cost.Requests
-	ranges int
+	req                    cost.Requests
+	ranges, downloadRanges int
 }
 
 // countingStore counts object store calls by S3 request class.
@@ -313,6 +317,11 @@ func (s *countingStore) Open(ctx context.Context, b, k string) (io.ReadCloser, e
 func (s *countingStore) OpenRange(ctx context.Context, b, k string, off, n int64) (io.ReadCloser, error) {
 	s.count(func(r *cost.Requests) { r.S3GetHead++; s.ranges++ })
 	return s.Store.OpenRange(ctx, b, k, off, n)
+}
+
+func (s *countingStore) OpenRangeIfMatch(ctx context.Context, b, k, etag string, off, n int64) (io.ReadCloser, error) {
+	s.count(func(r *cost.Requests) { r.S3GetHead++; s.ranges++ })
+	return s.Store.OpenRangeIfMatch(ctx, b, k, etag, off, n)
 }
 
 func (s *countingStore) Put(ctx context.Context, req objectstore.PutRequest) (objectstore.Object, error) {
@@ -566,6 +575,7 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 		t.Fatal(err)
 	}
 	got := map[cost.Path]cost.Requests{}
+	var downloadRanges int
 	for _, step := range []struct {
 		path   cost.Path
 		key    string
@@ -578,7 +588,7 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 		{cost.Remediation, "not_a_raster.tif", "FAILED"},
 		{cost.Rejected, "gone.tif", "FAILED"}, // listed, then deleted: HashCheck's HEAD finds nothing
 	} {
-		store.count(func(r *cost.Requests) { *r, dyn.w = cost.Requests{}, dynamoWrites{} })
+		store.count(func(r *cost.Requests) { *r, store.ranges, dyn.w = cost.Requests{}, 0, dynamoWrites{} })
 		res, err := exec.Run(ctx, "count-"+string(step.path), json.RawMessage(fmt.Sprintf(`{"bucket":"src","key":%q}`, step.key)))
 		if err != nil || res.Status != step.status {
 			t.Fatalf("%s: %v %s %s %s", step.path, err, res.Status, res.Error, res.Cause)
@@ -590,6 +600,9 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 			}
 			r.DynamoDBIndexWrite = w.IndexUnits
 			got[step.path] = *r
+			if step.path == cost.Converted {
+				downloadRanges = store.ranges
+			}
 			t.Logf("%s: %+v; DynamoDB: %d PutItems (no other write call exists in dynamostore.API), %d index writes, units by status %v", step.path, *r, w.PutItems, w.IndexWrites, w.ByStatus)
 		})
 	}
@@ -601,7 +614,7 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 	var ranged rangedCount
 	store.count(func(r *cost.Requests) {
 		r.DynamoDBIndexWrite = dyn.w.IndexUnits
-		ranged = rangedCount{req: *r, ranges: store.ranges}
+		ranged = rangedCount{req: *r, ranges: store.ranges, downloadRanges: downloadRanges}
 	})
 	t.Logf("converted by range: %+v, %d ranged GETs", ranged.req, ranged.ranges)
 	return got, ranged

@@ -16,11 +16,14 @@ import (
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
-// Fingerprinter digests a source object: the full SHA-256, or for objects
-// over the threshold the fast fingerprint (size + first and last 8 MiB).
-// kind is "sha256" or "fast".
+// Fingerprinter digests a source object (Bucket, Key, Size and ETag as a
+// HEAD or a listing described it): the full SHA-256, or for objects over
+// the threshold the fast fingerprint (size + first and last 8 MiB). kind
+// is "sha256" or "fast". The bytes digested are those of the version
+// described (a rewritten object fails transient), so the job's size, ETag
+// and digest are of one version (docs/decisions/0109).
 type Fingerprinter interface {
-	Fingerprint(ctx context.Context, bucket, key string, size int64) (sum, kind string, err error)
+	Fingerprint(ctx context.Context, obj objectstore.Object) (sum, kind string, err error)
 }
 
 // HashCheck is the idempotency gate: it decides whether a source needs
@@ -97,6 +100,12 @@ func (h *HashCheck) checkDeadline(ctx context.Context, inv Invocation) error {
 
 // NewHashCheck wires the handler.
 func NewHashCheck(cfg Config, store objectstore.Store, tracker *statestore.Tracker, finger Fingerprinter, log *slog.Logger) *HashCheck {
+	if sf, ok := finger.(StoreFingerprinter); ok && sf.Heads == nil {
+		// The headers of the sources being checked at once, taken by
+		// route right after their hash.
+		sf.Heads = objectstore.NewSourceCache(16*headCacheSize, headCacheSize)
+		finger = sf
+	}
 	return &HashCheck{cfg: cfg.withDefaults(), store: store, tracker: tracker, finger: finger, log: log, now: time.Now}
 }
 
@@ -392,7 +401,8 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		}
 	} else {
 		var err error
-		if sum, kind, err = h.finger.Fingerprint(ctx, src.Bucket, key, obj.Size); err != nil {
+		obj.Bucket, obj.Key = src.Bucket, key
+		if sum, kind, err = h.finger.Fingerprint(ctx, obj); err != nil {
 			return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
 		}
 		if sidecars, err = listSidecars(ctx, h.store, src.Bucket, key); err != nil {
@@ -404,7 +414,8 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 				etags = map[string]string{}
 			}
 			etags[sc.Key] = sc.ETag
-			s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
+			sc.Bucket = src.Bucket
+			s, _, err := h.finger.Fingerprint(ctx, sc)
 			if err != nil {
 				return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
 			}
@@ -435,6 +446,9 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		DestKey:       predictDestKey(h.cfg.DestPrefix, key, rec),
 		StagingPrefix: h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
 		SidecarETags:  etags,
+		// A directory source's members are listed by Convert itself.
+		SidecarsListed: !isDirectorySource(key),
+		SourceModified: obj.Modified,
 	}, sidecars, nil
 }
 

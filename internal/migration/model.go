@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/recipe"
@@ -68,6 +69,15 @@ type Job struct {
 	// with the source, by key: a source read in place is checked against
 	// them and SourceETag after conversion instead of being hashed again.
 	SidecarETags map[string]string `json:"sidecar_etags,omitempty"`
+	// SidecarsListed says SidecarETags holds every sidecar HashCheck
+	// found (none when it is empty): Convert reads those instead of
+	// listing the source's prefix again. False in payloads of earlier
+	// versions.
+	SidecarsListed bool `json:"sidecars_listed,omitempty"`
+	// SourceModified is the source's Last-Modified as HashCheck's HEAD
+	// said (zero when the store keeps none, or in payloads of earlier
+	// versions): the datetime of items whose file declares none.
+	SourceModified time.Time `json:"source_modified,omitzero"`
 }
 
 // JobID is the idempotency key: dataset_id:chunk_hash (docs/decisions/0006),

@@ -82,6 +82,9 @@ func collectionStaging(job Job) string {
 // error (a transient one is retried); only a store that keeps no time
 // falls back to now.
 func (c *Convert) sourceModified(ctx context.Context, job Job) (time.Time, error) {
+	if !job.SourceModified.IsZero() {
+		return job.SourceModified.UTC(), nil // HashCheck's HEAD said
+	}
 	obj, err := headSource(ctx, c.store, job.SourceBucket, job.SourceKey)
 	switch {
 	case errors.Is(err, objectstore.ErrNotFound):
@@ -397,7 +400,7 @@ func (t *Tree) include(ctx context.Context, entries []TreeEntry, linkItems bool)
 	root := CatalogKey(t.prefix)
 	for _, ds := range datasets {
 		key := CollectionKey(t.prefix, ds)
-		err := t.update(ctx, key, func(body []byte) ([]byte, bool, error) {
+		merge := func(body []byte) ([]byte, bool, error) {
 			coll := stac.NewCollection(ds)
 			if body != nil {
 				var err error
@@ -423,8 +426,21 @@ func (t *Tree) include(ctx context.Context, entries []TreeEntry, linkItems bool)
 			}
 			out, err := coll.JSON()
 			return out, changed, err
-		})
-		if err != nil {
+		}
+		if !linkItems {
+			// Most promotions widen nothing: one GET settles it, without
+			// the HEAD for the ETag that only a write needs.
+			body, err := t.readBody(ctx, key)
+			if err != nil {
+				return err
+			}
+			if body != nil {
+				if _, changed, err := merge(body); err == nil && !changed {
+					continue
+				}
+			}
+		}
+		if err := t.update(ctx, key, merge); err != nil {
 			return err
 		}
 	}
@@ -517,19 +533,38 @@ func (t *Tree) readOnce(ctx context.Context, key string) ([]byte, string, error)
 	if err != nil {
 		return nil, "", fmt.Errorf("migration.Tree: head %s: %w", key, err)
 	}
+	body, err := t.readBodyOnce(ctx, key)
+	if body == nil || err != nil {
+		return nil, "", err // deleted since the HEAD: none
+	}
+	return body, head.ETag, nil
+}
+
+// readBody returns the document at key (nil when there is none) without
+// its ETag: enough to see that nothing needs writing.
+func (t *Tree) readBody(ctx context.Context, key string) (body []byte, err error) {
+	err = retryTransient(ctx, func() error {
+		var err error
+		body, err = t.readBodyOnce(ctx, key)
+		return err
+	})
+	return body, err
+}
+
+func (t *Tree) readBodyOnce(ctx context.Context, key string) ([]byte, error) {
 	rc, err := t.store.Open(ctx, t.bucket, key)
 	if errors.Is(err, objectstore.ErrNotFound) {
-		return nil, "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("migration.Tree: open %s: %w", key, err)
+		return nil, fmt.Errorf("migration.Tree: open %s: %w", key, err)
 	}
 	defer rc.Close()
 	body, err := io.ReadAll(io.LimitReader(rc, 64<<20))
 	if err != nil {
-		return nil, "", fmt.Errorf("migration.Tree: read %s: %w", key, err)
+		return nil, fmt.Errorf("migration.Tree: read %s: %w", key, err)
 	}
-	return body, head.ETag, nil
+	return body, nil
 }
 
 func sha256Hex(b []byte) string {
