@@ -41,8 +41,8 @@ type Requests struct {
 // staged copy), GETs the dataset's Collection to see that its extent
 // holds the item, and DELETEs the staged output. The first file of a
 // dataset, or one widening the Collection's extent, also rewrites the
-// Collection (a HEAD for its ETag, a PUT and a COPY, a DELETE: rare over a
-// dataset of many files, not charged). DynamoDB units are counted at the
+// Collection (a HEAD for its ETag, the GET again and one conditional PUT:
+// rare over a dataset of many files, not charged). DynamoDB units are counted at the
 // item's encoded size (records grow with their history: a refused job's
 // record passes 1 KB, hence more units than calls), on a stand-in that
 // charges the table's and the status index's writes as DynamoDB does: a

@@ -96,8 +96,8 @@ func TestPromoteResolvesALostAnswerByLineage(t *testing.T) {
 	if _, err := p.Handle(ctx, PromoteInput{Job: job, Converted: conv, Context: inv("e1", 0)}); err != nil {
 		t.Fatalf("promote after a lost answer: %v", err)
 	}
-	if n := lossy.Calls("Copy"); n != 3 {
-		t.Errorf("%d copies for an output, the new collection and the root catalog, want 3 (none redone)", n)
+	if c, p := lossy.Calls("Copy"), lossy.Calls("Put"); c != 1 || p != 3 {
+		t.Errorf("%d copies and %d puts, want 1 copy (the output) and 3 puts (its item, the new collection, the root catalog): none redone", c, p)
 	}
 	got, err := f.store.Head(ctx, "dest", conv.Outputs[0].DestKey)
 	if err != nil || !isPromoted(got, promotedMetadata(job, conv.Outputs[0])) {

@@ -5,7 +5,6 @@ package migration
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -70,11 +69,6 @@ func CollectionKey(destPrefix, dataset string) string {
 	return destPrefix + CollectionsDir + recipe.SafeName(dataset) + "/" + stac.CollectionFileName
 }
 
-// collectionStaging is where Promote stages a collection update of job.
-func collectionStaging(job Job) string {
-	return recipe.OutputStem(job.StagingPrefix, job.SourceKey) + collectionStagingSuffix
-}
-
 // sourceModified is the source object's Last-Modified, the datetime of
 // the items of a source whose files declare none. The items then hold no
 // clock reading: converting the same source again gives the same bytes,
@@ -97,8 +91,9 @@ func (c *Convert) sourceModified(ctx context.Context, job Job) (time.Time, error
 	return obj.Modified.UTC(), nil
 }
 
-// collectionStagingSuffix names the staged copy of a collection update,
-// beside the job's staged outputs (removeStaged recognises it).
+// collectionStagingSuffix named the staged copy of a collection update
+// of earlier versions, beside the job's staged outputs (removeStaged
+// still recognises one they left).
 const collectionStagingSuffix = ".stac-collection.json"
 
 // stageItem builds the item of a staged output, for Promote to write.
@@ -193,39 +188,27 @@ func (p *Promote) includeInCollection(ctx context.Context, job Job, items []*Sta
 	for i, it := range items {
 		entries[i] = TreeEntry{Key: it.DestKey, Dataset: job.DatasetID, BBox: it.BBox, Datetime: it.Datetime}
 	}
-	t := &Tree{store: p.store, bucket: job.DestBucket, prefix: p.cfg.DestPrefix, staging: collectionStaging(job), publish: p.publish}
+	t := &Tree{store: p.store, bucket: job.DestBucket, prefix: p.cfg.DestPrefix, stagingRoot: p.cfg.StagingPrefix}
 	return t.include(ctx, entries, false)
 }
 
 // Tree writes the browsable STAC tree of a destination: the root catalog
 // (DEST/catalog.json) with a "child" link per collection, each collection
 // with an "item" link per item, every href relative. Each document is
-// updated by read, merge, and a conditional copy from staging (If-Match
-// the version read, If-None-Match when there was none), re-read on a 412:
-// concurrent writers (jobs, runs) never lose each other's links or
-// extent, and readers never see a partial document.
+// updated by read, merge, and a conditional Put (If-Match the version
+// read, If-None-Match when there was none), re-read on a 412: concurrent
+// writers (jobs, runs) never lose each other's links or extent, and
+// readers never see a partial document.
 type Tree struct {
-	store                   objectstore.Store
-	bucket, prefix, staging string
-	stagingRoot             string // the destination's staging prefix
-	publish                 func(context.Context, objectstore.CopyRequest) (objectstore.Object, error)
+	store          objectstore.Store
+	bucket, prefix string
+	stagingRoot    string // the destination's staging prefix, not part of the tree
 }
 
-// NewTree is the tree writer of cfg's destination; its staged copies go
-// under the staging prefix (swept, or expired, with the rest of it).
+// NewTree is the tree writer of cfg's destination.
 func NewTree(cfg Config, store objectstore.Store) *Tree {
 	cfg = cfg.withDefaults()
-	var nonce [8]byte
-	_, _ = rand.Read(nonce[:])
-	t := &Tree{store: store, bucket: cfg.DestBucket, prefix: cfg.DestPrefix, stagingRoot: cfg.StagingPrefix,
-		staging: cfg.StagingPrefix + "stac-tree-" + hex.EncodeToString(nonce[:]) + ".json"}
-	t.publish = func(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
-		if fm, ok := store.(objectstore.FileMover); ok && req.SrcBucket == req.DstBucket {
-			return fm.Move(ctx, req)
-		}
-		return store.Copy(ctx, req)
-	}
-	return t
+	return &Tree{store: store, bucket: cfg.DestBucket, prefix: cfg.DestPrefix, stagingRoot: cfg.StagingPrefix}
 }
 
 // Include links the published items at keys (in the destination bucket)
@@ -474,32 +457,24 @@ func (t *Tree) update(ctx context.Context, key string, merge func([]byte) ([]byt
 		if !changed {
 			return nil
 		}
-		// Each document has its own staged copy: one staged object, one
-		// copy, whatever the other documents of the tree do.
-		staging := strings.TrimSuffix(t.staging, ".json") + "-" + sha256Hex([]byte(key))[:12] + ".json"
-		if err := retryTransient(ctx, func() error {
-			_, err := t.store.Put(ctx, objectstore.PutRequest{Bucket: t.bucket, Key: staging, Body: bytes.NewReader(out), Size: int64(len(out)), Scratch: true})
-			return err
-		}); err != nil {
-			return fmt.Errorf("migration.Tree: stage %s: %w", staging, err)
-		}
-		req := objectstore.CopyRequest{SrcBucket: t.bucket, SrcKey: staging, DstBucket: t.bucket, DstKey: key,
+		// One conditional Put (If-Match the version read, If-None-Match
+		// when there was none): a Put is atomic, so readers see the old
+		// document or the new one, and no staged copy is written, copied
+		// and deleted (docs/decisions/0109). A Put whose answer was lost
+		// is retried and then meets its own condition (412): the next
+		// round reads it back and finds nothing to change.
+		req := objectstore.PutRequest{Bucket: t.bucket, Key: key, Size: int64(len(out)),
 			Metadata: map[string]string{MetaOutputSHA256: sha256Hex(out)}}
 		if etag == "" {
 			req.IfNoneMatch = true
 		} else {
 			req.IfMatch = etag
 		}
-		// A copy whose answer was lost is retried and then meets its own
-		// condition (412): the next round reads it back and finds nothing
-		// to change.
 		err = retryTransient(ctx, func() error {
-			_, err := t.publish(ctx, req)
+			req.Body = bytes.NewReader(out)
+			_, err := t.store.Put(ctx, req)
 			return err
 		})
-		// Best effort, retried: what is left is swept with the rest of
-		// staging.
-		_ = retryTransient(ctx, func() error { return t.store.Delete(ctx, t.bucket, staging) })
 		switch {
 		case err == nil:
 			return nil
