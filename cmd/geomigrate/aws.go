@@ -32,7 +32,7 @@ func s3URI(s string) (bucket, prefix string, err error) {
 
 // listS3Sources expands s3:// URIs: an exact object key, or every object
 // under a prefix except sidecars and folder markers.
-func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) ([]migration.Source, error) {
+func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string, listing *migration.Listing) ([]migration.Source, error) {
 	var inputs []migration.Source
 	for _, s := range srcs {
 		bucket, prefix, err := s3URI(s)
@@ -52,6 +52,7 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 		}
 		dirs := map[string]bool{}
 		err = store.List(ctx, bucket, prefix, func(o objectstore.Object) error {
+			listing.Add(bucket, o)
 			switch d := migration.DirectorySourceOf(o.Key); {
 			case d != "":
 				// A File Geodatabase's files are one source, the directory.
@@ -67,6 +68,7 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s, err)
 		}
+		listing.Listed(bucket, prefix)
 	}
 	return withoutConditionalSidecars(inputs), nil
 }

@@ -385,15 +385,22 @@ func (s *sources) list(ctx context.Context, be *backend) error {
 		return nil
 	}
 	var inputs []migration.Source
+	var listing *migration.Listing
 	err := awsapp.StartupRetry(ctx, func() error {
 		var err error
-		inputs, err = listS3Sources(ctx, be.ports.Store, s.args)
+		listing = migration.NewListing()
+		inputs, err = listS3Sources(ctx, be.ports.Store, s.args, listing)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	s.inputs, s.listed = inputs, true
+	// HashCheck finds each source's sidecars in this listing instead of
+	// listing its prefix again.
+	if be.handlers.HashCheck != nil {
+		be.handlers.HashCheck.WithListing(listing)
+	}
 	return nil
 }
 

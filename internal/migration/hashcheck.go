@@ -41,6 +41,7 @@ type HashCheck struct {
 	now      func() time.Time
 	limits   ContainerLimitsSource // nil: cfg.Container
 	clashes  clashIndex            // WithClashes
+	listing  *Listing              // WithListing
 }
 
 // JobDeadline gives the job deadline in force when it is asked
@@ -405,7 +406,7 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		if sum, kind, err = h.finger.Fingerprint(ctx, obj); err != nil {
 			return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
 		}
-		if sidecars, err = listSidecars(ctx, h.store, src.Bucket, key); err != nil {
+		if sidecars, err = h.sidecarsOf(ctx, src.Bucket, key); err != nil {
 			return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
 		}
 		sums := map[string]string{}
