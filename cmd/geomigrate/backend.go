@@ -316,6 +316,8 @@ func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion
 	if whole := cfg.SourceReadAhead.WholeObjectMax; whole > 0 {
 		be.ports.Sources = objectstore.NewSourceCache(sourceHandOffBytes, whole)
 	}
+	// Promote and the run's STAC tree update run in this process too.
+	be.ports.Items = migration.NewItemLog(migration.DefaultItemLogEntries)
 	// Queued messages go to SQS when its URLs are given, else to JSONL
 	// files in the state directory.
 	open := func(sqsURL, file string) (queue.Sender, error) {

@@ -71,3 +71,42 @@ func TestHashCheckTakesSidecarsFromTheRunsListing(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcileTakesTheItemsPromoteWrote: with an ItemLog shared by
+// Promote and the run's tree, Reconcile links the run's items (the same
+// collection extent and links as reading them) without reading them back.
+func TestReconcileTakesTheItemsPromoteWrote(t *testing.T) {
+	ctx := context.Background()
+	var colls [][]byte
+	for _, withLog := range []bool{false, true} {
+		f := newDescribingFixture(t)
+		f.cfg.CatalogByRun = true
+		// A datetime of its own: the two runs' sources differ in Last-Modified.
+		f.cfg.Recipe.Datetime = "2020-01-02T03:04:05Z"
+		log := NewItemLog(DefaultItemLogEntries)
+		store := &readCounting{Store: f.store, reads: map[string]int{}}
+		quiet := slog.New(slog.DiscardHandler)
+		f.hash = NewHashCheck(f.cfg, f.store, f.tracker, StoreFingerprinter{Store: f.store}, quiet)
+		f.convert = NewConvert(f.cfg, f.store, f.tracker, &describingEngine{}, fakeValidator, quiet)
+		f.promote = NewPromote(f.cfg, store, f.tracker, quiet)
+		tree := NewTree(f.cfg, store)
+		if withLog {
+			f.promote.WithItemLog(log)
+			tree.WithItemLog(log)
+		}
+		f.put(t, "x.img", "1,2")
+		f.migrate(t, "e1", "x.img")
+		if n, err := tree.Reconcile(ctx); err != nil || n != 1 {
+			t.Fatalf("reconcile linked %d: %v", n, err)
+		}
+		item := "x.tif.stac.json"
+		if got, want := store.reads["dest/"+item], map[bool]int{false: 1, true: 0}[withLog]; got != want {
+			t.Errorf("item log %v: the item was read %d times, want %d", withLog, got, want)
+		}
+		body, _ := f.object(t, CollectionKey("", "src"))
+		colls = append(colls, body)
+	}
+	if string(colls[0]) != string(colls[1]) {
+		t.Errorf("collections differ:\nread back: %s\nfrom the log: %s", colls[0], colls[1])
+	}
+}

@@ -21,6 +21,7 @@ type Promote struct {
 	store   objectstore.Store
 	tracker *statestore.Tracker
 	log     *slog.Logger
+	items   *ItemLog // WithItemLog
 	metered
 }
 
@@ -114,6 +115,7 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 		if err != nil {
 			return PromoteOutput{}, err
 		}
+		p.items.add(TreeEntry{Key: a.Item.DestKey, Dataset: job.DatasetID, BBox: a.Item.BBox, Datetime: a.Item.Datetime})
 		items = append(items, a.Item)
 	}
 	if err := p.includeInCollection(ctx, job, items); err != nil {

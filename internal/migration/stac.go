@@ -203,6 +203,7 @@ type Tree struct {
 	store          objectstore.Store
 	bucket, prefix string
 	stagingRoot    string // the destination's staging prefix, not part of the tree
+	items          *ItemLog
 }
 
 // NewTree is the tree writer of cfg's destination.
@@ -283,6 +284,10 @@ func (t *Tree) Reconcile(ctx context.Context) (int, error) {
 	}
 	var entries []TreeEntry
 	for _, k := range unlinked {
+		if e, ok := t.items.get(k); ok {
+			entries = append(entries, e) // written by this process: not read back
+			continue
+		}
 		e, err := t.readItem(ctx, k)
 		if err != nil {
 			return 0, err
