@@ -103,7 +103,10 @@ func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (_ object
 		return objectstore.Object{}, err
 	}
 	defer src.Close()
-	if req.SrcETag != "" && req.SrcETag != srcObj.ETag {
+	// A file this store has no entry for (staged by another process: its
+	// entry was kept in that process's memory) has an ETag of its file
+	// identity, not the writer's MD5: only an entry's ETag is compared.
+	if req.SrcETag != "" && srcEntry != nil && req.SrcETag != srcObj.ETag {
 		return objectstore.Object{}, fault.Transient(where(op, req.SrcBucket, req.SrcKey), fmt.Errorf("source ETag is %s, the copy was of %s: it changed", srcObj.ETag, req.SrcETag))
 	}
 	tmp, err := createTemp(filepath.Dir(path))
