@@ -35,7 +35,7 @@ func s3URI(s string) (bucket, prefix string, err error) {
 // the size the request already answered (ListObjectsV2's Contents.Size,
 // https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html;
 // HeadObject's Content-Length for an exact key): the run's ETA.
-func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) ([]migration.Source, error) {
+func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string, listing *migration.Listing) ([]migration.Source, error) {
 	var inputs []migration.Source
 	for _, s := range srcs {
 		bucket, prefix, err := s3URI(s)
@@ -56,6 +56,7 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 		// dirs: a directory source's index in inputs.
 		dirs := map[string]int{}
 		err = store.List(ctx, bucket, prefix, func(o objectstore.Object) error {
+			listing.Add(bucket, o)
 			switch d := migration.DirectorySourceOf(o.Key); {
 			case d != "":
 				// A File Geodatabase's files are one source, the directory.
@@ -74,6 +75,7 @@ func listS3Sources(ctx context.Context, store objectstore.Store, srcs []string) 
 		if err != nil {
 			return nil, fmt.Errorf("list %s: %w", s, err)
 		}
+		listing.Listed(bucket, prefix)
 	}
 	return withoutConditionalSidecars(inputs), nil
 }

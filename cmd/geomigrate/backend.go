@@ -316,6 +316,8 @@ func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion
 	if whole := cfg.SourceReadAhead.WholeObjectMax; whole > 0 {
 		be.ports.Sources = objectstore.NewSourceCache(sourceHandOffBytes, whole)
 	}
+	// Promote and the run's STAC tree update run in this process too.
+	be.ports.Items = migration.NewItemLog(migration.DefaultItemLogEntries)
 	// Queued messages go to SQS when its URLs are given, else to JSONL
 	// files in the state directory.
 	open := func(sqsURL, file string) (queue.Sender, error) {
@@ -385,15 +387,22 @@ func (s *sources) list(ctx context.Context, be *backend) error {
 		return nil
 	}
 	var inputs []migration.Source
+	var listing *migration.Listing
 	err := awsapp.StartupRetry(ctx, func() error {
 		var err error
-		inputs, err = listS3Sources(ctx, be.ports.Store, s.args)
+		listing = migration.NewListing()
+		inputs, err = listS3Sources(ctx, be.ports.Store, s.args, listing)
 		return err
 	})
 	if err != nil {
 		return err
 	}
 	s.inputs, s.listed = inputs, true
+	// HashCheck finds each source's sidecars in this listing instead of
+	// listing its prefix again.
+	if be.handlers.HashCheck != nil {
+		be.handlers.HashCheck.WithListing(listing)
+	}
 	return nil
 }
 

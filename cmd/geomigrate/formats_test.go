@@ -67,7 +67,7 @@ func TestListersFollowTheRegistry(t *testing.T) {
 
 	// The S3 lister leaves non-geospatial files to HashCheck (which skips
 	// them as ignored) but never lists a sidecar as a source.
-	inputs, err := listS3Sources(context.Background(), store, []string{"s3://src/"})
+	inputs, err := listS3Sources(context.Background(), store, []string{"s3://src/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

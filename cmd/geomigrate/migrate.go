@@ -490,7 +490,7 @@ func reportDest(reportPath, dest string) string {
 // Reconcile is idempotent: a store error is retried a few times, as the
 // state machine retries a task, before the run reports it.
 func linkTree(ctx context.Context, ports steps.Ports) error {
-	tree := migration.NewTree(ports.Config, ports.Store)
+	tree := migration.NewTree(ports.Config, ports.Store).WithItemLog(ports.Items)
 	var err error
 	for attempt := range 4 {
 		if attempt > 0 {

@@ -128,10 +128,11 @@ func TestPlanSamples(t *testing.T) {
 	if e := r.Estimate; e.Files != 14 || e.Transitions != 9*9+4*10+6 || e.PerThousandStandard <= 0 || e.PerThousandExpress <= 0 {
 		t.Errorf("--json estimate %+v", e)
 	}
-	// On AWS the GeoTIFFs and the GeoJSON are read by ranged GETs (on top
-	// of the requests of a downloaded file), though the plan was local.
-	if base := int64(9*cost.PerFile[cost.Converted].S3GetHead + 4*cost.PerFile[cost.Remediation].S3GetHead); r.Estimate.S3GetHead <= base {
-		t.Errorf("S3 GET/HEAD %d: no ranged GET charged (%d without)", r.Estimate.S3GetHead, base)
+	// On AWS the GeoTIFFs and the GeoJSON are read by ranged GETs, though
+	// the plan was local: a sample (under 64 MiB) in one GET, in place of
+	// the download's, with no HEAD around it.
+	if base := int64(9*cost.PerFile[cost.Converted].S3GetHead + 4*cost.PerFile[cost.Remediation].S3GetHead); r.Estimate.S3GetHead != base {
+		t.Errorf("S3 GET/HEAD %d, want %d: one ranged GET of each small source in place of its download", r.Estimate.S3GetHead, base)
 	}
 	if _, err := os.Stat(dest); !os.IsNotExist(err) {
 		t.Errorf("plan created the destination %s (%v)", dest, err)
@@ -266,22 +267,26 @@ func TestRequestsPerFile(t *testing.T) {
 			t.Errorf("%s: the handlers made %+v, cost.PerFile says %+v", p, got[p], cost.PerFile[p])
 		}
 	}
-	// Read by range, the download's GET and the source check's HEAD become
-	// the ranged GETs and two HEADs (cost.Calculate adds the ranged GETs);
-	// the rest is the same.
+	// Read by range, the download's GET becomes the ranged GETs
+	// (cost.Calculate adds those beyond one); the rest is the same: no
+	// HEAD of the source before or after, the reads are pinned to its
+	// ETag. HashCheck's hash is a ranged read on both paths.
 	want := cost.PerFile[cost.Converted]
-	// HashCheck's read of the TIFF header is a ranged GET too, and already
-	// in PerFile.
-	want.S3GetHead += ranged.ranges - 1
+	want.S3GetHead += ranged.ranges - ranged.downloadRanges
 	if ranged.req != want || ranged.ranges == 0 {
-		t.Errorf("converted by range: the handlers made %+v (%d ranged GETs), cost.Calculate charges %+v", ranged.req, ranged.ranges, want)
+		t.Errorf("converted by range: the handlers made %+v (%d ranged GETs, %d when downloading), cost.Calculate charges %+v", ranged.req, ranged.ranges, ranged.downloadRanges, want)
+	}
+	if c := cost.PerFile[cost.Converted]; c.S3GetHead+c.S3PutCopyList+c.S3Delete > 10 {
+		t.Errorf("a converted file makes %d S3 requests, want at most 10", c.S3GetHead+c.S3PutCopyList+c.S3Delete)
 	}
 }
 
-// rangedCount is one converted file's requests when Convert reads by range.
+// rangedCount is one converted file's requests when Convert reads by
+// range, with the ranged reads (GETs with a Range or If-Match) of both
+// ways of reading.
 type rangedCount struct {
-	req    cost.Requests
-	ranges int
+	req                    cost.Requests
+	ranges, downloadRanges int
 }
 
 // countingStore counts object store calls by S3 request class.
@@ -314,13 +319,23 @@ func (s *countingStore) OpenRange(ctx context.Context, b, k string, off, n int64
 	return s.Store.OpenRange(ctx, b, k, off, n)
 }
 
+func (s *countingStore) OpenRangeIfMatch(ctx context.Context, b, k, etag string, off, n int64) (io.ReadCloser, error) {
+	s.count(func(r *cost.Requests) { r.S3GetHead++; s.ranges++ })
+	return s.Store.OpenRangeIfMatch(ctx, b, k, etag, off, n)
+}
+
 func (s *countingStore) Put(ctx context.Context, req objectstore.PutRequest) (objectstore.Object, error) {
 	s.count(func(r *cost.Requests) { r.S3PutCopyList++ }) // one PutObject: outputs here are below the multipart threshold
 	return s.Store.Put(ctx, req)
 }
 
 func (s *countingStore) Copy(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
-	s.count(func(r *cost.Requests) { r.S3PutCopyList++ })
+	s.count(func(r *cost.Requests) {
+		r.S3PutCopyList++
+		if req.SrcETag == "" {
+			r.S3GetHead++ // s3store HEADs a source it is not told about
+		}
+	})
 	return s.Store.Copy(ctx, req)
 }
 
@@ -560,6 +575,7 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 		t.Fatal(err)
 	}
 	got := map[cost.Path]cost.Requests{}
+	var downloadRanges int
 	for _, step := range []struct {
 		path   cost.Path
 		key    string
@@ -572,7 +588,7 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 		{cost.Remediation, "not_a_raster.tif", "FAILED"},
 		{cost.Rejected, "gone.tif", "FAILED"}, // listed, then deleted: HashCheck's HEAD finds nothing
 	} {
-		store.count(func(r *cost.Requests) { *r, dyn.w = cost.Requests{}, dynamoWrites{} })
+		store.count(func(r *cost.Requests) { *r, store.ranges, dyn.w = cost.Requests{}, 0, dynamoWrites{} })
 		res, err := exec.Run(ctx, "count-"+string(step.path), json.RawMessage(fmt.Sprintf(`{"bucket":"src","key":%q}`, step.key)))
 		if err != nil || res.Status != step.status {
 			t.Fatalf("%s: %v %s %s %s", step.path, err, res.Status, res.Error, res.Cause)
@@ -584,6 +600,9 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 			}
 			r.DynamoDBIndexWrite = w.IndexUnits
 			got[step.path] = *r
+			if step.path == cost.Converted {
+				downloadRanges = store.ranges
+			}
 			t.Logf("%s: %+v; DynamoDB: %d PutItems (no other write call exists in dynamostore.API), %d index writes, units by status %v", step.path, *r, w.PutItems, w.IndexWrites, w.ByStatus)
 		})
 	}
@@ -595,7 +614,7 @@ func countRequestsPerFile(t *testing.T) (map[cost.Path]cost.Requests, rangedCoun
 	var ranged rangedCount
 	store.count(func(r *cost.Requests) {
 		r.DynamoDBIndexWrite = dyn.w.IndexUnits
-		ranged = rangedCount{req: *r, ranges: store.ranges}
+		ranged = rangedCount{req: *r, ranges: store.ranges, downloadRanges: downloadRanges}
 	})
 	t.Logf("converted by range: %+v, %d ranged GETs", ranged.req, ranged.ranges)
 	return got, ranged

@@ -194,7 +194,7 @@ func (p *planFlags) awsSource(ctx context.Context, srcs []string) (planSource, e
 	if p.dest == "" {
 		store = noDestStore{readOnlyStore{app.Store}}
 	}
-	inputs, err := listS3Sources(ctx, store, srcs)
+	inputs, err := listS3Sources(ctx, store, srcs, nil)
 	if err != nil {
 		return planSource{}, err
 	}

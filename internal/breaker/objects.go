@@ -138,6 +138,12 @@ func (g *guarded) OpenRange(ctx context.Context, bucket, key string, offset, len
 	return call(ctx, g.b, BucketDependency(bucket), func() (io.ReadCloser, error) { return g.inner.OpenRange(ctx, bucket, key, offset, length) })
 }
 
+func (g *guarded) OpenRangeIfMatch(ctx context.Context, bucket, key, etag string, offset, length int64) (io.ReadCloser, error) {
+	return call(ctx, g.b, BucketDependency(bucket), func() (io.ReadCloser, error) {
+		return g.inner.OpenRangeIfMatch(ctx, bucket, key, etag, offset, length)
+	})
+}
+
 func (g *guarded) Put(ctx context.Context, req objectstore.PutRequest) (objectstore.Object, error) {
 	return call(ctx, g.b, BucketWriteDependency(req.Bucket), func() (objectstore.Object, error) { return g.inner.Put(ctx, req) })
 }

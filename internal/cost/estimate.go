@@ -338,10 +338,11 @@ func Calculate(m Model, groups []Group) (Estimate, error) {
 		getHead, putList := int64(r.S3GetHead), int64(r.S3PutCopyList)
 		if g.Path == Converted {
 			if g.RangeRead {
-				// The download's GET and the source check's HEAD become the
-				// ranged GETs and two HEADs around them (checkUnchanged):
-				// net, the ranged GETs (TestRequestsPerFile counts both ways).
-				getHead += s.rangeGets(int64(avg))
+				// The download's GET becomes the ranged GETs, pinned to
+				// the source's ETag with no HEAD around them (net: the
+				// ranged GETs beyond one; TestRequestsPerFile counts both
+				// ways).
+				getHead += s.rangeGets(int64(avg)) - 1
 			}
 			if out := int64(avg * rate.OutputRatio); out > s.PartBytes {
 				// One PutObject becomes create + parts + complete.

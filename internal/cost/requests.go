@@ -26,33 +26,37 @@ type Requests struct {
 // path, counted from the real handlers (HashCheck, Convert, Promote,
 // Classify over an object store that is not a local directory, as on AWS)
 // by cmd/geomigrate TestRequestsPerFile, which fails when the handlers and
-// this table disagree. The source is a one-file GeoTIFF read by download
-// (one GET); sources converted through ranged reads make more GETs, which
-// Calculate adds by size (Settings.SourceReadWhole, RangeReadBytes), and so it does for
-// multipart uploads of large outputs. DynamoDB units are counted at the
+// this table disagree. The source is a one-file GeoTIFF that Convert
+// downloads (one GET); sources converted through ranged reads make more
+// GETs, which Calculate adds by size (Settings.SourceReadWhole,
+// RangeReadBytes), and so it does for multipart uploads of large outputs.
+// A converted file (docs/decisions/0109): HashCheck HEADs the source,
+// reads it once to hash it (pinned to the HEAD's ETag; the TIFF header it
+// routes by is kept from that pass, migration.Route), lists its prefix for
+// sidecars and HEADs the predicted output key (is it migrated already?);
+// Convert reads the source once more (a Lambda apart from HashCheck's;
+// pinned too, so no HEAD before or after) and PUTs the output to staging;
+// Promote copies it to its final key (one conditional CopyObject of the
+// version staged, no HEAD), PUTs the STAC Item there (conditional, no
+// staged copy), GETs the dataset's Collection to see that its extent
+// holds the item, and DELETEs the staged output. The first file of a
+// dataset, or one widening the Collection's extent, also rewrites the
+// Collection (a HEAD for its ETag, the GET again and one conditional PUT:
+// rare over a dataset of many files, not charged). DynamoDB units are counted at the
 // item's encoded size (records grow with their history: a refused job's
 // record passes 1 KB, hence more units than calls), on a stand-in that
 // charges the table's and the status index's writes as DynamoDB does: a
 // converted job is 4 PutItems (claim, three transitions) and 1 + 3 × 2
 // index writes, each later PutItem moving the entry's sort key
-// (docs/decisions/0099). A file skipped by its
-// name alone (not geospatial) makes no request at all; the rejected path is
-// counted for a source that disappeared after it was listed (HashCheck's
-// HEAD finds nothing: SourceNotFound). A converted file's count includes
-// its STAC Item (staged, copied, the staged copy deleted) and reading its
-// dataset's Collection; the first file of a dataset, or one widening the
-// Collection's extent, also rewrites the Collection (one more GET or
-// less, two PUT/COPY and one DELETE: rare over a dataset of many files,
-// not charged). HashCheck reads the header of a claimed TIFF (or of a
-// Shapefile's .dbf) to measure the work it routes by (migration.Route):
-// one GET on the converted and remediation paths for a TIFF whose
-// directory lies in its first 64 KiB (a COG keeps it there). Classify
-// lists a routed job's destination stem for what Promote may have
-// published of it (rolled back before the route): one LIST on the
-// remediation path.
+// (docs/decisions/0099). A file skipped by its name alone (not
+// geospatial) makes no request at all; the rejected path is counted for a
+// source that disappeared after it was listed (HashCheck's HEAD finds
+// nothing: SourceNotFound). Classify lists a routed job's destination
+// stem for what Promote may have published of it (rolled back before the
+// route) and its staging: two LISTs on the remediation path.
 var PerFile = map[Path]Requests{
-	Converted:   {S3GetHead: 10, S3PutCopyList: 6, S3Delete: 3, DynamoDBRead: 6, DynamoDBWrite: 4, DynamoDBIndexWrite: 7},
+	Converted:   {S3GetHead: 5, S3PutCopyList: 4, S3Delete: 1, DynamoDBRead: 6, DynamoDBWrite: 4, DynamoDBIndexWrite: 7},
 	Skipped:     {S3GetHead: 3, S3PutCopyList: 1, DynamoDBRead: 2},
-	Remediation: {S3GetHead: 5, S3PutCopyList: 4, DynamoDBRead: 4, DynamoDBWrite: 4, DynamoDBIndexWrite: 6},
+	Remediation: {S3GetHead: 4, S3PutCopyList: 3, DynamoDBRead: 4, DynamoDBWrite: 4, DynamoDBIndexWrite: 6},
 	Rejected:    {S3GetHead: 1, DynamoDBRead: 1, DynamoDBWrite: 1, DynamoDBIndexWrite: 1},
 }

@@ -43,6 +43,11 @@ type Options struct {
 	ChunkSize int64 // 0: DefaultChunkSize
 	Workers   int   // 0: DefaultWorkers
 	Attempts  int   // 0: DefaultAttempts
+	// IfMatch, when set, reads only the version of the object with this
+	// ETag (the one a HEAD described): a rewritten object fails with a
+	// TransientError wrapping objectstore.ErrPreconditionFailed instead of
+	// being hashed under the old version's size and ETag.
+	IfMatch string
 }
 
 func (o Options) norm() Options {
@@ -63,19 +68,27 @@ func (o Options) norm() Options {
 // Workers goroutines ahead of the hasher; a chunk that comes back short (the
 // object changed while being read) fails with a TransientError.
 func SHA256(ctx context.Context, store objectstore.Store, bucket, key string, size int64, opts Options) (string, error) {
+	sum, _, err := SHA256Head(ctx, store, bucket, key, size, opts, nil)
+	return sum, err
+}
+
+// SHA256Head is SHA256 that also copies the object's first len(head)
+// bytes into head as they pass (n of them: fewer when the object is
+// shorter), for a caller that reads a header next.
+func SHA256Head(ctx context.Context, store objectstore.Store, bucket, key string, size int64, opts Options, head []byte) (sum string, n int, err error) {
 	o := opts.norm()
 	if size < 0 {
 		obj, err := store.Head(ctx, bucket, key)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		size = obj.Size
 	}
 	h := sha256.New()
-	if err := hashSpans(ctx, store, bucket, key, []span{{0, size}}, o, h); err != nil {
-		return "", err
+	if n, err = hashSpans(ctx, store, bucket, key, []span{{0, size}}, o, h, head); err != nil {
+		return "", 0, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), n, nil
 }
 
 // ReadWhole reads the first size bytes of the object with one ranged
@@ -88,7 +101,7 @@ func ReadWhole(ctx context.Context, store objectstore.Store, bucket, key string,
 		return nil, sum, err
 	}
 	buf := make([]byte, size)
-	if err := readChunk(ctx, store, bucket, key, 0, buf, opts.norm().Attempts); err != nil {
+	if err := readChunk(ctx, store, bucket, key, 0, buf, opts.norm()); err != nil {
 		return nil, "", err
 	}
 	sum := sha256.Sum256(buf)
@@ -103,10 +116,11 @@ type chunk struct {
 // span is a byte range of the object.
 type span struct{ off, n int64 }
 
-// hashSpans writes the bytes of each span, in order, into h. The spans are
-// cut into chunks of at most o.ChunkSize that up to o.Workers goroutines
-// read ahead of the hasher.
-func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string, spans []span, o Options, h hash.Hash) error {
+// hashSpans writes the bytes of each span, in order, into h, and the
+// first bytes of the object into head when the spans start at 0 (n of
+// them). The spans are cut into chunks of at most o.ChunkSize that up to
+// o.Workers goroutines read ahead of the hasher.
+func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string, spans []span, o Options, h hash.Hash, head []byte) (n int, err error) {
 	var chunks []span
 	for _, s := range spans {
 		for off := s.off; off < s.off+s.n; off += o.ChunkSize {
@@ -116,11 +130,11 @@ func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string,
 	if len(chunks) == 0 {
 		// Still prove the object is there: hashing a missing key must fail
 		// even when there is nothing to read.
-		rc, err := store.OpenRange(ctx, bucket, key, 0, 0)
+		rc, err := openRange(ctx, store, bucket, key, o.IfMatch, 0, 0)
 		if err != nil {
-			return err
+			return 0, err
 		}
-		return rc.Close()
+		return 0, rc.Close()
 	}
 	workers := min(o.Workers, len(chunks))
 
@@ -153,7 +167,7 @@ func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string,
 			}
 			go func() {
 				buf := buf[:c.n]
-				results[i] <- chunk{buf: buf, err: readChunk(ctx, store, bucket, key, c.off, buf, o.Attempts)}
+				results[i] <- chunk{buf: buf, err: readChunk(ctx, store, bucket, key, c.off, buf, o)}
 			}()
 		}
 	}()
@@ -162,10 +176,13 @@ func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string,
 		select {
 		case c = <-results[i]:
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 		if c.err != nil {
-			return c.err
+			return 0, c.err
+		}
+		if i == 0 && chunks[0].off == 0 {
+			n = copy(head, c.buf)
 		}
 		h.Write(c.buf)
 		pool <- c.buf[:cap(c.buf)]
@@ -175,7 +192,7 @@ func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string,
 	for range workers {
 		releaseChunkBuffer(<-pool)
 	}
-	return nil
+	return n, nil
 }
 
 // fullChunks recycles DefaultChunkSize buffers between objects: hashing a
@@ -201,22 +218,35 @@ func releaseChunkBuffer(b []byte) {
 	}
 }
 
-// readChunk fills buf from offset, retrying transient failures.
-func readChunk(ctx context.Context, store objectstore.Store, bucket, key string, offset int64, buf []byte, attempts int) error {
+// readChunk fills buf from offset, retrying transient failures (not a
+// rewritten object: the version asked for is gone for good).
+func readChunk(ctx context.Context, store objectstore.Store, bucket, key string, offset int64, buf []byte, o Options) error {
 	var err error
-	for a := 0; a < attempts; a++ {
-		if err = readOnce(ctx, store, bucket, key, offset, buf); err == nil {
+	for a := 0; a < o.Attempts; a++ {
+		if err = readOnce(ctx, store, bucket, key, o.IfMatch, offset, buf); err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || fault.TierOf(err) != fault.TierTransient {
+		if ctx.Err() != nil || fault.TierOf(err) != fault.TierTransient || errors.Is(err, objectstore.ErrPreconditionFailed) {
 			return err
 		}
 	}
 	return err
 }
 
-func readOnce(ctx context.Context, store objectstore.Store, bucket, key string, offset int64, buf []byte) error {
-	rc, err := store.OpenRange(ctx, bucket, key, offset, int64(len(buf)))
+// openRange is OpenRange, of the version etag when one is given.
+func openRange(ctx context.Context, store objectstore.Store, bucket, key, etag string, offset, n int64) (io.ReadCloser, error) {
+	if etag == "" {
+		return store.OpenRange(ctx, bucket, key, offset, n)
+	}
+	rc, err := store.OpenRangeIfMatch(ctx, bucket, key, etag, offset, n)
+	if errors.Is(err, objectstore.ErrPreconditionFailed) {
+		return nil, fault.Transient("fingerprint.read", fmt.Errorf("%s/%s was rewritten while it was read: %w", bucket, key, err))
+	}
+	return rc, err
+}
+
+func readOnce(ctx context.Context, store objectstore.Store, bucket, key, etag string, offset int64, buf []byte) error {
+	rc, err := openRange(ctx, store, bucket, key, etag, offset, int64(len(buf)))
 	if err != nil {
 		return err
 	}
@@ -263,7 +293,7 @@ func FastFingerprint(ctx context.Context, store objectstore.Store, bucket, key s
 	h.Write(sz[:])
 	// At most two chunks (head, tail), read in parallel, hashed in order.
 	o := Options{ChunkSize: FastSpan, Workers: 2}.norm()
-	if err := hashSpans(ctx, store, bucket, key, []span{{0, headLen}, {tailOff, size - tailOff}}, o, h); err != nil {
+	if _, err := hashSpans(ctx, store, bucket, key, []span{{0, headLen}, {tailOff, size - tailOff}}, o, h, nil); err != nil {
 		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

@@ -41,6 +41,10 @@ func (s splitStore) OpenRange(ctx context.Context, b, k string, off, n int64) (i
 	return s.pick(b).OpenRange(ctx, b, k, off, n)
 }
 
+func (s splitStore) OpenRangeIfMatch(ctx context.Context, b, k, etag string, off, n int64) (io.ReadCloser, error) {
+	return s.pick(b).OpenRangeIfMatch(ctx, b, k, etag, off, n)
+}
+
 func (s splitStore) Put(ctx context.Context, r objectstore.PutRequest) (objectstore.Object, error) {
 	return s.pick(r.Bucket).Put(ctx, r)
 }

@@ -221,7 +221,7 @@ func (c *Convert) run(ctx context.Context, job Job, work, outDir string) ([]reci
 	if re, ok := c.engine.(recipe.RangeEngine); ok && !local && formats.ReadableByRange(job.SourceKey) {
 		// A world file or .aux.xml beside the source carries georeferencing
 		// that a ranged read of the source alone would miss.
-		sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
+		sidecars, err := sidecarKeys(ctx, c.store, job)
 		if err != nil {
 			return nil, fmt.Errorf("migration.Convert: %w", err)
 		}
@@ -262,24 +262,78 @@ func recipeFor(job Job) recipe.Recipe {
 	return r
 }
 
-// runByRange converts through ranged reads; the object's ETag and size,
-// checked before and after, stand in for re-hashing it.
+// runByRange converts through ranged reads. The source must be the
+// version HashCheck fingerprinted: the bytes HashCheck read and hashed
+// (SourceCache) are that version by construction; ranged reads are of
+// the version HashCheck's HEAD named (If-Match its ETag), so a source
+// rewritten before or during the conversion fails it (SourceChanged)
+// without a HEAD before and after (docs/decisions/0109). A job without
+// an ETag (a store that keeps none) is checked by HEAD before and after.
 func (c *Convert) runByRange(ctx context.Context, job Job, re recipe.RangeEngine, outDir string) ([]recipe.Output, error) {
-	if err := c.checkUnchanged(ctx, job); err != nil {
-		return nil, err
-	}
-	var ra io.ReaderAt = objectstore.NewReaderAtWith(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize, c.cfg.SourceReadAhead)
 	if job.Fingerprint == "sha256" {
 		// The very bytes that were hashed, so no request at all.
 		if data, ok := c.sources.Take(job.SourceBucket, job.SourceKey, job.SourceSHA256); ok && int64(len(data)) == job.SourceSize {
-			ra = bytes.NewReader(data)
+			outputs, err := re.ConvertReader(ctx, bytes.NewReader(data), job.SourceSize, path.Base(job.SourceKey), outDir, recipeFor(job))
+			if err != nil {
+				return nil, fmt.Errorf("migration.Convert: %s: %w", job.SourceKey, err)
+			}
+			return outputs, nil
 		}
 	}
-	outputs, err := re.ConvertReader(ctx, ra, job.SourceSize, path.Base(job.SourceKey), outDir, recipeFor(job))
+	pinned := job.SourceETag != ""
+	if !pinned {
+		if err := c.checkUnchanged(ctx, job); err != nil {
+			return nil, err
+		}
+	}
+	watch := &changeWatch{ra: objectstore.NewReaderAtWith(ctx, c.store, job.SourceBucket, job.SourceKey, job.SourceSize, c.cfg.SourceReadAhead).IfMatch(job.SourceETag)}
+	outputs, err := re.ConvertReader(ctx, watch, job.SourceSize, path.Base(job.SourceKey), outDir, recipeFor(job))
+	// A read refused because the source changed or went is the outcome,
+	// whatever the engine made of it.
+	if cerr := watch.changed(job); cerr != nil {
+		return nil, cerr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("migration.Convert: %s: %w", job.SourceKey, err)
 	}
-	return outputs, c.checkUnchanged(ctx, job)
+	if !pinned {
+		return outputs, c.checkUnchanged(ctx, job)
+	}
+	return outputs, nil
+}
+
+// changeWatch notes a ranged read refused because the source was
+// rewritten (412) or deleted since HashCheck described it.
+type changeWatch struct {
+	ra   io.ReaderAt
+	mu   sync.Mutex
+	gone error
+}
+
+func (w *changeWatch) ReadAt(p []byte, off int64) (int, error) {
+	n, err := w.ra.ReadAt(p, off)
+	if err != nil && (errors.Is(err, objectstore.ErrPreconditionFailed) || errors.Is(err, objectstore.ErrNotFound)) {
+		w.mu.Lock()
+		if w.gone == nil {
+			w.gone = err
+		}
+		w.mu.Unlock()
+	}
+	return n, err
+}
+
+// changed is the data error of a refused read (nil when none was).
+func (w *changeWatch) changed(job Job) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.gone == nil:
+		return nil
+	case errors.Is(w.gone, objectstore.ErrNotFound):
+		return fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared during conversion", job.SourceBucket, job.SourceKey)
+	}
+	return fault.Data(fault.SourceChanged, "s3://%s/%s changed while it was being migrated (it is no longer ETag %s); the new version is migrated by its own event",
+		job.SourceBucket, job.SourceKey, job.SourceETag)
 }
 
 // checkUnchanged compares the object's ETag and size with what HashCheck
@@ -315,26 +369,26 @@ func (c *Convert) localSource(ctx context.Context, job Job, work string) (path, 
 	if isDirectorySource(job.SourceKey) {
 		return c.downloadDirectory(ctx, job, dir)
 	}
-	dst, mainSum, err := c.download(ctx, job.SourceBucket, job.SourceKey, dir)
+	dst, mainSum, err := c.download(ctx, job.SourceBucket, job.SourceKey, job.SourceETag, dir)
 	if err != nil {
 		return "", "", err
 	}
 	// Sidecars (roads.shx, roads.dbf, roads.prj, dem.tfw …) travel with
 	// their main file: GDAL finds them next to it.
-	sidecars, err := listSidecars(ctx, c.store, job.SourceBucket, job.SourceKey)
+	sidecars, err := sidecarKeys(ctx, c.store, job)
 	if err != nil {
 		return "", "", fmt.Errorf("migration.Convert: %w", err)
 	}
 	sums := map[string]string{}
-	for _, o := range sidecars {
+	for _, k := range sidecars {
 		// One that vanished since HashCheck shows up as SourceChanged.
-		_, sum, err := c.download(ctx, job.SourceBucket, o.Key, dir)
+		_, sum, err := c.download(ctx, job.SourceBucket, k, job.SidecarETags[k], dir)
 		switch {
 		case errors.Is(err, errSourceGone):
 		case err != nil:
 			return "", "", err
 		default:
-			sums[filepath.Base(o.Key)] = sum
+			sums[filepath.Base(k)] = sum
 		}
 	}
 	return dst, bundleDigest(filepath.Base(dst), mainSum, sums), nil
@@ -367,12 +421,22 @@ func (c *Convert) checkUnchangedInPlace(ctx context.Context, job Job) error {
 var errSourceGone = errors.New("source gone")
 
 // download copies one object into dir under its base name and returns
-// the hex SHA-256 of the bytes written.
-func (c *Convert) download(ctx context.Context, bucket, key, dir string) (dst, sum string, err error) {
-	rc, err := c.store.Open(ctx, bucket, key)
+// the hex SHA-256 of the bytes written. With etag (as HashCheck saw it)
+// only that version is read: a rewritten object is SourceChanged at once,
+// fast-fingerprinted sources (not hashed again) included.
+func (c *Convert) download(ctx context.Context, bucket, key, etag, dir string) (dst, sum string, err error) {
+	var rc io.ReadCloser
+	if etag != "" {
+		rc, err = c.store.OpenRangeIfMatch(ctx, bucket, key, etag, 0, -1)
+	} else {
+		rc, err = c.store.Open(ctx, bucket, key)
+	}
 	if err != nil {
-		if errors.Is(err, objectstore.ErrNotFound) {
+		switch {
+		case errors.Is(err, objectstore.ErrNotFound):
 			return "", "", fmt.Errorf("%w: %w", errSourceGone, fault.Data(fault.SourceNotFound, "s3://%s/%s disappeared before conversion", bucket, key))
+		case errors.Is(err, objectstore.ErrPreconditionFailed):
+			return "", "", fault.Data(fault.SourceChanged, "s3://%s/%s changed while it was being migrated (it is no longer ETag %s); the new version is migrated by its own event", bucket, key, etag)
 		}
 		return "", "", fmt.Errorf("migration.Convert: open source: %w", err)
 	}
@@ -451,31 +515,34 @@ func (c *Convert) stage(ctx context.Context, job Job, o recipe.Output, multi boo
 	if a.Item, err = c.stageItem(ctx, job, o, a, modified); err != nil {
 		return Artifact{}, err
 	}
+	var staged objectstore.Object
 	if moves {
-		_, err = fm.PutFile(ctx, objectstore.PutFileRequest{
+		staged, err = fm.PutFile(ctx, objectstore.PutFileRequest{
 			Bucket: job.DestBucket, Key: a.StagingKey, Path: o.Path, MD5: md5sum,
 			Metadata: promotedMetadata(job, a), Scratch: true,
 		})
 	} else {
-		err = c.putStaged(ctx, job, a, o.Path)
+		staged, err = c.putStaged(ctx, job, a, o.Path)
 	}
 	if err != nil {
 		return Artifact{}, fmt.Errorf("migration.Convert: stage %s: %w", a.StagingKey, err)
 	}
+	if staged.Size == a.Size {
+		a.StagedETag = staged.ETag
+	}
 	return a, nil
 }
 
-func (c *Convert) putStaged(ctx context.Context, job Job, a Artifact, path string) error {
+func (c *Convert) putStaged(ctx context.Context, job Job, a Artifact, path string) (objectstore.Object, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return localError("migration.Convert: open output", err)
+		return objectstore.Object{}, localError("migration.Convert: open output", err)
 	}
 	defer f.Close()
-	_, err = c.store.Put(ctx, objectstore.PutRequest{
+	return c.store.Put(ctx, objectstore.PutRequest{
 		Bucket: job.DestBucket, Key: a.StagingKey, Body: f, Size: a.Size,
 		Metadata: promotedMetadata(job, a), Scratch: true,
 	})
-	return err
 }
 
 func promotedMetadata(job Job, a Artifact) map[string]string {

@@ -99,7 +99,8 @@ func fingerprintDirectory(ctx context.Context, finger Fingerprinter, bucket, key
 	sums := map[string]string{}
 	kind = "sha256"
 	for _, m := range members {
-		s, k, err := finger.Fingerprint(ctx, bucket, m.Key, m.Size)
+		m.Bucket = bucket
+		s, k, err := finger.Fingerprint(ctx, m)
 		if err != nil {
 			return "", "", fmt.Errorf("fingerprint s3://%s/%s: %w", bucket, m.Key, err)
 		}
@@ -141,7 +142,7 @@ func (c *Convert) downloadDirectory(ctx context.Context, job Job, dir string) (d
 		if err := os.MkdirAll(into, 0o755); err != nil {
 			return "", "", localError("migration.Convert: download", err)
 		}
-		_, sum, err := c.download(ctx, job.SourceBucket, m.Key, into)
+		_, sum, err := c.download(ctx, job.SourceBucket, m.Key, "", into)
 		switch {
 		case errors.Is(err, errSourceGone):
 			// Shows up as SourceChanged in the digest.

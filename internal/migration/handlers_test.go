@@ -476,22 +476,30 @@ func (e formatEngine) Convert(ctx context.Context, src, workDir string, r recipe
 	return outs, err
 }
 
-// rangeEngine reads the source through ranged reads only; during may
-// change the store mid-conversion.
+// rangeEngine reads the source through ranged reads only, its first half
+// then its second; during may change the store between the two, after
+// may change it after both.
 type rangeEngine struct {
 	fakeEngine
-	ranged int
-	during func()
+	ranged        int
+	during, after func()
 }
 
 func (e *rangeEngine) ConvertReader(ctx context.Context, ra io.ReaderAt, size int64, name, workDir string, r recipe.Recipe) ([]recipe.Output, error) {
 	e.ranged++
 	b := make([]byte, size)
-	if _, err := ra.ReadAt(b, 0); err != nil && !errors.Is(err, io.EOF) {
+	half := size / 2
+	if _, err := ra.ReadAt(b[:half], 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	if e.during != nil {
 		e.during()
+	}
+	if _, err := ra.ReadAt(b[half:], half); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if e.after != nil {
+		e.after()
 	}
 	src := filepath.Join(workDir, "src-"+name)
 	if err := os.WriteFile(src, b, 0o644); err != nil {
@@ -500,24 +508,38 @@ func (e *rangeEngine) ConvertReader(ctx context.Context, ra io.ReaderAt, size in
 	return e.fakeEngine.Convert(ctx, src, workDir, r)
 }
 
+// TestConvertReadsRemoteSourcesByRange: every ranged read is of the
+// version HashCheck fingerprinted (If-Match its ETag, no HEAD before or
+// after): a source overwritten or deleted between two reads fails the
+// conversion; one overwritten after the last read converts, since every
+// byte converted was of the version the output's lineage names.
 func TestConvertReadsRemoteSourcesByRange(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range []struct {
-		name     string
-		change   bool
-		wantCode fault.Code
+		name          string
+		during, after func(f *fixture)
+		wantCode      fault.Code
 	}{
 		{name: "unchanged source converts"},
-		{name: "source overwritten mid-conversion", change: true, wantCode: fault.SourceChanged},
+		{name: "source overwritten mid-conversion", during: func(f *fixture) { f.put(t, "x.tif", "x-v2-longer") }, wantCode: fault.SourceChanged},
+		{name: "source deleted mid-conversion", during: func(f *fixture) { _ = f.store.Delete(ctx, "src", "x.tif") }, wantCode: fault.SourceNotFound},
+		{name: "source overwritten after its last read", after: func(f *fixture) { f.put(t, "x.tif", "x-v2-longer") }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t)
 			eng := &rangeEngine{}
-			if tt.change {
-				eng.during = func() { f.put(t, "x.tif", "x-v2") }
+			if tt.during != nil {
+				eng.during = func() { tt.during(f) }
 			}
-			conv := NewConvert(f.cfg, f.store, f.tracker, eng, fakeValidator, slog.New(slog.DiscardHandler))
-			f.put(t, "x.tif", "x")
+			if tt.after != nil {
+				eng.after = func() { tt.after(f) }
+			}
+			cfg := f.cfg
+			// One request per byte: the second half is read after during.
+			cfg.SourceReadAhead = objectstore.ReadAhead{WholeObjectMax: -1, BlockSize: 1, MaxBlocks: 1}
+			store := &readCounting{Store: f.store, reads: map[string]int{}}
+			conv := NewConvert(cfg, store, f.tracker, eng, fakeValidator, slog.New(slog.DiscardHandler))
+			f.put(t, "x.tif", "xy-pixels")
 			hc := f.check(t, "e1", "x.tif")
 			_, err := conv.Handle(ctx, ConvertInput{Job: hc.Job, Context: inv("e1", 0)})
 			if eng.ranged != 1 {
@@ -526,6 +548,9 @@ func TestConvertReadsRemoteSourcesByRange(t *testing.T) {
 			if tt.wantCode == "" {
 				if err != nil {
 					t.Fatal(err)
+				}
+				if n, h := store.reads["src/x.tif"], store.heads["src/x.tif"]; n != len("xy-pixels") || h != 0 {
+					t.Errorf("Convert read the source %d times and HEADed it %d times, want one read per byte and no HEAD", n, h)
 				}
 				return
 			}

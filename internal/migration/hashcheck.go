@@ -16,11 +16,14 @@ import (
 	"github.com/geomigrate/geomigrate/internal/statestore"
 )
 
-// Fingerprinter digests a source object: the full SHA-256, or for objects
-// over the threshold the fast fingerprint (size + first and last 8 MiB).
-// kind is "sha256" or "fast".
+// Fingerprinter digests a source object (Bucket, Key, Size and ETag as a
+// HEAD or a listing described it): the full SHA-256, or for objects over
+// the threshold the fast fingerprint (size + first and last 8 MiB). kind
+// is "sha256" or "fast". The bytes digested are those of the version
+// described (a rewritten object fails transient), so the job's size, ETag
+// and digest are of one version (docs/decisions/0109).
 type Fingerprinter interface {
-	Fingerprint(ctx context.Context, bucket, key string, size int64) (sum, kind string, err error)
+	Fingerprint(ctx context.Context, obj objectstore.Object) (sum, kind string, err error)
 }
 
 // HashCheck is the idempotency gate: it decides whether a source needs
@@ -38,12 +41,7 @@ type HashCheck struct {
 	now      func() time.Time
 	limits   ContainerLimitsSource // nil: cfg.Container
 	clashes  clashIndex            // WithClashes
-}
-
-// JobDeadline gives the job deadline in force when it is asked
-// (internal/policy reads it from the run-time document).
-type JobDeadline interface {
-	JobDeadline(ctx context.Context) time.Duration
+	listing  *Listing              // WithListing
 }
 
 // ContainerLimitsSource gives the limits in force above which a job goes
@@ -60,43 +58,14 @@ func (h *HashCheck) WithContainerLimits(l ContainerLimitsSource) *HashCheck {
 	return h
 }
 
-// WithJobDeadline makes HashCheck refuse to start an execution's job once
-// the execution is older than d's deadline: the job goes to the dead-letter
-// queue with a SystemicError saying so, instead of waiting on (a breaker
-// loop re-enters HashCheck) until the state machine's own TimeoutSeconds
-// ends it unrouted. Executions that do not pass their start time
-// (Invocation.Started) are not bounded.
-func (h *HashCheck) WithJobDeadline(d JobDeadline) *HashCheck {
-	h.deadline = d
-	return h
-}
-
-// WithClock sets the clock the job deadline is measured on (the executor's
-// in tests with a fake one).
-func (h *HashCheck) WithClock(now func() time.Time) *HashCheck {
-	h.now = now
-	return h
-}
-
-// checkDeadline fails an execution older than the job deadline in force.
-func (h *HashCheck) checkDeadline(ctx context.Context, inv Invocation) error {
-	if h.deadline == nil || inv.Started == "" {
-		return nil
-	}
-	started, err := time.Parse(time.RFC3339, inv.Started)
-	if err != nil {
-		return &fault.SystemicError{Op: "migration.HashCheck", Err: fmt.Errorf("execution start time %q: %w", inv.Started, err)}
-	}
-	limit := h.deadline.JobDeadline(ctx)
-	if age := h.now().Sub(started); limit > 0 && age > limit {
-		return &fault.SystemicError{Op: "migration.HashCheck", Err: fmt.Errorf("job deadline of %s passed: the execution started %s ago (run-time policy job_deadline_seconds)",
-			limit, age.Truncate(time.Second))}
-	}
-	return nil
-}
-
 // NewHashCheck wires the handler.
 func NewHashCheck(cfg Config, store objectstore.Store, tracker *statestore.Tracker, finger Fingerprinter, log *slog.Logger) *HashCheck {
+	if sf, ok := finger.(StoreFingerprinter); ok && sf.Heads == nil {
+		// The headers of the sources being checked at once, taken by
+		// route right after their hash.
+		sf.Heads = objectstore.NewSourceCache(16*headCacheSize, headCacheSize)
+		finger = sf
+	}
 	return &HashCheck{cfg: cfg.withDefaults(), store: store, tracker: tracker, finger: finger, log: log, now: time.Now}
 }
 
@@ -392,10 +361,11 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		}
 	} else {
 		var err error
-		if sum, kind, err = h.finger.Fingerprint(ctx, src.Bucket, key, obj.Size); err != nil {
+		obj.Bucket, obj.Key = src.Bucket, key
+		if sum, kind, err = h.finger.Fingerprint(ctx, obj); err != nil {
 			return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint s3://%s/%s: %w", src.Bucket, key, err)
 		}
-		if sidecars, err = listSidecars(ctx, h.store, src.Bucket, key); err != nil {
+		if sidecars, err = h.sidecarsOf(ctx, src.Bucket, key); err != nil {
 			return Job{}, nil, fmt.Errorf("migration.HashCheck: %w", err)
 		}
 		sums := map[string]string{}
@@ -404,7 +374,8 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 				etags = map[string]string{}
 			}
 			etags[sc.Key] = sc.ETag
-			s, _, err := h.finger.Fingerprint(ctx, src.Bucket, sc.Key, sc.Size)
+			sc.Bucket = src.Bucket
+			s, _, err := h.finger.Fingerprint(ctx, sc)
 			if err != nil {
 				return Job{}, nil, fmt.Errorf("migration.HashCheck: fingerprint sidecar s3://%s/%s: %w", src.Bucket, sc.Key, err)
 			}
@@ -435,6 +406,9 @@ func (h *HashCheck) identifyContent(ctx context.Context, id identification) (Job
 		DestKey:       predictDestKey(h.cfg.DestPrefix, key, rec),
 		StagingPrefix: h.cfg.StagingPrefix + stagingDir(sum, recipeHash),
 		SidecarETags:  etags,
+		// A directory source's members are listed by Convert itself.
+		SidecarsListed: !isDirectorySource(key),
+		SourceModified: obj.Modified,
 	}, sidecars, nil
 }
 

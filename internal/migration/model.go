@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"time"
 
 	"github.com/geomigrate/geomigrate/internal/formats"
 	"github.com/geomigrate/geomigrate/internal/recipe"
@@ -74,6 +75,15 @@ type Job struct {
 	// with the source, by key: a source read in place is checked against
 	// them and SourceETag after conversion instead of being hashed again.
 	SidecarETags map[string]string `json:"sidecar_etags,omitempty"`
+	// SidecarsListed says SidecarETags holds every sidecar HashCheck
+	// found (none when it is empty): Convert reads those instead of
+	// listing the source's prefix again. False in payloads of earlier
+	// versions.
+	SidecarsListed bool `json:"sidecars_listed,omitempty"`
+	// SourceModified is the source's Last-Modified as HashCheck's HEAD
+	// said (zero when the store keeps none, or in payloads of earlier
+	// versions): the datetime of items whose file declares none.
+	SourceModified time.Time `json:"source_modified,omitzero"`
 }
 
 // JobID is the idempotency key: dataset_id:chunk_hash (docs/decisions/0006),
@@ -87,19 +97,23 @@ func JobID(dataset, bucket, key, sha, recipeHash string) string {
 
 // Artifact is one converted output on its way from staging to its final key.
 type Artifact struct {
-	StagingKey  string   `json:"staging_key"`
-	DestKey     string   `json:"dest_key"`
-	Format      string   `json:"format"`
-	ContentType string   `json:"content_type"`
-	Layer       string   `json:"layer,omitempty"`
-	SHA256      string   `json:"sha256"`
-	Size        int64    `json:"size"`
-	Warnings    []string `json:"warnings,omitempty"`
+	StagingKey  string `json:"staging_key"`
+	DestKey     string `json:"dest_key"`
+	Format      string `json:"format"`
+	ContentType string `json:"content_type"`
+	Layer       string `json:"layer,omitempty"`
+	SHA256      string `json:"sha256"`
+	Size        int64  `json:"size"`
+	// StagedETag is the staged object's ETag as its Put answered: Promote
+	// copies that version without reading its description first ("" in
+	// a payload of an older version: the store reads it).
+	StagedETag string   `json:"staged_etag,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 	// Fidelity is what the engine proved equal between this output and its
 	// source before it was staged.
 	Fidelity *recipe.Fidelity `json:"fidelity,omitempty"`
-	// Item is the output's STAC Item, staged beside it and promoted after
-	// it (stac.go).
+	// Item is the output's STAC Item, written by Promote after the output
+	// (stac.go).
 	Item *StagedItem `json:"stac_item,omitempty"`
 }
 

@@ -117,9 +117,25 @@ func readOutputs(ctx context.Context, store objectstore.Store, job Job, converte
 // promoted is Promote's reply for outs: the list itself when it came
 // inline, only its count and size when it came by reference.
 func promoted(converted ConvertOutput, outs []Artifact) PromoteOutput {
-	o := PromoteOutput{Outputs: outs, Count: len(outs), Size: totalSize(outs)}
+	o := PromoteOutput{Outputs: withoutItemBodies(outs), Count: len(outs), Size: totalSize(outs)}
 	if converted.OutputsRef != nil {
 		o.Outputs = []Artifact{}
 	}
 	return o
+}
+
+// withoutItemBodies is outs without their items' documents, which are at
+// their keys once promoted: the execution's output (and a run's report)
+// does not carry them on.
+func withoutItemBodies(outs []Artifact) []Artifact {
+	out := make([]Artifact, len(outs))
+	for i, a := range outs {
+		if a.Item != nil {
+			it := *a.Item
+			it.Body = ""
+			a.Item = &it
+		}
+		out[i] = a
+	}
+	return out
 }

@@ -21,6 +21,7 @@ type Promote struct {
 	store   objectstore.Store
 	tracker *statestore.Tracker
 	log     *slog.Logger
+	items   *ItemLog // WithItemLog
 	metered
 }
 
@@ -102,12 +103,19 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 			continue
 		}
 		ia := a.Item.artifact()
-		if strings.HasPrefix(ia.DestKey, p.cfg.StagingPrefix) || !strings.HasPrefix(ia.StagingKey, p.cfg.StagingPrefix) {
+		if strings.HasPrefix(ia.DestKey, p.cfg.StagingPrefix) || (a.Item.Body == "" && !strings.HasPrefix(ia.StagingKey, p.cfg.StagingPrefix)) {
 			return PromoteOutput{}, fault.Systemic("promote", fmt.Errorf("refusing to promote %s → %s: keys are not staging → final", ia.StagingKey, ia.DestKey))
 		}
-		if err := p.promoteOne(ctx, job, ia); err != nil {
+		var err error
+		if a.Item.Body != "" {
+			err = p.writeItem(ctx, job, a.Item)
+		} else {
+			err = p.promoteOne(ctx, job, ia) // staged by an earlier version
+		}
+		if err != nil {
 			return PromoteOutput{}, err
 		}
+		p.items.add(TreeEntry{Key: a.Item.DestKey, Dataset: job.DatasetID, BBox: a.Item.BBox, Datetime: a.Item.Datetime})
 		items = append(items, a.Item)
 	}
 	if err := p.includeInCollection(ctx, job, items); err != nil {
@@ -141,20 +149,16 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 }
 
 // stagedKeys lists what a job staged for its outputs (outs): each output,
-// its item, the collection when an item was staged, the outputs list when
-// it came by reference, and the container's result object.
+// its item where an earlier version staged it, the outputs list when it
+// came by reference, and the container's result object. A collection
+// update removes its own staged copy (Tree.update).
 func stagedKeys(job Job, outs []Artifact, converted ConvertOutput) ([]string, error) {
 	var staged []string
-	items := false
 	for _, a := range outs {
 		staged = append(staged, a.StagingKey)
-		if a.Item != nil {
+		if a.Item != nil && a.Item.StagingKey != "" {
 			staged = append(staged, a.Item.StagingKey)
-			items = true
 		}
-	}
-	if items {
-		staged = append(staged, collectionStaging(job))
 	}
 	if ref := converted.OutputsRef; ref != nil {
 		staged = append(staged, ref.Key) // checked by readOutputs
@@ -186,59 +190,92 @@ func (p *Promote) removeStaged(ctx context.Context, bucket, key string) error {
 	return retryTransient(ctx, func() error { return p.store.Delete(ctx, bucket, key) })
 }
 
-// promoteOne makes a.DestKey hold the staged object. The destination is
-// either absent (copy only if still absent), an older output of the same
-// source (overwrite only that exact version), already this output (done),
-// or another source's output (refuse: two sources map to one key).
+// promoteOne makes a.DestKey hold the staged object, by a copy (a rename
+// where the store keeps files) of the version Convert staged.
 func (p *Promote) promoteOne(ctx context.Context, job Job, a Artifact) error {
 	meta := promotedMetadata(job, a)
 	req := objectstore.CopyRequest{
 		SrcBucket: job.DestBucket, SrcKey: a.StagingKey,
 		DstBucket: job.DestBucket, DstKey: a.DestKey,
-		Metadata: meta,
+		Metadata: meta, SrcETag: a.StagedETag, SrcSize: a.Size,
 	}
-	cur, err := p.store.Head(ctx, job.DestBucket, a.DestKey)
-	switch {
-	case errors.Is(err, objectstore.ErrNotFound):
-		req.IfNoneMatch = true
-	case err != nil:
-		return fmt.Errorf("migration.Promote: head %s: %w", a.DestKey, err)
-	case isPromoted(cur, meta):
-		return nil
-	case !objectstore.SameMetaValue(cur.Metadata[objectstore.MetaSourceKey], job.SourceBucket+"/"+job.SourceKey):
-		return fault.Data(fault.DestinationTaken, "%s already holds the output of %s; %s/%s maps to the same key",
-			a.DestKey, orUnknown(cur.Metadata[objectstore.MetaSourceKey]), job.SourceBucket, job.SourceKey)
-	default:
-		req.IfMatch = cur.ETag
+	return p.place(ctx, job, a.DestKey, meta, a.StagingKey, func(ifMatch string) error {
+		req.IfNoneMatch, req.IfMatch = ifMatch == "", ifMatch
+		_, err := p.publish(ctx, req)
+		return err
+	})
+}
+
+// writeItem puts an item's document at its final key, after its output:
+// one conditional Put, under the same rules as an output's copy. A Put is
+// atomic (a reader sees the whole document or none), so the document
+// needs no staged copy (docs/decisions/0109).
+func (p *Promote) writeItem(ctx context.Context, job Job, it *StagedItem) error {
+	ia := it.artifact()
+	meta := promotedMetadata(job, ia)
+	return p.place(ctx, job, ia.DestKey, meta, "", func(ifMatch string) error {
+		_, err := p.store.Put(ctx, objectstore.PutRequest{
+			Bucket: job.DestBucket, Key: ia.DestKey, Body: strings.NewReader(it.Body), Size: ia.Size,
+			Metadata: meta, IfNoneMatch: ifMatch == "", IfMatch: ifMatch,
+		})
+		return err
+	})
+}
+
+// place makes key hold this job's object with write, which writes it only
+// while the key is absent (ifMatch "") or holds the version ifMatch. The
+// first write asks for an absent key, the common case, so a promotion
+// costs one request; a key that exists is then read, and holds either
+// this object already (done: an earlier attempt wrote it), an older
+// output of the same source (overwritten in that exact version only), or
+// another source's output (refused: two sources map to one key). staged
+// names the staged object write reads ("" when it reads none).
+func (p *Promote) place(ctx context.Context, job Job, key string, meta map[string]string, staged string, write func(ifMatch string) error) error {
+	err := write("")
+	if errors.Is(err, objectstore.ErrPreconditionFailed) {
+		cur, herr := p.store.Head(ctx, job.DestBucket, key)
+		switch {
+		case errors.Is(herr, objectstore.ErrNotFound):
+			return fault.Transient("migration.Promote: "+key, errors.New("destination changed during promotion (412)"))
+		case herr != nil:
+			return fmt.Errorf("migration.Promote: head %s: %w", key, herr)
+		case isPromoted(cur, meta):
+			return nil
+		case !objectstore.SameMetaValue(cur.Metadata[objectstore.MetaSourceKey], job.SourceBucket+"/"+job.SourceKey):
+			return fault.Data(fault.DestinationTaken, "%s already holds the output of %s; %s/%s maps to the same key",
+				key, orUnknown(cur.Metadata[objectstore.MetaSourceKey]), job.SourceBucket, job.SourceKey)
+		}
+		if err = write(cur.ETag); errors.Is(err, objectstore.ErrPreconditionFailed) {
+			// Someone promoted between our Head and write. Same hash: done.
+			if now, herr := p.store.Head(ctx, job.DestBucket, key); herr == nil && isPromoted(now, meta) {
+				return nil
+			}
+			return fault.Transient("migration.Promote: "+key, errors.New("destination changed during promotion (412)"))
+		}
 	}
-	_, err = p.publish(ctx, req)
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, objectstore.ErrPreconditionFailed):
-		// Someone promoted between our Head and Copy. Same hash: done.
-		now, herr := p.store.Head(ctx, job.DestBucket, a.DestKey)
-		if herr == nil && isPromoted(now, meta) {
-			return nil
-		}
-		return fault.Transient("migration.Promote: "+a.DestKey, errors.New("destination changed during promotion (412)"))
-	case errors.Is(err, objectstore.ErrNotFound):
+	case staged != "" && errors.Is(err, objectstore.ErrNotFound):
 		// Staging is gone. If the final key already holds this output a
 		// previous attempt finished the copy; otherwise the staged output
 		// was lost and Convert must run again.
-		now, herr := p.store.Head(ctx, job.DestBucket, a.DestKey)
-		if herr == nil && isPromoted(now, meta) {
+		if now, herr := p.store.Head(ctx, job.DestBucket, key); herr == nil && isPromoted(now, meta) {
 			return nil
 		}
-		return fault.Systemic("migration.Promote", fmt.Errorf("staging object %s is missing", a.StagingKey))
+		return fault.Systemic("migration.Promote", fmt.Errorf("staging object %s is missing", staged))
 	default:
-		// The copy may have been done and its answer lost (a reset after
-		// CompleteMultipartUpload or CopyObject): the key's lineage says
-		// so, and copying again would write the key a second time.
-		if now, herr := p.store.Head(ctx, job.DestBucket, a.DestKey); herr == nil && isPromoted(now, meta) {
+		// The write may have been done and its answer lost (a reset after
+		// CompleteMultipartUpload, CopyObject or PutObject): the key's
+		// lineage says so, and writing again would write the key a second
+		// time.
+		if now, herr := p.store.Head(ctx, job.DestBucket, key); herr == nil && isPromoted(now, meta) {
 			return nil
 		}
-		return fmt.Errorf("migration.Promote: copy %s → %s: %w", a.StagingKey, a.DestKey, err)
+		if staged == "" {
+			return fmt.Errorf("migration.Promote: put %s: %w", key, err)
+		}
+		return fmt.Errorf("migration.Promote: copy %s → %s: %w", staged, key, err)
 	}
 }
 

@@ -46,12 +46,12 @@ func TestRoutedJobLeavesNoFinalKey(t *testing.T) {
 			f.put(t, "a/x.img", "raster-bytes")
 			exec := execArn
 			job, conv := f.stage(t, exec, "a/x.img")
-			broken := faultstore.New(f.store, faultstore.Rule{Op: "Copy", Match: func(_, key string) bool {
+			broken := faultstore.New(f.store, faultstore.Rule{Op: "Put", Match: func(_, key string) bool {
 				return key == conv.Outputs[0].Item.DestKey
 			}, Kind: faultstore.AccessDenied})
 			p := NewPromote(f.cfg, broken, f.tracker, slog.New(slog.DiscardHandler))
 			if _, err := p.Handle(ctx, PromoteInput{Job: job, Converted: conv, Context: inv(exec, 0)}); err == nil {
-				t.Fatal("promote succeeded with its item's copy refused")
+				t.Fatal("promote succeeded with its item's write refused")
 			}
 			if _, err := f.store.Head(ctx, "dest", conv.Outputs[0].DestKey); err != nil {
 				t.Fatalf("the COG was not promoted before the item failed: %v", err)
@@ -96,8 +96,8 @@ func TestPromoteResolvesALostAnswerByLineage(t *testing.T) {
 	if _, err := p.Handle(ctx, PromoteInput{Job: job, Converted: conv, Context: inv("e1", 0)}); err != nil {
 		t.Fatalf("promote after a lost answer: %v", err)
 	}
-	if n := lossy.Calls("Copy"); n != 4 {
-		t.Errorf("%d copies for an output, its item, the new collection and the root catalog, want 4 (none redone)", n)
+	if c, p := lossy.Calls("Copy"), lossy.Calls("Put"); c != 1 || p != 3 {
+		t.Errorf("%d copies and %d puts, want 1 copy (the output) and 3 puts (its item, the new collection, the root catalog): none redone", c, p)
 	}
 	got, err := f.store.Head(ctx, "dest", conv.Outputs[0].DestKey)
 	if err != nil || !isPromoted(got, promotedMetadata(job, conv.Outputs[0])) {

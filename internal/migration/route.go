@@ -139,10 +139,13 @@ func (h *HashCheck) route(ctx context.Context, job Job, sidecars []objectstore.O
 	}
 	switch strings.ToLower(extOf(job.SourceKey)) {
 	case ".tif", ".tiff":
-		var ra io.ReaderAt = newHeadCache(objectstore.NewReaderAt(ctx, h.store, job.SourceBucket, job.SourceKey, job.SourceSize), job.SourceSize)
+		hc := newHeadCache(objectstore.NewReaderAt(ctx, h.store, job.SourceBucket, job.SourceKey, job.SourceSize).IfMatch(job.SourceETag), job.SourceSize)
+		var ra io.ReaderAt = hc
 		if sf, ok := h.finger.(StoreFingerprinter); ok {
 			if b, ok := sf.Keep.Peek(job.SourceBucket, job.SourceKey, job.SourceSHA256); ok {
 				ra = bytes.NewReader(b) // read whole for the hash: no request
+			} else if b, ok := sf.Heads.Take(job.SourceBucket, job.SourceKey, job.SourceSHA256); ok {
+				hc.head, hc.done = b, true // its head passed through the hash
 			}
 		}
 		if p, ok := budget.DeclaredTIFF(ra, job.SourceSize); ok {
@@ -202,6 +205,13 @@ func (c *headCache) ReadAt(p []byte, off int64) (int, error) {
 	}
 	if off >= 0 && off+int64(len(p)) <= int64(len(c.head)) {
 		return copy(p, c.head[off:]), nil
+	}
+	if int64(len(c.head)) == c.size && off >= 0 {
+		// The head is the whole object: a read past its end is io.EOF.
+		if off >= c.size {
+			return 0, io.EOF
+		}
+		return copy(p, c.head[off:]), io.EOF
 	}
 	if c.err != nil {
 		return 0, c.err

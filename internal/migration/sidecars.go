@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,6 +32,26 @@ func listSidecars(ctx context.Context, store objectstore.Store, bucket, key stri
 		return nil, fmt.Errorf("migration.listSidecars: %s/%s: %w", bucket, key, err)
 	}
 	return out, nil
+}
+
+// sidecarKeys are the sidecars of job's source to read with it: those
+// HashCheck found and fingerprinted (Job.SidecarsListed), else a new
+// listing. A sidecar added since HashCheck is not part of this job's
+// content, so it is not read: its own event (or the next run) migrates
+// the source again with it.
+func sidecarKeys(ctx context.Context, store objectstore.Store, job Job) ([]string, error) {
+	if job.SidecarsListed {
+		return slices.Sorted(maps.Keys(job.SidecarETags)), nil
+	}
+	objs, err := listSidecars(ctx, store, job.SourceBucket, job.SourceKey)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, len(objs))
+	for i, o := range objs {
+		keys[i] = o.Key
+	}
+	return keys, nil
 }
 
 // mainOf finds the one source a sidecar belongs to ("roads.dbf" →

@@ -5,7 +5,6 @@ package migration
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,10 +25,10 @@ import (
 // STAC: every output gets an Item beside it (OUTPUT.stac.json), every
 // dataset a Collection (collections/<dataset>/collection.json under the
 // destination prefix) and the destination a root Catalog (catalog.json).
-// Convert stages the item with the output; Promote publishes it the way
-// it publishes outputs (conditional copy from staging, after its output)
-// and then links it into the tree (Tree), unless the run does that once
-// at its end (Config.CatalogByRun).
+// Convert builds the item with the output and hands it on in its payload;
+// Promote writes it once its output is final (a conditional Put, the same
+// lineage rules as an output's copy) and then links it into the tree
+// (Tree), unless the run does that once at its end (Config.CatalogByRun).
 
 // OutputDescriber is implemented by engines that can say what an output
 // holds (gdal.Engine.Describe): CRS, grid, bands and their statistics,
@@ -39,10 +38,15 @@ type OutputDescriber interface {
 	Describe(ctx context.Context, path, format string) (stac.Description, error)
 }
 
-// StagedItem is the STAC Item of one output on its way from staging to its
-// final key, with what Promote needs to widen the collection.
+// StagedItem is the STAC Item of one output on its way to its final key,
+// with what Promote needs to widen the collection. Its document travels
+// in Body: Promote writes it at DestKey with one conditional Put after
+// the output is final, so no staged copy is written, copied and deleted
+// for it (docs/decisions/0109). StagingKey is set instead of Body in
+// payloads of earlier versions, whose items were staged.
 type StagedItem struct {
-	StagingKey string    `json:"staging_key"`
+	StagingKey string    `json:"staging_key,omitempty"`
+	Body       string    `json:"body,omitempty"`
 	DestKey    string    `json:"dest_key"`
 	SHA256     string    `json:"sha256"`
 	Size       int64     `json:"size"`
@@ -65,11 +69,6 @@ func CollectionKey(destPrefix, dataset string) string {
 	return destPrefix + CollectionsDir + recipe.SafeName(dataset) + "/" + stac.CollectionFileName
 }
 
-// collectionStaging is where Promote stages a collection update of job.
-func collectionStaging(job Job) string {
-	return recipe.OutputStem(job.StagingPrefix, job.SourceKey) + collectionStagingSuffix
-}
-
 // sourceModified is the source object's Last-Modified, the datetime of
 // the items of a source whose files declare none. The items then hold no
 // clock reading: converting the same source again gives the same bytes,
@@ -77,6 +76,9 @@ func collectionStaging(job Job) string {
 // error (a transient one is retried); only a store that keeps no time
 // falls back to now.
 func (c *Convert) sourceModified(ctx context.Context, job Job) (time.Time, error) {
+	if !job.SourceModified.IsZero() {
+		return job.SourceModified.UTC(), nil // HashCheck's HEAD said
+	}
 	obj, err := headSource(ctx, c.store, job.SourceBucket, job.SourceKey)
 	switch {
 	case errors.Is(err, objectstore.ErrNotFound):
@@ -89,11 +91,12 @@ func (c *Convert) sourceModified(ctx context.Context, job Job) (time.Time, error
 	return obj.Modified.UTC(), nil
 }
 
-// collectionStagingSuffix names the staged copy of a collection update,
-// beside the job's staged outputs (removeStaged recognises it).
+// collectionStagingSuffix named the staged copy of a collection update
+// of earlier versions, beside the job's staged outputs (removeStaged
+// still recognises one they left).
 const collectionStagingSuffix = ".stac-collection.json"
 
-// stageItem builds the item of a staged output and stages it beside it.
+// stageItem builds the item of a staged output, for Promote to write.
 func (c *Convert) stageItem(ctx context.Context, job Job, o recipe.Output, a Artifact, when time.Time) (*StagedItem, error) {
 	var desc *stac.Description
 	if d, ok := c.engine.(OutputDescriber); ok {
@@ -144,19 +147,12 @@ func (c *Convert) stageItem(ctx context.Context, job Job, o recipe.Output, a Art
 	}
 	sum := sha256.Sum256(body)
 	staged := &StagedItem{
-		StagingKey: a.StagingKey + stac.ItemSuffix, DestKey: itemKey,
+		Body: string(body), DestKey: itemKey,
 		SHA256: hex.EncodeToString(sum[:]), Size: int64(len(body)),
 		BBox: it.BBox, Datetime: when,
 	}
 	if desc != nil && desc.Datetime != nil {
 		staged.Datetime = desc.Datetime.UTC()
-	}
-	_, err = c.store.Put(ctx, objectstore.PutRequest{
-		Bucket: job.DestBucket, Key: staged.StagingKey, Body: bytes.NewReader(body), Size: staged.Size,
-		Metadata: promotedMetadata(job, staged.artifact()), Scratch: true,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("migration.Convert: stage %s: %w", staged.StagingKey, err)
 	}
 	return staged, nil
 }
@@ -192,39 +188,28 @@ func (p *Promote) includeInCollection(ctx context.Context, job Job, items []*Sta
 	for i, it := range items {
 		entries[i] = TreeEntry{Key: it.DestKey, Dataset: job.DatasetID, BBox: it.BBox, Datetime: it.Datetime}
 	}
-	t := &Tree{store: p.store, bucket: job.DestBucket, prefix: p.cfg.DestPrefix, staging: collectionStaging(job), publish: p.publish}
+	t := &Tree{store: p.store, bucket: job.DestBucket, prefix: p.cfg.DestPrefix, stagingRoot: p.cfg.StagingPrefix}
 	return t.include(ctx, entries, false)
 }
 
 // Tree writes the browsable STAC tree of a destination: the root catalog
 // (DEST/catalog.json) with a "child" link per collection, each collection
 // with an "item" link per item, every href relative. Each document is
-// updated by read, merge, and a conditional copy from staging (If-Match
-// the version read, If-None-Match when there was none), re-read on a 412:
-// concurrent writers (jobs, runs) never lose each other's links or
-// extent, and readers never see a partial document.
+// updated by read, merge, and a conditional Put (If-Match the version
+// read, If-None-Match when there was none), re-read on a 412: concurrent
+// writers (jobs, runs) never lose each other's links or extent, and
+// readers never see a partial document.
 type Tree struct {
-	store                   objectstore.Store
-	bucket, prefix, staging string
-	stagingRoot             string // the destination's staging prefix
-	publish                 func(context.Context, objectstore.CopyRequest) (objectstore.Object, error)
+	store          objectstore.Store
+	bucket, prefix string
+	stagingRoot    string // the destination's staging prefix, not part of the tree
+	items          *ItemLog
 }
 
-// NewTree is the tree writer of cfg's destination; its staged copies go
-// under the staging prefix (swept, or expired, with the rest of it).
+// NewTree is the tree writer of cfg's destination.
 func NewTree(cfg Config, store objectstore.Store) *Tree {
 	cfg = cfg.withDefaults()
-	var nonce [8]byte
-	_, _ = rand.Read(nonce[:])
-	t := &Tree{store: store, bucket: cfg.DestBucket, prefix: cfg.DestPrefix, stagingRoot: cfg.StagingPrefix,
-		staging: cfg.StagingPrefix + "stac-tree-" + hex.EncodeToString(nonce[:]) + ".json"}
-	t.publish = func(ctx context.Context, req objectstore.CopyRequest) (objectstore.Object, error) {
-		if fm, ok := store.(objectstore.FileMover); ok && req.SrcBucket == req.DstBucket {
-			return fm.Move(ctx, req)
-		}
-		return store.Copy(ctx, req)
-	}
-	return t
+	return &Tree{store: store, bucket: cfg.DestBucket, prefix: cfg.DestPrefix, stagingRoot: cfg.StagingPrefix}
 }
 
 // Include links the published items at keys (in the destination bucket)
@@ -299,6 +284,10 @@ func (t *Tree) Reconcile(ctx context.Context) (int, error) {
 	}
 	var entries []TreeEntry
 	for _, k := range unlinked {
+		if e, ok := t.items.get(k); ok {
+			entries = append(entries, e) // written by this process: not read back
+			continue
+		}
 		e, err := t.readItem(ctx, k)
 		if err != nil {
 			return 0, err
@@ -399,7 +388,7 @@ func (t *Tree) include(ctx context.Context, entries []TreeEntry, linkItems bool)
 	root := CatalogKey(t.prefix)
 	for _, ds := range datasets {
 		key := CollectionKey(t.prefix, ds)
-		err := t.update(ctx, key, func(body []byte) ([]byte, bool, error) {
+		merge := func(body []byte) ([]byte, bool, error) {
 			coll := stac.NewCollection(ds)
 			if body != nil {
 				var err error
@@ -425,8 +414,21 @@ func (t *Tree) include(ctx context.Context, entries []TreeEntry, linkItems bool)
 			}
 			out, err := coll.JSON()
 			return out, changed, err
-		})
-		if err != nil {
+		}
+		if !linkItems {
+			// Most promotions widen nothing: one GET settles it, without
+			// the HEAD for the ETag that only a write needs.
+			body, err := t.readBody(ctx, key)
+			if err != nil {
+				return err
+			}
+			if body != nil {
+				if _, changed, err := merge(body); err == nil && !changed {
+					continue
+				}
+			}
+		}
+		if err := t.update(ctx, key, merge); err != nil {
 			return err
 		}
 	}
@@ -460,32 +462,24 @@ func (t *Tree) update(ctx context.Context, key string, merge func([]byte) ([]byt
 		if !changed {
 			return nil
 		}
-		// Each document has its own staged copy: one staged object, one
-		// copy, whatever the other documents of the tree do.
-		staging := strings.TrimSuffix(t.staging, ".json") + "-" + sha256Hex([]byte(key))[:12] + ".json"
-		if err := retryTransient(ctx, func() error {
-			_, err := t.store.Put(ctx, objectstore.PutRequest{Bucket: t.bucket, Key: staging, Body: bytes.NewReader(out), Size: int64(len(out)), Scratch: true})
-			return err
-		}); err != nil {
-			return fmt.Errorf("migration.Tree: stage %s: %w", staging, err)
-		}
-		req := objectstore.CopyRequest{SrcBucket: t.bucket, SrcKey: staging, DstBucket: t.bucket, DstKey: key,
+		// One conditional Put (If-Match the version read, If-None-Match
+		// when there was none): a Put is atomic, so readers see the old
+		// document or the new one, and no staged copy is written, copied
+		// and deleted (docs/decisions/0109). A Put whose answer was lost
+		// is retried and then meets its own condition (412): the next
+		// round reads it back and finds nothing to change.
+		req := objectstore.PutRequest{Bucket: t.bucket, Key: key, Size: int64(len(out)),
 			Metadata: map[string]string{MetaOutputSHA256: sha256Hex(out)}}
 		if etag == "" {
 			req.IfNoneMatch = true
 		} else {
 			req.IfMatch = etag
 		}
-		// A copy whose answer was lost is retried and then meets its own
-		// condition (412): the next round reads it back and finds nothing
-		// to change.
 		err = retryTransient(ctx, func() error {
-			_, err := t.publish(ctx, req)
+			req.Body = bytes.NewReader(out)
+			_, err := t.store.Put(ctx, req)
 			return err
 		})
-		// Best effort, retried: what is left is swept with the rest of
-		// staging.
-		_ = retryTransient(ctx, func() error { return t.store.Delete(ctx, t.bucket, staging) })
 		switch {
 		case err == nil:
 			return nil
@@ -519,19 +513,38 @@ func (t *Tree) readOnce(ctx context.Context, key string) ([]byte, string, error)
 	if err != nil {
 		return nil, "", fmt.Errorf("migration.Tree: head %s: %w", key, err)
 	}
+	body, err := t.readBodyOnce(ctx, key)
+	if body == nil || err != nil {
+		return nil, "", err // deleted since the HEAD: none
+	}
+	return body, head.ETag, nil
+}
+
+// readBody returns the document at key (nil when there is none) without
+// its ETag: enough to see that nothing needs writing.
+func (t *Tree) readBody(ctx context.Context, key string) (body []byte, err error) {
+	err = retryTransient(ctx, func() error {
+		var err error
+		body, err = t.readBodyOnce(ctx, key)
+		return err
+	})
+	return body, err
+}
+
+func (t *Tree) readBodyOnce(ctx context.Context, key string) ([]byte, error) {
 	rc, err := t.store.Open(ctx, t.bucket, key)
 	if errors.Is(err, objectstore.ErrNotFound) {
-		return nil, "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("migration.Tree: open %s: %w", key, err)
+		return nil, fmt.Errorf("migration.Tree: open %s: %w", key, err)
 	}
 	defer rc.Close()
 	body, err := io.ReadAll(io.LimitReader(rc, 64<<20))
 	if err != nil {
-		return nil, "", fmt.Errorf("migration.Tree: read %s: %w", key, err)
+		return nil, fmt.Errorf("migration.Tree: read %s: %w", key, err)
 	}
-	return body, head.ETag, nil
+	return body, nil
 }
 
 func sha256Hex(b []byte) string {

@@ -183,7 +183,7 @@ func TestItemPromotionRetries(t *testing.T) {
 	if item == nil || item.DestKey != "x.tif"+stac.ItemSuffix {
 		t.Fatalf("staged item %+v", item)
 	}
-	broken := faultstore.New(f.store, faultstore.Rule{Op: "Copy", Key: item.DestKey, Err: errors.New("connection reset")})
+	broken := faultstore.New(f.store, faultstore.Rule{Op: "Put", Key: item.DestKey, Err: errors.New("connection reset")})
 	p := NewPromote(f.cfg, broken, f.tracker, slog.New(slog.DiscardHandler))
 	if _, err := p.Handle(ctx, PromoteInput{Job: hc.Job, Converted: conv, Context: inv("e1", 0)}); err == nil {
 		t.Fatal("promote succeeded without its item")
@@ -192,7 +192,7 @@ func TestItemPromotionRetries(t *testing.T) {
 		t.Fatalf("the output was to be published before its item: %v", err)
 	}
 	if _, err := f.store.Head(ctx, "dest", item.DestKey); !errors.Is(err, objectstore.ErrNotFound) {
-		t.Fatalf("item at its final key after a failed copy: %v", err)
+		t.Fatalf("item at its final key after a failed write: %v", err)
 	}
 	if _, err := f.promote.Handle(ctx, PromoteInput{Job: hc.Job, Converted: conv, Context: inv("e1", 1)}); err != nil {
 		t.Fatal(err)

@@ -52,6 +52,16 @@ type CopyRequest struct {
 	// unless the destination's ETag equals it (an atomic overwrite of a known
 	// version).
 	IfMatch string
+	// SrcETag and SrcSize describe the source as its writer was told by
+	// its Put (the ETag and size in the answer): a store that would read
+	// the source's description before copying (S3 HEADs it for the size
+	// and ETag its copy needs) takes them from here instead, and copies
+	// only that version (S3: x-amz-copy-source-if-match). A source whose
+	// ETag is another fails transient. The copy then has the store's
+	// default Content-Type, as a Put without one. SrcETag "": the store
+	// reads the source's description itself.
+	SrcETag string
+	SrcSize int64
 }
 
 // PutRequest writes a whole object.
@@ -61,6 +71,11 @@ type PutRequest struct {
 	Size        int64 // -1 when unknown
 	Metadata    map[string]string
 	IfNoneMatch bool
+	// IfMatch, when set, makes the write fail with ErrPreconditionFailed
+	// unless the object's ETag equals it (S3 PutObject If-Match: an atomic
+	// overwrite of a known version,
+	// https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html).
+	IfMatch string
 	// Scratch marks work in progress (a staging object): a store may skip
 	// making it durable, so a machine crash can lose it, and makes it
 	// durable when it is moved or copied to its final key. S3 ignores it.
@@ -91,6 +106,14 @@ type Store interface {
 	Open(ctx context.Context, bucket, key string) (io.ReadCloser, error)
 	// OpenRange streams length bytes from offset (length < 0: to the end).
 	OpenRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, error)
+	// OpenRangeIfMatch is OpenRange of the version whose ETag is etag: an
+	// object rewritten since (another ETag) fails with
+	// ErrPreconditionFailed, so a reader that was told an ETag never
+	// reads another version's bytes, without a HEAD to check (S3
+	// GetObject If-Match,
+	// https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
+	// etag "" is OpenRange.
+	OpenRangeIfMatch(ctx context.Context, bucket, key, etag string, offset, length int64) (io.ReadCloser, error)
 	Put(ctx context.Context, req PutRequest) (Object, error)
 	Copy(ctx context.Context, req CopyRequest) (Object, error)
 	// Delete removes an object; deleting a missing object is not an error.

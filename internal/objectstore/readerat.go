@@ -55,6 +55,7 @@ type ReaderAt struct {
 	store       Store
 	bucket, key string
 	size        int64
+	etag        string // IfMatch: the only version read ("" any)
 	blockSize   int64
 	maxBlocks   int
 
@@ -88,6 +89,14 @@ func NewReaderAtWith(ctx context.Context, s Store, bucket, key string, size int6
 	if size > 0 && size <= ra.WholeObjectMax {
 		r.blockSize, r.maxBlocks = size, 1
 	}
+	return r
+}
+
+// IfMatch makes r read only the version of the object whose ETag is etag
+// (Store.OpenRangeIfMatch): once the object is rewritten, reads fail with
+// ErrPreconditionFailed. Set before the first read; returns r.
+func (r *ReaderAt) IfMatch(etag string) *ReaderAt {
+	r.etag = etag
 	return r
 }
 
@@ -172,7 +181,13 @@ func (r *ReaderAt) fetch(idx int64) ([]byte, error) {
 	if start == 0 && length == r.size {
 		rlen = -1
 	}
-	rc, err := r.store.OpenRange(r.ctx, r.bucket, r.key, start, rlen)
+	var rc io.ReadCloser
+	var err error
+	if r.etag != "" {
+		rc, err = r.store.OpenRangeIfMatch(r.ctx, r.bucket, r.key, r.etag, start, rlen)
+	} else {
+		rc, err = r.store.OpenRange(r.ctx, r.bucket, r.key, start, rlen)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("objectstore.ReadAt: %s/%s@%d: %w", r.bucket, r.key, start, err)
 	}

@@ -50,6 +50,10 @@ type Ports struct {
 	// fetching them again (nil: each step reads for itself, as the Lambdas
 	// must).
 	Sources *objectstore.SourceCache
+	// Items, where Promote and the run's STAC tree update share a process
+	// (the CLI), keeps the items Promote wrote so the tree links them
+	// without reading them back (nil: the tree reads them).
+	Items *migration.ItemLog
 }
 
 // thresholds is FallbackThresholds, else the alarms of the policy document
@@ -103,7 +107,7 @@ func (p Ports) Convert(engine recipe.Engine, validate migration.OutputValidator)
 
 // Promote returns the Promote handler.
 func (p Ports) Promote() *migration.Promote {
-	return migration.NewPromote(p.Config, p.objects(), p.Tracker, p.log()).WithMetrics(p.Metrics).WithFallbackThresholds(p.thresholds())
+	return migration.NewPromote(p.Config, p.objects(), p.Tracker, p.log()).WithMetrics(p.Metrics).WithFallbackThresholds(p.thresholds()).WithItemLog(p.Items)
 }
 
 // Classify returns the Classify handler: the rules of the policy document

@@ -104,6 +104,12 @@ func (s *Store) Open(ctx context.Context, bucket, key string) (io.ReadCloser, er
 // range past the end is clipped; an offset at or past the end gives an empty
 // stream.
 func (s *Store) OpenRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, error) {
+	return s.OpenRangeIfMatch(ctx, bucket, key, "", offset, length)
+}
+
+// OpenRangeIfMatch is OpenRange of the version whose ETag is etag, judged
+// on the file it opened.
+func (s *Store) OpenRangeIfMatch(ctx context.Context, bucket, key, etag string, offset, length int64) (io.ReadCloser, error) {
 	const op = "OpenRange"
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", where(op, bucket, key), err)
@@ -114,6 +120,10 @@ func (s *Store) OpenRange(ctx context.Context, bucket, key string, offset, lengt
 	f, obj, _, err := s.openObject(op, bucket, key)
 	if err != nil {
 		return nil, err
+	}
+	if etag != "" && obj.ETag != etag {
+		f.Close()
+		return nil, fmt.Errorf("%s: If-Match %s: ETag is %s: %w", where(op, bucket, key), etag, obj.ETag, objectstore.ErrPreconditionFailed)
 	}
 	n := obj.Size - offset
 	if n < 0 {

@@ -68,7 +68,7 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (_ objectst
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)
 	}
-	return s.commit(ctx, op, bdir, req.Bucket, req.Key, nested, path, tmp.Name(), e, req.IfNoneMatch, "", !req.Scratch)
+	return s.commit(ctx, op, bdir, req.Bucket, req.Key, nested, path, tmp.Name(), e, req.IfNoneMatch, req.IfMatch, !req.Scratch)
 }
 
 // writePath is where a write of key puts its file: the bucket's scratch
@@ -92,11 +92,17 @@ func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (_ object
 	if err != nil {
 		return objectstore.Object{}, err
 	}
-	src, _, srcEntry, err := s.openObject(op, req.SrcBucket, req.SrcKey)
+	src, srcObj, srcEntry, err := s.openObject(op, req.SrcBucket, req.SrcKey)
 	if err != nil {
 		return objectstore.Object{}, err
 	}
 	defer src.Close()
+	// A file this store has no entry for (staged by another process: its
+	// entry was kept in that process's memory) has an ETag of its file
+	// identity, not the writer's MD5: only an entry's ETag is compared.
+	if req.SrcETag != "" && srcEntry != nil && req.SrcETag != srcObj.ETag {
+		return objectstore.Object{}, fault.Transient(where(op, req.SrcBucket, req.SrcKey), fmt.Errorf("source ETag is %s, the copy was of %s: it changed", srcObj.ETag, req.SrcETag))
+	}
 	tmp, err := createTemp(filepath.Dir(path))
 	if err != nil {
 		return objectstore.Object{}, classify(w, err)

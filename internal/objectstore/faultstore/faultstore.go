@@ -259,11 +259,17 @@ func (s *Store) Open(ctx context.Context, bucket, key string) (io.ReadCloser, er
 
 // OpenRange implements objectstore.Store.
 func (s *Store) OpenRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, error) {
+	return s.OpenRangeIfMatch(ctx, bucket, key, "", offset, length)
+}
+
+// OpenRangeIfMatch implements objectstore.Store; its rules are
+// OpenRange's.
+func (s *Store) OpenRangeIfMatch(ctx context.Context, bucket, key, etag string, offset, length int64) (io.ReadCloser, error) {
 	r := s.decide(OpOpenRange, bucket, key)
 	if r != nil && r.AfterBytes <= 0 {
 		return nil, r.err(OpOpenRange, bucket, key)
 	}
-	rc, err := s.inner.OpenRange(ctx, bucket, key, offset, length)
+	rc, err := s.inner.OpenRangeIfMatch(ctx, bucket, key, etag, offset, length)
 	if err != nil || r == nil {
 		return rc, err
 	}

@@ -141,12 +141,20 @@ func (s *Store) Open(ctx context.Context, bucket, key string) (io.ReadCloser, er
 // OpenRange streams length bytes from offset (length < 0: to the end),
 // clipped to the object.
 func (s *Store) OpenRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, error) {
+	return s.OpenRangeIfMatch(ctx, bucket, key, "", offset, length)
+}
+
+// OpenRangeIfMatch is OpenRange of the version whose ETag is etag.
+func (s *Store) OpenRangeIfMatch(ctx context.Context, bucket, key, etag string, offset, length int64) (io.ReadCloser, error) {
 	if offset < 0 {
 		return nil, fmt.Errorf("%s: %w", where("OpenRange", bucket, key), fault.Data(fault.InvalidInput, "negative offset %d", offset))
 	}
 	o, err := s.get(ctx, "OpenRange", bucket, key)
 	if err != nil {
 		return nil, err
+	}
+	if etag != "" && o.etag != etag {
+		return nil, fmt.Errorf("%s: If-Match %s: ETag is %s: %w", where("OpenRange", bucket, key), etag, o.etag, objectstore.ErrPreconditionFailed)
 	}
 	size := int64(len(o.data))
 	start := min(offset, size)
@@ -186,7 +194,7 @@ func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (objectstor
 		return objectstore.Object{}, fmt.Errorf("%s: %w", w,
 			fault.Data(fault.InvalidInput, "body has %d bytes, request said %d", len(data), req.Size))
 	}
-	return s.store(op, req.Bucket, req.Key, data, "", req.Metadata, req.IfNoneMatch, "")
+	return s.store(op, req.Bucket, req.Key, data, "", req.Metadata, req.IfNoneMatch, req.IfMatch)
 }
 
 // Copy copies an object onto another key with new metadata, honouring
@@ -199,6 +207,9 @@ func (s *Store) Copy(ctx context.Context, req objectstore.CopyRequest) (objectst
 	src, err := s.get(ctx, op, req.SrcBucket, req.SrcKey)
 	if err != nil {
 		return objectstore.Object{}, err
+	}
+	if req.SrcETag != "" && req.SrcETag != src.etag {
+		return objectstore.Object{}, fault.Transient(where(op, req.SrcBucket, req.SrcKey), fmt.Errorf("source ETag is %s, the copy was of %s: it changed", src.etag, req.SrcETag))
 	}
 	return s.store(op, req.DstBucket, req.DstKey, src.data, src.etag, req.Metadata, req.IfNoneMatch, req.IfMatch)
 }

@@ -51,6 +51,9 @@ func RunStoreTests(t *testing.T, newStore NewStoreFunc) {
 		{"PutSizeMismatch", testPutSizeMismatch},
 		{"Overwrite", testOverwrite},
 		{"PutIfNoneMatch", testPutIfNoneMatch},
+		{"PutIfMatch", testPutIfMatch},
+		{"OpenRangeIfMatch", testOpenRangeIfMatch},
+		{"CopyKnownSource", testCopyKnownSource},
 		{"Missing", testMissing},
 		{"MissingBucket", testMissingBucket},
 		{"OpenRange", testOpenRange},
@@ -220,6 +223,85 @@ func testPutIfNoneMatch(t *testing.T, s objectstore.Store, bucket string) {
 	}
 	if b := read(t, s, bucket, "once"); string(b) != "first" {
 		t.Errorf("content = %q, want first", b)
+	}
+}
+
+// testPutIfMatch: a Put with If-Match overwrites only the version named.
+func testPutIfMatch(t *testing.T, s objectstore.Store, bucket string) {
+	ctx := context.Background()
+	old := put(t, s, bucket, "doc", []byte("version one"), nil)
+	req := func(body, ifMatch string) objectstore.PutRequest {
+		return objectstore.PutRequest{Bucket: bucket, Key: "doc", Body: strings.NewReader(body), Size: int64(len(body)), IfMatch: ifMatch}
+	}
+	if _, err := s.Put(ctx, req("not this", md5hex([]byte("something else")))); !errors.Is(err, objectstore.ErrPreconditionFailed) {
+		t.Fatalf("Put with a wrong If-Match = %v, want ErrPreconditionFailed", err)
+	}
+	if _, err := s.Put(ctx, req("version two", old.ETag)); err != nil {
+		t.Fatalf("Put with the right If-Match: %v", err)
+	}
+	if b := read(t, s, bucket, "doc"); string(b) != "version two" {
+		t.Fatalf("content = %q, want version two", b)
+	}
+	if _, err := s.Put(ctx, req("version three", old.ETag)); !errors.Is(err, objectstore.ErrPreconditionFailed) {
+		t.Errorf("Put with a stale If-Match = %v, want ErrPreconditionFailed", err)
+	}
+}
+
+// testOpenRangeIfMatch: a read of a named version gives its bytes, and
+// fails once the object was rewritten.
+func testOpenRangeIfMatch(t *testing.T, s objectstore.Store, bucket string) {
+	ctx := context.Background()
+	v1 := put(t, s, bucket, "src", []byte("0123456789"), nil)
+	for _, r := range []struct {
+		off, n int64
+		want   string
+	}{{0, -1, "0123456789"}, {2, 3, "234"}, {7, -1, "789"}} {
+		rc, err := s.OpenRangeIfMatch(ctx, bucket, "src", v1.ETag, r.off, r.n)
+		if err != nil {
+			t.Fatalf("OpenRangeIfMatch(%d, %d) of the current version: %v", r.off, r.n, err)
+		}
+		b, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil || string(b) != r.want {
+			t.Errorf("OpenRangeIfMatch(%d, %d) = %q %v, want %q", r.off, r.n, b, err, r.want)
+		}
+	}
+	put(t, s, bucket, "src", []byte("rewritten!"), nil)
+	for _, n := range []int64{-1, 4} {
+		if rc, err := s.OpenRangeIfMatch(ctx, bucket, "src", v1.ETag, 0, n); !errors.Is(err, objectstore.ErrPreconditionFailed) {
+			if err == nil {
+				rc.Close()
+			}
+			t.Errorf("OpenRangeIfMatch(0, %d) of a rewritten object = %v, want ErrPreconditionFailed", n, err)
+		}
+	}
+	if _, err := s.OpenRangeIfMatch(ctx, bucket, "absent", v1.ETag, 0, -1); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Errorf("OpenRangeIfMatch of a missing key = %v, want ErrNotFound", err)
+	}
+}
+
+// testCopyKnownSource: a copy told the source's ETag and size (its Put's
+// answer) copies that version, and fails transient once it was
+// rewritten, leaving the destination as it was.
+func testCopyKnownSource(t *testing.T, s objectstore.Store, bucket string) {
+	ctx := context.Background()
+	src := put(t, s, bucket, "staged", []byte("staged bytes"), nil)
+	req := objectstore.CopyRequest{SrcBucket: bucket, SrcKey: "staged", DstBucket: bucket, DstKey: "final",
+		Metadata: map[string]string{"v": "1"}, IfNoneMatch: true, SrcETag: src.ETag, SrcSize: src.Size}
+	if _, err := s.Copy(ctx, req); err != nil {
+		t.Fatalf("Copy of a known source: %v", err)
+	}
+	if h := head(t, s, bucket, "final"); h.Size != src.Size || h.Metadata["v"] != "1" || string(read(t, s, bucket, "final")) != "staged bytes" {
+		t.Fatalf("final after the copy = %+v", h)
+	}
+	put(t, s, bucket, "staged", []byte("other bytes!"), nil)
+	req.DstKey = "final2"
+	_, err := s.Copy(ctx, req)
+	if err == nil || fault.TierOf(err) != fault.TierTransient {
+		t.Errorf("Copy of a source rewritten since = %v, want a TransientError", err)
+	}
+	if _, err := s.Head(ctx, bucket, "final2"); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Errorf("final2 after a refused copy: %v, want ErrNotFound", err)
 	}
 }
 

@@ -38,7 +38,7 @@ type putArgs struct {
 func (s *Store) Put(ctx context.Context, req objectstore.PutRequest) (objectstore.Object, error) {
 	return s.put(ctx, "s3.Put", putArgs{
 		bucket: req.Bucket, key: req.Key, body: req.Body, size: req.Size,
-		meta: lowerKeys(req.Metadata), ifNoneMatch: req.IfNoneMatch,
+		meta: lowerKeys(req.Metadata), ifNoneMatch: req.IfNoneMatch, ifMatch: req.IfMatch,
 	})
 }
 

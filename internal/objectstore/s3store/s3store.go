@@ -179,38 +179,51 @@ func (s *Store) checkBucket(ctx context.Context, bucket, op string, notFound err
 
 // Open streams the whole object.
 func (s *Store) Open(ctx context.Context, bucket, key string) (io.ReadCloser, error) {
-	return s.get(ctx, bucket, key, "", "s3.Open")
+	return s.get(ctx, bucket, key, "", "", "s3.Open")
 }
 
 // OpenRange streams length bytes from offset; length < 0 reads to the end
 // (Range: bytes=offset-). A range that starts at or past the end reads
 // nothing. length 0 checks that the object exists and reads nothing.
 func (s *Store) OpenRange(ctx context.Context, bucket, key string, offset, length int64) (io.ReadCloser, error) {
+	return s.OpenRangeIfMatch(ctx, bucket, key, "", offset, length)
+}
+
+// OpenRangeIfMatch is OpenRange with If-Match: etag (a 412 when the
+// object's ETag is another is ErrPreconditionFailed).
+func (s *Store) OpenRangeIfMatch(ctx context.Context, bucket, key, etag string, offset, length int64) (io.ReadCloser, error) {
 	const op = "s3.OpenRange"
 	switch {
 	case offset < 0:
 		return nil, fmt.Errorf("%s: s3://%s/%s: negative offset %d", op, bucket, key, offset)
 	case length == 0:
-		if _, err := s.head(ctx, bucket, key, op); err != nil {
+		h, err := s.head(ctx, bucket, key, op)
+		if err != nil {
 			return nil, err
+		}
+		if now := trimETag(aws.ToString(h.ETag)); etag != "" && now != trimETag(etag) {
+			return nil, fmt.Errorf("%s: s3://%s/%s: If-Match %s: ETag is %s: %w", op, bucket, key, etag, now, objectstore.ErrPreconditionFailed)
 		}
 		return io.NopCloser(bytes.NewReader(nil)), nil
 	case length < 0 && offset == 0:
-		return s.get(ctx, bucket, key, "", op)
+		return s.get(ctx, bucket, key, "", etag, op)
 	case length < 0:
-		return s.get(ctx, bucket, key, fmt.Sprintf("bytes=%d-", offset), op)
+		return s.get(ctx, bucket, key, fmt.Sprintf("bytes=%d-", offset), etag, op)
 	default:
-		return s.get(ctx, bucket, key, fmt.Sprintf("bytes=%d-%d", offset, offset+length-1), op)
+		return s.get(ctx, bucket, key, fmt.Sprintf("bytes=%d-%d", offset, offset+length-1), etag, op)
 	}
 }
 
-func (s *Store) get(ctx context.Context, bucket, key, rng, op string) (io.ReadCloser, error) {
+func (s *Store) get(ctx context.Context, bucket, key, rng, etag, op string) (io.ReadCloser, error) {
 	if err := checkKey(op, bucket, key); err != nil {
 		return nil, err
 	}
 	in := &s3.GetObjectInput{Bucket: &bucket, Key: &key}
 	if rng != "" {
 		in.Range = &rng
+	}
+	if etag != "" {
+		in.IfMatch = aws.String(quoteETag(etag))
 	}
 	out, err := s.api.GetObject(ctx, in)
 	if err != nil {
