@@ -631,12 +631,12 @@ func TestListingsCarrySizes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	inputs, err = listS3Sources(context.Background(), store, []string{"s3://src/"})
+	inputs, err = listS3Sources(context.Background(), store, []string{"s3://src/"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check("S3 lister", inputs)
-	inputs, err = listS3Sources(context.Background(), store, []string{"s3://src/sub/b.geojson"})
+	inputs, err = listS3Sources(context.Background(), store, []string{"s3://src/sub/b.geojson"}, nil)
 	if err != nil || len(inputs) != 1 || inputs[0].Size != 2000 {
 		t.Errorf("an S3 key named exactly: %+v, %v", inputs, err)
 	}
