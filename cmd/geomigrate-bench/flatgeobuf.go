@@ -15,19 +15,10 @@ import (
 // the same spatial index, on one generated GeoJSON set.
 func flatGeobuf(name string, n int, write func(string, int) error) func(context.Context, *bench, string) (*setup, error) {
 	return func(ctx context.Context, b *bench, dir string) (*setup, error) {
-		src := filepath.Join(dir, "src")
-		if err := os.Mkdir(src, 0o755); err != nil {
-			return nil, err
-		}
-		p := filepath.Join(src, name)
-		if err := write(p, n); err != nil {
-			return nil, err
-		}
-		fi, err := os.Stat(p)
+		src, p, what, err := generatedGeoJSON(dir, name, n, write, "FlatGeobuf")
 		if err != nil {
 			return nil, err
 		}
-		what := fmt.Sprintf("%s %s GeoJSON (%s) → FlatGeobuf", count(n), strings.TrimSuffix(name, ".geojson"), mb(float64(fi.Size())))
 		ogr := func(ctx context.Context, run int) (benchpair.Measurement, error) {
 			dst := filepath.Join(dir, fmt.Sprintf("ogr2ogr-%d.fgb", run))
 			defer os.Remove(dst)
@@ -54,4 +45,23 @@ func flatGeobuf(name string, n int, write func(string, int) error) func(context.
 			}
 		}}, nil
 	}
+}
+
+// generatedGeoJSON writes n features of write into dir/src/name and says
+// what the experiment converts: the source directory, the file, and a
+// title such as "1,000,000 points GeoJSON (140 MB) → <to>".
+func generatedGeoJSON(dir, name string, n int, write func(string, int) error, to string) (src, file, what string, err error) {
+	src = filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		return "", "", "", err
+	}
+	file = filepath.Join(src, name)
+	if err := write(file, n); err != nil {
+		return "", "", "", err
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return "", "", "", err
+	}
+	return src, file, fmt.Sprintf("%s %s GeoJSON (%s) → %s", count(n), strings.TrimSuffix(name, ".geojson"), mb(float64(fi.Size())), to), nil
 }

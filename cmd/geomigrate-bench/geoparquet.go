@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
 
@@ -27,19 +26,10 @@ func geoParquet(name string, n int, write func(string, int) error, bytesGoal *be
 		if _, err := os.Stat(b.gpq); err != nil {
 			return nil, fmt.Errorf("the anchor gpq is not built (make bench-gpq with GPQ_ARCHIVE, the planetlabs/gpq archive): %w", err)
 		}
-		src := filepath.Join(dir, "src")
-		if err := os.Mkdir(src, 0o755); err != nil {
-			return nil, err
-		}
-		p := filepath.Join(src, name)
-		if err := write(p, n); err != nil {
-			return nil, err
-		}
-		fi, err := os.Stat(p)
+		src, p, what, err := generatedGeoJSON(dir, name, n, write, "GeoParquet")
 		if err != nil {
 			return nil, err
 		}
-		what := fmt.Sprintf("%s %s GeoJSON (%s) → GeoParquet", count(n), strings.TrimSuffix(name, ".geojson"), mb(float64(fi.Size())))
 		inspect := func(m *benchpair.Measurement, out string) error { return parquetMetrics(m, out, int64(n)) }
 		a := b.migrateThen(src, dir, inspect)
 		gpqSide := func(ctx context.Context, run int) (benchpair.Measurement, error) {

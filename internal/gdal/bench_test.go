@@ -106,20 +106,7 @@ func BenchmarkCOG(b *testing.B) {
 		b.SetBytes(fi.Size())
 		work := b.TempDir()
 		b.ResetTimer()
-		start := time.Now()
-		var checkNs int64
-		for i := 0; i < b.N; i++ {
-			outs, err := engine.Convert(context.Background(), src, work, r)
-			if err != nil {
-				b.Fatal(err)
-			}
-			checkNs += fidelityNs(b, outs)
-			b.StopTimer()
-			os.Remove(outs[0].Path)
-			b.StartTimer()
-		}
-		engineNs = float64(time.Since(start).Nanoseconds()) / float64(b.N)
-		reportCheckShare(b, checkNs, engineNs*float64(b.N))
+		engineNs = convertEachRun(b, engine, src, work, r)
 	})
 	b.Run("gdal_translate", func(b *testing.B) {
 		b.SetBytes(fi.Size())
@@ -222,20 +209,7 @@ func BenchmarkFlatGeobufPoints(b *testing.B) {
 	var engineNs float64
 	b.Run("engine", func(b *testing.B) {
 		work := b.TempDir()
-		var checkNs int64
-		start := time.Now()
-		for i := 0; i < b.N; i++ {
-			outs, err := engine.Convert(context.Background(), src, work, fgbRecipe())
-			if err != nil {
-				b.Fatal(err)
-			}
-			checkNs += fidelityNs(b, outs)
-			b.StopTimer()
-			os.Remove(outs[0].Path)
-			b.StartTimer()
-		}
-		engineNs = float64(time.Since(start).Nanoseconds()) / float64(b.N)
-		reportCheckShare(b, checkNs, engineNs*float64(b.N))
+		engineNs = convertEachRun(b, engine, src, work, fgbRecipe())
 	})
 	b.Run("ogr2ogr", func(b *testing.B) {
 		if _, err := exec.LookPath("ogr2ogr"); err != nil {
@@ -255,4 +229,25 @@ func BenchmarkFlatGeobufPoints(b *testing.B) {
 			b.ReportMetric(engineNs/ns, "engine/ogr2ogr")
 		}
 	})
+}
+
+// convertEachRun converts src b.N times (each output removed untimed),
+// reports the fidelity check's share, and returns the ns per conversion.
+func convertEachRun(b *testing.B, engine *Engine, src, work string, r recipe.Recipe) float64 {
+	b.Helper()
+	var checkNs int64
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		outs, err := engine.Convert(context.Background(), src, work, r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		checkNs += fidelityNs(b, outs)
+		b.StopTimer()
+		os.Remove(outs[0].Path)
+		b.StartTimer()
+	}
+	ns := float64(time.Since(start).Nanoseconds()) / float64(b.N)
+	reportCheckShare(b, checkNs, ns*float64(b.N))
+	return ns
 }
