@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"syscall"
-	"time"
 
 	"github.com/geomigrate/geomigrate/internal/awsconfig"
 	"github.com/geomigrate/geomigrate/internal/fault"
@@ -24,19 +23,7 @@ const StartupAttempts = 5
 // connections, cannot be resolved or does not answer before the
 // deadline is a misconfiguration, reported at once.
 func StartupRetry(ctx context.Context, fn func() error) error {
-	wait := 50 * time.Millisecond
-	for try := 1; ; try++ {
-		err := fn()
-		if err == nil || try >= StartupAttempts || !startupRetryable(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
+	return fault.Retry(ctx, StartupAttempts, startupRetryable, fn)
 }
 
 func startupRetryable(err error) bool {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"time"
 
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
@@ -154,18 +153,5 @@ const housekeepingAttempts = 5
 // transiently: a rollback or a clean-up runs once, when a job is routed,
 // and has no state machine retry of its own.
 func retryTransient(ctx context.Context, fn func() error) error {
-	wait := 50 * time.Millisecond
-	var err error
-	for range housekeepingAttempts {
-		if err = fn(); err == nil || fault.TierOf(err) != fault.TierTransient {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-		wait *= 2
-	}
-	return err
+	return fault.Retry(ctx, housekeepingAttempts, fault.IsTransient, fn)
 }
