@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/geomigrate/geomigrate/events"
 	"github.com/geomigrate/geomigrate/internal/config"
@@ -55,8 +56,14 @@ func expectedJob(t *testing.T) migration.Job {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The store's Last-Modified is the upload's time, now; the samples
+	// carry a fixed one so that they stay the same from run to run.
+	out.Job.SourceModified = sampleModified
 	return out.Job
 }
+
+// sampleModified is the samples' source Last-Modified.
+var sampleModified = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // TestFunctionInputsAgree: the convert, promote and classify samples carry
 // the job HashCheck really produces for hashcheck-input.json (the recipe
