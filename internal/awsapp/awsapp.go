@@ -24,6 +24,7 @@ import (
 	"github.com/geomigrate/geomigrate/internal/buildinfo"
 	"github.com/geomigrate/geomigrate/internal/config"
 	"github.com/geomigrate/geomigrate/internal/emf"
+	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/migration"
 	"github.com/geomigrate/geomigrate/internal/objectstore"
 	"github.com/geomigrate/geomigrate/internal/objectstore/s3store"
@@ -198,7 +199,7 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 	case CopyModeMultipart:
 		app.ConditionalCopy = s3store.CopyServerMultipart
 	case CopyModeProbe:
-		err = StartupRetry(ctx, func() error {
+		err = fault.Retry(ctx, ProbeAttempts, startupRetryable, func() error {
 			var err error
 			app.ConditionalCopy, err = s3store.ProbeConditionalCopy(ctx, app.S3, cfg.DestBucket, cfg.StagingPrefix)
 			return err

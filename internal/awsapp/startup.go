@@ -16,6 +16,12 @@ import (
 // not stop a run before its first file.
 const StartupAttempts = 5
 
+// ProbeAttempts bounds the tries of the conditional-copy probe: one try is
+// up to six requests (put, copy, a multipart copy, delete), any of which a
+// passing fault fails, so it gets the tries a single call would need
+// several times over (waits of 6.35 s in all when every try fails).
+const ProbeAttempts = 8
+
 // StartupRetry runs fn until it succeeds, fails with what a retry cannot
 // change, or StartupAttempts tries are spent, waiting 50 ms (doubling)
 // between tries. Only answers a later try may not meet are retried: 5xx,
