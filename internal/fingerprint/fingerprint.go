@@ -27,8 +27,15 @@ import (
 )
 
 const (
-	// DefaultChunkSize is the size of one ranged read.
+	// DefaultChunkSize is the size of one ranged read of a remote object
+	// (one GET each).
 	DefaultChunkSize = 8 << 20
+	// LocalChunkSize is the size of one read of a store that keeps objects
+	// as local files (objectstore.LocalPather): a read costs no request
+	// there, and a 1 MiB chunk is still in the CPU's cache when it is
+	// hashed, an 8 MiB one no longer: less CPU per byte (make bench's
+	// SHA-256 pair, docs/benchmarks.md).
+	LocalChunkSize = 1 << 20
 	// DefaultWorkers is the number of ranged reads in flight.
 	DefaultWorkers = 4
 	// DefaultAttempts is how many times one chunk is read before giving up
@@ -40,7 +47,7 @@ const (
 
 // Options tunes SHA256.
 type Options struct {
-	ChunkSize int64 // 0: DefaultChunkSize
+	ChunkSize int64 // 0: LocalChunkSize for a local store, else DefaultChunkSize
 	Workers   int   // 0: DefaultWorkers
 	Attempts  int   // 0: DefaultAttempts
 	// IfMatch, when set, reads only the version of the object with this
@@ -50,9 +57,12 @@ type Options struct {
 	IfMatch string
 }
 
-func (o Options) norm() Options {
+func (o Options) norm(store objectstore.Store) Options {
 	if o.ChunkSize <= 0 {
 		o.ChunkSize = DefaultChunkSize
+		if _, local := store.(objectstore.LocalPather); local {
+			o.ChunkSize = LocalChunkSize
+		}
 	}
 	if o.Workers <= 0 {
 		o.Workers = DefaultWorkers
@@ -76,7 +86,7 @@ func SHA256(ctx context.Context, store objectstore.Store, bucket, key string, si
 // bytes into head as they pass (n of them: fewer when the object is
 // shorter), for a caller that reads a header next.
 func SHA256Head(ctx context.Context, store objectstore.Store, bucket, key string, size int64, opts Options, head []byte) (sum string, n int, err error) {
-	o := opts.norm()
+	o := opts.norm(store)
 	if size < 0 {
 		obj, err := store.Head(ctx, bucket, key)
 		if err != nil {
@@ -101,7 +111,7 @@ func ReadWhole(ctx context.Context, store objectstore.Store, bucket, key string,
 		return nil, sum, err
 	}
 	buf := make([]byte, size)
-	if err := readChunk(ctx, store, bucket, key, 0, buf, opts.norm()); err != nil {
+	if err := readChunk(ctx, store, bucket, key, 0, buf, opts.norm(store)); err != nil {
 		return nil, "", err
 	}
 	sum := sha256.Sum256(buf)
@@ -195,16 +205,17 @@ func hashSpans(ctx context.Context, store objectstore.Store, bucket, key string,
 	return n, nil
 }
 
-// fullChunks recycles DefaultChunkSize buffers between objects: hashing a
-// large object per job would otherwise allocate (and zero) Workers × 8 MiB
-// each time.
-var fullChunks sync.Pool
+// fullChunks recycles full chunk buffers (DefaultChunkSize and
+// LocalChunkSize) between objects: hashing a large object per job would
+// otherwise allocate (and zero) Workers × the chunk size each time. The map
+// is never written after init, so it is read without a lock.
+var fullChunks = map[int64]*sync.Pool{DefaultChunkSize: {}, LocalChunkSize: {}}
 
 // chunkBuffer returns a buffer of n bytes: a recycled one for a full
-// default chunk, an exact-size one below (a 7 KB file gets 7 KB, not 8 MiB).
+// chunk, an exact-size one below (a 7 KB file gets 7 KB, not 8 MiB).
 func chunkBuffer(n int64) []byte {
-	if n == DefaultChunkSize {
-		if b, ok := fullChunks.Get().(*[]byte); ok {
+	if pool := fullChunks[n]; pool != nil {
+		if b, ok := pool.Get().(*[]byte); ok {
 			return *b
 		}
 	}
@@ -212,9 +223,9 @@ func chunkBuffer(n int64) []byte {
 }
 
 func releaseChunkBuffer(b []byte) {
-	if int64(cap(b)) == DefaultChunkSize {
+	if pool := fullChunks[int64(cap(b))]; pool != nil {
 		b = b[:cap(b)]
-		fullChunks.Put(&b)
+		pool.Put(&b)
 	}
 }
 
@@ -292,7 +303,7 @@ func FastFingerprint(ctx context.Context, store objectstore.Store, bucket, key s
 	binary.BigEndian.PutUint64(sz[:], uint64(size))
 	h.Write(sz[:])
 	// At most two chunks (head, tail), read in parallel, hashed in order.
-	o := Options{ChunkSize: FastSpan, Workers: 2}.norm()
+	o := Options{ChunkSize: FastSpan, Workers: 2}.norm(store)
 	if _, err := hashSpans(ctx, store, bucket, key, []span{{0, headLen}, {tailOff, size - tailOff}}, o, h, nil); err != nil {
 		return "", err
 	}

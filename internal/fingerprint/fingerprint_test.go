@@ -249,6 +249,53 @@ func TestRecycledBuffersHashCorrectly(t *testing.T) {
 	}
 }
 
+// localRangeStore is a rangeStore that says it keeps objects as local files.
+type localRangeStore struct{ *rangeStore }
+
+func (localRangeStore) LocalPath(bucket, key string) (string, error) { return "/nowhere/" + key, nil }
+
+// TestChunkSizeFollowsTheStore: a store of local files is read in
+// LocalChunkSize reads (no request to save, the chunk still cached when
+// hashed), any other in DefaultChunkSize ranged GETs; an explicit
+// ChunkSize wins over both. Each store's buffers are recycled and hash
+// correctly one object after another.
+func TestChunkSizeFollowsTheStore(t *testing.T) {
+	size := 2*DefaultChunkSize + 3
+	data := randomBytes(size)
+	want := sha256.Sum256(data)
+	for _, tt := range []struct {
+		name  string
+		local bool
+		opts  Options
+		reads int
+	}{
+		{"remote", false, Options{}, 3},
+		{"local", true, Options{}, 2*DefaultChunkSize/LocalChunkSize + 1},
+		{"local, chunk size set", true, Options{ChunkSize: DefaultChunkSize}, 3},
+		{"remote, chunk size set", false, Options{ChunkSize: LocalChunkSize}, 2*DefaultChunkSize/LocalChunkSize + 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for range 2 {
+				rs := &rangeStore{data: data}
+				var st objectstore.Store = rs
+				if tt.local {
+					st = localRangeStore{rs}
+				}
+				got, err := SHA256(context.Background(), st, "b", "k", -1, tt.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != hex.EncodeToString(want[:]) {
+					t.Fatalf("digest %s, want %x", got, want)
+				}
+				if rs.calls != tt.reads {
+					t.Errorf("%d reads, want %d", rs.calls, tt.reads)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkSHA256 reports the bytes allocated per object: a small file must
 // not cost Workers × 8 MiB of zeroed buffers.
 func BenchmarkSHA256(b *testing.B) {
