@@ -270,12 +270,12 @@ func ProbeConditionalCopy(ctx context.Context, api API, bucket, prefix string) (
 	_, _ = rand.Read(rnd[:])
 	key := strings.TrimSuffix(prefix, "/") + "/.geomigrate-probe-" + hex.EncodeToString(rnd[:])
 	key = strings.TrimPrefix(key, "/")
+	// Removed whatever the put answers: a put whose answer was lost may
+	// have written the probe all the same.
+	defer removeProbe(ctx, api, bucket, key)
 	if _, err := api.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: &key, Body: strings.NewReader("probe")}); err != nil {
 		return CopyServerSide, MapError("s3.ProbeConditionalCopy", bucket, key, err)
 	}
-	defer func() {
-		_, _ = api.DeleteObject(context.WithoutCancel(ctx), &s3.DeleteObjectInput{Bucket: &bucket, Key: &key})
-	}()
 	_, err := api.CopyObject(ctx, &s3.CopyObjectInput{
 		Bucket: &bucket, Key: &key, CopySource: aws.String(copySource(bucket, key)),
 		MetadataDirective: types.MetadataDirectiveReplace, Metadata: map[string]string{"probe": "1"},
@@ -289,6 +289,20 @@ func ProbeConditionalCopy(ctx context.Context, api API, bucket, prefix string) (
 	default:
 		return CopyServerSide, mapped
 	}
+}
+
+// probeDeleteAttempts bounds the tries of the probe's removal.
+const probeDeleteAttempts = 5
+
+// removeProbe deletes the probe object (deleting a missing key succeeds),
+// retrying passing faults: a probe left behind would sit under the staging
+// prefix, owned by no job.
+func removeProbe(ctx context.Context, api API, bucket, key string) {
+	ctx = context.WithoutCancel(ctx)
+	_ = fault.Retry(ctx, probeDeleteAttempts, fault.IsTransient, func() error {
+		_, err := api.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: &key})
+		return MapError("s3.ProbeConditionalCopy", bucket, key, err)
+	})
 }
 
 // probeMultipartCopy copies the existing probe onto itself by

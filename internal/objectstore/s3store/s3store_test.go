@@ -30,6 +30,7 @@ type fakeAPI struct {
 	copyObject func(*s3.CopyObjectInput) (*s3.CopyObjectOutput, error)
 	uploadPart func(*s3.UploadPartInput) (*s3.UploadPartOutput, error)
 	complete   func(*s3.CompleteMultipartUploadInput) (*s3.CompleteMultipartUploadOutput, error)
+	del        func(*s3.DeleteObjectInput) (*s3.DeleteObjectOutput, error)
 	partCopies []string
 }
 
@@ -57,6 +58,11 @@ func (f *fakeAPI) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(
 func (f *fakeAPI) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
 	f.record("PutObject " + *in.Key)
 	return f.put(in)
+}
+
+func (f *fakeAPI) DeleteObject(_ context.Context, in *s3.DeleteObjectInput, _ ...func(*s3.Options)) (*s3.DeleteObjectOutput, error) {
+	f.record("DeleteObject " + *in.Key)
+	return f.del(in)
 }
 
 func (f *fakeAPI) CopyObject(_ context.Context, in *s3.CopyObjectInput, _ ...func(*s3.Options)) (*s3.CopyObjectOutput, error) {
