@@ -134,3 +134,34 @@ func hasNote(j statestore.Job, note string) bool {
 	}
 	return false
 }
+
+// TestRecordCacheConcurrentChanges: changes of one job made at once from a
+// remembered record all land (the losers of each compare-and-swap read the
+// record again), and none is counted twice.
+func TestRecordCacheConcurrentChanges(t *testing.T) {
+	tr := statestore.NewTracker(statestoretest.NewMemory(), statestore.WithRecordCache())
+	ctx := context.Background()
+	if _, _, err := tr.Claim(ctx, statestore.ClaimRequest{Job: statestore.Job{ID: cachedJob}, Execution: "e1"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 8
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := tr.BeginAttempt(ctx, cachedJob, "e1", "Convert", 0)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	j, err := tr.Get(ctx, cachedJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Attempts != n {
+		t.Errorf("attempts %d, want %d", j.Attempts, n)
+	}
+}
