@@ -301,7 +301,9 @@ func (b *backendFlags) openAWS(ctx context.Context, r openRequest, engineVersion
 			o.EndpointURL = b.EndpointURL
 		}
 	}
-	app, err := awsapp.New(ctx, cfg, b.AWS, awsapp.WithQuarantineCopyLimit(r.handlers.QuarantineCopyLimit), awsapp.WithQuarantineCopyInput(r.handlers.QuarantineCopyInput), awsapp.WithLogger(r.log), awsapp.WithPreflight(checks), awsapp.WithAWSOptions(endpoint))
+	app, err := awsapp.New(ctx, cfg, b.AWS, awsapp.WithQuarantineCopyLimit(r.handlers.QuarantineCopyLimit), awsapp.WithQuarantineCopyInput(r.handlers.QuarantineCopyInput), awsapp.WithLogger(r.log), awsapp.WithPreflight(checks), awsapp.WithAWSOptions(endpoint),
+		// This process takes each job through all its states.
+		awsapp.WithRecordCache())
 	if err != nil {
 		return nil, err
 	}

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -135,6 +137,39 @@ func TestCaseInsensitiveNames(t *testing.T) {
 	}
 	if _, err := p.Parse([]string{"validate", "a.tif", "--format", "cog"}); err != nil || c.Validate.Format != "COG" {
 		t.Errorf("validate --format cog: %v, %q", err, c.Validate.Format)
+	}
+}
+
+// TestWorkersDefaultPerBackend: without --workers the local backend runs
+// one file per CPU and the AWS backend awsWorkersPerCPU per CPU; a given
+// --workers is kept on either.
+func TestWorkersDefaultPerBackend(t *testing.T) {
+	cpus := runtime.NumCPU()
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"migrate", "x", "--dest", "y"}, cpus},
+		{[]string{"migrate", "x", "--dest", "y", "--workers", "3"}, 3},
+		{[]string{"migrate", "s3://b/p", "--dest", "s3://d", "--backend", "aws"}, awsWorkersPerCPU * cpus},
+		{[]string{"migrate", "s3://b/p", "--dest", "s3://d", "--backend", "aws", "--workers", "3"}, 3},
+		{[]string{"migrate", "s3://b/p", "--dest", "s3://d", "--backend", "aws", "--workers", fmt.Sprint(cpus)}, cpus},
+	} {
+		var c cli
+		p, err := newParser(&c, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := p.Parse(tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := &c.Migrate.Options
+		f.kctx = k
+		f.defaultWorkers()
+		if f.Workers != tt.want {
+			t.Errorf("%v: --workers %d, want %d", tt.args, f.Workers, tt.want)
+		}
 	}
 }
 

@@ -138,7 +138,7 @@ func newParser(c *cli, stdout, stderr io.Writer) (*kong.Kong, error) {
 		// it starts with a dash (--workers -1 reaches validation).
 		kong.WithHyphenPrefixedParameters(true),
 		kong.Exit(func(code int) { panic(exitRequest{code}) }),
-		kong.Vars{"workers": strconv.Itoa(runtime.NumCPU())},
+		kong.Vars{"workers": strconv.Itoa(runtime.NumCPU()), "awsWorkersPerCPU": strconv.Itoa(awsWorkersPerCPU)},
 		kong.Vars(planVars()),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
 		kong.ExplicitGroups(flagGroups),

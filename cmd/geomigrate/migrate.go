@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ import (
 // how this process runs and reports.
 type runFlags struct {
 	Dest      string        `name:"dest" group:"io" placeholder:"DIR|s3://BUCKET[/PREFIX]" help:"Destination: a directory, or s3://BUCKET[/PREFIX] with --backend aws."`
-	Workers   int           `name:"workers" group:"limits" default:"${workers}" help:"Files migrated at once (default: the number of CPUs). Each conversion gets the CPUs ÷ workers GDAL threads (÷ files when fewer), at least one."`
+	Workers   int           `name:"workers" group:"limits" default:"${workers}" help:"Files migrated at once (default: the number of CPUs; with --backend aws ${awsWorkersPerCPU} × the CPUs, since each file also waits on S3 and DynamoDB round trips, docs/decisions/0116). Each conversion gets the CPUs ÷ workers GDAL threads (÷ files when fewer), at least one."`
 	StateDir  string        `name:"state-dir" group:"state" placeholder:"DIR" help:"State store, queues and reports (default DEST/.geomigrate-state; with --backend aws ./.geomigrate-state)."`
 	Report    string        `name:"report" group:"output" placeholder:"FILE" help:"JSON run report path (default STATE-DIR/reports/run-TIME.json)."`
 	Progress  string        `name:"progress" group:"output" type:"fold" enum:"auto,bar,plain,json" default:"auto" help:"auto (a bar on a terminal, plain lines otherwise), bar, plain (one line per finished file) or json (one JSON object per state transition and per file, then a summary, on stderr or --progress-file)."`
@@ -85,6 +86,7 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, r openRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	f.defaultWorkers()
 	r.dest, r.stateDir, r.handlers, r.log, r.workers = f.Dest, f.StateDir, f.Handlers, log, f.Workers
 	if r.book, err = f.recipeBookOnce(stderr); err != nil {
 		return nil, err
@@ -96,6 +98,21 @@ func (f *runFlags) open(ctx context.Context, stderr io.Writer, r openRequest) (*
 		}
 	}
 	return f.Where.open(ctx, r)
+}
+
+// awsWorkersPerCPU is the default --workers per CPU with --backend aws:
+// each file there also waits on about twenty S3 and DynamoDB round trips,
+// during which another file's conversion can use the CPU
+// (docs/decisions/0116 has the measurements).
+const awsWorkersPerCPU = 2
+
+// defaultWorkers sets the AWS backend's default --workers when the
+// command line gave none (the flag's own default is the CPUs, the local
+// backend's).
+func (f *runFlags) defaultWorkers() {
+	if f.Where.aws() && f.kctx != nil && !flagGiven(f.kctx, "workers", "") {
+		f.Workers = awsWorkersPerCPU * runtime.NumCPU()
+	}
 }
 
 // recipeBookOnce builds the run's recipe book the first time it is asked.

@@ -105,6 +105,7 @@ type options struct {
 	preflight *Resources
 	copyLimit int64
 	copyInput bool
+	records   bool
 }
 
 // WithQuarantineCopyLimit bounds the input bytes copied into a quarantine
@@ -126,6 +127,12 @@ func WithLogger(l *slog.Logger) Option { return func(s *options) { s.log = l } }
 func WithAWSOptions(fn func(*awsconfig.Options)) Option {
 	return func(s *options) { s.awsOpts = append(s.awsOpts, fn) }
 }
+
+// WithRecordCache gives the Tracker statestore.WithRecordCache: for a
+// process that takes each job through all its states (the CLI), not for a
+// function that sees one state of each job, where a remembered record is
+// mostly stale and a failed conditional write costs as much as a write.
+func WithRecordCache() Option { return func(s *options) { s.records = true } }
 
 // WithPreflight checks that r exists before anything else is done (the
 // CLI, before its first file); see App.Preflight.
@@ -213,6 +220,9 @@ func New(ctx context.Context, cfg migration.Config, a config.AWS, opts ...Option
 	trackerOpts := []statestore.TrackerOption{statestore.WithLease(cfg.Lease)}
 	if ttl := a.StateTTL(); ttl > 0 {
 		trackerOpts = append(trackerOpts, statestore.WithTTL(ttl))
+	}
+	if set.records {
+		trackerOpts = append(trackerOpts, statestore.WithRecordCache())
 	}
 	app.Tracker = statestore.NewTracker(app.State, trackerOpts...)
 

@@ -66,6 +66,8 @@ type Tracker struct {
 	vouch  time.Duration
 	mu     sync.Mutex
 	held   map[string]string // job ID → execution, the leases Beat refreshes
+	// records is WithRecordCache's (nil: every change reads the record).
+	records *recordCache
 }
 
 // TrackerOption configures a Tracker.
@@ -175,12 +177,16 @@ func (t *Tracker) Beat(ctx context.Context) (int, error) {
 			next.HeartbeatUntil, next.LeaseUntil = now.Add(t.vouch), now.Add(t.lease)
 			next.UpdatedAt, next.Version = now, cur.Version+1
 			err = t.backend.Put(ctx, next, cur.Version)
+			if err != nil {
+				t.records.drop(id)
+			}
 			if errors.Is(err, ErrConflict) {
 				continue
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("statestore.Beat: %s: %w", id, err))
 			} else {
+				t.records.wrote(next)
 				n++
 			}
 			break
@@ -271,11 +277,13 @@ func (t *Tracker) Claim(ctx context.Context, req ClaimRequest) (Job, ClaimOutcom
 		t.record(&next, Processing, req.Execution, req.Attempt, note, now)
 		next.UpdatedAt, next.Version = now, cur.Version+1
 		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
+			t.records.drop(req.Job.ID)
 			if errors.Is(err, ErrConflict) {
 				continue // someone else wrote first: decide again on fresh state
 			}
 			return Job{}, "", fmt.Errorf("statestore.Claim: %s: %w", req.Job.ID, err)
 		}
+		t.records.wrote(next)
 		return next, Claimed, nil
 	}
 }
@@ -351,7 +359,19 @@ func (t *Tracker) Transition(ctx context.Context, u Update) (Job, error) {
 func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, error) {
 	for {
 		now := t.now().UTC()
-		cur, err := t.backend.Get(ctx, u.ID)
+		// A remembered record only ever leads to a conditional write: any
+		// decision not to write is made again on the record read back.
+		cur, remembered := t.records.get(u.ID)
+		var err error
+		if !remembered {
+			cur, err = t.backend.Get(ctx, u.ID)
+		}
+		reread := func() bool {
+			if remembered {
+				t.records.drop(u.ID)
+			}
+			return remembered
+		}
 		switch {
 		case errors.Is(err, ErrNotFound) && u.Seed != nil:
 			cur = *u.Seed
@@ -361,9 +381,15 @@ func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, err
 			return Job{}, fmt.Errorf("statestore.Transition: %s: %w", u.ID, err)
 		}
 		if cur.LeaseOwner != "" && cur.LeaseOwner != u.Execution && !cur.Status.Terminal() && Live(cur, now) {
+			if reread() {
+				continue
+			}
 			return cur, fmt.Errorf("statestore.Transition: %s → %s: %w (%s)", u.ID, u.To, ErrLeaseLost, cur.LeaseOwner)
 		}
 		if u.resume && cur.Status.Terminal() && cur.LeaseOwner != u.Execution {
+			if reread() {
+				continue
+			}
 			// Another execution claimed the job since (a replay, a take-over)
 			// and finished it: this one's claim is gone.
 			return cur, fmt.Errorf("statestore.Transition: %s (%s) → %s: %w (%s)", u.ID, cur.Status, u.To, ErrLeaseLost, cur.LeaseOwner)
@@ -377,6 +403,9 @@ func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, err
 		}
 		same := cur.Status == u.To && cur.LeaseOwner == u.Execution
 		if !same && !CanTransition(cur.Status, u.To) {
+			if reread() {
+				continue
+			}
 			return cur, fmt.Errorf("statestore.Transition: %s: %s → %s is not allowed", u.ID, cur.Status, u.To)
 		}
 		next := cur
@@ -403,11 +432,13 @@ func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, err
 			put = lp.LazyPut
 		}
 		if err := put(ctx, next, cur.Version); err != nil {
+			t.records.drop(u.ID)
 			if errors.Is(err, ErrConflict) {
 				continue
 			}
 			return Job{}, fmt.Errorf("statestore.Transition: %s: %w", u.ID, err)
 		}
+		t.records.wrote(next)
 		if u.To.Terminal() {
 			t.forget(u.ID)
 		}
@@ -472,6 +503,7 @@ func (t *Tracker) Release(ctx context.Context, id, execution, note string) error
 		}
 		next.LeaseUntil, next.UpdatedAt, next.Version = now, now, cur.Version+1
 		next.HeartbeatUntil = time.Time{}
+		t.records.drop(id)
 		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
 			if errors.Is(err, ErrConflict) {
 				continue
@@ -542,6 +574,7 @@ func (t *Tracker) Renew(ctx context.Context, id, execution string) error {
 		next.LeaseUntil = now.Add(t.lease)
 		t.stamp(&next, execution, now)
 		next.UpdatedAt, next.Version = now, cur.Version+1
+		t.records.drop(id)
 		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
 			if errors.Is(err, ErrConflict) {
 				continue
@@ -571,6 +604,7 @@ func (t *Tracker) Note(ctx context.Context, id, execution, note string) error {
 			next.History = append([]Transition(nil), next.History[over:]...)
 		}
 		next.UpdatedAt, next.Version = now, cur.Version+1
+		t.records.drop(id)
 		if err := t.backend.Put(ctx, next, cur.Version); err != nil {
 			if errors.Is(err, ErrConflict) {
 				continue

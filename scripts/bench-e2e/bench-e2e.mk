@@ -1,7 +1,7 @@
 # The end-to-end figure: 200 small GeoTIFFs through `geomigrate migrate
 # --backend aws` on the loopback S3 and DynamoDB stand-ins against the
 # source document's Python path (scripts/bench-e2e), paired and alternated;
-# prints "figure: e2e-200-small cpu_ratio=… wall_ratio=…" with the load average
+# prints "figure: e2e-200-small cpu_ratio=… wall_ratio=…" with the servers' CPU per side and the load average
 # (and, with BENCH_E2E_JSON, the pair as a report fragment), then the S3 requests per small file
 # (TestRequestsPerSmallFile). Servers of its own, stopped after.
 BENCH_E2E_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/../..)
@@ -9,6 +9,8 @@ BENCH_E2E_FILES ?= 200
 BENCH_E2E_PAIRS ?= 3
 # BENCH_E2E_JSON: where the pair is also written as a report fragment (make bench reads it).
 BENCH_E2E_JSON ?=
+# BENCH_E2E_WORKERS: geomigrate's --workers (empty: its default for --backend aws).
+BENCH_E2E_WORKERS ?=
 # Debian's Python peers of the seed (rasterio 1.3, boto3 1.26, tenacity 8.2), and GNU
 # time for each side's CPU time.
 BENCH_E2E_APT := python3-rasterio python3-boto3 python3-tenacity time
@@ -23,7 +25,7 @@ bench-e2e: deps integration-tools ## end to end on the S3/DynamoDB stand-ins: ge
 	fi
 	cd $(BENCH_E2E_ROOT) && $(GO) build -o $(BIN)/geomigrate ./cmd/geomigrate
 	cd $(BENCH_E2E_ROOT) && AWS_EC2_METADATA_DISABLED=true scripts/with-integration-servers.sh \
-		env BENCH_E2E_JSON=$(BENCH_E2E_JSON) scripts/bench-e2e/bench-e2e.sh $(BIN)/geomigrate $(BENCH_E2E_FILES) $(BENCH_E2E_PAIRS)
+		env BENCH_E2E_JSON=$(BENCH_E2E_JSON) BENCH_E2E_WORKERS=$(BENCH_E2E_WORKERS) scripts/bench-e2e/bench-e2e.sh $(BIN)/geomigrate $(BENCH_E2E_FILES) $(BENCH_E2E_PAIRS)
 	@# The S3 requests per small file, counted (and asserted) by the integration test.
 	@cd $(BENCH_E2E_ROOT) && AWS_EC2_METADATA_DISABLED=true scripts/with-integration-servers.sh \
 		$(GO) test -tags integration -count=1 -timeout 10m -run '^TestRequestsPerSmallFile$$' -v ./cmd/geomigrate/ >$(BIN)/requests-per-file.log 2>&1 \

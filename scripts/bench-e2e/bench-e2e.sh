@@ -13,6 +13,11 @@
 #
 # Needs the servers' environment (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_DYNAMODB,
 # static credentials) and /usr/bin/python3 with rasterio, boto3 and tenacity.
+# With the servers' PIDs in it (GEOMIGRATE_INTEGRATION_VERSITYGW_PID,
+# GEOMIGRATE_INTEGRATION_DYNALITE_PID: integration-up.sh writes them) each run
+# also reports the CPU the two servers spent during it: on a small machine they
+# compete with either side for the same cores. BENCH_E2E_WORKERS, when set, is
+# geomigrate's --workers (default: its own).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BIN="$(realpath "${1:?usage: bench-e2e.sh GEOMIGRATE_BIN [N] [PAIRS]}")"
@@ -39,30 +44,62 @@ calc() { "$PY" -c "print($1)"; }
 # cpu FILE: user + system seconds from GNU time's "%U %S" (the servers' CPU is not counted on
 # either side).
 cpu() { read -r u s <"$1" && calc "$u + $s"; }
+# server_ticks: the user + system clock ticks (/proc/PID/stat fields 14 and 15) of
+# versitygw and of dynalite, "S3 DYNAMODB"; "- -" without their PIDs.
+TICK="$(getconf CLK_TCK)"
+server_ticks() {
+	local pid stat out=""
+	for pid in "${GEOMIGRATE_INTEGRATION_VERSITYGW_PID:-}" "${GEOMIGRATE_INTEGRATION_DYNALITE_PID:-}"; do
+		if [[ -n "$pid" && -r "/proc/$pid/stat" ]]; then
+			read -r stat <"/proc/$pid/stat"
+			# The command name (field 2) may hold spaces: count from after its ')'.
+			read -r -a f <<<"${stat##*) }"
+			out+="$((f[11] + f[12])) "
+		else
+			out+="- "
+		fi
+	done
+	echo "$out"
+}
+# server_cpu BEFORE AFTER: the seconds each server spent between two server_ticks, "S3 DYNAMODB".
+server_cpu() {
+	local -a b=($1) a=($2)
+	local i out=""
+	for i in 0 1; do
+		if [[ "${b[i]}" == - || "${a[i]}" == - ]]; then out+="nan "; else out+="$(calc "(${a[i]} - ${b[i]}) / $TICK") "; fi
+	done
+	echo "$out"
+}
+WORKERS=()
+[[ -z "${BENCH_E2E_WORKERS:-}" ]] || WORKERS=(--workers "$BENCH_E2E_WORKERS")
 
 run_geomigrate() { # index
-	local dst="$RUN-gm-$1" t0 t1
+	local dst="$RUN-gm-$1" t0 t1 s0 s1
 	"$PY" "$HERE/bench_e2e.py" mkbucket "$dst"
+	s0=$(server_ticks)
 	t0=$(now)
 	/usr/bin/time -f "%U %S" -o "$WORK/gm-$1.cpu" \
 		"$BIN" migrate "s3://$SRC/in/" --backend aws --dest "s3://$dst/out" --state-table "$RUN-state-$1" \
-		--create-table --state-dir "$WORK/state-$1" --progress plain >"$WORK/gm-$1.log" 2>&1 ||
+		--create-table --state-dir "$WORK/state-$1" --progress plain "${WORKERS[@]}" >"$WORK/gm-$1.log" 2>&1 ||
 		{ echo "bench-e2e: geomigrate run $1 failed:" >&2; tail -20 "$WORK/gm-$1.log" >&2; exit 1; }
 	t1=$(now)
+	s1=$(server_ticks)
 	local report done
 	report="$(sed -n 's/^report: //p' "$WORK/gm-$1.log" | tail -1)"
 	done="$("$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); print(sum(f['status']=='completed' for f in r['files']))" "$report")"
 	[[ "$done" == "$N" ]] || { echo "bench-e2e: geomigrate run $1 completed $done of $N files" >&2; exit 1; }
-	echo "$(calc "$t1 - $t0") $(cpu "$WORK/gm-$1.cpu")"
+	echo "$(calc "$t1 - $t0") $(cpu "$WORK/gm-$1.cpu") $(server_cpu "$s0" "$s1")"
 }
 
 run_seed() { # index
-	local t0 t1
+	local t0 t1 s0 s1
+	s0=$(server_ticks)
 	t0=$(now)
 	(cd "$HERE" && /usr/bin/time -f "%U %S" -o "$WORK/py-$1.cpu" "$PY" bench_e2e.py seed "$SRC" in/ "$RUN-py-$1") >"$WORK/py-$1.log" 2>&1 ||
 		{ echo "bench-e2e: seed run $1 failed:" >&2; tail -20 "$WORK/py-$1.log" >&2; exit 1; }
 	t1=$(now)
-	echo "$(calc "$t1 - $t0") $(cpu "$WORK/py-$1.cpu")"
+	s1=$(server_ticks)
+	echo "$(calc "$t1 - $t0") $(cpu "$WORK/py-$1.cpu") $(server_cpu "$s0" "$s1")"
 }
 
 : >"$WORK/pairs"
@@ -70,11 +107,12 @@ run_seed() { # index
 for ((i = 1; i <= PAIRS; i++)); do
 	# Alternate which side goes first, so neither always runs on a warm cache.
 	if ((i % 2)); then
-		read -r g gc < <(run_geomigrate "$i"); read -r p pc < <(run_seed "$i")
+		read -r g gc gs3 gddb < <(run_geomigrate "$i"); read -r p pc ps3 pddb < <(run_seed "$i")
 	else
-		read -r p pc < <(run_seed "$i"); read -r g gc < <(run_geomigrate "$i")
+		read -r p pc ps3 pddb < <(run_seed "$i"); read -r g gc gs3 gddb < <(run_geomigrate "$i")
 	fi
-	printf 'pair %d: geomigrate %.2f s (CPU %.2f s), seed %.2f s (CPU %.2f s), ratio %.3f\n' "$i" "$g" "$gc" "$p" "$pc" "$(calc "$g / $p")"
-	echo "$g $p $gc $pc" >>"$WORK/pairs"
+	printf 'pair %d: geomigrate %.2f s (CPU %.2f s; servers S3 %.2f s, DynamoDB %.2f s), seed %.2f s (CPU %.2f s; servers S3 %.2f s, DynamoDB %.2f s), ratio %.3f\n' \
+		"$i" "$g" "$gc" "$gs3" "$gddb" "$p" "$pc" "$ps3" "$pddb" "$(calc "$g / $p")"
+	echo "$g $p $gc $pc $gs3 $gddb $ps3 $pddb" >>"$WORK/pairs"
 done
 "$PY" "$HERE/bench_e2e.py" summarize "$WORK/pairs" "e2e-$N-small" "$WORK/load-start.json" ${BENCH_E2E_JSON:+"$BENCH_E2E_JSON"}

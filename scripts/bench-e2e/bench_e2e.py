@@ -6,7 +6,7 @@
     bench_e2e.py mkbucket BUCKET           create BUCKET
     bench_e2e.py seed SRC PREFIX DST       the source document's Python path over every
                                            object under s3://SRC/PREFIX into s3://DST
-    bench_e2e.py summarize FILE LABEL [LOAD_START_JSON [JSON_OUT]]  the figure line (CPU ratio first, load average) from "geomigrate python geomigrate-cpu python-cpu" pairs; JSON_OUT: the pair for geomigrate-bench -include
+    bench_e2e.py summarize FILE LABEL [LOAD_START_JSON [JSON_OUT]]  the figure line (CPU ratio first, load average) from "geomigrate python geomigrate-cpu python-cpu [servers' CPU: S3 DynamoDB during geomigrate, S3 DynamoDB during python]" pairs; JSON_OUT: the pair for geomigrate-bench -include
     bench_e2e.py convert DIR OUT           the seed's migrate_raster_to_cog over every file of DIR, its
                                            uploads copied into OUT instead of S3; prints the loop's CPU
                                            (user + system, start-up and imports left out) and bytes
@@ -18,6 +18,7 @@ the stand-in here, path-style; the seed's own code is untouched.
 """
 
 import json
+import math
 import os
 import statistics
 import sys
@@ -191,16 +192,35 @@ def summarize(path, label, load_start_path=None, json_out=None):
     gm_cpu, py_cpu = [p[2] for p in pairs], [p[3] for p in pairs]
     ratios = [p[0] / p[1] for p in pairs]
     cpu_ratios = [p[2] / p[3] for p in pairs]
+    # The servers' CPU during each side's runs (S3 + DynamoDB stand-ins),
+    # when every pair has it.
+    servers = None
+    if all(len(p) >= 8 and not any(math.isnan(x) for x in p[4:8]) for p in pairs):
+        servers = {"gm_s3": [p[4] for p in pairs], "gm_ddb": [p[5] for p in pairs],
+                   "py_s3": [p[6] for p in pairs], "py_ddb": [p[7] for p in pairs]}
+        servers["gm"] = [a + b for a, b in zip(servers["gm_s3"], servers["gm_ddb"])]
+        servers["py"] = [a + b for a, b in zip(servers["py_s3"], servers["py_ddb"])]
     start = json.loads(Path(load_start_path).read_text()) if load_start_path else None
     end = loadavg()
 
     def fmt(l):
         return "not measured" if l is None else f"{l['1m']:.2f} / {l['5m']:.2f} / {l['15m']:.2f}"
 
+    server_line = ""
+    if servers:
+        cpus = os.cpu_count() or 1
+        # No run can take less wall time than its own CPU and the servers'
+        # spread over every core.
+        bound = [(c + s) / cpus for c, s in zip(gm_cpu, servers["gm"])]
+        server_line = (f" servers_cpu geomigrate={median_range(servers['gm'], 's')} "
+                       f"(S3 {median_range(servers['gm_s3'], 's')}, DynamoDB {median_range(servers['gm_ddb'], 's')}) "
+                       f"seed={median_range(servers['py'], 's')} "
+                       f"(S3 {median_range(servers['py_s3'], 's')}, DynamoDB {median_range(servers['py_ddb'], 's')}) "
+                       f"geomigrate_wall_floor=(cpu+servers_cpu)/{cpus}={median_range(bound, 's')}")
     print(f"figure: {label} cpu_ratio={median_range(cpu_ratios)} wall_ratio={median_range(ratios)} "
           f"(geomigrate/seed; wall {1 / statistics.median(ratios):.2f}x faster) "
           f"cpu geomigrate={median_range(gm_cpu, 's')} seed={median_range(py_cpu, 's')} "
-          f"wall geomigrate={median_range(gm, 's')} seed={median_range(py, 's')} pairs={len(pairs)} "
+          f"wall geomigrate={median_range(gm, 's')} seed={median_range(py, 's')}{server_line} pairs={len(pairs)} "
           f"load average 1/5/15 min {fmt(start)} -> {fmt(end)}")
     if json_out:
         subject = f"`geomigrate migrate s3://… --backend aws` on the S3 and DynamoDB stand-ins (scripts/bench-e2e), {label}"
@@ -216,6 +236,12 @@ def summarize(path, label, load_start_path=None, json_out=None):
                         {"key": label + "-wall", "title": f"end to end, {label}, wall time", "unit": "s",
                          "subject": "the same runs, wall time.", "values": gm, "anchor": {"name": "seed Python path", "values": py}}],
         }
+        if servers:
+            report["figures"].append(
+                {"key": label + "-servers-cpu", "title": f"end to end, {label}, the S3 and DynamoDB stand-ins' CPU time", "unit": "s",
+                 "subject": "the same runs: user + system CPU of versitygw and dynalite (/proc/PID/stat) during each side's run; "
+                            "on a 2-CPU machine they share the cores with the side they serve.",
+                 "values": servers["gm"], "anchor": {"name": "during the seed Python path's runs", "values": servers["py"]}})
         Path(json_out).write_text(json.dumps(report, indent=2) + "\n")
 
 
