@@ -162,14 +162,15 @@ func (x *execution) runIterations(ctx context.Context, st *State, n int, inputAt
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ix.emit(Event{Type: EventMapIterationStarted, State: st.Name, Index: i, Input: encodeValue(in)})
-			out, f := ix.runMachine(ictx, st.ItemProcessor, in)
+			encIn := encodeValue(in)
+			ix.emit(Event{Type: EventMapIterationStarted, State: st.Name, Index: i, Input: encIn})
+			out, encOut, f := ix.runMachine(ictx, st.ItemProcessor, in, encIn)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case f == nil:
 				keep(i, out, false)
-				ix.emit(Event{Type: EventMapIterationSucceeded, State: st.Name, Index: i, Output: encodeValue(out)})
+				ix.emit(Event{Type: EventMapIterationSucceeded, State: st.Name, Index: i, Output: encOut})
 			case f.aborted || f.execTimeout:
 				// Cancelled by us or by the execution; the caller sorts out which.
 			default:

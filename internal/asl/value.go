@@ -217,6 +217,18 @@ func encodeValue(v any) json.RawMessage {
 	return out
 }
 
+// encodedLen is len(encodeValue(v)) without keeping the bytes.
+func encodedLen(v any) int {
+	bp := encodeBuffers.Get().(*[]byte)
+	b := appendValue((*bp)[:0], v)
+	n := len(b)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		encodeBuffers.Put(bp)
+	}
+	return n
+}
+
 var encodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 
 func appendValue(b []byte, v any) []byte {

@@ -70,8 +70,12 @@ func TestEncodeValueMatchesEncodingJSON(t *testing.T) {
 	}
 	for range 2000 {
 		v := gen(0)
-		if got, want := string(encodeValue(v)), stdEncode(t, v); got != want {
+		want := stdEncode(t, v)
+		if got := string(encodeValue(v)); got != want {
 			t.Fatalf("encodeValue = %s, want %s", got, want)
+		}
+		if n := encodedLen(v); n != len(want) {
+			t.Fatalf("encodedLen = %d, want %d (%s)", n, len(want), want)
 		}
 	}
 }
