@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -178,7 +179,7 @@ func (p *valueParser) literal(word string) bool {
 	return true
 }
 
-// string reads a string without escapes, control bytes or invalid UTF-8.
+// string reads a string without control bytes or invalid UTF-8.
 func (p *valueParser) string() (string, bool) {
 	if p.i >= len(p.b) || p.b[p.i] != '"' {
 		return "", false
@@ -193,10 +194,74 @@ func (p *valueParser) string() (string, bool) {
 			}
 			p.i = i + 1
 			return string(s), true
-		case c == '\\' || c < 0x20:
+		case c == '\\':
+			return p.escaped(start, i, ascii)
+		case c < 0x20:
 			return "", false
 		case c >= utf8.RuneSelf:
 			ascii = false
+		}
+	}
+	return "", false
+}
+
+// escaped reads the rest of a string whose first escape is at i (its
+// contents start at start): the escapes encoding/json reads, but \u of a
+// UTF-16 surrogate (a pair, or a lone one that becomes U+FFFD), which is
+// left to encoding/json with control bytes and invalid UTF-8. A Convert
+// result carries the STAC item's document as a string, every quote and
+// line break of it escaped.
+func (p *valueParser) escaped(start, i int, ascii bool) (string, bool) {
+	out := make([]byte, 0, i-start+64)
+	out = append(out, p.b[start:i]...)
+	for i < len(p.b) {
+		c := p.b[i]
+		switch {
+		case c == '"':
+			if !ascii && !utf8.Valid(out) {
+				return "", false
+			}
+			p.i = i + 1
+			return string(out), true
+		case c == '\\':
+			if i+1 >= len(p.b) {
+				return "", false
+			}
+			switch e := p.b[i+1]; e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				if i+6 > len(p.b) {
+					return "", false
+				}
+				r, err := strconv.ParseUint(string(p.b[i+2:i+6]), 16, 16)
+				if err != nil || utf16.IsSurrogate(rune(r)) {
+					return "", false
+				}
+				out = utf8.AppendRune(out, rune(r))
+				i += 4
+			default:
+				return "", false
+			}
+			i += 2
+		case c < 0x20:
+			return "", false
+		default:
+			if c >= utf8.RuneSelf {
+				ascii = false
+			}
+			out = append(out, c)
+			i++
 		}
 	}
 	return "", false
