@@ -424,7 +424,7 @@ func (x *execution) runState(ctx context.Context, st *State, input any, encIn js
 		encIn = encodeValue(input)
 	}
 	x.emit(Event{Type: EventStateEntered, State: st.Name, Input: encIn})
-	env := &evalEnv{input: input, ctx: x.contextObject(st, entered, 0), rand: x.e.random}
+	env := &evalEnv{input: input, mkCtx: func() any { return x.contextObject(st, entered, 0) }, rand: x.e.random}
 	var (
 		out  any
 		next string
@@ -523,7 +523,7 @@ func (x *execution) runChoice(st *State, input any, env *evalEnv) (any, string, 
 	if err != nil {
 		return nil, "", runtimeFailure("%v", err)
 	}
-	cenv := &evalEnv{input: eff, ctx: env.ctx, rand: env.rand}
+	cenv := &evalEnv{input: eff, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
 	next := ""
 	for i := range st.Choices {
 		ok, err := evalChoice(&st.Choices[i], cenv)
@@ -553,7 +553,7 @@ func (x *execution) runWait(ctx context.Context, st *State, input any, env *eval
 	if err != nil {
 		return nil, runtimeFailure("%v", err)
 	}
-	env = &evalEnv{input: eff, ctx: env.ctx, rand: env.rand}
+	env = &evalEnv{input: eff, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
 	var d time.Duration
 	switch {
 	case st.Seconds != nil:
@@ -620,7 +620,7 @@ func effectiveInput(st *State, input any, env *evalEnv) (any, *failure) {
 // against the raw state input, then OutputPath.
 func finishOutput(st *State, input, result any, env *evalEnv) (any, *failure) {
 	if st.ResultSelector != nil {
-		renv := &evalEnv{input: result, ctx: env.ctx, rand: env.rand}
+		renv := &evalEnv{input: result, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
 		v, err := renv.expandTemplate(st.ResultSelector)
 		if err != nil {
 			return nil, runtimeFailure("ResultSelector: %v", err)

@@ -21,6 +21,10 @@ func (x *execution) runMap(ctx context.Context, st *State, eff any, env *evalEnv
 	// the ItemReader listed is let go then: the Map holds the listing, not
 	// a second copy of it. Items selected by ItemsPath are the input's own.
 	owned := st.ItemReader != nil
+	var mapCtx map[string]any
+	if st.ItemSelector != nil {
+		mapCtx = env.context().(map[string]any) // built here, once: inputAt may run in the iterations
+	}
 	inputAt := func(i int) (any, *failure) {
 		item := items[i]
 		if owned {
@@ -29,7 +33,7 @@ func (x *execution) runMap(ctx context.Context, st *State, eff any, env *evalEnv
 		if st.ItemSelector == nil {
 			return item, nil
 		}
-		ctxObj := shallowCopy(env.ctx.(map[string]any))
+		ctxObj := shallowCopy(mapCtx)
 		ctxObj["Map"] = map[string]any{"Item": map[string]any{"Index": intValue(i), "Value": item}}
 		ienv := &evalEnv{input: eff, ctx: ctxObj, rand: env.rand}
 		v, err := ienv.expandTemplate(st.ItemSelector)
