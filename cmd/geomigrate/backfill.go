@@ -176,6 +176,10 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 		}
 		return err
 	}
+	stateErr := be.commitState()
+	if stateErr != nil {
+		prog.notice(fmt.Sprintf("geomigrate: %v", stateErr))
+	}
 	treeErr := linkTree(context.WithoutCancel(e.ctx), be.ports)
 	if treeErr != nil {
 		prog.notice(fmt.Sprintf("geomigrate: STAC catalog: %v", treeErr))
@@ -199,6 +203,9 @@ func (c *backfillCmd) Run(e *cmdEnv, k *kong.Context) error {
 	fmt.Fprintf(e.stdout, "\nbackfill execution: %s (%s)\nresults: %s\nreport: %s\n", res.Name, res.Status, resultsDir, reportPath)
 	if res.Status != "SUCCEEDED" {
 		return fmt.Errorf("backfill %s: %s: %s", res.Status, res.Error, res.Cause)
+	}
+	if stateErr != nil {
+		return stateNotCommitted(stateErr)
 	}
 	if treeErr != nil {
 		return fmt.Errorf("the outputs are published, but the STAC catalog does not link this run's items: %w", treeErr)

@@ -107,6 +107,21 @@ func (b *localBackend) Close() error {
 	return errors.Join(errs...)
 }
 
+// commitState commits the records the state store holds back
+// (docs/decisions/0115: each job's COMPLETED rides in the next job's
+// claim) once a run's executions have ended, before the run reports them.
+func (b *backend) commitState() error {
+	if b.local == nil {
+		return nil
+	}
+	return b.local.db.Commit()
+}
+
+// stateNotCommitted is a run's error when commitState failed.
+func stateNotCommitted(err error) error {
+	return fmt.Errorf("the outputs are published, but the state store could not commit their records (the next run takes those files over and finds them promoted): %w", err)
+}
+
 func openLocal(dest string, paths localPaths, roots []sourceRoot, cfg migration.Config) (*localBackend, error) {
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return nil, fmt.Errorf("create destination: %w", err)

@@ -423,6 +423,10 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		prog.notice(fmt.Sprintf("geomigrate: removed %d staged object(s) of migrated files", n))
 	}
 
+	stateErr := x.be.commitState()
+	if stateErr != nil {
+		prog.notice(fmt.Sprintf("geomigrate: %v", stateErr))
+	}
 	treeErr := linkTree(context.WithoutCancel(ctx), x.be.ports)
 	if treeErr != nil {
 		prog.notice(fmt.Sprintf("geomigrate: STAC catalog: %v", treeErr))
@@ -461,6 +465,9 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	}
 	if werr != nil {
 		return werr
+	}
+	if stateErr != nil {
+		return stateNotCommitted(stateErr)
 	}
 	if len(held) > 0 {
 		fmt.Fprintf(stdout, "\n%d file(s) not migrated: another run holds them (a live lease, or one whose heartbeat has not lapsed yet):\n", len(held))

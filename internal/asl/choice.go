@@ -188,7 +188,7 @@ func evalChoice(r *ChoiceRule, env *evalEnv) (bool, error) {
 	}
 	root := env.input
 	if p.context {
-		root = env.ctx
+		root = env.context()
 	}
 	val, found := p.get(root)
 	operand, _ := decodeValue(r.Operand)

@@ -269,7 +269,10 @@ func (e *Executor) Run(ctx context.Context, executionName string, input json.Raw
 	if len(input) == 0 {
 		in = map[string]any{} // StartExecution's default input is {}
 	}
-	if n := len(encodeValue(in)); n > MaxPayloadBytes {
+	// Encoded once: the quota check, the history, the result and the
+	// first state's input are the same bytes.
+	encIn := encodeValue(in)
+	if n := len(encIn); n > MaxPayloadBytes {
 		// StartExecution refuses such an input; nothing runs.
 		return nil, fmt.Errorf("asl.Run: input is %d bytes, over the %d-byte payload quota", n, MaxPayloadBytes)
 	}
@@ -291,14 +294,14 @@ func (e *Executor) Run(ctx context.Context, executionName string, input json.Raw
 		runCtx, cancel = context.WithTimeoutCause(ctx, d, errExecutionTimeout)
 		defer cancel()
 	}
-	x.emit(Event{Type: EventExecutionStarted, Input: encodeValue(in)})
-	out, f := x.runMachine(runCtx, e.sm, in)
+	x.emit(Event{Type: EventExecutionStarted, Input: encIn})
+	_, encOut, f := x.runMachine(runCtx, e.sm, in, encIn)
 
-	res := &Result{ExecutionArn: x.arn, Name: x.name, StartTime: x.start, StateMachineArn: e.stateMachineArn(), StateMachineName: e.name, ExecutionInput: encodeValue(in)}
+	res := &Result{ExecutionArn: x.arn, Name: x.name, StartTime: x.start, StateMachineArn: e.stateMachineArn(), StateMachineName: e.name, ExecutionInput: encIn}
 	var runErr error
 	switch {
 	case f == nil:
-		res.Status, res.Output = StatusSucceeded, encodeValue(out)
+		res.Status, res.Output = StatusSucceeded, encOut
 		x.emit(Event{Type: EventExecutionSucceeded, Output: res.Output})
 	case f.execTimeout:
 		res.Status, res.Error, res.Cause = StatusTimedOut, f.Error, f.Cause
@@ -390,31 +393,38 @@ func (x *execution) contextObject(st *State, entered time.Time, retryCount int) 
 	}
 }
 
-func (x *execution) runMachine(ctx context.Context, sm *StateMachine, input any) (any, *failure) {
+// runMachine runs sm from its start state on input, whose encoding is
+// encIn (nil: not encoded yet), and returns the output and its encoding.
+// Each state's output is the next state's input: the encoding made for
+// its exit event is the next one's entry encoding, not made again.
+func (x *execution) runMachine(ctx context.Context, sm *StateMachine, input any, encIn json.RawMessage) (any, json.RawMessage, *failure) {
 	name := sm.StartAt
 	for {
 		if f := x.interrupted(ctx); f != nil {
-			return nil, f
+			return nil, nil, f
 		}
 		st := sm.States[name]
-		out, next, f := x.runState(ctx, st, input)
+		out, encOut, next, f := x.runState(ctx, st, input, encIn)
 		if f != nil {
-			return nil, f
+			return nil, nil, f
 		}
 		if next == "" {
-			return out, nil
+			return out, encOut, nil
 		}
-		name, input = next, out
+		name, input, encIn = next, out, encOut
 	}
 }
 
-// runState runs one state and returns its output and the next state name
-// ("" when the machine ends).
-func (x *execution) runState(ctx context.Context, st *State, input any) (any, string, *failure) {
+// runState runs one state on input (encoded as encIn, or nil) and returns
+// its output, the output's encoding and the next state name ("" when the
+// machine ends).
+func (x *execution) runState(ctx context.Context, st *State, input any, encIn json.RawMessage) (any, json.RawMessage, string, *failure) {
 	entered := x.e.clock.Now()
-	encIn := encodeValue(input)
+	if encIn == nil {
+		encIn = encodeValue(input)
+	}
 	x.emit(Event{Type: EventStateEntered, State: st.Name, Input: encIn})
-	env := &evalEnv{input: input, ctx: x.contextObject(st, entered, 0), rand: x.e.random}
+	env := &evalEnv{input: input, mkCtx: func() any { return x.contextObject(st, entered, 0) }, rand: x.e.random}
 	var (
 		out  any
 		next string
@@ -425,7 +435,7 @@ func (x *execution) runState(ctx context.Context, st *State, input any) (any, st
 	// previous state's output, refused as that state exited).
 	if f = overDataLimit(encIn, fmt.Sprintf("the input of state '%s'", st.Name)); f != nil {
 		x.emit(Event{Type: EventStateFailed, State: st.Name, Error: f.Error, Cause: f.Cause})
-		return nil, "", f
+		return nil, nil, "", f
 	}
 	switch st.Type {
 	case typePass:
@@ -445,7 +455,7 @@ func (x *execution) runState(ctx context.Context, st *State, input any) (any, st
 		if !f.aborted && !f.execTimeout {
 			x.emit(Event{Type: EventStateFailed, State: st.Name, Error: f.Error, Cause: f.Cause})
 		}
-		return nil, "", f
+		return nil, nil, "", f
 	}
 	if next == "" {
 		next = st.Next
@@ -455,10 +465,10 @@ func (x *execution) runState(ctx context.Context, st *State, input any) (any, st
 	encOut := encodeValue(out)
 	if f := overDataLimit(encOut, fmt.Sprintf("the output of state '%s'", st.Name)); f != nil {
 		x.emit(Event{Type: EventStateFailed, State: st.Name, Error: f.Error, Cause: f.Cause})
-		return nil, "", f
+		return nil, nil, "", f
 	}
 	x.emit(Event{Type: EventStateExited, State: st.Name, Output: encOut})
-	return out, next, nil
+	return out, encOut, next, nil
 }
 
 func (x *execution) runPass(st *State, input any, env *evalEnv) (any, *failure) {
@@ -513,7 +523,7 @@ func (x *execution) runChoice(st *State, input any, env *evalEnv) (any, string, 
 	if err != nil {
 		return nil, "", runtimeFailure("%v", err)
 	}
-	cenv := &evalEnv{input: eff, ctx: env.ctx, rand: env.rand}
+	cenv := &evalEnv{input: eff, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
 	next := ""
 	for i := range st.Choices {
 		ok, err := evalChoice(&st.Choices[i], cenv)
@@ -543,7 +553,7 @@ func (x *execution) runWait(ctx context.Context, st *State, input any, env *eval
 	if err != nil {
 		return nil, runtimeFailure("%v", err)
 	}
-	env = &evalEnv{input: eff, ctx: env.ctx, rand: env.rand}
+	env = &evalEnv{input: eff, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
 	var d time.Duration
 	switch {
 	case st.Seconds != nil:
@@ -610,7 +620,7 @@ func effectiveInput(st *State, input any, env *evalEnv) (any, *failure) {
 // against the raw state input, then OutputPath.
 func finishOutput(st *State, input, result any, env *evalEnv) (any, *failure) {
 	if st.ResultSelector != nil {
-		renv := &evalEnv{input: result, ctx: env.ctx, rand: env.rand}
+		renv := &evalEnv{input: result, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
 		v, err := renv.expandTemplate(st.ResultSelector)
 		if err != nil {
 			return nil, runtimeFailure("ResultSelector: %v", err)

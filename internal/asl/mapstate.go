@@ -21,6 +21,10 @@ func (x *execution) runMap(ctx context.Context, st *State, eff any, env *evalEnv
 	// the ItemReader listed is let go then: the Map holds the listing, not
 	// a second copy of it. Items selected by ItemsPath are the input's own.
 	owned := st.ItemReader != nil
+	var mapCtx map[string]any
+	if st.ItemSelector != nil {
+		mapCtx = env.context().(map[string]any) // built here, once: inputAt may run in the iterations
+	}
 	inputAt := func(i int) (any, *failure) {
 		item := items[i]
 		if owned {
@@ -29,7 +33,7 @@ func (x *execution) runMap(ctx context.Context, st *State, eff any, env *evalEnv
 		if st.ItemSelector == nil {
 			return item, nil
 		}
-		ctxObj := shallowCopy(env.ctx.(map[string]any))
+		ctxObj := shallowCopy(mapCtx)
 		ctxObj["Map"] = map[string]any{"Item": map[string]any{"Index": intValue(i), "Value": item}}
 		ienv := &evalEnv{input: eff, ctx: ctxObj, rand: env.rand}
 		v, err := ienv.expandTemplate(st.ItemSelector)
@@ -162,14 +166,15 @@ func (x *execution) runIterations(ctx context.Context, st *State, n int, inputAt
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			ix.emit(Event{Type: EventMapIterationStarted, State: st.Name, Index: i, Input: encodeValue(in)})
-			out, f := ix.runMachine(ictx, st.ItemProcessor, in)
+			encIn := encodeValue(in)
+			ix.emit(Event{Type: EventMapIterationStarted, State: st.Name, Index: i, Input: encIn})
+			out, encOut, f := ix.runMachine(ictx, st.ItemProcessor, in, encIn)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case f == nil:
 				keep(i, out, false)
-				ix.emit(Event{Type: EventMapIterationSucceeded, State: st.Name, Index: i, Output: encodeValue(out)})
+				ix.emit(Event{Type: EventMapIterationSucceeded, State: st.Name, Index: i, Output: encOut})
 			case f.aborted || f.execTimeout:
 				// Cancelled by us or by the execution; the caller sorts out which.
 			default:

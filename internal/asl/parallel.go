@@ -19,7 +19,7 @@ func (x *execution) runParallel(ctx context.Context, st *State, input any) (any,
 	)
 	for i, b := range st.Branches {
 		wg.Go(func() {
-			out, f := x.runMachine(ctx, b, input)
+			out, _, f := x.runMachine(ctx, b, input, nil)
 			if f == nil {
 				results[i] = out
 				return

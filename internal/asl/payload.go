@@ -11,13 +11,23 @@ import (
 type evalEnv struct {
 	input any
 	ctx   any
+	// mkCtx builds ctx on first use (context): most states never read $$.
+	mkCtx func() any
 	rand  func() float64
+}
+
+// context is the context object ($$), built when first asked for.
+func (env *evalEnv) context() any {
+	if env.ctx == nil && env.mkCtx != nil {
+		env.ctx, env.mkCtx = env.mkCtx(), nil
+	}
+	return env.ctx
 }
 
 func (env *evalEnv) lookup(p *jsonPath) (any, error) {
 	root := env.input
 	if p.context {
-		root = env.ctx
+		root = env.context()
 	}
 	v, ok := p.get(root)
 	if !ok {
@@ -166,7 +176,7 @@ func selectPath(field string, pf PathField, v any, env *evalEnv) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub := &evalEnv{input: v, ctx: env.ctx, rand: env.rand}
+	sub := &evalEnv{input: v, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
 	out, err := sub.lookup(p)
 	if err != nil {
 		return nil, fmt.Errorf("invalid %s: %w", field, err)

@@ -14,7 +14,8 @@ func (x *execution) runWithRetry(ctx context.Context, st *State, input any, ente
 	attempts := make([]int, len(st.Retry))
 	retryCount := 0
 	for {
-		env := &evalEnv{input: input, ctx: x.contextObject(st, entered, retryCount), rand: x.e.random}
+		rc := retryCount
+		env := &evalEnv{input: input, mkCtx: func() any { return x.contextObject(st, entered, rc) }, rand: x.e.random}
 		out, f := x.attempt(ctx, st, input, env, retryCount)
 		if f == nil {
 			return out, "", nil

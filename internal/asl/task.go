@@ -187,7 +187,7 @@ func (e *Executor) lambdaInvoke(ctx context.Context, params any) (any, *failure)
 		return nil, f
 	}
 	requestID := newUUID()
-	size := strconv.Itoa(len(encodeValue(out)))
+	size := strconv.Itoa(encodedLen(out))
 	date := time.Now().UTC().Format(time.RFC1123)
 	headers := map[string]any{
 		"Connection":                     "keep-alive",

@@ -20,9 +20,8 @@ func decodeValue(raw []byte) (any, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
-	// Every task's output is decoded: the common JSON (no escapes in
-	// strings) is parsed directly; anything else, and every error, by
-	// encoding/json.
+	// Every task's output is decoded: the common JSON is parsed directly
+	// (parseValue); anything else, and every error, by encoding/json.
 	if v, ok := parseValue(raw); ok {
 		return v, nil
 	}
@@ -38,170 +37,6 @@ func decodeValue(raw []byte) (any, error) {
 	return v, nil
 }
 
-// parseValue parses raw as decodeValue does (maps, slices, strings,
-// json.Number, bools, nil) when it is well-formed JSON whose strings have
-// no escapes, control bytes or invalid UTF-8; ok is false otherwise.
-func parseValue(raw []byte) (v any, ok bool) {
-	p := valueParser{b: raw}
-	v, ok = p.value(0)
-	if !ok {
-		return nil, false
-	}
-	p.space()
-	return v, p.i == len(p.b)
-}
-
-type valueParser struct {
-	b []byte
-	i int
-}
-
-// maxParseDepth leaves deeper documents to encoding/json (its own limit).
-const maxParseDepth = 200
-
-func (p *valueParser) space() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-// next consumes what follows an element of an object or array: close
-// ends it (end), a comma announces another element; anything else is not
-// JSON (ok false).
-func (p *valueParser) next(close byte) (end, ok bool) {
-	p.space()
-	if p.i >= len(p.b) {
-		return false, false
-	}
-	switch p.b[p.i] {
-	case close:
-		p.i++
-		return true, true
-	case ',':
-		p.i++
-		return false, true
-	}
-	return false, false
-}
-
-func (p *valueParser) value(depth int) (any, bool) {
-	p.space()
-	if p.i >= len(p.b) || depth > maxParseDepth {
-		return nil, false
-	}
-	switch c := p.b[p.i]; {
-	case c == '{':
-		p.i++
-		m := map[string]any{}
-		p.space()
-		if p.i < len(p.b) && p.b[p.i] == '}' {
-			p.i++
-			return m, true
-		}
-		for {
-			p.space()
-			k, ok := p.string()
-			if !ok {
-				return nil, false
-			}
-			p.space()
-			if p.i >= len(p.b) || p.b[p.i] != ':' {
-				return nil, false
-			}
-			p.i++
-			v, ok := p.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
-			m[k] = v
-			end, ok := p.next('}')
-			if !ok {
-				return nil, false
-			}
-			if end {
-				return m, true
-			}
-		}
-	case c == '[':
-		p.i++
-		a := []any{}
-		p.space()
-		if p.i < len(p.b) && p.b[p.i] == ']' {
-			p.i++
-			return a, true
-		}
-		for {
-			v, ok := p.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
-			a = append(a, v)
-			end, ok := p.next(']')
-			if !ok {
-				return nil, false
-			}
-			if end {
-				return a, true
-			}
-		}
-	case c == '"':
-		return p.string()
-	case c == 't':
-		return true, p.literal("true")
-	case c == 'f':
-		return false, p.literal("false")
-	case c == 'n':
-		return nil, p.literal("null")
-	default:
-		start := p.i
-		for p.i < len(p.b) {
-			if c := p.b[p.i]; (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
-				break
-			}
-			p.i++
-		}
-		n := string(p.b[start:p.i])
-		return json.Number(n), plainNumber(n)
-	}
-}
-
-func (p *valueParser) literal(word string) bool {
-	if !bytes.HasPrefix(p.b[p.i:], []byte(word)) {
-		return false
-	}
-	p.i += len(word)
-	return true
-}
-
-// string reads a string without escapes, control bytes or invalid UTF-8.
-func (p *valueParser) string() (string, bool) {
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return "", false
-	}
-	start, ascii := p.i+1, true
-	for i := start; i < len(p.b); i++ {
-		switch c := p.b[i]; {
-		case c == '"':
-			s := p.b[start:i]
-			if !ascii && !utf8.Valid(s) {
-				return "", false
-			}
-			p.i = i + 1
-			return string(s), true
-		case c == '\\' || c < 0x20:
-			return "", false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return "", false
-}
-
 // encodeValue encodes v as encoding/json does (map keys sorted, no HTML
 // escaping). Every state's input and output is encoded for the history,
 // so the tree decodeValue makes (maps, slices, plain strings, numbers) is
@@ -215,6 +50,18 @@ func encodeValue(v any) json.RawMessage {
 		encodeBuffers.Put(bp)
 	}
 	return out
+}
+
+// encodedLen is len(encodeValue(v)) without keeping the bytes.
+func encodedLen(v any) int {
+	bp := encodeBuffers.Get().(*[]byte)
+	b := appendValue((*bp)[:0], v)
+	n := len(b)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		encodeBuffers.Put(bp)
+	}
+	return n
 }
 
 var encodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}

@@ -70,8 +70,12 @@ func TestEncodeValueMatchesEncodingJSON(t *testing.T) {
 	}
 	for range 2000 {
 		v := gen(0)
-		if got, want := string(encodeValue(v)), stdEncode(t, v); got != want {
+		want := stdEncode(t, v)
+		if got := string(encodeValue(v)); got != want {
 			t.Fatalf("encodeValue = %s, want %s", got, want)
+		}
+		if n := encodedLen(v); n != len(want) {
+			t.Fatalf("encodedLen = %d, want %d (%s)", n, len(want), want)
 		}
 	}
 }
@@ -144,6 +148,52 @@ func TestParseValueMatchesDecoder(t *testing.T) {
 		got, gerr := decodeValue([]byte(raw))
 		if (gerr != nil) != (werr != nil) || (gerr == nil && !reflect.DeepEqual(got, want)) {
 			t.Errorf("decodeValue(%q) = %#v, %v; want %#v, %v", raw, got, gerr, want, werr)
+		}
+	}
+	// Escapes: what encoding/json writes is parsed directly (a STAC item's
+	// document travels as a string), the same as encoding/json reads it;
+	// \u of a surrogate and malformed escapes are left to it.
+	escapes := []struct {
+		raw  string
+		fast bool
+	}{
+		{`"a\"b\\c\/d\be\ff\ng\rh\ti"`, true}, {`"\u0041\u00e9\u2028\u003c\u0000"`, true}, {`{"k\n":"v\"","x":["\t"]}`, true},
+		{"\"\\u00e9 raw é 日\"", true}, {`"\ud83d\ude00"`, false}, {`"\ud800"`, false}, {`"\udc00x"`, false},
+		{`"\u12"`, false}, {`"\u12g4"`, false}, {`"\u+123"`, false}, {`"\x"`, false}, {`"\`, false}, {`"a\n`, false},
+		{"\"\\n\x01\"", false}, {"\"\\n\xff\"", false}, {"\"\xe6\\n\x97\"", false},
+	}
+	for _, tc := range escapes {
+		want, werr := std(tc.raw)
+		v, ok := parseValue([]byte(tc.raw))
+		switch {
+		case ok && werr != nil:
+			t.Errorf("parseValue(%q) accepted what encoding/json refuses (%v)", tc.raw, werr)
+		case ok && !reflect.DeepEqual(v, want):
+			t.Errorf("parseValue(%q) = %#v, want %#v", tc.raw, v, want)
+		case ok != tc.fast:
+			t.Errorf("parseValue(%q) ok = %v, want %v", tc.raw, ok, tc.fast)
+		}
+		got, gerr := decodeValue([]byte(tc.raw))
+		if (gerr != nil) != (werr != nil) || (gerr == nil && !reflect.DeepEqual(got, want)) {
+			t.Errorf("decodeValue(%q) = %#v, %v; want %#v, %v", tc.raw, got, gerr, want, werr)
+		}
+	}
+	alphabet := []string{"a", "\"", "\\", "\b", "\f", "\n", "\r", "\t", "\x00", "\x1f", "\x7f", "é", "日", "\u2028", "\u2029", "<", "&", "😀"}
+	rs := rand.New(rand.NewPCG(7, 8))
+	for range 3000 {
+		var sb strings.Builder
+		for range rs.IntN(12) {
+			sb.WriteString(alphabet[rs.IntN(len(alphabet))])
+		}
+		raw, err := json.Marshal(map[string]any{sb.String(): []any{sb.String()}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := std(string(raw))
+		if v, ok := parseValue(raw); ok && !reflect.DeepEqual(v, want) {
+			t.Fatalf("parseValue(%s) = %#v, want %#v", raw, v, want)
+		} else if !ok && !strings.Contains(string(raw), "\\ud") {
+			t.Fatalf("parseValue(%s) left an escaped string without surrogates to encoding/json", raw)
 		}
 	}
 	// Round trips of random trees.

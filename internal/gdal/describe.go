@@ -250,7 +250,9 @@ func parquetInfo(path string, read func(io.ReaderAt, int64) (geoparquet.Info, er
 // reader (this GDAL may have no Parquet driver) and the CRS with GDAL.
 func describeGeoParquet(path string) (stac.Description, error) {
 	var d stac.Description
-	info, err := parquetInfo(path, geoparquet.ReadInfo)
+	// The footer is all a description needs: the conversion's fidelity
+	// check has read the geometries already.
+	info, err := parquetInfo(path, geoparquet.ReadFooterInfo)
 	if err != nil {
 		return d, err
 	}

@@ -136,6 +136,10 @@ func (p *Promote) promote(ctx context.Context, log *slog.Logger, in PromoteInput
 	rec, err := p.tracker.Transition(ctx, statestore.Update{
 		ID: job.ID, Execution: in.Context.Execution, Attempt: in.Context.Attempt, To: statestore.Completed,
 		Note: fmt.Sprintf("promoted %d output(s)", len(outs)),
+		// Every output and item is durable at its final key: a crash
+		// that loses this record leaves the claim, and the job taken
+		// over finds them promoted (docs/decisions/0115).
+		Deferred: true,
 		Mutate: func(j *statestore.Job) {
 			j.DestKey, j.OutputSHA256, j.OutputSize = first.DestKey, first.SHA256, total
 		},

@@ -337,6 +337,13 @@ type Update struct {
 	Seed *Job
 	// Mutate, if set, changes other fields of the record being written.
 	Mutate func(*Job)
+	// Deferred lets a LazyPutter backend commit this write with the next
+	// one (docs/decisions/0115). Only for a change recovery redoes when a
+	// crash loses it: Promote's COMPLETED, once every output is durable
+	// at its final key. The durable claim before it is then what the
+	// next run finds; it takes the job over and finds the outputs
+	// promoted. A record that does not exist yet is written at once.
+	Deferred bool
 
 	// resume: an attempt of the lease's own execution, which may re-enter
 	// a job that execution's failure quarantined (BeginAttempt).
@@ -428,7 +435,7 @@ func (t *Tracker) transition(ctx context.Context, u Update, lazy bool) (Job, err
 			t.stamp(&next, u.Execution, now)
 		}
 		put := t.backend.Put
-		if lp, ok := t.backend.(LazyPutter); ok && lazy && same && cur.Version > 0 {
+		if lp, ok := t.backend.(LazyPutter); ok && ((lazy && same) || u.Deferred) && cur.Version > 0 {
 			put = lp.LazyPut
 		}
 		if err := put(ctx, next, cur.Version); err != nil {

@@ -109,6 +109,8 @@ type Store struct {
 	omu     sync.Mutex
 	pending map[string][]byte
 	flusher *time.Timer
+	// flushAfter is lazyFlushAfter unless WithLazyFlushAfter says.
+	flushAfter time.Duration
 	// commits counts job-bucket commits (the tests pin how many a job's
 	// life costs).
 	commits atomic.Int64
@@ -125,8 +127,9 @@ var (
 )
 
 type options struct {
-	timeout time.Duration
-	noSync  bool
+	timeout    time.Duration
+	noSync     bool
+	flushAfter time.Duration
 }
 
 // Option configures Open.
@@ -138,6 +141,11 @@ func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout =
 // WithNoSync skips fsync on commit: faster, and a machine crash can lose the
 // last writes. For tests and throwaway runs only.
 func WithNoSync() Option { return func(o *options) { o.noSync = true } }
+
+// WithLazyFlushAfter sets how long a lazy write waits for a durable one
+// before it is committed on its own (0: a second). Tests that look at
+// what is on disk before the next commit set it long.
+func WithLazyFlushAfter(d time.Duration) Option { return func(o *options) { o.flushAfter = d } }
 
 // Open opens (creating when needed) the database at path.
 func Open(path string, opts ...Option) (*Store, error) {
@@ -174,7 +182,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 		}
 		return nil, fault.Systemic("boltstore.Open: "+path, err)
 	}
-	s := &Store{db: db, path: path, pending: map[string][]byte{}}
+	s := &Store{db: db, path: path, pending: map[string][]byte{}, flushAfter: o.flushAfter}
+	if s.flushAfter <= 0 {
+		s.flushAfter = lazyFlushAfter
+	}
 	if err := s.guard(func() error {
 		return db.Update(func(tx *bolt.Tx) error {
 			if _, err := tx.CreateBucketIfNotExists(bucketName); err != nil {
@@ -259,6 +270,16 @@ func (s *Store) Close() error {
 	}
 	if ferr != nil {
 		return fmt.Errorf("boltstore.Close: %w", ferr)
+	}
+	return nil
+}
+
+// Commit commits the lazy writes now: a run calls it once its executions
+// have ended, before it reports them, so that a record it reports is on
+// disk (and a commit that fails is an error of the run, not a warning).
+func (s *Store) Commit() error {
+	if err := s.flush(); err != nil {
+		return fmt.Errorf("boltstore.Commit: %w", err)
 	}
 	return nil
 }
@@ -454,7 +475,7 @@ func (s *Store) LazyPut(ctx context.Context, job statestore.Job, expect int64) e
 	defer s.omu.Unlock()
 	s.pending[job.ID] = val
 	if s.flusher == nil {
-		s.flusher = time.AfterFunc(lazyFlushAfter, func() {
+		s.flusher = time.AfterFunc(s.flushAfter, func() {
 			if err := s.flush(); err != nil {
 				slog.Warn("state store: committing lazy writes failed; the next write retries", "db", s.path, "error", err)
 			}

@@ -3,6 +3,7 @@ package boltstore_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -126,5 +127,83 @@ func TestJobLifeCommits(t *testing.T) {
 	}
 	if records[0].Attempts != 2 || len(records[0].History) != 2 {
 		t.Errorf("record: %d attempts, history %+v; want 2 attempts, claim and completion", records[0].Attempts, records[0].History)
+	}
+}
+
+// TestDeferredCompletion: a COMPLETED written Deferred (Promote's, once
+// the outputs are final) rides in the next job's claim, so a job's life
+// costs one commit, and until that commit the file holds the job's
+// durable claim: what a crash leaves is a job PROCESSING under the lease
+// of the execution that claimed it, which the next run takes over, never
+// a job with no record or an older one. Commit writes it out at once.
+func TestDeferredCompletion(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	s := open(t, path, boltstore.WithLazyFlushAfter(time.Hour))
+	tr := statestore.NewTracker(s)
+	life := func(id string) {
+		t.Helper()
+		if _, outcome, err := tr.Claim(ctx, statestore.ClaimRequest{Job: statestore.Job{ID: id, SourceKey: id}, Execution: "e-" + id}); err != nil || outcome != statestore.Claimed {
+			t.Fatalf("claim %s: %s %v", id, outcome, err)
+		}
+		for _, state := range []string{"Convert", "Promote"} {
+			if _, err := tr.BeginAttempt(ctx, id, "e-"+id, state, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := tr.Transition(ctx, statestore.Update{ID: id, Execution: "e-" + id, To: statestore.Completed, Note: "promoted", Deferred: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// onDisk is the record of id as a crash now would leave it: the
+	// file's committed pages, opened as the next run would.
+	onDisk := func(id string) (statestore.Job, error) {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crashed := filepath.Join(t.TempDir(), "state.db")
+		if err := os.WriteFile(crashed, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c := open(t, crashed)
+		defer c.Close()
+		return c.Get(ctx, id)
+	}
+
+	before := boltstore.Commits(s)
+	life("a")
+	if n := boltstore.Commits(s) - before; n != 1 {
+		t.Errorf("%d commits for a job's life with its completion deferred, want 1 (the claim)", n)
+	}
+	if got, err := s.Get(ctx, "a"); err != nil || got.Status != statestore.Completed {
+		t.Errorf("Get after the deferred completion: %s, %v; want COMPLETED", got.Status, err)
+	}
+	if got, err := onDisk("a"); err != nil || got.Status != statestore.Processing || got.LeaseOwner != "e-a" {
+		t.Errorf("on disk before the next commit: %s held by %q, %v; want the durable claim (PROCESSING, e-a)", got.Status, got.LeaseOwner, err)
+	}
+	before = boltstore.Commits(s)
+	life("b")
+	if n := boltstore.Commits(s) - before; n != 1 {
+		t.Errorf("%d commits for the next job's life, want 1 (its claim, carrying a's completion)", n)
+	}
+	if got, err := onDisk("a"); err != nil || got.Status != statestore.Completed || got.Attempts != 2 {
+		t.Errorf("on disk after the next claim: %s, %d attempts, %v; want COMPLETED with 2 attempts", got.Status, got.Attempts, err)
+	}
+	if err := s.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := onDisk("b"); err != nil || got.Status != statestore.Completed {
+		t.Errorf("on disk after Commit: %s, %v; want COMPLETED", got.Status, err)
+	}
+	// A record that does not exist yet is never deferred.
+	before = boltstore.Commits(s)
+	if _, err := tr.Transition(ctx, statestore.Update{ID: "c", Execution: "e-c", To: statestore.Quarantined, Seed: &statestore.Job{SourceKey: "c"}, Deferred: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := onDisk("c"); err != nil || got.Status != statestore.Quarantined || boltstore.Commits(s)-before != 1 {
+		t.Errorf("a seeded record written Deferred: on disk %s, %v after %d commits; want it committed at once", got.Status, err, boltstore.Commits(s)-before)
 	}
 }
