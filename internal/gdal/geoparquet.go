@@ -90,6 +90,9 @@ typedef struct {
 	int check;
 	OGRwkbGeometryType declared;
 	long long size; // the last feature's source geometry WKB size (check only)
+	// The largest size the scan's meter accepts: a larger geometry is not
+	// validated, the scan refuses it first (check only).
+	long long max_size;
 	int n;          // fields
 	const int *index, *kind;
 	gm_value *v;
@@ -160,6 +163,7 @@ static int gm_gp_next(gm_gp_reader *r, OGRLayerH l) {
 	if (g != NULL && r->check) {
 		// As scanLayer counts: an empty geometry's size too.
 		r->size = (long long)OGR_G_WkbSizeEx(g);
+		if (r->size > r->max_size) return 3;
 		if (!OGR_G_IsEmpty(g)) {
 			OGRwkbGeometryType gt = OGR_G_GetGeometryType(g), t = r->declared;
 			if (OGR_GT_Flatten(gt) != OGR_GT_Flatten(t) || OGR_GT_HasZ(gt) != OGR_GT_HasZ(t) || OGR_GT_HasM(gt) != OGR_GT_HasM(t)) return 3;
@@ -392,6 +396,9 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 		}
 	}
 	var out geoparquet.Feature
+	if s.scanMeter != nil {
+		s.r.max_size = C.longlong(s.scanMeter.MaxPayload())
+	}
 	switch C.gm_gp_next(s.r, s.layer) {
 	case 0:
 		return out, io.EOF

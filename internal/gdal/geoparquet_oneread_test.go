@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -86,6 +87,21 @@ func typedGPKG(t *testing.T, p string, gt godal.GeometryType, wkts ...string) st
 	return p
 }
 
+// circleWKT is a valid polygon of n vertices.
+func circleWKT(n int) string {
+	var b strings.Builder
+	b.WriteString("POLYGON ((")
+	for i := 0; i <= n; i++ {
+		a := 2 * math.Pi * float64(i%n) / float64(n)
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%.9f %.9f", 500000+1000*math.Cos(a), 1000*math.Sin(a))
+	}
+	b.WriteString("))")
+	return b.String()
+}
+
 // The one-read path writes the file the scan-first path writes, byte for
 // byte, and leaves the layer's scan as the scan finds it (nulls counted):
 // one source per declared type and dimensions, every field type, and the
@@ -154,7 +170,7 @@ func TestGeoParquetOneReadSameBytes(t *testing.T) {
 // it and with every layer scanned first, and fails unless both give the
 // same outcome: the same error, or the same files, warnings, statistics
 // and fidelity records.
-func convertBothWays(t *testing.T, src string, r recipe.Recipe) []recipe.Output {
+func convertBothWays(t *testing.T, src string, r recipe.Recipe) ([]recipe.Output, error) {
 	t.Helper()
 	convert := func(first bool) ([]recipe.Output, [][]byte, error) {
 		scanFirst = first
@@ -185,7 +201,7 @@ func convertBothWays(t *testing.T, src string, r recipe.Recipe) []recipe.Output 
 			t.Errorf("output %d: one read wrote %d bytes, scan first %d: not the same file", i, len(oneFiles[i]), len(oldFiles[i]))
 		}
 	}
-	return one
+	return one, oneErr
 }
 
 // A feature that is not as the layer declares stops the one-read path and
@@ -204,6 +220,9 @@ func TestGeoParquetOneReadStopsAtAnUndeclaredFeature(t *testing.T) {
 	bowtieGeom := `{"type":"Polygon","coordinates":[[[0,0],[1,1],[1,0],[0,1],[0,0]]]}`
 	square := `{"type":"Polygon","coordinates":[[[2,2],[3,2],[3,3],[2,3],[2,2]]]}`
 	invalid := writeFile(t, dir, "bowtie.geojson", oneReadCollection(square, bowtieGeom, square))
+	// 16 MiB: the scan's meter takes a geometry of at most 2 MiB of WKB.
+	budgetRecipe := gpRecipe()
+	budgetRecipe.MaxMemory = 16 << 20
 	cases := []struct {
 		name, src string
 		r         recipe.Recipe
@@ -216,6 +235,8 @@ func TestGeoParquetOneReadStopsAtAnUndeclaredFeature(t *testing.T) {
 		{"2D point in a 3D layer", writeFile(t, dir, "dims.geojson", oneReadCollection(`{"type":"Point","coordinates":[10,50,5]}`, `{"type":"Point","coordinates":[11,51]}`)), gpRecipe(), "", ""},
 		{"a multipolygon in a polygon layer", typedGPKG(t, filepath.Join(dir, "promote.gpkg"), godal.GTPolygon,
 			"POLYGON ((2 2,3 2,3 3,2 3,2 2))", "MULTIPOLYGON (((5 5,6 5,6 6,5 5)),((7 7,8 7,8 8,7 7)))"), gpRecipe(), "", "promoted to multi"},
+		{"a geometry over the budget", typedGPKG(t, filepath.Join(dir, "huge.gpkg"), godal.GTPolygon, "POLYGON ((2 2,3 2,3 3,2 3,2 2))", circleWKT(150_000)),
+			budgetRecipe, fault.BudgetExceeded, ""},
 		{"no geometry at all", oneReadGPKG(t, dir, "nulls.gpkg", oneReadCollection(`null`, `null`), "-nlt", "POINT"), gpRecipe(), "", "none of its 2 features has a geometry"},
 	}
 	for _, c := range cases {
@@ -237,9 +258,12 @@ func TestGeoParquetOneReadStopsAtAnUndeclaredFeature(t *testing.T) {
 					t.Errorf("partial output left behind: %v", err)
 				}
 			}()
-			outs := convertBothWays(t, c.src, c.r)
+			outs, err := convertBothWays(t, c.src, c.r)
+			if fault.CodeOf(err) != c.code || (c.code == "") != (err == nil) {
+				t.Fatalf("got %v, want code %q", err, c.code)
+			}
 			if c.code != "" {
-				return // convertBothWays compared the refusals
+				return
 			}
 			if len(outs) != 1 || (c.warning != "" && !strings.Contains(strings.Join(outs[0].Warnings, "\n"), c.warning)) {
 				t.Errorf("outputs %+v, want one warning of %q", outs, c.warning)
@@ -255,8 +279,8 @@ func TestGeoParquetOneReadSameOutcome(t *testing.T) {
 	measured := oneReadGPKG(t, dir, "measured.gpkg", oneReadCollection(`{"type":"Point","coordinates":[10,50]}`), "-dim", "XYM")
 	for name, src := range map[string]string{"points and a null": points, "points M": measured} {
 		t.Run(name, func(t *testing.T) {
-			outs := convertBothWays(t, src, gpRecipe())
-			if len(outs) != 1 || outs[0].Fidelity == nil {
+			outs, err := convertBothWays(t, src, gpRecipe())
+			if err != nil || len(outs) != 1 || outs[0].Fidelity == nil {
 				t.Fatalf("outputs %+v", outs)
 			}
 		})
