@@ -39,7 +39,22 @@ func ReadInfo(r io.ReaderAt, size int64) (info Info, err error) {
 			err = fmt.Errorf("geoparquet.ReadInfo: %w", err)
 		}
 	}()
-	return readInfo(r, size, false)
+	return readInfo(r, size, false, true)
+}
+
+// ReadFooterInfo is ReadInfo from the footer alone: NullGeometries is not
+// counted (0), so no column data is read. For describing a file whose
+// content was checked already (the STAC item of a converted output).
+func ReadFooterInfo(r io.ReaderAt, size int64) (info Info, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the Parquet reader failed: %v", v)
+		}
+		if err != nil {
+			err = fmt.Errorf("geoparquet.ReadFooterInfo: %w", err)
+		}
+	}()
+	return readInfo(r, size, false, false)
 }
 
 // ReadTableInfo reads the footer of a plain Parquet table (Layer.NoGeometry):
@@ -54,10 +69,10 @@ func ReadTableInfo(r io.ReaderAt, size int64) (info Info, err error) {
 			err = fmt.Errorf("geoparquet.ReadTableInfo: %w", err)
 		}
 	}()
-	return readInfo(r, size, true)
+	return readInfo(r, size, true, false)
 }
 
-func readInfo(r io.ReaderAt, size int64, table bool) (info Info, err error) {
+func readInfo(r io.ReaderAt, size int64, table, countNulls bool) (info Info, err error) {
 	rdr, err := file.NewParquetReader(io.NewSectionReader(r, 0, size))
 	if err != nil {
 		return info, err
@@ -106,7 +121,7 @@ func readInfo(r io.ReaderAt, size int64, table bool) (info Info, err error) {
 		}
 		info.Fields = append(info.Fields, Field{Name: f.Name, Type: fieldTypeOf(f.Type), Nullable: f.Nullable})
 	}
-	if table {
+	if table || !countNulls {
 		return info, nil
 	}
 	err = eachPrimaryValue(rdr, geo.Primary, func(_ []byte, null bool) error {

@@ -56,6 +56,16 @@ func TestReadInfoAndLineage(t *testing.T) {
 	if info.KeyValue[LineageKey] != lineage {
 		t.Errorf("lineage read back %q", info.KeyValue[LineageKey])
 	}
+	// The footer alone says the same but the null count.
+	footer, err := ReadFooterInfo(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := info
+	want.NullGeometries = 0
+	if !reflect.DeepEqual(footer, want) {
+		t.Errorf("ReadFooterInfo = %+v, want ReadInfo's %+v without the null count", footer, info)
+	}
 	if rep, err := Validate(bytes.NewReader(b), int64(len(b))); err != nil || !rep.OK() {
 		t.Errorf("a file with lineage does not validate: %v %v", rep.Problems, err)
 	}
