@@ -54,7 +54,7 @@ func geoParquet(name string, n int, write func(string, int) error, bytesGoal *be
 			figs := []benchpair.Figure{
 				{Key: "geoparquet-rows-cpu-" + name, Title: what + ", rows per CPU-second", Unit: "rows/s",
 					Subject: sides + "; features ÷ (user + system CPU of the process and its children).", Values: values(as, perCPU), Anchor: anchor(perCPU), Goal: goalGPQRows,
-					Note: "geomigrate's side does the whole migration, gpq's the conversion alone: GDAL's GeoJSON reader opens the file (a full first pass), the preflight scan reads every feature, the writer reads them again, then the fidelity check reads the output back."},
+					Note: "geomigrate's side does the whole migration, gpq's the conversion alone: GDAL's GeoJSON reader opens the file (a full first pass), the writer reads every feature once, checking it as the preflight scan would (a layer of one declared type, docs/decisions/0114), then the fidelity check reads the output back."},
 				{Key: "geoparquet-rows-wall-" + name, Title: what + ", rows per wall second", Unit: "rows/s",
 					Subject: "the same runs, features ÷ wall time.", Values: values(as, perWall), Anchor: anchor(perWall)},
 				{Key: "geoparquet-bytes-" + name, Title: what + ", bytes", Unit: "MB",

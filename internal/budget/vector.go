@@ -117,6 +117,20 @@ func (m *VectorMeter) Declared(n int64) error {
 		vectorShareNum, vectorShareDen, FormatBytes(m.maxMemory), most)
 }
 
+// MaxPayload is the largest payload the next Add accepts (-1: none,
+// math.MaxInt64 without a budget): a reader may skip work on a feature
+// that will be refused (the validation of a huge geometry).
+func (m *VectorMeter) MaxPayload() int64 {
+	if m.budget <= 0 {
+		return math.MaxInt64
+	}
+	room := m.budget - satAdd(m.fixed, satMul(m.features+1, m.perFeature))
+	if room < 0 || m.largest*payloadCost > room {
+		return -1
+	}
+	return room / payloadCost
+}
+
 // Add counts one feature read and its payload (WKB bytes, and for the
 // GeoParquet writer text and binary bytes too); it refuses the layer as
 // soon as the estimate is over the budget.

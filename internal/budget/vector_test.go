@@ -28,7 +28,13 @@ func TestVectorMeter(t *testing.T) {
 		m := NewVectorMeter("l", r)
 		refused := 0
 		for k, p := range c.payloads {
-			if err := m.Add(p); err != nil {
+			// MaxPayload tells beforehand what Add decides.
+			fits := p <= m.MaxPayload()
+			err := m.Add(p)
+			if fits != (err == nil) {
+				t.Errorf("case %d, add %d: MaxPayload says %v, Add %v", i, k+1, fits, err)
+			}
+			if err != nil {
 				if fault.CodeOf(err) != fault.BudgetExceeded {
 					t.Errorf("case %d: %v", i, err)
 				}

@@ -231,6 +231,31 @@ func BenchmarkFlatGeobufPoints(b *testing.B) {
 	})
 }
 
+// BenchmarkGeoParquetGeoJSON converts make bench's two GeoJSON sets
+// (1,000,000 points, 100,000 polygons) to GeoParquet with the engine, its
+// value check included: Engine.Convert alone, for profiling what make
+// bench's geoparquet-points and geoparquet-polygons measure of the CLI
+// (-cpuprofile).
+func BenchmarkGeoParquetGeoJSON(b *testing.B) {
+	for _, set := range []struct {
+		name  string
+		n     int
+		write func(string, int) error
+	}{
+		{"points", 1_000_000, sampledata.WritePointsGeoJSON},
+		{"polygons", 100_000, sampledata.WritePolygonsGeoJSON},
+	} {
+		b.Run(set.name, func(b *testing.B) {
+			src := filepath.Join(b.TempDir(), set.name+".geojson")
+			if err := set.write(src, set.n); err != nil {
+				b.Fatal(err)
+			}
+			ns := convertEachRun(b, engine, src, b.TempDir(), gpRecipe())
+			b.ReportMetric(float64(set.n)/(ns/1e9), "rows/s")
+		})
+	}
+}
+
 // convertEachRun converts src b.N times (each output removed untimed),
 // reports the fidelity check's share, and returns the ns per conversion.
 func convertEachRun(b *testing.B, engine *Engine, src, work string, r recipe.Recipe) float64 {

@@ -13,17 +13,7 @@ package gdal
 #include <stdlib.h>
 #include <ogr_api.h>
 #include <cpl_error.h>
-
-// What a field's value is read as in the same call (FK_OTHER: by Go, with
-// fieldValue).
-enum { FK_OTHER = 0, FK_INT = 1, FK_INT64 = 2, FK_REAL = 3, FK_STRING = 4 };
-
-typedef struct {
-	int set;
-	long long i;
-	double d;
-	const char *s; // the feature's own string, valid until the next read
-} gm_value;
+#include "ogrvalues.h"
 
 typedef struct {
 	OGRFeatureH f; // the feature read last (owned)
@@ -111,18 +101,7 @@ static int gm_fgb_next(gm_fgb_reader *r, OGRLayerH l) {
 	r->len = 0;
 	OGRGeometryH g = OGR_F_GetGeometryRef(f);
 	if (g != NULL && !OGR_G_IsEmpty(g) && !r->nogeom && !gm_fgb_export(r, g)) return 4;
-	for (int i = 0; i < r->n; i++) {
-		gm_value *v = &r->v[i];
-		int k = r->index[i];
-		v->set = OGR_F_IsFieldSetAndNotNull(f, k);
-		if (!v->set) continue;
-		switch (r->kind[i]) {
-		case FK_INT: v->i = OGR_F_GetFieldAsInteger(f, k); break;
-		case FK_INT64: v->i = OGR_F_GetFieldAsInteger64(f, k); break;
-		case FK_REAL: v->d = OGR_F_GetFieldAsDouble(f, k); break;
-		case FK_STRING: v->s = OGR_F_GetFieldAsString(f, k); break;
-		}
-	}
+	gm_read_values(f, r->n, r->index, r->kind, r->v);
 	return 1;
 }
 

@@ -255,11 +255,11 @@ func TestVectorFidelityCatchesAlteredOutput(t *testing.T) {
 					if strings.Contains(c.name, "dropped") {
 						altered = writeFile(t, t.TempDir(), "parcels.geojson", lines[0]+"\n"+lines[3])
 					}
-					// The source is converted in one read (copyFlatGeobuf),
-					// its digest taken as it is written.
-					if _, l := openLayer(t, source); !declaredOK(l) {
-						t.Fatal("the source is not one the one-read path takes")
-					}
+				}
+				// The source is converted in one read (copyFlatGeobuf,
+				// writeGeoParquet), its digest taken as it is written.
+				if _, l := openLayer(t, source); !declaredOK(l) {
+					t.Fatal("the source is not one the one-read path takes")
 				}
 				other := convertOK(t, altered, r)
 				e := tampering(func(t *testing.T, p string) { copyFile(t, other[0].Path, p) }, t)

@@ -44,27 +44,20 @@ import (
 	"github.com/geomigrate/geomigrate/internal/recipe"
 )
 
-// errNotAsDeclared stops the one-read path: a feature is not of the
-// layer's declared geometry type (or null, empty, invalid).
+// errNotAsDeclared stops a one-read path: a feature is not of the layer's
+// declared geometry type (or invalid; for FlatGeobuf null or empty), or
+// the layer may be refused for a reason only its scan would give.
 var errNotAsDeclared = errors.New("gdal: feature not as the layer declares")
 
 // declaredScan is the scan of a layer of n features all of its declared
-// geometry type, valid and none null; ok false when the declared type is
-// not one linear type (the layer is scanned first then), or when the
-// layer's fields would not be copied as they are (a name empty or
-// repeated, which ogr2ogr renames).
+// geometry type, valid and none null (the one-read paths count the nulls
+// GeoParquet keeps); ok false when the declared type is not one linear
+// type (the layer is scanned first then).
 func declaredScan(l godal.Layer, n int64) (layerScan, bool) {
 	t := C.OGR_L_GetGeomType(layerHandle(l))
 	flat := godal.GeometryType(C.OGR_GT_Flatten(t))
 	if _, linear := geomNames[flat]; !linear {
 		return layerScan{}, false
-	}
-	names := map[string]bool{}
-	for _, f := range layerFields(l) {
-		if f.name == "" || names[f.name] {
-			return layerScan{}, false
-		}
-		names[f.name] = true
 	}
 	family := map[godal.GeometryType]string{
 		godal.GTPoint: "point", godal.GTMultiPoint: "point",
@@ -73,6 +66,19 @@ func declaredScan(l godal.Layer, n int64) (layerScan, bool) {
 	}
 	return layerScan{name: l.Name(), features: n, types: map[godal.GeometryType]int64{flat: n},
 		hasZ: C.OGR_GT_HasZ(t) != 0, hasM: C.OGR_GT_HasM(t) != 0, family: family[flat], declared: true}, true
+}
+
+// fieldsCopied says ogr2ogr copies a layer's fields as they are defined:
+// none has an empty or repeated name, which it renames.
+func fieldsCopied(l godal.Layer) bool {
+	names := map[string]bool{}
+	for _, f := range layerFields(l) {
+		if f.name == "" || names[f.name] {
+			return false
+		}
+		names[f.name] = true
+	}
+	return true
 }
 
 // declaredType is the layer type ogr2ogr creates for sc's -nlt and -dim.

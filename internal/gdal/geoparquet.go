@@ -2,9 +2,12 @@ package gdal
 
 // Size: the OGR to GeoParquet writer: field mapping, the feature source and the write loop share one layer's schema.
 
-// Vector → GeoParquet 1.1: an OGR layer read through a few direct OGR calls
-// (one cgo call per feature for the geometry, one per attribute) and handed
-// to the pure-Go writer of internal/geoparquet as a FeatureSource.
+// Vector → GeoParquet 1.1: an OGR layer read through direct OGR calls (one
+// cgo call per feature: geometry and the common attribute types; dates,
+// lists and binary one more each) and handed to the pure-Go writer of
+// internal/geoparquet as a FeatureSource. A layer of one declared linear
+// type is written without a scan first, each feature checked as it is
+// read (docs/decisions/0114).
 
 /*
 #cgo pkg-config: gdal
@@ -14,6 +17,7 @@ package gdal
 #include <ogr_srs_api.h>
 #include <cpl_conv.h>
 #include <cpl_error.h>
+#include "ogrvalues.h"
 
 enum {
 	GM_REPAIR = 1,  // MakeValid invalid geometries
@@ -22,20 +26,8 @@ enum {
 	GM_SWAP = 8,    // swap x and y
 	GM_LINEAR = 16, // linearise curves (otherwise a curve is refused)
 	GM_FAM_POINT = 32, GM_FAM_LINE = 64, GM_FAM_POLYGON = 128, // the layer's family, kept by a repair
-	GM_M = 256,       // keep (and force) M; otherwise none
-	GM_CURVES = 512,  // keep curves as they are
-	GM_NOGEOM = 1024, // leave the geometry out (as if null)
 	GM_LINEWORK = 2048, // repair with GEOS's default method, as where STRUCTURE is missing
 };
-
-// gm_next reads the next feature; NULL at the end or on a read error
-// (*failed = 1 then, with the message in CPLGetLastErrorMsg).
-static OGRFeatureH gm_next(OGRLayerH l, int *failed) {
-	CPLErrorReset();
-	OGRFeatureH f = OGR_L_GetNextFeature(l);
-	*failed = (f == NULL && CPLGetLastErrorType() >= CE_Failure);
-	return f;
-}
 
 // gm_family is the family (GM_FAM_*) of a linear geometry type, 0 for a
 // collection or anything else.
@@ -81,48 +73,115 @@ static OGRGeometryH gm_make_valid(OGRGeometryH g, int fam, int linework, int *dr
 	return multi;
 }
 
-// gm_wkb exports the feature's geometry as little-endian ISO WKB into a
-// malloc'ed buffer (*out, *n); *out is NULL for a null or empty geometry.
-// *repaired is set when MakeValid replaced an invalid geometry, *dropped
-// to the parts of another family that repair dropped. Returns 0 on
-// failure, 2 for a curve geometry without GM_LINEAR.
-static int gm_wkb(OGRFeatureH f, int flags, double step, unsigned char **out, size_t *n, int *repaired, int *dropped) {
-	*out = NULL; *n = 0; *repaired = 0; *dropped = 0;
-	OGRGeometryH g0 = OGR_F_GetGeometryRef(f);
-	if (g0 == NULL || OGR_G_IsEmpty(g0) || (flags & GM_NOGEOM)) return 1;
-	if (OGR_G_HasCurveGeometry(g0, FALSE) && !(flags & GM_CURVES)) {
+// gm_gp_reader reads the features handed to the GeoParquet writer, one
+// cgo call per feature (gm_gp_next): the geometry exported into a buffer
+// reused from feature to feature, the values of the common field types
+// read in the same call (ogrvalues.h).
+typedef struct {
+	OGRFeatureH f; // the feature read last (owned)
+	unsigned char *wkb;
+	size_t cap, len; // len 0: no geometry (null or empty)
+	int flags;       // GM_*
+	double step;     // GM_LINEAR's arc step, degrees
+	int repaired, dropped; // of the last feature: see gm_make_valid
+	// The one-read check (docs/decisions/0114): when check is set, every
+	// geometry that is not null or empty must be of type declared, its Z
+	// and M too, and valid.
+	int check;
+	OGRwkbGeometryType declared;
+	long long size; // the last feature's source geometry WKB size (check only)
+	// The largest size the scan's meter accepts: a larger geometry is not
+	// validated, the scan refuses it first (check only).
+	long long max_size;
+	int n;          // fields
+	const int *index, *kind;
+	gm_value *v;
+} gm_gp_reader;
+
+// gm_gp_export writes g's little-endian ISO WKB as the flags say into the
+// reader's buffer: linearised (GM_LINEAR), made valid (GM_REPAIR), forced
+// to multi (GM_MULTI), with Z as GM_Z says and without M, x and y swapped
+// (GM_SWAP). The geometry itself is exported when the flags leave it as it
+// is, a changed copy otherwise. Returns 1, 0 on failure, 2 for a curve
+// geometry without GM_LINEAR.
+static int gm_gp_export(gm_gp_reader *r, OGRGeometryH g0) {
+	int flags = r->flags;
+	OGRGeometryH own = NULL;
+	if (OGR_G_HasCurveGeometry(g0, FALSE)) {
 		if (!(flags & GM_LINEAR)) return 2;
-		g0 = OGR_G_GetLinearGeometry(g0, step, NULL);
-	} else {
-		g0 = OGR_G_Clone(g0);
+		own = OGR_G_GetLinearGeometry(g0, r->step, NULL);
+		if (own == NULL) return 0;
 	}
-	OGRGeometryH g = g0;
-	if (g == NULL) return 0;
-	if ((flags & GM_REPAIR) && !OGR_G_IsValid(g)) {
-		g = gm_make_valid(g, flags & (GM_FAM_POINT | GM_FAM_LINE | GM_FAM_POLYGON), flags & GM_LINEWORK, dropped);
-		if (g == NULL) return 0;
-		*repaired = 1;
+	if ((flags & GM_REPAIR) && !OGR_G_IsValid(own ? own : g0)) {
+		if (own == NULL && (own = OGR_G_Clone(g0)) == NULL) return 0;
+		own = gm_make_valid(own, flags & (GM_FAM_POINT | GM_FAM_LINE | GM_FAM_POLYGON), flags & GM_LINEWORK, &r->dropped);
+		if (own == NULL) return 0;
+		r->repaired = 1;
 	}
-	if (flags & GM_MULTI) {
-		switch (wkbFlatten(OGR_G_GetGeometryType(g))) {
-		case wkbPoint: g = OGR_G_ForceToMultiPoint(g); break;
-		case wkbLineString: g = OGR_G_ForceToMultiLineString(g); break;
-		case wkbPolygon: g = OGR_G_ForceToMultiPolygon(g); break;
-		default: break;
+	OGRGeometryH g = own ? own : g0;
+	OGRwkbGeometryType t = wkbFlatten(OGR_G_GetGeometryType(g));
+	int multi = (flags & GM_MULTI) && (t == wkbPoint || t == wkbLineString || t == wkbPolygon);
+	if (multi || !OGR_G_Is3D(g) != !(flags & GM_Z) || OGR_G_IsMeasured(g) || (flags & GM_SWAP)) {
+		if (own == NULL && (own = OGR_G_Clone(g0)) == NULL) return 0;
+		if (multi) {
+			switch (t) {
+			case wkbPoint: own = OGR_G_ForceToMultiPoint(own); break;
+			case wkbLineString: own = OGR_G_ForceToMultiLineString(own); break;
+			default: own = OGR_G_ForceToMultiPolygon(own); break;
+			}
+		}
+		OGR_G_SetMeasured(own, FALSE);
+		OGR_G_Set3D(own, (flags & GM_Z) ? TRUE : FALSE);
+		if (flags & GM_SWAP) OGR_G_SwapXY(own);
+		g = own;
+	}
+	size_t sz = OGR_G_WkbSizeEx(g);
+	if (sz > r->cap) {
+		unsigned char *b = realloc(r->wkb, sz);
+		if (b == NULL) { if (own) OGR_G_DestroyGeometry(own); return 0; }
+		r->wkb = b; r->cap = sz;
+	}
+	OGRErr err = OGR_G_ExportToIsoWkb(g, wkbNDR, r->wkb);
+	if (own) OGR_G_DestroyGeometry(own);
+	if (err != OGRERR_NONE) return 0;
+	r->len = sz;
+	return 1;
+}
+
+// gm_gp_next reads the next feature (destroying the last): 1 read, 0 at
+// the end, -1 a read error (message in CPLGetLastErrorMsg), 2 a curve
+// geometry without GM_LINEAR, 3 not as declared (check), 4 the geometry
+// cannot be exported.
+static int gm_gp_next(gm_gp_reader *r, OGRLayerH l) {
+	if (r->f != NULL) { OGR_F_Destroy(r->f); r->f = NULL; }
+	CPLErrorReset();
+	OGRFeatureH f = OGR_L_GetNextFeature(l);
+	if (f == NULL) return CPLGetLastErrorType() >= CE_Failure ? -1 : 0;
+	r->f = f;
+	r->len = 0; r->repaired = 0; r->dropped = 0; r->size = 0;
+	OGRGeometryH g = OGR_F_GetGeometryRef(f);
+	if (g != NULL && r->check) {
+		// As scanLayer counts: an empty geometry's size too.
+		r->size = (long long)OGR_G_WkbSizeEx(g);
+		if (r->size > r->max_size) return 3;
+		if (!OGR_G_IsEmpty(g)) {
+			OGRwkbGeometryType gt = OGR_G_GetGeometryType(g), t = r->declared;
+			if (OGR_GT_Flatten(gt) != OGR_GT_Flatten(t) || OGR_GT_HasZ(gt) != OGR_GT_HasZ(t) || OGR_GT_HasM(gt) != OGR_GT_HasM(t)) return 3;
+			if (!OGR_G_IsValid(g)) return 3;
 		}
 	}
-	OGR_G_SetMeasured(g, (flags & GM_M) ? TRUE : FALSE);
-	OGR_G_Set3D(g, (flags & GM_Z) ? TRUE : FALSE);
-	if (flags & GM_SWAP) OGR_G_SwapXY(g);
-	size_t sz = OGR_G_WkbSizeEx(g);
-	unsigned char *buf = malloc(sz ? sz : 1);
-	if (buf == NULL) { OGR_G_DestroyGeometry(g); return 0; }
-	if (OGR_G_ExportToIsoWkb(g, wkbNDR, buf) != OGRERR_NONE) {
-		free(buf); OGR_G_DestroyGeometry(g); return 0;
+	if (g != NULL && !OGR_G_IsEmpty(g)) {
+		int e = gm_gp_export(r, g);
+		if (e != 1) return e == 2 ? 2 : 4;
 	}
-	OGR_G_DestroyGeometry(g);
-	*out = buf; *n = sz;
+	gm_read_values(f, r->n, r->index, r->kind, r->v);
 	return 1;
+}
+
+static void gm_gp_close(gm_gp_reader *r) {
+	if (r->f != NULL) OGR_F_Destroy(r->f);
+	free(r->wkb);
+	r->f = NULL; r->wkb = NULL;
 }
 
 // gm_has_curve reports a geometry with arcs (CircularString, CompoundCurve,
@@ -256,17 +315,16 @@ func geoParquetSchema(l godal.Layer) (fields []geoparquet.Field, read []ogrField
 }
 
 // ogrSource is a geoparquet.FeatureSource over an OGR layer. It must be
-// used on one locked OS thread (Convert holds one).
+// used on one locked OS thread (Convert holds one), between open and
+// close.
 type ogrSource struct {
 	ctx      context.Context
 	layer    C.OGRLayerH
 	fields   []ogrField
-	flags    C.int
 	name     string
 	rows     int64
 	repaired int64
-	dropped  int64 // features whose repair dropped parts of another family
-	step     float64
+	dropped  int64               // features whose repair dropped parts of another family
 	meter    *budget.VectorMeter // what the writer holds, against the budget (nil: nothing is held)
 	// digest is the multiset digest of the features as handed to the
 	// writer, compared with the file's (geoParquetFidelity).
@@ -278,6 +336,57 @@ type ogrSource struct {
 	// zonedTimes counts, per field, Time values whose time zone flag was
 	// not kept (a time of day has no zone in Parquet).
 	zonedTimes map[int]int64
+	// scanMeter, set in the one-read path (docs/decisions/0114), is the
+	// scan's meter: each feature is checked against the layer's declared
+	// type as scanLayer would check it, and nulls counts the features
+	// without geometry (null or empty).
+	scanMeter *budget.VectorMeter
+	nulls     int64
+
+	r      *C.gm_gp_reader // C memory: the reader keeps it between calls
+	mem    unsafe.Pointer  // the reader's field index, kinds and values
+	kind   []C.int
+	vals   []C.gm_value
+	values []any // handed to the writer, reused: it copies what it keeps
+}
+
+// open allocates the reader of s's fields, exporting geometries as flags
+// say (step: GM_LINEAR's) and, with declared non-zero, checking each
+// feature against it.
+func (s *ogrSource) open(flags C.int, step float64, declared C.OGRwkbGeometryType) error {
+	n := len(s.fields)
+	s.mem = C.calloc(C.size_t(max(n, 1)), C.size_t(2*unsafe.Sizeof(C.int(0))+unsafe.Sizeof(C.gm_value{})))
+	s.r = (*C.gm_gp_reader)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gm_gp_reader{}))))
+	if s.mem == nil || s.r == nil {
+		s.close()
+		return fault.Systemic("gdal.GeoParquet", fmt.Errorf("out of memory"))
+	}
+	index := unsafe.Slice((*C.int)(s.mem), n)
+	s.kind = unsafe.Slice((*C.int)(unsafe.Add(s.mem, n*int(unsafe.Sizeof(C.int(0))))), n)
+	vp := (*C.gm_value)(unsafe.Add(s.mem, 2*n*int(unsafe.Sizeof(C.int(0)))))
+	s.vals = unsafe.Slice(vp, n)
+	for i, f := range s.fields {
+		index[i], s.kind[i] = f.index, fgbKind(f)
+	}
+	s.r.flags, s.r.step = flags, C.double(step)
+	if declared != 0 {
+		s.r.check, s.r.declared = 1, declared
+	}
+	s.r.n, s.r.v = C.int(n), vp
+	if n > 0 {
+		s.r.index, s.r.kind = &index[0], &s.kind[0]
+	}
+	s.values = make([]any, n)
+	return nil
+}
+
+func (s *ogrSource) close() {
+	if s.r != nil {
+		C.gm_gp_close(s.r)
+		C.free(unsafe.Pointer(s.r))
+	}
+	C.free(s.mem)
+	s.r, s.mem = nil, nil
 }
 
 func (s *ogrSource) Next() (geoparquet.Feature, error) {
@@ -286,72 +395,86 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 			return geoparquet.Feature{}, err
 		}
 	}
-	var failed C.int
-	f := C.gm_next(s.layer, &failed)
-	if f == nil {
-		if failed != 0 {
-			return geoparquet.Feature{}, fault.Data(fault.CorruptSource, "layer %q cannot be read after %d features: %s",
-				s.name, s.rows, C.GoString(C.CPLGetLastErrorMsg()))
-		}
-		return geoparquet.Feature{}, io.EOF
-	}
-	defer C.OGR_F_Destroy(f)
 	var out geoparquet.Feature
-	var buf *C.uchar
-	var n C.size_t
-	var repaired, dropped C.int
-	switch C.gm_wkb(f, s.flags, C.double(s.step), &buf, &n, &repaired, &dropped) {
+	if s.scanMeter != nil {
+		s.r.max_size = C.longlong(s.scanMeter.MaxPayload())
+	}
+	switch C.gm_gp_next(s.r, s.layer) {
 	case 0:
-		return out, fault.Data(fault.InvalidGeometry, "layer %q: the geometry of feature %d cannot be converted to WKB: %s",
-			s.name, s.rows+1, C.GoString(C.CPLGetLastErrorMsg()))
+		return out, io.EOF
+	case -1:
+		return out, fault.Data(fault.CorruptSource, "layer %q cannot be read after %d features: %s",
+			s.name, s.rows, C.GoString(C.CPLGetLastErrorMsg()))
 	case 2:
 		return out, curveError(s.name, 1)
+	case 3:
+		return out, errNotAsDeclared
+	case 4:
+		return out, fault.Data(fault.InvalidGeometry, "layer %q: the geometry of feature %d cannot be converted to WKB: %s",
+			s.name, s.rows+1, C.GoString(C.CPLGetLastErrorMsg()))
 	}
-	if dropped != 0 {
+	if s.scanMeter != nil {
+		if err := s.scanMeter.Add(int64(s.r.size)); err != nil {
+			return out, err
+		}
+		if s.r.len == 0 {
+			s.nulls++
+		}
+	}
+	if s.r.dropped != 0 {
 		s.dropped++
 	}
-	if buf != nil {
-		out.WKB = C.GoBytes(unsafe.Pointer(buf), C.int(n))
-		C.free(unsafe.Pointer(buf))
-	}
-	if repaired != 0 {
+	if s.r.repaired != 0 {
 		s.repaired++
 	}
-	out.Values = make([]any, len(s.fields))
+	if s.r.len > 0 {
+		out.WKB = unsafe.Slice((*byte)(unsafe.Pointer(s.r.wkb)), int(s.r.len))
+	}
+	out.Values = s.values
 	payload := int64(len(out.WKB))
 	for i, fd := range s.fields {
-		if C.OGR_F_IsFieldSetAndNotNull(f, fd.index) == 0 {
+		v := &s.vals[i]
+		if v.set == 0 {
+			out.Values[i] = nil
 			continue
 		}
-		v, tz := fieldValue(f, fd)
-		if fd.out == geoparquet.Time && tz > 1 {
-			if s.zonedTimes == nil {
-				s.zonedTimes = map[int]int64{}
+		var x any
+		switch kind := s.kind[i]; {
+		case kind == C.FK_INT && fd.out == geoparquet.Bool:
+			x = v.i != 0
+		case kind == C.FK_INT:
+			x = int32(v.i)
+		case kind == C.FK_INT64:
+			x = int64(v.i)
+		case kind == C.FK_REAL:
+			x = float64(v.d)
+		case kind == C.FK_STRING:
+			// Bytes as stored: the writer refuses text that is not UTF-8.
+			str := C.GoString(v.s)
+			payload += int64(len(str))
+			x = str
+		default:
+			var tz int
+			x, tz = fieldValue(s.r.f, fd)
+			if fd.out == geoparquet.Time && tz > 1 {
+				if s.zonedTimes == nil {
+					s.zonedTimes = map[int]int64{}
+				}
+				s.zonedTimes[i]++
 			}
-			s.zonedTimes[i]++
+			payload += heldBytes(x)
 		}
-		switch x := v.(type) {
-		case string:
-			payload += int64(len(x))
-		case []byte:
-			payload += int64(len(x))
-		case []int32:
-			payload += 8 * int64(len(x))
-		case []int64:
-			payload += 8 * int64(len(x))
-		case []float64:
-			payload += 8 * int64(len(x))
-		case []string:
-			for _, e := range x {
-				payload += 8 + int64(len(e))
-			}
-		}
-		out.Values[i] = v
+		out.Values[i] = x
 	}
 	// The writer holds rows up to a spill: a feature's text and binary
 	// attributes count with its geometry.
 	if s.meter != nil {
 		if err := s.meter.Add(payload); err != nil {
+			if s.scanMeter != nil {
+				// The old path's scan may refuse the layer for another
+				// reason first: it decides.
+				return geoparquet.Feature{}, errNotAsDeclared
+			}
 			return geoparquet.Feature{}, err
 		}
 	}
@@ -363,6 +486,30 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 	}
 	s.rows++
 	return out, nil
+}
+
+// heldBytes is what the writer holds of a value read by fieldValue beyond
+// its fixed size: text, binary and list elements.
+func heldBytes(v any) int64 {
+	switch x := v.(type) {
+	case string:
+		return int64(len(x))
+	case []byte:
+		return int64(len(x))
+	case []int32:
+		return 8 * int64(len(x))
+	case []int64:
+		return 8 * int64(len(x))
+	case []float64:
+		return 8 * int64(len(x))
+	case []string:
+		var n int64
+		for _, e := range x {
+			n += 8 + int64(len(e))
+		}
+		return n
+	}
+	return 0
 }
 
 // fieldValue is the value written for one set, non-null OGR field: the one
@@ -464,8 +611,11 @@ var repairLinework bool
 var corruptFeature func(*geoparquet.Feature)
 
 // writeGeoParquet writes one layer as GeoParquet 1.1 to dst and returns the
-// digest of the features it handed to the writer.
-func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst string, r recipe.Recipe, rec *recorder) (recipe.Output, *geoparquet.Digest, error) {
+// digest of the features it handed to the writer. A layer sc takes as
+// declared (declaredScan) is proven feature by feature as it is written,
+// and sc gets the nulls counted: errNotAsDeclared (dst removed) when a
+// feature is not as sc says, or the old path may decide otherwise.
+func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc *layerScan, dst string, r recipe.Recipe, rec *recorder) (recipe.Output, *geoparquet.Digest, error) {
 	lp := ds.LayerByName(sc.name)
 	if lp == nil {
 		return recipe.Output{}, nil, fault.Data(fault.CorruptSource, "layer %q cannot be opened", sc.name)
@@ -546,12 +696,22 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	if err != nil {
 		return recipe.Output{}, nil, fault.Systemic("gdal.GeoParquet: create output", err)
 	}
-	src := &ogrSource{ctx: ctx, layer: layerHandle(l), fields: read, flags: flags, name: sc.name,
-		meter: budget.NewVectorMeter(sc.name, r), step: r.WithDefaults().CurveStepDegrees,
-		corrupt: corruptFeature}
+	src := &ogrSource{ctx: ctx, layer: layerHandle(l), fields: read, name: sc.name,
+		meter: budget.NewVectorMeter(sc.name, r), corrupt: corruptFeature}
 	for _, f := range fields {
 		src.types = append(src.types, f.Type)
 	}
+	var declared C.OGRwkbGeometryType
+	if sc.declared {
+		declared = sc.declaredType()
+		src.scanMeter = budget.NewVectorMeter(sc.name, r)
+	}
+	if err := src.open(flags, r.WithDefaults().CurveStepDegrees, declared); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return recipe.Output{}, nil, err
+	}
+	defer src.close()
 	// OGR and GEOS report through CPLError (MakeValid notices, read
 	// errors); read errors are checked after each feature instead.
 	pushQuiet()
@@ -562,9 +722,22 @@ func writeGeoParquet(ctx context.Context, ds *godal.Dataset, sc layerScan, dst s
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = fault.Systemic("gdal.GeoParquet: close output", cerr)
 	}
+	if err == nil && sc.declared && src.nulls == sc.features {
+		// No geometry at all: the scan says so (and so a warning).
+		err = errNotAsDeclared
+	}
 	if err != nil {
 		os.Remove(dst)
+		if errors.Is(err, errNotAsDeclared) {
+			return recipe.Output{}, nil, errNotAsDeclared
+		}
 		return recipe.Output{}, nil, geoParquetError(sc.name, err)
+	}
+	if sc.declared {
+		for t := range sc.types {
+			sc.types[t] = sc.features - src.nulls
+		}
+		sc.nulls = src.nulls
 	}
 	if st.Rows != sc.features {
 		os.Remove(dst)

@@ -79,6 +79,10 @@ func (sc layerScan) targetType(repair bool) string {
 	return name
 }
 
+// scanFirst, set by tests only, scans every layer before it is written,
+// as before the one-read paths: their outcomes are held to it.
+var scanFirst bool
+
 func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *preflight.Source, workDir string, r recipe.Recipe, rec *recorder) ([]recipe.Output, error) {
 	layers := ds.Layers()
 	// Preflight every layer before writing anything: budget, CRS, emptiness,
@@ -114,10 +118,14 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		if err := layerCRS(l, r, rec); err != nil {
 			return nil, err
 		}
-		// A single FlatGeobuf layer is taken as declared and proven while
-		// it is written (copyFlatGeobuf): one read of the source.
+		// A single layer is taken as declared and proven while it is
+		// written (copyFlatGeobuf, writeGeoParquet): one read of the
+		// source. A source of several layers is scanned whole first, so
+		// that one refused layer leaves no other written
+		// (docs/decisions/0112, 0114).
 		sc, declared := layerScan{}, false
-		if r.VectorFormat == recipe.FormatFlatGeobuf && len(layers) == 1 && flatGeobufRefuses(l) == "" {
+		fgb := r.VectorFormat == recipe.FormatFlatGeobuf
+		if !scanFirst && len(layers) == 1 && (!fgb || flatGeobufRefuses(l) == "" && fieldsCopied(l)) {
 			sc, declared = declaredScan(l, int64(n))
 		}
 		if !declared {
@@ -170,7 +178,7 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		var digest *geoparquet.Digest
 		switch {
 		case sc.table:
-			o, digest, err = writeGeoParquet(ctx, ds, sc, dst, r, rec.child())
+			o, digest, err = writeGeoParquet(ctx, ds, &sc, dst, r, rec.child())
 		case r.VectorFormat == recipe.FormatFlatGeobuf && sc.declared:
 			o, digest, err = copyFlatGeobuf(ctx, ds, sc, dst, r, rec.child())
 			if errors.Is(err, errNotAsDeclared) {
@@ -181,8 +189,16 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 			}
 		case r.VectorFormat == recipe.FormatFlatGeobuf:
 			o, err = writeFlatGeobuf(ds, sc, dst, r, rec.child())
+		case sc.declared:
+			o, digest, err = writeGeoParquet(ctx, ds, &sc, dst, r, rec.child())
+			if errors.Is(err, errNotAsDeclared) {
+				// As for FlatGeobuf: scan, then write as any layer.
+				if sc, err = rescan(ctx, ds, sc.name, r, rec); err == nil {
+					o, digest, err = writeGeoParquet(ctx, ds, &sc, dst, r, rec.child())
+				}
+			}
 		default:
-			o, digest, err = writeGeoParquet(ctx, ds, sc, dst, r, rec.child())
+			o, digest, err = writeGeoParquet(ctx, ds, &sc, dst, r, rec.child())
 		}
 		if err != nil {
 			return outs, err

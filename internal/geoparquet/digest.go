@@ -223,8 +223,11 @@ func appendCanonicalList(dst []byte, t FieldType, v any) ([]byte, error) {
 
 // FileDigest reads every row of a GeoParquet file that Write wrote (its
 // primary geometry and every attribute column of info.Fields), in
-// batches, and returns their Digest.
-func FileDigest(r io.ReaderAt, size int64, info Info) (d Digest, err error) {
+// batches, and returns their Digest and the rows whose primary geometry
+// is null (counted by definition level, as ReadInfo counts them), so that
+// info may come from the footer alone (ReadFooterInfo) and the geometry
+// column is read once.
+func FileDigest(r io.ReaderAt, size int64, info Info) (d Digest, nulls int64, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("geoparquet.FileDigest: the Parquet reader failed: %v", v)
@@ -232,13 +235,13 @@ func FileDigest(r io.ReaderAt, size int64, info Info) (d Digest, err error) {
 	}()
 	rdr, err := file.NewParquetReader(io.NewSectionReader(r, 0, size))
 	if err != nil {
-		return d, fmt.Errorf("geoparquet.FileDigest: %w", err)
+		return d, 0, fmt.Errorf("geoparquet.FileDigest: %w", err)
 	}
 	defer rdr.Close()
-	if err := fileDigest(rdr, info, &d); err != nil {
-		return d, fmt.Errorf("geoparquet.FileDigest: %w", err)
+	if nulls, err = fileDigest(rdr, info, &d); err != nil {
+		return d, 0, fmt.Errorf("geoparquet.FileDigest: %w", err)
 	}
-	return d, nil
+	return d, nulls, nil
 }
 
 // colCursor reads one flat column of a row group in batches.
@@ -253,6 +256,7 @@ type colCursor struct {
 	bools  []bool
 	bytes  []parquet.ByteArray
 	vals   []any // this batch's values, nil for null
+	nulls  int64 // values read that are null (a flat column's)
 	// A LIST column's levels are read ahead of its rows: a row ends only
 	// where the next begins (repetition level 0) or the column ends.
 	list *listState
@@ -286,6 +290,7 @@ func (c *colCursor) fill(n int) error {
 		for _, dl := range c.defs[:total] {
 			if dl < c.maxDef || vi >= nv {
 				c.vals = append(c.vals, nil)
+				c.nulls++
 				continue
 			}
 			c.vals = append(c.vals, c.value(vi))
@@ -411,7 +416,7 @@ func (c *colCursor) value(vi int) any {
 	return nil
 }
 
-func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
+func fileDigest(rdr *file.Reader, info Info, d *Digest) (nulls int64, err error) {
 	md := rdr.MetaData()
 	batch := int(readBatch(rdr))
 	// A plain table (ReadTableInfo) has no geometry column: its rows
@@ -421,7 +426,7 @@ func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
 	geom := info.GeometryColumn != ""
 	for _, f := range info.Fields {
 		if f.Type == 0 {
-			return fmt.Errorf("column %q is of a type Write does not write", f.Name)
+			return 0, fmt.Errorf("column %q is of a type Write does not write", f.Name)
 		}
 		names = append(names, f.Name)
 		types = append(types, f.Type)
@@ -435,7 +440,7 @@ func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
 			n += ".list.element"
 		}
 		if leaves[i] = md.Schema.ColumnIndexByName(n); leaves[i] < 0 {
-			return fmt.Errorf("no column %q", n)
+			return 0, fmt.Errorf("no column %q", n)
 		}
 	}
 	cs := make([]*colCursor, len(names))
@@ -464,7 +469,7 @@ func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
 			}
 			rd, err := rg.Column(leaves[i])
 			if err != nil {
-				return fmt.Errorf("row group %d: %w", g, err)
+				return 0, fmt.Errorf("row group %d: %w", g, err)
 			}
 			c.rd = rd
 			if c.typ.isList() {
@@ -482,7 +487,7 @@ func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
 					continue
 				}
 				if err := c.fill(n); err != nil {
-					return fmt.Errorf("row group %d, column %q: %w", g, names[i], err)
+					return 0, fmt.Errorf("row group %d, column %q: %w", g, names[i], err)
 				}
 			}
 			for row := 0; row < n; row++ {
@@ -494,11 +499,11 @@ func fileDigest(rdr *file.Reader, info Info, d *Digest) error {
 					values[i] = cs[i+1].vals[row]
 				}
 				if err := d.Add(wkb, types[1:], values); err != nil {
-					return fmt.Errorf("row group %d: %w", g, err)
+					return 0, fmt.Errorf("row group %d: %w", g, err)
 				}
 			}
 			left -= int64(n)
 		}
 	}
-	return nil
+	return cs[0].nulls, nil
 }

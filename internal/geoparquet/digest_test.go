@@ -79,12 +79,20 @@ func TestFileDigest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := FileDigest(bytes.NewReader(data), int64(len(data)), info)
+			// The footer is enough: the digest's read counts the nulls.
+			footer, err := ReadFooterInfo(bytes.NewReader(data), int64(len(data)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, nulls, err := FileDigest(bytes.NewReader(data), int64(len(data)), footer)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !got.Equal(want) || got.N != 3000 {
 				t.Errorf("file digest %s (%d), want %s (%d)", got, got.N, want, want.N)
+			}
+			if nulls != 750 || nulls != info.NullGeometries {
+				t.Errorf("FileDigest counted %d null geometries, want 750 (ReadInfo: %d)", nulls, info.NullGeometries)
 			}
 		})
 	}

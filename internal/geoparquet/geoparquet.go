@@ -146,7 +146,10 @@ type Layer struct {
 	NoGeometry bool
 }
 
-// FeatureSource yields features; Next returns io.EOF at the end.
+// FeatureSource yields features; Next returns io.EOF at the end. Write
+// copies what it keeps of a feature before it calls Next again, so a
+// source may hand out every feature in the same WKB buffer and Values
+// slice.
 type FeatureSource interface {
 	Next() (Feature, error)
 }

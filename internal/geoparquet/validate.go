@@ -337,6 +337,7 @@ func jsonString(raw json.RawMessage, dst *string) bool {
 // against the declared geometry_types, bbox and covering.
 func validateColumnData(rdr *file.Reader, c geoColumnCheck, rep *Report, p *problems) {
 	found := map[string]bool{}
+	var kinds [16]int8 // 2×WKB type (1 to 7, DecodeWKB) + Z: 0 not seen, 1 listed in geometry_types, 2 not listed
 	ext := [4]float64{math.Inf(1), math.Inf(1), math.Inf(-1), math.Inf(-1)}
 	var row int64
 	batch := readBatch(rdr)
@@ -388,10 +389,19 @@ func validateColumnData(rdr *file.Reader, c geoColumnCheck, rep *Report, p *prob
 					p.add("wkb", "row %d: %s does not decode as WKB: %v", r, c.name, err)
 					continue
 				}
-				name := gi.TypeName()
-				found[name] = true
-				if len(c.types) > 0 && !c.types[name] {
-					p.add("geometry_types", "row %d: %s is a %s, which geometry_types %v does not list", r, c.name, name, sortedSet(c.types))
+				// Each kind's name and verdict once, not per row (the maps
+				// and a Z name's concatenation were most of this loop).
+				k := 2*gi.Type + b2i(gi.Z)
+				if kinds[k] == 0 {
+					name := gi.TypeName()
+					found[name] = true
+					kinds[k] = 1
+					if len(c.types) > 0 && !c.types[name] {
+						kinds[k] = 2
+					}
+				}
+				if kinds[k] == 2 {
+					p.add("geometry_types", "row %d: %s is a %s, which geometry_types %v does not list", r, c.name, gi.TypeName(), sortedSet(c.types))
 				}
 				if gi.Empty {
 					continue

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -623,5 +624,49 @@ func TestWriteCompression(t *testing.T) {
 	var buf bytes.Buffer
 	if _, err := Write(&buf, Layer{Fields: pointFields}, &SliceSource{}, Options{Compression: "lzo"}); !errors.Is(err, ErrInvalidLayer) {
 		t.Fatalf("lzo: %v", err)
+	}
+}
+
+// reusingSource hands out each feature in one WKB buffer and one Values
+// slice, overwritten by the next call, as internal/gdal's reader does.
+type reusingSource struct {
+	feats  []Feature
+	wkb    []byte
+	values []any
+}
+
+func (s *reusingSource) Next() (Feature, error) {
+	if len(s.feats) == 0 {
+		return Feature{}, io.EOF
+	}
+	f := s.feats[0]
+	s.feats = s.feats[1:]
+	s.wkb = append(s.wkb[:0], f.WKB...)
+	s.values = append(s.values[:0], f.Values...)
+	return Feature{WKB: s.wkb, Values: s.values}, nil
+}
+
+// Write copies what it keeps of a feature before it asks for the next: a
+// source that reuses its buffers writes the same file, held in memory or
+// spilled.
+func TestWriteCopiesWhatItKeeps(t *testing.T) {
+	feats := make([]Feature, 3000)
+	for i := range feats {
+		x, y := float64(i%97), float64(i%89)
+		feats[i] = Feature{WKB: wkbPointXY(x, y), Values: values(i)}
+	}
+	layer := Layer{Name: "all", Fields: allFields}
+	for _, spill := range []int64{0, 1} {
+		opts := DefaultOptions()
+		opts.RowGroupRows = 500
+		opts.SpillBytes, opts.TempDir = spill, t.TempDir()
+		want, _ := writeBytes(t, layer, feats, opts)
+		var got bytes.Buffer
+		if _, err := Write(&got, layer, &reusingSource{feats: feats}, opts); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), want) {
+			t.Errorf("spill bytes %d: a source reusing its buffers wrote another file (%d bytes, %d)", spill, got.Len(), len(want))
+		}
 	}
 }
