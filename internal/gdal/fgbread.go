@@ -71,16 +71,7 @@ static int gm_fgb_export(gm_fgb_reader *r, OGRGeometryH g) {
 		OGR_G_Set3D(own, r->z ? TRUE : FALSE);
 		g = own;
 	}
-	size_t sz = OGR_G_WkbSizeEx(g);
-	if (sz > r->cap) {
-		unsigned char *b = realloc(r->wkb, sz);
-		if (b == NULL) { if (own) OGR_G_DestroyGeometry(own); return 0; }
-		r->wkb = b; r->cap = sz;
-	}
-	OGRErr err = OGR_G_ExportToIsoWkb(g, wkbNDR, r->wkb);
-	if (own) OGR_G_DestroyGeometry(own);
-	r->len = sz;
-	return err == OGRERR_NONE;
+	return gm_export_wkb(g, own, &r->wkb, &r->cap, &r->len);
 }
 
 // gm_fgb_next reads the next feature (destroying the last): 1 read, 0 at

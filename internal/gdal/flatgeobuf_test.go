@@ -12,6 +12,7 @@ import (
 
 	"github.com/airbusgeo/godal"
 	"github.com/geomigrate/geomigrate/internal/budget"
+	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
 )
 
@@ -28,6 +29,27 @@ func openLayer(t *testing.T, src string) (*godal.Dataset, godal.Layer) {
 		t.Fatalf("%d layers", len(ls))
 	}
 	return ds, ls[0]
+}
+
+// declaredAndScanned opens src's one layer and takes it both as declared
+// (the one-read paths) and by a full scan, for the tests that compare them.
+// The caller locks its goroutine to the OS thread (GDAL's error state).
+func declaredAndScanned(t *testing.T, src string, r recipe.Recipe) (*godal.Dataset, layerScan, layerScan) {
+	t.Helper()
+	ds, l := openLayer(t, src)
+	n, err := l.FeatureCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared, ok := declaredScan(l, int64(n))
+	if !ok {
+		t.Fatalf("layer of type %v not taken as declared", l.Type())
+	}
+	scanned, err := scanLayer(context.Background(), l, budget.NewVectorMeter(l.Name(), r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds, declared, scanned
 }
 
 func declaredOK(l godal.Layer) bool {
@@ -70,19 +92,7 @@ func TestFlatGeobufOneReadSameBytes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			ds, l := openLayer(t, src)
-			n, err := l.FeatureCount()
-			if err != nil {
-				t.Fatal(err)
-			}
-			declared, ok := declaredScan(l, int64(n))
-			if !ok {
-				t.Fatalf("layer of type %v not taken as declared", l.Type())
-			}
-			scanned, err := scanLayer(context.Background(), l, budget.NewVectorMeter(l.Name(), fgbRecipe()))
-			if err != nil {
-				t.Fatal(err)
-			}
+			ds, declared, scanned := declaredAndScanned(t, src, fgbRecipe())
 			if declared.targetType(false) != scanned.targetType(false) || declared.hasZ != scanned.hasZ || declared.hasM != scanned.hasM {
 				t.Fatalf("declared %+v, scanned %+v", declared, scanned)
 			}
@@ -103,7 +113,7 @@ func TestFlatGeobufOneReadSameBytes(t *testing.T) {
 			// The features handed over are those the GeoParquet writer is
 			// handed: the same digest, taken by the other reader.
 			gp := convertOK(t, src, gpRecipe())[0].Fidelity
-			if digest.String() != gp.Digest || digest.N != int64(n) || one.Stats["features"] != int64(n) {
+			if digest.String() != gp.Digest || digest.N != scanned.features || one.Stats["features"] != scanned.features {
 				t.Errorf("digest %v of %d features, GeoParquet's %s", digest, digest.N, gp.Digest)
 			}
 		})

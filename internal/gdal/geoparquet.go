@@ -135,17 +135,7 @@ static int gm_gp_export(gm_gp_reader *r, OGRGeometryH g0) {
 		if (flags & GM_SWAP) OGR_G_SwapXY(own);
 		g = own;
 	}
-	size_t sz = OGR_G_WkbSizeEx(g);
-	if (sz > r->cap) {
-		unsigned char *b = realloc(r->wkb, sz);
-		if (b == NULL) { if (own) OGR_G_DestroyGeometry(own); return 0; }
-		r->wkb = b; r->cap = sz;
-	}
-	OGRErr err = OGR_G_ExportToIsoWkb(g, wkbNDR, r->wkb);
-	if (own) OGR_G_DestroyGeometry(own);
-	if (err != OGRERR_NONE) return 0;
-	r->len = sz;
-	return 1;
+	return gm_export_wkb(g, own, &r->wkb, &r->cap, &r->len);
 }
 
 // gm_gp_next reads the next feature (destroying the last): 1 read, 0 at

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/airbusgeo/godal"
-	"github.com/geomigrate/geomigrate/internal/budget"
 	"github.com/geomigrate/geomigrate/internal/fault"
 	"github.com/geomigrate/geomigrate/internal/recipe"
 	"github.com/geomigrate/geomigrate/internal/sampledata"
@@ -122,19 +121,7 @@ func TestGeoParquetOneReadSameBytes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			ds, l := openLayer(t, src)
-			n, err := l.FeatureCount()
-			if err != nil {
-				t.Fatal(err)
-			}
-			declared, ok := declaredScan(l, int64(n))
-			if !ok {
-				t.Fatalf("layer of type %v not taken as declared", l.Type())
-			}
-			scanned, err := scanLayer(context.Background(), l, budget.NewVectorMeter(l.Name(), gpRecipe()))
-			if err != nil {
-				t.Fatal(err)
-			}
+			ds, declared, scanned := declaredAndScanned(t, src, gpRecipe())
 			work := t.TempDir()
 			one, oneDigest, err := writeGeoParquet(context.Background(), ds, &declared, filepath.Join(work, "one.parquet"), gpRecipe(), newRecorder())
 			if err != nil {
@@ -156,11 +143,11 @@ func TestGeoParquetOneReadSameBytes(t *testing.T) {
 			if !reflect.DeepEqual(one.Stats, two.Stats) || !reflect.DeepEqual(one.Warnings, two.Warnings) || !oneDigest.Equal(*twoDigest) {
 				t.Errorf("one read: %v %q %v; scan first: %v %q %v", one.Stats, one.Warnings, oneDigest, two.Stats, two.Warnings, twoDigest)
 			}
-			if rep := validateGeoParquet(t, one.Path); rep.Rows != int64(n) {
-				t.Errorf("validator reads %d rows of %d", rep.Rows, n)
+			if rep := validateGeoParquet(t, one.Path); rep.Rows != scanned.features {
+				t.Errorf("validator reads %d rows of %d", rep.Rows, scanned.features)
 			}
-			if j := hyparquet(t, one.Path); j.Rows != int64(n) { // skips without node
-				t.Errorf("hyparquet reads %d rows of %d", j.Rows, n)
+			if j := hyparquet(t, one.Path); j.Rows != scanned.features { // skips without node
+				t.Errorf("hyparquet reads %d rows of %d", j.Rows, scanned.features)
 			}
 		})
 	}
