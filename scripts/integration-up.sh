@@ -83,7 +83,7 @@ S3_PID=$!
 DDB_PORT="$(free_port)"
 # Through scripts/dynalite-server.js: dynalite's own CLI dies when a client
 # hangs up mid-request (a killed test process).
-NODE_PATH="$ROOT/.tools/node_modules" node "$ROOT/scripts/dynalite-server.js" \
+NODE_PATH="$ROOT/.tools/node_modules" DYNALITE_REQUEST_LOG="$RUN_DIR/dynalite-requests.log" node "$ROOT/scripts/dynalite-server.js" \
 	--host 127.0.0.1 --port "$DDB_PORT" --createTableMs 20 --deleteTableMs 20 --updateTableMs 20 \
 	>"$RUN_DIR/dynalite.log" 2>&1 &
 DDB_PID=$!
@@ -114,6 +114,7 @@ export AWS_REGION=us-east-1
 export GEOMIGRATE_INTEGRATION_VERSITYGW_PID=$S3_PID
 export GEOMIGRATE_INTEGRATION_VERSITYGW_ACCESS_LOG=$RUN_DIR/versitygw-access.log
 export GEOMIGRATE_INTEGRATION_DYNALITE_PID=$DDB_PID
+export GEOMIGRATE_INTEGRATION_DYNALITE_REQUEST_LOG=$RUN_DIR/dynalite-requests.log
 export GEOMIGRATE_INTEGRATION_MOTO_PID=$MOTO_PID
 export GEOMIGRATE_INTEGRATION_RUN_DIR=$RUN_DIR
 STATE

@@ -19,7 +19,8 @@
 # compete with either side for the same cores. With the S3 stand-in's access log
 # (GEOMIGRATE_INTEGRATION_VERSITYGW_ACCESS_LOG) each run's S3 requests are counted
 # by operation from the server's side, not the client's; without it they are
-# "not measured". BENCH_E2E_WORKERS, when set, is
+# "not measured"; so are the DynamoDB requests, from dynalite's request log
+# (GEOMIGRATE_INTEGRATION_DYNALITE_REQUEST_LOG, scripts/dynalite-server.js). BENCH_E2E_WORKERS, when set, is
 # geomigrate's --workers (default: its own).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -73,14 +74,21 @@ server_cpu() {
 	done
 	echo "$out"
 }
-# log_offset: the access log's size in bytes now, where the next run's requests start; "-"
-# without the log.
+# log_offset: the S3 access log's and the DynamoDB request log's sizes in bytes now, "S3,DYNAMODB",
+# where the next run's requests start; "-" for a log the servers do not write.
 ACCESS_LOG="${GEOMIGRATE_INTEGRATION_VERSITYGW_ACCESS_LOG:-}"
-log_offset() { if [[ -n "$ACCESS_LOG" && -r "$ACCESS_LOG" ]]; then stat -c %s "$ACCESS_LOG"; else echo -; fi; }
-# side NAME OFFSET BUCKET: the run's requests since OFFSET and the bytes it left in BUCKET,
+DDB_LOG="${GEOMIGRATE_INTEGRATION_DYNALITE_REQUEST_LOG:-}"
+log_offset() {
+	local l out=""
+	for l in "$ACCESS_LOG" "$DDB_LOG"; do
+		if [[ -n "$l" && -r "$l" ]]; then out+="$(stat -c %s "$l"),"; else out+="-,"; fi
+	done
+	echo "${out%,}"
+}
+# side NAME OFFSETS BUCKET: the run's requests since OFFSETS and the bytes it left in BUCKET,
 # written to $WORK/side-NAME.json; prints that path.
 side() {
-	"$PY" "$HERE/bench_e2e.py" side "${ACCESS_LOG:--}" "$2" "$3" "$N" "$WORK/side-$1.json" >&2
+	"$PY" "$HERE/bench_e2e.py" side "${ACCESS_LOG:--}" "${2%,*}" "${DDB_LOG:--}" "${2#*,}" "$3" "$N" "$WORK/side-$1.json" >&2
 	echo "$WORK/side-$1.json"
 }
 WORKERS=()

@@ -6,8 +6,10 @@
     bench_e2e.py mkbucket BUCKET           create BUCKET
     bench_e2e.py seed SRC PREFIX DST       the source document's Python path over every
                                            object under s3://SRC/PREFIX into s3://DST
-    bench_e2e.py side LOG OFFSET BUCKET N OUT  one run's S3 requests by operation, from the S3
-                                           stand-in's access log LOG after byte OFFSET ("-": not
+    bench_e2e.py side S3LOG S3OFF DDBLOG DDBOFF BUCKET N OUT
+                                           one run's S3 requests by operation, from the S3 stand-in's
+                                           access log S3LOG after byte S3OFF, its DynamoDB requests
+                                           from dynalite's request log the same way ("-": not
                                            measured), and the bytes its N files left in BUCKET, as JSON
     bench_e2e.py summarize FILE LABEL [LOAD_START_JSON [JSON_OUT]]  the figure line (CPU ratio first, load average) from "geomigrate python geomigrate-cpu python-cpu [servers' CPU: S3 DynamoDB during geomigrate, S3 DynamoDB during python [side JSON of geomigrate, of python]]" pairs; JSON_OUT: the pair for geomigrate-bench -include
     bench_e2e.py convert DIR OUT           the seed's migrate_raster_to_cog over every file of DIR, its
@@ -101,13 +103,10 @@ def seed(src_bucket, prefix, dst_bucket):
     print(f"seed path: {ok} files migrated")
 
 
-def _access_log_ops(log, offset):
-    """The S3 operations versitygw's access log (--access-log) recorded
-    after byte offset, counted by name ("PutObject", "CopyObject" …)."""
-    import re
+def _settled_size(log):
+    """The log's size once it stops growing: a request may be logged after
+    its response was sent, so the run's last ones may still be on their way."""
     import time
-    # A request is logged after its response is sent: wait until the log
-    # stops growing, so the run's last requests are in it.
     size = -1
     for _ in range(50):
         now = os.path.getsize(log)
@@ -115,19 +114,34 @@ def _access_log_ops(log, offset):
             break
         size = now
         time.sleep(0.2)
+    return size
+
+
+def _count_ops(log, offset, op_of_line):
+    """The operations logged after byte offset, counted by name."""
+    size = _settled_size(log)
     ops = {}
     with open(log, "rb") as f:
         f.seek(offset)
         for line in f.read(size - offset).decode("utf-8", "replace").splitlines():
-            m = re.search(r" s3_(\w+) ", line)
-            if m:
-                ops[m.group(1)] = ops.get(m.group(1), 0) + 1
+            op = op_of_line(line)
+            if op:
+                ops[op] = ops.get(op, 0) + 1
     return ops
 
 
-def side(log, offset, bucket, n, out):
+def _s3_op(line):
+    # versitygw's access log (--access-log) names the operation "s3_PutObject" and so on.
+    import re
+    m = re.search(r" s3_(\w+) ", line)
+    return m.group(1) if m else None
+
+
+def side(s3_log, s3_offset, ddb_log, ddb_offset, bucket, n, out):
     # Counted before the listing below, which is not the run's.
-    ops = _access_log_ops(log, int(offset)) if log != "-" and offset != "-" else None
+    s3_ops = _count_ops(s3_log, int(s3_offset), _s3_op) if "-" not in (s3_log, s3_offset) else None
+    # scripts/dynalite-server.js writes one operation name a line.
+    ddb_ops = _count_ops(ddb_log, int(ddb_offset), lambda l: l.strip() or None) if "-" not in (ddb_log, ddb_offset) else None
     s3 = boto3.client("s3", region_name=os.environ.get("AWS_REGION", "us-east-1"))
     raster = total = objects = 0
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
@@ -136,7 +150,7 @@ def side(log, offset, bucket, n, out):
             total += o["Size"]
             if o["Key"].endswith(".tif"):
                 raster += o["Size"]
-    Path(out).write_text(json.dumps({"files": int(n), "s3_requests": ops,
+    Path(out).write_text(json.dumps({"files": int(n), "s3_requests": s3_ops, "dynamodb_requests": ddb_ops,
                                      "bytes": {"rasters": raster, "all": total, "objects": objects}}) + "\n")
 
 
@@ -226,17 +240,18 @@ def tabulate(path):
 _REQUESTS_MISSING = "no access log of the S3 stand-in (GEOMIGRATE_INTEGRATION_VERSITYGW_ACCESS_LOG, scripts/integration-up.sh)"
 
 
-def _requests_per_file(sides):
-    """Each pair's S3 requests per file on each side, and the median per file
-    of each operation; None unless every pair counted both sides."""
-    if not sides or any(s is None or s[0]["s3_requests"] is None or s[1]["s3_requests"] is None for s in sides):
+def _requests_per_file(sides, field="s3_requests"):
+    """Each pair's requests per file (field: s3_requests or dynamodb_requests)
+    on each side, and the median per file of each operation; None unless
+    every pair counted both sides."""
+    if not sides or any(s is None or s[0].get(field) is None or s[1].get(field) is None for s in sides):
         return None
     out = {}
     for name, i in (("gm", 0), ("py", 1)):
         runs = [s[i] for s in sides]
-        out[name] = [sum(r["s3_requests"].values()) / r["files"] for r in runs]
-        ops = sorted({op for r in runs for op in r["s3_requests"]})
-        out[name + "_ops"] = {op: statistics.median(r["s3_requests"].get(op, 0) / r["files"] for r in runs) for op in ops}
+        out[name] = [sum(r[field].values()) / r["files"] for r in runs]
+        ops = sorted({op for r in runs for op in r[field]})
+        out[name + "_ops"] = {op: statistics.median(r[field].get(op, 0) / r["files"] for r in runs) for op in ops}
     return out
 
 
@@ -295,21 +310,32 @@ def summarize(path, label, load_start_path=None, json_out=None):
                        f"geomigrate_wall_floor=(cpu+servers_cpu)/{cpus}={median_range(bound, 's')}")
     reqs = _requests_per_file(sides)
     reqs_why = _REQUESTS_MISSING if all(sides) else "a pair lacks its sides' counts"
+    ddb = _requests_per_file(sides, "dynamodb_requests")
+    ddb_why = ("no request log of the DynamoDB stand-in (GEOMIGRATE_INTEGRATION_DYNALITE_REQUEST_LOG, scripts/dynalite-server.js)"
+               if all(sides) else "a pair lacks its sides' counts")
     outb = _bytes_per_file(sides)
     print(f"figure: {label} cpu_ratio={median_range(cpu_ratios)} wall_ratio={median_range(ratios)} "
           f"(geomigrate/seed; wall {1 / statistics.median(ratios):.2f}x faster) "
           f"cpu geomigrate={median_range(gm_cpu, 's')} seed={median_range(py_cpu, 's')} "
           f"wall geomigrate={median_range(gm, 's')} seed={median_range(py, 's')}{server_line} pairs={len(pairs)} "
           f"load average 1/5/15 min {fmt(start)} -> {fmt(end)}")
+
+    def by_op(ops):
+        return ", ".join(f"{k} {v:.2f}" for k, v in ops.items())
+
     if reqs:
-        def by_op(ops):
-            return ", ".join(f"{k} {v:.2f}" for k, v in ops.items())
         print(f"figure: {label}-s3-requests per file (the S3 stand-in's access log, whole run / files) "
               f"geomigrate={median_range(reqs['gm'])} [{by_op(reqs['gm_ops'])}] "
               f"seed={median_range(reqs['py'])} [{by_op(reqs['py_ops'])}] "
               f"ratio={median_range([a / b for a, b in zip(reqs['gm'], reqs['py'])])} pairs={len(pairs)}")
     else:
         print(f"figure: {label}-s3-requests not measured: {reqs_why}")
+    if ddb:
+        print(f"figure: {label}-dynamodb-requests per file (the DynamoDB stand-in's request log, whole run / files) "
+              f"geomigrate={median_range(ddb['gm'])} [{by_op(ddb['gm_ops'])}] "
+              f"seed={median_range(ddb['py'])} pairs={len(pairs)}")
+    else:
+        print(f"figure: {label}-dynamodb-requests not measured: {ddb_why}")
     if outb:
         print(f"figure: {label}-output-bytes per file (rasters in the destination bucket) "
               f"geomigrate={median_range(outb['gm'], 'B')} seed={median_range(outb['py'], 'B')} "
@@ -362,7 +388,17 @@ def summarize(path, label, load_start_path=None, json_out=None):
                                  f"({outb['py_objects']} objects)")
         else:
             bytes_fig["values"], bytes_fig["error"] = [], "a pair lacks its sides' listings of the destination buckets"
-        report["figures"] += [req_fig, bytes_fig]
+        # No anchor: the seed keeps no state (its count is in the note), and a ratio to zero is none.
+        ddb_fig = {"key": label + "-dynamodb-requests", "title": f"end to end, {label}, DynamoDB requests per file", "unit": "requests",
+                   "subject": "the same runs: every request the DynamoDB stand-in received during geomigrate's run (its request log, "
+                              "scripts/dynalite-server.js), table creation and the run's scans included, divided by the files."}
+        if ddb:
+            ddb_fig["values"] = ddb["gm"]
+            ddb_fig["note"] = ("Median per file by operation: " + ", ".join(f"{k} {v:.2f}" for k, v in ddb["gm_ops"].items())
+                               + f"; the seed's path: {statistics.median(ddb['py']):.2f} per file")
+        else:
+            ddb_fig["values"], ddb_fig["error"] = [], ddb_why
+        report["figures"] += [req_fig, ddb_fig, bytes_fig]
         Path(json_out).write_text(json.dumps(report, indent=2) + "\n")
 
 
