@@ -9,7 +9,12 @@
 // carries on; so does this wrapper. Any other uncaught error still ends the
 // process, as before.
 //
-// Usage: NODE_PATH=.tools/node_modules node scripts/dynalite-server.js [dynalite flags]
+// dynalite logs no requests. With DYNALITE_REQUEST_LOG=FILE each request's
+// operation (the X-Amz-Target after its "DynamoDB_20120810." prefix) is
+// appended to FILE, one a line, as it arrives: scripts/bench-e2e counts a
+// run's DynamoDB requests from it.
+//
+// Usage: NODE_PATH=.tools/node_modules [DYNALITE_REQUEST_LOG=FILE] node scripts/dynalite-server.js [dynalite flags]
 'use strict'
 
 const argv = require('minimist')(process.argv.slice(2))
@@ -23,6 +28,15 @@ process.on('uncaughtException', (err) => {
   process.exit(1)
 })
 
-const server = require('dynalite')(argv).listen(argv.port || 4567, argv.host || undefined, () => {
+const server = require('dynalite')(argv)
+if (process.env.DYNALITE_REQUEST_LOG) {
+  const fs = require('fs')
+  const fd = fs.openSync(process.env.DYNALITE_REQUEST_LOG, 'a')
+  server.on('request', (req) => {
+    const target = String(req.headers['x-amz-target'] || '-')
+    fs.writeSync(fd, target.slice(target.indexOf('.') + 1) + '\n')
+  })
+}
+server.listen(argv.port || 4567, argv.host || undefined, () => {
   console.log('Dynalite listening at: http://%s:%s', argv.host || 'localhost', server.address().port)
 })

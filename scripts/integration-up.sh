@@ -75,13 +75,15 @@ fi
 rm -f "$probe"
 
 S3_PORT="$(free_port)"
+# The access log names each request's S3 operation (s3_PutObject, s3_CopyObject …, which the
+# stdout log cannot tell apart): scripts/bench-e2e counts each side's requests from it.
 "$VGW" --port "127.0.0.1:$S3_PORT" --access "$ACCESS" --secret "$SECRET" \
-	posix "${META[@]}" "$RUN_DIR/s3" >"$RUN_DIR/versitygw.log" 2>&1 &
+	--access-log "$RUN_DIR/versitygw-access.log" posix "${META[@]}" "$RUN_DIR/s3" >"$RUN_DIR/versitygw.log" 2>&1 &
 S3_PID=$!
 DDB_PORT="$(free_port)"
 # Through scripts/dynalite-server.js: dynalite's own CLI dies when a client
 # hangs up mid-request (a killed test process).
-NODE_PATH="$ROOT/.tools/node_modules" node "$ROOT/scripts/dynalite-server.js" \
+NODE_PATH="$ROOT/.tools/node_modules" DYNALITE_REQUEST_LOG="$RUN_DIR/dynalite-requests.log" node "$ROOT/scripts/dynalite-server.js" \
 	--host 127.0.0.1 --port "$DDB_PORT" --createTableMs 20 --deleteTableMs 20 --updateTableMs 20 \
 	>"$RUN_DIR/dynalite.log" 2>&1 &
 DDB_PID=$!
@@ -110,7 +112,9 @@ export AWS_ACCESS_KEY_ID=$ACCESS
 export AWS_SECRET_ACCESS_KEY=$SECRET
 export AWS_REGION=us-east-1
 export GEOMIGRATE_INTEGRATION_VERSITYGW_PID=$S3_PID
+export GEOMIGRATE_INTEGRATION_VERSITYGW_ACCESS_LOG=$RUN_DIR/versitygw-access.log
 export GEOMIGRATE_INTEGRATION_DYNALITE_PID=$DDB_PID
+export GEOMIGRATE_INTEGRATION_DYNALITE_REQUEST_LOG=$RUN_DIR/dynalite-requests.log
 export GEOMIGRATE_INTEGRATION_MOTO_PID=$MOTO_PID
 export GEOMIGRATE_INTEGRATION_RUN_DIR=$RUN_DIR
 STATE

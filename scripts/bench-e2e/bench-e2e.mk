@@ -1,9 +1,10 @@
 # The end-to-end figure: 200 small GeoTIFFs through `geomigrate migrate
 # --backend aws` on the loopback S3 and DynamoDB stand-ins against the
 # source document's Python path (scripts/bench-e2e), paired and alternated;
-# prints "figure: e2e-200-small cpu_ratio=… wall_ratio=…" with the servers' CPU per side and the load average
-# (and, with BENCH_E2E_JSON, the pair as a report fragment), then the S3 requests per small file
-# (TestRequestsPerSmallFile). Servers of its own, stopped after.
+# prints "figure: e2e-200-small cpu_ratio=… wall_ratio=…" with the servers' CPU per side and the load average,
+# each side's S3 and DynamoDB requests per file by operation (from the stand-ins' own request logs) and output bytes
+# per file (and, with BENCH_E2E_JSON, the pair and those figures as a report fragment), then the S3
+# requests per small file TestRequestsPerSmallFile asserts on 4 files. Servers of its own, stopped after.
 BENCH_E2E_ROOT := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/../..)
 BENCH_E2E_FILES ?= 200
 BENCH_E2E_PAIRS ?= 3

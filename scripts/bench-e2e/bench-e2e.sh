@@ -5,9 +5,9 @@
 # the source document's Python path (rasterio + boto3, sequential: the seed
 # converts a local file, so each object is downloaded first). Runs are paired
 # and alternated (A B, B A, …), every run into fresh buckets/tables; prints
-# the median of the per-pair time ratios and its spread. (The S3 requests per
-# file are counted and asserted by TestRequestsPerSmallFile, make
-# test-integration.)
+# the median of the per-pair time ratios and its spread, and each side's S3
+# requests and output bytes per file. (TestRequestsPerSmallFile, make
+# test-integration, asserts the S3 requests per file on 4 files.)
 #
 #   scripts/with-integration-servers.sh scripts/bench-e2e/bench-e2e.sh BIN [N] [PAIRS]
 #
@@ -16,7 +16,11 @@
 # With the servers' PIDs in it (GEOMIGRATE_INTEGRATION_VERSITYGW_PID,
 # GEOMIGRATE_INTEGRATION_DYNALITE_PID: integration-up.sh writes them) each run
 # also reports the CPU the two servers spent during it: on a small machine they
-# compete with either side for the same cores. BENCH_E2E_WORKERS, when set, is
+# compete with either side for the same cores. With the S3 stand-in's access log
+# (GEOMIGRATE_INTEGRATION_VERSITYGW_ACCESS_LOG) each run's S3 requests are counted
+# by operation from the server's side, not the client's; without it they are
+# "not measured"; so are the DynamoDB requests, from dynalite's request log
+# (GEOMIGRATE_INTEGRATION_DYNALITE_REQUEST_LOG, scripts/dynalite-server.js). BENCH_E2E_WORKERS, when set, is
 # geomigrate's --workers (default: its own).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -70,11 +74,30 @@ server_cpu() {
 	done
 	echo "$out"
 }
+# log_offset: the S3 access log's and the DynamoDB request log's sizes in bytes now, "S3,DYNAMODB",
+# where the next run's requests start; "-" for a log the servers do not write.
+ACCESS_LOG="${GEOMIGRATE_INTEGRATION_VERSITYGW_ACCESS_LOG:-}"
+DDB_LOG="${GEOMIGRATE_INTEGRATION_DYNALITE_REQUEST_LOG:-}"
+log_offset() {
+	local l out=""
+	for l in "$ACCESS_LOG" "$DDB_LOG"; do
+		if [[ -n "$l" && -r "$l" ]]; then out+="$(stat -c %s "$l"),"; else out+="-,"; fi
+	done
+	echo "${out%,}"
+}
+# side NAME OFFSETS BUCKET: the run's requests since OFFSETS and the bytes it left in BUCKET,
+# written to $WORK/side-NAME.json; prints that path.
+side() {
+	"$PY" "$HERE/bench_e2e.py" side "${ACCESS_LOG:--}" "${2%,*}" "${DDB_LOG:--}" "${2#*,}" "$3" "$N" "$WORK/side-$1.json" >&2
+	echo "$WORK/side-$1.json"
+}
 WORKERS=()
 [[ -z "${BENCH_E2E_WORKERS:-}" ]] || WORKERS=(--workers "$BENCH_E2E_WORKERS")
 
 run_geomigrate() { # index
-	local dst="$RUN-gm-$1" t0 t1 s0 s1
+	local dst="$RUN-gm-$1" t0 t1 s0 s1 off
+	# The seed creates its bucket in its run: counted on both sides.
+	off=$(log_offset)
 	"$PY" "$HERE/bench_e2e.py" mkbucket "$dst"
 	s0=$(server_ticks)
 	t0=$(now)
@@ -88,18 +111,19 @@ run_geomigrate() { # index
 	report="$(sed -n 's/^report: //p' "$WORK/gm-$1.log" | tail -1)"
 	done="$("$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); print(sum(f['status']=='completed' for f in r['files']))" "$report")"
 	[[ "$done" == "$N" ]] || { echo "bench-e2e: geomigrate run $1 completed $done of $N files" >&2; exit 1; }
-	echo "$(calc "$t1 - $t0") $(cpu "$WORK/gm-$1.cpu") $(server_cpu "$s0" "$s1")"
+	echo "$(calc "$t1 - $t0") $(cpu "$WORK/gm-$1.cpu") $(server_cpu "$s0" "$s1") $(side "gm-$1" "$off" "$dst")"
 }
 
 run_seed() { # index
-	local t0 t1 s0 s1
+	local t0 t1 s0 s1 off
+	off=$(log_offset)
 	s0=$(server_ticks)
 	t0=$(now)
 	(cd "$HERE" && /usr/bin/time -f "%U %S" -o "$WORK/py-$1.cpu" "$PY" bench_e2e.py seed "$SRC" in/ "$RUN-py-$1") >"$WORK/py-$1.log" 2>&1 ||
 		{ echo "bench-e2e: seed run $1 failed:" >&2; tail -20 "$WORK/py-$1.log" >&2; exit 1; }
 	t1=$(now)
 	s1=$(server_ticks)
-	echo "$(calc "$t1 - $t0") $(cpu "$WORK/py-$1.cpu") $(server_cpu "$s0" "$s1")"
+	echo "$(calc "$t1 - $t0") $(cpu "$WORK/py-$1.cpu") $(server_cpu "$s0" "$s1") $(side "py-$1" "$off" "$RUN-py-$1")"
 }
 
 : >"$WORK/pairs"
@@ -107,12 +131,12 @@ run_seed() { # index
 for ((i = 1; i <= PAIRS; i++)); do
 	# Alternate which side goes first, so neither always runs on a warm cache.
 	if ((i % 2)); then
-		read -r g gc gs3 gddb < <(run_geomigrate "$i"); read -r p pc ps3 pddb < <(run_seed "$i")
+		read -r g gc gs3 gddb gside < <(run_geomigrate "$i"); read -r p pc ps3 pddb pside < <(run_seed "$i")
 	else
-		read -r p pc ps3 pddb < <(run_seed "$i"); read -r g gc gs3 gddb < <(run_geomigrate "$i")
+		read -r p pc ps3 pddb pside < <(run_seed "$i"); read -r g gc gs3 gddb gside < <(run_geomigrate "$i")
 	fi
 	printf 'pair %d: geomigrate %.2f s (CPU %.2f s; servers S3 %.2f s, DynamoDB %.2f s), seed %.2f s (CPU %.2f s; servers S3 %.2f s, DynamoDB %.2f s), ratio %.3f\n' \
 		"$i" "$g" "$gc" "$gs3" "$gddb" "$p" "$pc" "$ps3" "$pddb" "$(calc "$g / $p")"
-	echo "$g $p $gc $pc $gs3 $gddb $ps3 $pddb" >>"$WORK/pairs"
+	echo "$g $p $gc $pc $gs3 $gddb $ps3 $pddb $gside $pside" >>"$WORK/pairs"
 done
 "$PY" "$HERE/bench_e2e.py" summarize "$WORK/pairs" "e2e-$N-small" "$WORK/load-start.json" ${BENCH_E2E_JSON:+"$BENCH_E2E_JSON"}
