@@ -150,22 +150,22 @@ func takeOverDeadLeases(ctx context.Context, tracker *statestore.Tracker, closer
 // a run can take it: the lease is live, so converting it here could have
 // raced its holder. The run then fails, so a run that left files behind
 // is never green.
-func heldElsewhere(ctx context.Context, tracker *statestore.Tracker, outcomes []localrun.Outcome) ([]string, time.Time, error) {
+func heldElsewhere(ctx context.Context, tracker *statestore.Tracker, outcomes func(func(localrun.Outcome) error) error) ([]string, time.Time, error) {
 	var lines []string
 	var last time.Time
 	now := time.Now()
 	seen := map[string]bool{}
-	for _, o := range outcomes {
+	err := outcomes(func(o localrun.Outcome) error {
 		if o.Status != localrun.StatusSkipped || o.Reason != migration.ReasonInProgress || o.JobID == "" || seen[o.JobID] {
-			continue
+			return nil
 		}
 		seen[o.JobID] = true
 		j, err := tracker.Get(ctx, o.JobID)
 		if err != nil {
-			return nil, last, fmt.Errorf("heldElsewhere: %s: %w", o.Key, err)
+			return fmt.Errorf("%s: %w", o.Key, err)
 		}
 		if j.Status.Terminal() || (j.Holder != "" && j.Holder == tracker.Holder()) {
-			continue // finished since, or held by another execution of this run
+			return nil // finished since, or held by another execution of this run
 		}
 		at := statestore.RetryAt(j)
 		when := "retry after " + at.UTC().Format(time.RFC3339)
@@ -180,6 +180,10 @@ func heldElsewhere(ctx context.Context, tracker *statestore.Tracker, outcomes []
 		if at.After(last) {
 			last = at
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, last, fmt.Errorf("heldElsewhere: %w", err)
 	}
 	sort.Strings(lines)
 	return lines, last, nil

@@ -329,20 +329,24 @@ func sweepStaging(ctx context.Context, be *backend) (int, error) {
 // bucket (Step Functions, other runs) keep their staging, and the bucket's
 // lifecycle rule still expires anything else. One listing of the staging
 // prefix, and only when some job ended migrated.
-func sweepMigratedStaging(ctx context.Context, ports steps.Ports, outcomes []localrun.Outcome) (int, error) {
+func sweepMigratedStaging(ctx context.Context, ports steps.Ports, outcomes func(func(localrun.Outcome) error) error) (int, error) {
 	prefixes := map[string]bool{}
-	for _, o := range outcomes {
+	err := outcomes(func(o localrun.Outcome) error {
 		migrated := o.Status == localrun.StatusCompleted || (o.Status == localrun.StatusSkipped && o.Reason == migration.ReasonAlreadyMigrated)
 		if migrated && strings.HasPrefix(o.StagingPrefix, ports.Config.StagingPrefix) && o.StagingPrefix != ports.Config.StagingPrefix {
 			prefixes[o.StagingPrefix] = true
 		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sweepMigratedStaging: %w", err)
 	}
 	if len(prefixes) == 0 {
 		return 0, nil
 	}
 	bucket := ports.Config.DestBucket
 	var keys []string
-	err := ports.Store.List(ctx, bucket, ports.Config.StagingPrefix, func(o objectstore.Object) error {
+	err = ports.Store.List(ctx, bucket, ports.Config.StagingPrefix, func(o objectstore.Object) error {
 		// A job's staging prefix is STAGING/<dir>/: its first two levels.
 		rest := strings.TrimPrefix(o.Key, ports.Config.StagingPrefix)
 		if dir, _, ok := strings.Cut(rest, "/"); ok && prefixes[ports.Config.StagingPrefix+dir+"/"] {
@@ -400,12 +404,23 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 	defer stopNotice()
 	recipe := x.be.handlers.Recipe()
 	prog.start(runHeader{Version: buildinfo.Version, Files: len(x.inputs), Listed: len(x.pre), Dest: f.Dest, Backend: x.be.name, GDAL: recipe.EngineVersion, Workers: f.Workers})
+	// Each file's outcome is spooled to disk as it ends and read back, in
+	// input order, for the report, the summary and the sweeps: the run's
+	// memory does not grow with its files (docs/decisions/0117).
+	outcomes, err := localrun.NewOrderedOutcomes(len(x.inputs) + len(x.pre))
+	if err != nil {
+		return err
+	}
+	defer outcomes.Close()
 	started := time.Now()
 	for _, o := range x.pre {
 		prog.done(o)
 	}
-	outcomes := runner.Run(ctx, x.inputs)
-	held, heldUntil, herr := heldElsewhere(context.WithoutCancel(ctx), tracker, outcomes)
+	runner.Spool(ctx, x.inputs, outcomes)
+	for j, o := range x.pre {
+		outcomes.Put(len(x.inputs)+j, o)
+	}
+	held, heldUntil, herr := heldElsewhere(context.WithoutCancel(ctx), tracker, outcomes.Each)
 	if herr != nil {
 		prog.notice(fmt.Sprintf("geomigrate: %v", herr))
 	}
@@ -417,7 +432,7 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		} else if n > 0 {
 			prog.notice(fmt.Sprintf("geomigrate: removed %d staged object(s) left by unfinished jobs", n))
 		}
-	} else if n, serr := sweepMigratedStaging(context.WithoutCancel(ctx), x.be.ports, outcomes); serr != nil {
+	} else if n, serr := sweepMigratedStaging(context.WithoutCancel(ctx), x.be.ports, outcomes.Each); serr != nil {
 		prog.notice(fmt.Sprintf("geomigrate: staging sweep: %v", serr))
 	} else if n > 0 {
 		prog.notice(fmt.Sprintf("geomigrate: removed %d staged object(s) of migrated files", n))
@@ -432,7 +447,7 @@ func (f *runFlags) execute(e *cmdEnv, x execution) error {
 		prog.notice(fmt.Sprintf("geomigrate: STAC catalog: %v", treeErr))
 	}
 
-	report := localrun.NewReport(started, append(outcomes, x.pre...))
+	report := localrun.NewSpooledReport(started, outcomes)
 	report.Backend, report.Dest, report.Workers, report.Recipe = x.be.name, f.Dest, f.Workers, recipe.CanonicalJSON()
 	addSignals(context.WithoutCancel(ctx), report, x.be, prog.notice)
 	reportPath := x.report

@@ -87,7 +87,7 @@ type Report struct {
 	Signals *signals.Signals `json:"signals,omitempty"`
 
 	// spool holds the files instead of Files when the outcomes were
-	// spooled (a backfill): read back from it, never all in memory.
+	// spooled (backfill, migrate): read back from it, never all in memory.
 	spool *Outcomes
 }
 

@@ -125,8 +125,21 @@ type Runner struct {
 // outcomes in input order. ctx cancellation stops new executions; running
 // ones see a context cancelled Grace later (or when Abort closes).
 func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
-	workers := max(r.Workers, 1)
 	out := make([]Outcome, len(inputs))
+	r.run(ctx, inputs, func(i int, o Outcome) { out[i] = o })
+	return out
+}
+
+// Spool is Run with each outcome put into outcomes (an ordered spool of at
+// least len(inputs)) at its input's index as it ends, instead of held: a
+// run of many files keeps no outcome in memory.
+func (r *Runner) Spool(ctx context.Context, inputs []migration.Source, outcomes *Outcomes) {
+	r.run(ctx, inputs, outcomes.Put)
+}
+
+// run executes the inputs and gives each outcome to put, once per index.
+func (r *Runner) run(ctx context.Context, inputs []migration.Source, put func(int, Outcome)) {
+	workers := max(r.Workers, 1)
 	next := make(chan int)
 	execCtx, stop := r.drainContext(ctx)
 	defer stop()
@@ -136,16 +149,18 @@ func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				var o Outcome
 				if reason := r.Halt.Reason(); reason != "" {
-					out[i] = notStarted(inputs[i], reason)
+					o = notStarted(inputs[i], reason)
 				} else {
-					out[i] = r.runOne(execCtx, inputs[i])
+					o = r.runOne(execCtx, inputs[i])
 					if r.DropHistory {
-						out[i].History = nil
+						o.History = nil
 					}
 				}
+				put(i, o)
 				if r.OnDone != nil {
-					r.OnDone(out[i])
+					r.OnDone(o)
 				}
 			}
 		}()
@@ -153,10 +168,10 @@ func (r *Runner) Run(ctx context.Context, inputs []migration.Source) []Outcome {
 	cancelled := func(from int) {
 		for j := from; j < len(inputs); j++ {
 			if reason := r.Halt.Reason(); reason != "" {
-				out[j] = notStarted(inputs[j], reason)
+				put(j, notStarted(inputs[j], reason))
 				continue
 			}
-			out[j] = Outcome{Bucket: inputs[j].Bucket, Key: inputs[j].Key, Status: StatusFailed, Error: "Cancelled", Message: "not started: " + ctx.Err().Error()}
+			put(j, Outcome{Bucket: inputs[j].Bucket, Key: inputs[j].Key, Status: StatusFailed, Error: "Cancelled", Message: "not started: " + ctx.Err().Error()})
 		}
 	}
 feed:
@@ -169,7 +184,7 @@ feed:
 		case next <- i:
 		case <-r.Halt.Done():
 			for j := i; j < len(inputs); j++ {
-				out[j] = notStarted(inputs[j], r.Halt.Reason())
+				put(j, notStarted(inputs[j], r.Halt.Reason()))
 			}
 			break feed
 		case <-ctx.Done():
@@ -179,7 +194,6 @@ feed:
 	}
 	close(next)
 	wg.Wait()
-	return out
 }
 
 func notStarted(src migration.Source, reason string) Outcome {
