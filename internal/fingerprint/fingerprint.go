@@ -32,9 +32,11 @@ const (
 	DefaultChunkSize = 8 << 20
 	// LocalChunkSize is the size of one read of a store that keeps objects
 	// as local files (objectstore.LocalPather): a read costs no request
-	// there, and a 1 MiB chunk is still in the CPU's cache when it is
-	// hashed, an 8 MiB one no longer: less CPU per byte (make bench's
-	// SHA-256 pair, docs/benchmarks.md).
+	// there, Workers × 1 MiB of buffers is a third of the peak memory of
+	// 8 MiB chunks, and a small chunk is likelier to be still in the CPU's
+	// cache when it is hashed while other work shares that cache (on an
+	// idle machine both sizes cost the same CPU: docs/benchmarks.md,
+	// "SHA-256 against openssl").
 	LocalChunkSize = 1 << 20
 	// DefaultWorkers is the number of ranged reads in flight.
 	DefaultWorkers = 4
