@@ -146,19 +146,12 @@ type fgbCopy struct {
 // start and reset after. The caller holds a locked OS thread.
 func fgbDigest(ctx context.Context, l godal.Layer, fields []ogrField, types []geoparquet.FieldType, geom fgbGeometry, cp *fgbCopy) (geoparquet.Digest, error) {
 	var d geoparquet.Digest
-	n := len(fields)
-	// C memory: the reader keeps these between calls.
-	mem := C.calloc(C.size_t(max(n, 1)), C.size_t(2*unsafe.Sizeof(C.int(0))+unsafe.Sizeof(C.gm_value{})))
-	if mem == nil {
+	// C memory: the reader keeps it between calls.
+	cv := newOGRValues(fields)
+	if cv == nil {
 		return d, fault.Systemic("gdal.fgbDigest", fmt.Errorf("out of memory"))
 	}
-	defer C.free(mem)
-	index := unsafe.Slice((*C.int)(mem), n)
-	kind := unsafe.Slice((*C.int)(unsafe.Add(mem, n*int(unsafe.Sizeof(C.int(0))))), n)
-	vp := (*C.gm_value)(unsafe.Add(mem, 2*n*int(unsafe.Sizeof(C.int(0)))))
-	for i, f := range fields {
-		index[i], kind[i] = f.index, fgbKind(f)
-	}
+	defer cv.free()
 	r := (*C.gm_fgb_reader)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gm_fgb_reader{}))))
 	if r == nil {
 		return d, fault.Systemic("gdal.fgbDigest", fmt.Errorf("out of memory"))
@@ -166,15 +159,11 @@ func fgbDigest(ctx context.Context, l godal.Layer, fields []ogrField, types []ge
 	defer C.free(unsafe.Pointer(r))
 	defer C.gm_fgb_close(r)
 	r.multi, r.z, r.m, r.nogeom = boolInt(geom.multi), boolInt(geom.z), boolInt(geom.m), boolInt(geom.noGeom)
-	r.n, r.v = C.int(n), vp
-	if n > 0 {
-		r.index, r.kind = &index[0], &kind[0]
-	}
+	r.n, r.index, r.kind, r.v = cv.pointers()
 	if cp != nil {
 		r.dst, r.declared = cp.dst, cp.declared
 	}
-	vals := unsafe.Slice(vp, n)
-	values := make([]any, n)
+	values := make([]any, len(fields))
 	h := layerHandle(l)
 	C.OGR_L_ResetReading(h)
 	defer C.OGR_L_ResetReading(h)
@@ -202,23 +191,11 @@ func fgbDigest(ctx context.Context, l godal.Layer, fields []ogrField, types []ge
 			}
 		}
 		for i, fd := range fields {
-			v := &vals[i]
-			switch {
-			case v.set == 0:
-				values[i] = nil
-			case kind[i] == C.FK_INT && fd.out == geoparquet.Bool:
-				values[i] = v.i != 0
-			case kind[i] == C.FK_INT:
-				values[i] = int32(v.i)
-			case kind[i] == C.FK_INT64:
-				values[i] = int64(v.i)
-			case kind[i] == C.FK_REAL:
-				values[i] = float64(v.d)
-			case kind[i] == C.FK_STRING:
-				values[i] = C.GoString(v.s)
-			default:
-				values[i], _ = fieldValue(r.f, fd)
+			x, ok := cv.read(i, fd)
+			if !ok {
+				x, _ = fieldValue(r.f, fd)
 			}
+			values[i] = x
 		}
 		var wkb []byte
 		if r.len > 0 {
@@ -228,23 +205,4 @@ func fgbDigest(ctx context.Context, l godal.Layer, fields []ogrField, types []ge
 			return d, fmt.Errorf("feature %d: %w", rows+1, err)
 		}
 	}
-}
-
-// fgbKind is what gm_fgb_next reads of a field itself: the values
-// fieldValue reads with one OGR call and converts without another.
-func fgbKind(f ogrField) C.int {
-	if f.asText {
-		return C.FK_OTHER
-	}
-	switch f.out {
-	case geoparquet.Int32, geoparquet.Bool:
-		return C.FK_INT
-	case geoparquet.Int64:
-		return C.FK_INT64
-	case geoparquet.Float64:
-		return C.FK_REAL
-	case geoparquet.String:
-		return C.FK_STRING
-	}
-	return C.FK_OTHER
 }

@@ -334,39 +334,26 @@ type ogrSource struct {
 	nulls     int64
 
 	r      *C.gm_gp_reader // C memory: the reader keeps it between calls
-	mem    unsafe.Pointer  // the reader's field index, kinds and values
-	kind   []C.int
-	vals   []C.gm_value
-	values []any // handed to the writer, reused: it copies what it keeps
+	cvals  *ogrValues      // C memory: the reader's field index, kinds and values
+	values []any           // handed to the writer, reused: it copies what it keeps
 }
 
 // open allocates the reader of s's fields, exporting geometries as flags
 // say (step: GM_LINEAR's) and, with declared non-zero, checking each
 // feature against it.
 func (s *ogrSource) open(flags C.int, step float64, declared C.OGRwkbGeometryType) error {
-	n := len(s.fields)
-	s.mem = C.calloc(C.size_t(max(n, 1)), C.size_t(2*unsafe.Sizeof(C.int(0))+unsafe.Sizeof(C.gm_value{})))
+	s.cvals = newOGRValues(s.fields)
 	s.r = (*C.gm_gp_reader)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gm_gp_reader{}))))
-	if s.mem == nil || s.r == nil {
+	if s.cvals == nil || s.r == nil {
 		s.close()
 		return fault.Systemic("gdal.GeoParquet", fmt.Errorf("out of memory"))
-	}
-	index := unsafe.Slice((*C.int)(s.mem), n)
-	s.kind = unsafe.Slice((*C.int)(unsafe.Add(s.mem, n*int(unsafe.Sizeof(C.int(0))))), n)
-	vp := (*C.gm_value)(unsafe.Add(s.mem, 2*n*int(unsafe.Sizeof(C.int(0)))))
-	s.vals = unsafe.Slice(vp, n)
-	for i, f := range s.fields {
-		index[i], s.kind[i] = f.index, fgbKind(f)
 	}
 	s.r.flags, s.r.step = flags, C.double(step)
 	if declared != 0 {
 		s.r.check, s.r.declared = 1, declared
 	}
-	s.r.n, s.r.v = C.int(n), vp
-	if n > 0 {
-		s.r.index, s.r.kind = &index[0], &s.kind[0]
-	}
-	s.values = make([]any, n)
+	s.r.n, s.r.index, s.r.kind, s.r.v = s.cvals.pointers()
+	s.values = make([]any, len(s.fields))
 	return nil
 }
 
@@ -375,8 +362,8 @@ func (s *ogrSource) close() {
 		C.gm_gp_close(s.r)
 		C.free(unsafe.Pointer(s.r))
 	}
-	C.free(s.mem)
-	s.r, s.mem = nil, nil
+	s.cvals.free()
+	s.r, s.cvals = nil, nil
 }
 
 func (s *ogrSource) Next() (geoparquet.Feature, error) {
@@ -423,27 +410,9 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 	out.Values = s.values
 	payload := int64(len(out.WKB))
 	for i, fd := range s.fields {
-		v := &s.vals[i]
-		if v.set == 0 {
-			out.Values[i] = nil
-			continue
-		}
-		var x any
-		switch kind := s.kind[i]; {
-		case kind == C.FK_INT && fd.out == geoparquet.Bool:
-			x = v.i != 0
-		case kind == C.FK_INT:
-			x = int32(v.i)
-		case kind == C.FK_INT64:
-			x = int64(v.i)
-		case kind == C.FK_REAL:
-			x = float64(v.d)
-		case kind == C.FK_STRING:
-			// Bytes as stored: the writer refuses text that is not UTF-8.
-			str := C.GoString(v.s)
-			payload += int64(len(str))
-			x = str
-		default:
+		x, ok := s.cvals.read(i, fd)
+		switch str, isText := x.(string); {
+		case !ok:
 			var tz int
 			x, tz = fieldValue(s.r.f, fd)
 			if fd.out == geoparquet.Time && tz > 1 {
@@ -453,6 +422,8 @@ func (s *ogrSource) Next() (geoparquet.Feature, error) {
 				s.zonedTimes[i]++
 			}
 			payload += heldBytes(x)
+		case isText:
+			payload += int64(len(str))
 		}
 		out.Values[i] = x
 	}
