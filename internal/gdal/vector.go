@@ -172,33 +172,14 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		if err := ctx.Err(); err != nil {
 			return outs, err
 		}
-		var o recipe.Output
-		var err error
 		dst := filepath.Join(workDir, layerFileName(stem, sc.name, multi, extOf(sc)))
-		var digest *geoparquet.Digest
-		switch {
-		case sc.table:
-			o, digest, err = writeGeoParquet(ctx, ds, &sc, dst, r, rec.child())
-		case r.VectorFormat == recipe.FormatFlatGeobuf && sc.declared:
-			o, digest, err = copyFlatGeobuf(ctx, ds, sc, dst, r, rec.child())
-			if errors.Is(err, errNotAsDeclared) {
-				// A feature is not as declared: scan, then convert as any layer.
-				if sc, err = rescan(ctx, ds, sc.name, r, rec); err == nil {
-					o, err = writeFlatGeobuf(ds, sc, dst, r, rec.child())
-				}
+		o, digest, err := writeLayer(ctx, ds, &sc, dst, r, rec.child())
+		if errors.Is(err, errNotAsDeclared) {
+			// A one-read path met a feature not as declared: scan, then
+			// write as any layer.
+			if sc, err = rescan(ctx, ds, sc.name, r, rec); err == nil {
+				o, digest, err = writeLayer(ctx, ds, &sc, dst, r, rec.child())
 			}
-		case r.VectorFormat == recipe.FormatFlatGeobuf:
-			o, err = writeFlatGeobuf(ds, sc, dst, r, rec.child())
-		case sc.declared:
-			o, digest, err = writeGeoParquet(ctx, ds, &sc, dst, r, rec.child())
-			if errors.Is(err, errNotAsDeclared) {
-				// As for FlatGeobuf: scan, then write as any layer.
-				if sc, err = rescan(ctx, ds, sc.name, r, rec); err == nil {
-					o, digest, err = writeGeoParquet(ctx, ds, &sc, dst, r, rec.child())
-				}
-			}
-		default:
-			o, digest, err = writeGeoParquet(ctx, ds, &sc, dst, r, rec.child())
 		}
 		if err != nil {
 			return outs, err
@@ -216,6 +197,23 @@ func (e *Engine) convertVector(ctx context.Context, ds *godal.Dataset, s *prefli
 		outs = append(outs, o)
 	}
 	return outs, layersOneToOne(ds, outs, rec)
+}
+
+// writeLayer writes one layer's output: an attribute table as plain
+// Parquet and any layer as GeoParquet unless FlatGeobuf is asked, a layer
+// of a declared scan in one read of the source (writeGeoParquet,
+// copyFlatGeobuf; errNotAsDeclared, dst removed, when a feature is not as
+// declared), else by ogr2ogr. The digest, when not nil, is that of the
+// source's features as the writer was handed them.
+func writeLayer(ctx context.Context, ds *godal.Dataset, sc *layerScan, dst string, r recipe.Recipe, rec *recorder) (recipe.Output, *geoparquet.Digest, error) {
+	switch {
+	case r.VectorFormat != recipe.FormatFlatGeobuf || sc.table:
+		return writeGeoParquet(ctx, ds, sc, dst, r, rec)
+	case sc.declared:
+		return copyFlatGeobuf(ctx, ds, *sc, dst, r, rec)
+	}
+	o, err := writeFlatGeobuf(ds, *sc, dst, r, rec)
+	return o, nil, err
 }
 
 // vetScan refuses a scanned layer its conversion cannot keep (nulls and
