@@ -523,7 +523,7 @@ func (x *execution) runChoice(st *State, input any, env *evalEnv) (any, string, 
 	if err != nil {
 		return nil, "", runtimeFailure("%v", err)
 	}
-	cenv := &evalEnv{input: eff, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
+	cenv := env.with(eff)
 	next := ""
 	for i := range st.Choices {
 		ok, err := evalChoice(&st.Choices[i], cenv)
@@ -553,7 +553,7 @@ func (x *execution) runWait(ctx context.Context, st *State, input any, env *eval
 	if err != nil {
 		return nil, runtimeFailure("%v", err)
 	}
-	env = &evalEnv{input: eff, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
+	env = env.with(eff)
 	var d time.Duration
 	switch {
 	case st.Seconds != nil:
@@ -620,7 +620,7 @@ func effectiveInput(st *State, input any, env *evalEnv) (any, *failure) {
 // against the raw state input, then OutputPath.
 func finishOutput(st *State, input, result any, env *evalEnv) (any, *failure) {
 	if st.ResultSelector != nil {
-		renv := &evalEnv{input: result, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
+		renv := env.with(result)
 		v, err := renv.expandTemplate(st.ResultSelector)
 		if err != nil {
 			return nil, runtimeFailure("ResultSelector: %v", err)

@@ -16,6 +16,12 @@ type evalEnv struct {
 	rand  func() float64
 }
 
+// with is env evaluating against input v, with the same context object
+// (still to be built, if nobody asked for it yet) and random source.
+func (env *evalEnv) with(v any) *evalEnv {
+	return &evalEnv{input: v, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
+}
+
 // context is the context object ($$), built when first asked for.
 func (env *evalEnv) context() any {
 	if env.ctx == nil && env.mkCtx != nil {
@@ -176,7 +182,7 @@ func selectPath(field string, pf PathField, v any, env *evalEnv) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub := &evalEnv{input: v, ctx: env.ctx, mkCtx: env.mkCtx, rand: env.rand}
+	sub := env.with(v)
 	out, err := sub.lookup(p)
 	if err != nil {
 		return nil, fmt.Errorf("invalid %s: %w", field, err)
