@@ -52,4 +52,4 @@ test-sfn-tools: $(INFRA_NODE_STAMP) ## install Node 22 (infra) and test/sfn's aw
 	fi
 
 test-lambda: tools-rie test-sfn-tools integration-tools build-native ## run the bootstraps under aws-lambda-rie and the aws-local-stepfunctions cross-check, with versitygw + dynalite up
-	scripts/with-integration-servers.sh go test -tags integration -count=1 -timeout 15m $(FUNCTIONS_TEST_PKGS)
+	scripts/with-integration-servers.sh scripts/failures-last.sh go test -tags integration -count=1 -timeout 15m $(FUNCTIONS_TEST_PKGS)

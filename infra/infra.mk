@@ -76,7 +76,7 @@ sam-invoke: ## run one function locally with SAM CLI + Docker: make sam-invoke F
 	@cmd="$$(cd infra && go run ./cmd/sam-env $(SAM_ENV_FLAGS))" || exit 1; echo "$$cmd"; eval "$$cmd"
 
 test-infra: tools-infra asl-judges cfn-lint-check ## run the infra assertion tests (awscdk assertions, cdk-nag AwsSolutions, ASL judges and cfn-lint on every synthesized variant, layer manifest checks)
-	cd infra && $(INFRA_ENV) GEOMIGRATE_REQUIRE_JUDGES=1 go test -count=1 -timeout 15m ./...
+	cd infra && $(INFRA_ENV) GEOMIGRATE_REQUIRE_JUDGES=1 ../scripts/failures-last.sh go test -count=1 -timeout 15m ./...
 
 rehearse: tools-infra ## deploy rehearsal, offline: the synthesized stack created in moto's CloudFormation, then what exists is checked (GEOMIGRATE_MOTO_ENDPOINT, or a moto_server started and stopped here)
 	$(INFRA_ENV) infra/rehearse.sh

@@ -50,8 +50,8 @@ FUZZ_TARGETS ?= \
 hygiene: test-race staticcheck fuzz-smoke ## race, staticcheck and fuzz smoke runs (part of make test)
 
 test-race: ## go test -race on the packages with concurrency
-	cd $(HYGIENE_ROOT) && go test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
-	cd $(HYGIENE_ROOT) && go test -race -short -count=1 -timeout $(RACE_TIMEOUT) $(RACE_SHORT_PKGS)
+	cd $(HYGIENE_ROOT) && scripts/failures-last.sh go test -race -count=1 -timeout $(RACE_TIMEOUT) $(RACE_PKGS)
+	cd $(HYGIENE_ROOT) && scripts/failures-last.sh go test -race -short -count=1 -timeout $(RACE_TIMEOUT) $(RACE_SHORT_PKGS)
 
 $(STATICCHECK_STAMP):
 	@mkdir -p $(HYGIENE_ROOT)/.tools/bin

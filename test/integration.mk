@@ -28,7 +28,7 @@ integration-down: ## stop the servers started by integration-up (by PID)
 test-integration: integration-tools ## go test -tags integration ./... against servers started for this run and always stopped afterwards
 	cd $(INTEGRATION_ROOT) && go build -o $(INTEGRATION_CLI) ./cmd/geomigrate
 	@cd $(INTEGRATION_ROOT) && GEOMIGRATE_CLI=$(INTEGRATION_CLI) AWS_EC2_METADATA_DISABLED=true scripts/with-integration-servers.sh \
-		go test -tags integration $(INTEGRATION_GOTEST_FLAGS) $(INTEGRATION_PKGS)
+		scripts/failures-last.sh go test -tags integration $(INTEGRATION_GOTEST_FLAGS) $(INTEGRATION_PKGS)
 
 # The crash/fault suite (cmd/geomigrate/chaos_integration_test.go) runs in
 # test-integration at a few hundred files; `make chaos N=10000` runs it at
