@@ -64,6 +64,10 @@ func (e *Engine) convertSource(ctx context.Context, s *preflight.Source, workDir
 		return nil, fault.Data(fault.InvalidInput, "the recipe of this file cannot be applied by GDAL %s: %v; fix the recipe (geomigrate recipe show checks it), then replay", e.version, err)
 	}
 	rec := newRecorder()
+	// This engine's temp dir and threads, whatever another Engine of the
+	// process set process-wide (perConversion).
+	defer setThreadConfig("CPL_TMPDIR", e.cfg.TmpDir)()
+	defer setThreadConfig("GDAL_NUM_THREADS", strconv.Itoa(e.threads()))()
 	// GDAL parses a GeoJSON feature whole (at ~24 times its text): the
 	// largest one it accepts follows the memory budget.
 	if lim := budget.GeoJSONObjectLimit(r.MaxMemory); lim != "" {

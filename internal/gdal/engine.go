@@ -137,12 +137,7 @@ func New(opts ...Option) (*Engine, error) {
 
 	registerOnce.Do(godal.RegisterAll)
 	fixMallocThresholds(os.Getenv)
-	disableHTTP()
-	for k, v := range cfg.settings() {
-		setConfig(k, v)
-	}
-	setCacheMax(int64(cfg.CacheMaxMB) << 20)
-	setProjPaths([]string{cfg.ProjData})
+	applyProcessSettings(cfg)
 	// GeoParquet pages go through libzstd: smaller at the same speed
 	// (decision 0086). Process-wide, like the settings above.
 	if z := newGDALZSTD(); z != nil {
@@ -228,6 +223,58 @@ func (c Config) settings() map[string]string {
 		"CPL_DEBUG":                    "OFF",
 		// Refuse rather than fill when disk space is short.
 		"CHECK_DISK_FREE_SPACE": "YES",
+	}
+}
+
+// perConversion are the settings that may differ from one Engine to the
+// next: each conversion sets its own on its thread (Convert), and the
+// process-wide value stays the first Engine's.
+var perConversion = map[string]bool{"CPL_TMPDIR": true, "GDAL_NUM_THREADS": true}
+
+// process is what New last set of GDAL's process-wide state. An option is
+// set again only when its value changes: CPLSetConfigOption frees the value
+// it replaces, and a GDAL call on another thread may be reading that very
+// string (CPLGetConfigOption hands out GDAL's own copy), so a second New in
+// a process with conversions running (the CLI's in-process tests, a plan
+// beside a run) must not rewrite what did not change. Moving the PROJ
+// search paths also makes every thread reopen proj.db.
+var process struct {
+	sync.Mutex
+	options   map[string]string
+	cacheMax  int64
+	projPaths string
+	http      bool
+	sets      int // options set, for tests
+}
+
+// applyProcessSettings sets cfg's GDAL options, block cache and PROJ search
+// path where they differ from what is set, and GDAL's HTTP refusal once.
+func applyProcessSettings(cfg Config) {
+	process.Lock()
+	defer process.Unlock()
+	if !process.http {
+		disableHTTP()
+		process.http = true
+	}
+	if process.options == nil {
+		process.options = map[string]string{}
+	}
+	for k, v := range cfg.settings() {
+		old, set := process.options[k]
+		if set && (old == v || perConversion[k]) {
+			continue
+		}
+		setConfig(k, v)
+		process.options[k] = v
+		process.sets++
+	}
+	if b := int64(cfg.CacheMaxMB) << 20; b != process.cacheMax {
+		setCacheMax(b)
+		process.cacheMax = b
+	}
+	if cfg.ProjData != process.projPaths {
+		setProjPaths([]string{cfg.ProjData})
+		process.projPaths = cfg.ProjData
 	}
 }
 

@@ -744,3 +744,38 @@ func TestOtherRasterDrivers(t *testing.T) {
 		})
 	}
 }
+
+// A second Engine in a process where conversions run leaves GDAL's
+// process-wide options alone where they do not change, and its temp dir and
+// threads to its own conversions (a rewritten option frees the string a
+// conversion on another thread may be reading).
+func TestSecondNewRewritesNothingThatDidNotChange(t *testing.T) {
+	process.Lock()
+	sets, tmp, threads := process.sets, getConfig("CPL_TMPDIR"), getConfig("GDAL_NUM_THREADS")
+	process.Unlock()
+	cfg := engine.Config()
+	again, err := New(WithTmpDir(cfg.TmpDir), WithNumThreads(cfg.NumThreads), WithMemoryLimit(cfg.MemoryLimit), WithOutputMD5(cfg.OutputMD5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	process.Lock()
+	if process.sets != sets {
+		t.Errorf("a second New with the same configuration set %d options again", process.sets-sets)
+	}
+	process.Unlock()
+
+	own := t.TempDir()
+	other, err := New(WithTmpDir(own), WithNumThreads(cfg.NumThreads+3), WithMemoryLimit(cfg.MemoryLimit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := getConfig("CPL_TMPDIR"); got != tmp {
+		t.Errorf("CPL_TMPDIR = %q after another Engine's New, want the first's %q", got, tmp)
+	}
+	if got := getConfig("GDAL_NUM_THREADS"); got != threads {
+		t.Errorf("GDAL_NUM_THREADS = %q after another Engine's New, want the first's %q", got, threads)
+	}
+	if again.Config().TmpDir != cfg.TmpDir || other.Config().TmpDir != own {
+		t.Errorf("engines' own configurations: %q, %q", again.Config().TmpDir, other.Config().TmpDir)
+	}
+}
