@@ -20,9 +20,10 @@ package gdal
 //
 // The fix here is to never take output CRS text from GDAL's shared
 // per-thread PROJ state: the layer CRS is identified (authority and code),
-// rebuilt from proj.db in a PROJ context created for this one call (an
+// rebuilt from proj.db in a PROJ context created for that purpose (an
 // empty cache, so always the database's own definition) and exported from
-// there. FlatGeobuf gets that WKT through -a_srs, GeoParquet the PROJJSON.
+// there, once per process and code (databaseCRS). FlatGeobuf gets that WKT
+// through -a_srs, GeoParquet the PROJJSON.
 
 /*
 #cgo pkg-config: gdal proj
@@ -49,11 +50,15 @@ static void gm_crs_free(gm_crs *c) {
 	free(c->auth); free(c->code); free(c->wkt2); free(c->projjson);
 }
 
-static int gm_canonical_crs(OGRSpatialReferenceH in, char **search, gm_crs *out) {
+// gm_identify_crs fills out's auth, code, swap_xy and geographic from in
+// (identifying its EPSG code when it names none), and, when export is set,
+// its WKT2 and PROJJSON as GDAL's thread state gives them (the fall-back
+// for a CRS without an authority code).
+static void gm_identify_crs(OGRSpatialReferenceH in, int export, gm_crs *out) {
 	memset(out, 0, sizeof(*out));
 	CPLPushErrorHandler(CPLQuietErrorHandler);
 	OGRSpatialReferenceH sr = OSRClone(in);
-	if (sr == NULL) { CPLPopErrorHandler(); return 0; }
+	if (sr == NULL) { CPLPopErrorHandler(); return; }
 	out->geographic = OSRIsGeographic(sr);
 
 	// Which data axis is x: with the traditional GIS order it is the
@@ -76,31 +81,9 @@ static int gm_canonical_crs(OGRSpatialReferenceH in, char **search, gm_crs *out)
 		out->auth = gm_dup(auth);
 		out->code = gm_dup(code);
 	}
-
-	const char *wopts[] = {"FORMAT=WKT2_2019", "MULTILINE=NO", NULL};
-	const char *jopts[] = {"MULTILINE=NO", NULL};
-	if (out->auth) {
-		PJ_CONTEXT *ctx = proj_context_create();
-		if (ctx) {
-			int k = 0;
-			while (search && search[k]) k++;
-			if (k > 0) proj_context_set_search_paths(ctx, k, (const char *const *)search);
-			proj_context_set_enable_network(ctx, 0);
-			PJ *crs = proj_create_from_database(ctx, out->auth, out->code, PJ_CATEGORY_CRS, 0, NULL);
-			if (crs) {
-				const char *w = proj_as_wkt(ctx, crs, PJ_WKT2_2019, (const char *const *)jopts);
-				const char *j = proj_as_projjson(ctx, crs, (const char *const *)jopts);
-				if (w && j) {
-					out->wkt2 = gm_dup(w);
-					out->projjson = gm_dup(j);
-					out->canonical = 1;
-				}
-				proj_destroy(crs);
-			}
-			proj_context_destroy(ctx);
-		}
-	}
-	if (!out->canonical) {
+	if (export) {
+		const char *wopts[] = {"FORMAT=WKT2_2019", "MULTILINE=NO", NULL};
+		const char *jopts[] = {"MULTILINE=NO", NULL};
 		char *w = NULL, *j = NULL;
 		if (OSRExportToWktEx(sr, &w, wopts) == OGRERR_NONE && w) out->wkt2 = gm_dup(w);
 		if (OSRExportToPROJJSON(sr, &j, jopts) == OGRERR_NONE && j) out->projjson = gm_dup(j);
@@ -110,7 +93,34 @@ static int gm_canonical_crs(OGRSpatialReferenceH in, char **search, gm_crs *out)
 	OSRRelease(sr);
 	CPLPopErrorHandler();
 	CPLErrorReset();
-	return out->wkt2 != NULL && out->projjson != NULL;
+}
+
+// gm_database_crs sets out's WKT2 and PROJJSON to the definition of
+// auth:code in proj.db, built in a PROJ context made for this call (an
+// empty cache: see the top of this file), and canonical to 1; 0 when proj.db
+// cannot build it.
+static int gm_database_crs(const char *auth, const char *code, char **search, gm_crs *out) {
+	const char *jopts[] = {"MULTILINE=NO", NULL};
+	PJ_CONTEXT *ctx = proj_context_create();
+	if (ctx == NULL) return 0;
+	int k = 0;
+	while (search && search[k]) k++;
+	if (k > 0) proj_context_set_search_paths(ctx, k, (const char *const *)search);
+	proj_context_set_enable_network(ctx, 0);
+	proj_log_level(ctx, PJ_LOG_NONE); // a code proj.db lacks is our fall-back, not news
+	PJ *crs = proj_create_from_database(ctx, auth, code, PJ_CATEGORY_CRS, 0, NULL);
+	if (crs) {
+		const char *w = proj_as_wkt(ctx, crs, PJ_WKT2_2019, (const char *const *)jopts);
+		const char *j = proj_as_projjson(ctx, crs, (const char *const *)jopts);
+		if (w && j) {
+			out->wkt2 = gm_dup(w);
+			out->projjson = gm_dup(j);
+			out->canonical = 1;
+		}
+		proj_destroy(crs);
+	}
+	proj_context_destroy(ctx);
+	return out->canonical;
 }
 */
 import "C"
@@ -118,6 +128,8 @@ import "C"
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/airbusgeo/godal"
@@ -155,20 +167,64 @@ func canonicalCRS(sr *godal.SpatialRef) (crsInfo, error) {
 	if d := getConfig("PROJ_DATA"); d != "" {
 		search = filepath.SplitList(d)
 	}
-	cs := newCStrings(search)
-	defer cs.free()
-	var out C.gm_crs
-	ok := C.gm_canonical_crs(spatialRefHandle(sr), cs.p, &out)
-	defer C.gm_crs_free(&out)
-	info := crsInfo{
-		Auth: goStr(out.auth), Code: goStr(out.code), WKT2: goStr(out.wkt2),
-		PROJJSON:  []byte(goStr(out.projjson)),
-		Canonical: out.canonical != 0, SwapXY: out.swap_xy != 0, Geographic: out.geographic != 0,
+	var id C.gm_crs
+	C.gm_identify_crs(spatialRefHandle(sr), 0, &id)
+	info := crsInfo{Auth: goStr(id.auth), Code: goStr(id.code), SwapXY: id.swap_xy != 0, Geographic: id.geographic != 0}
+	C.gm_crs_free(&id)
+	if info.Auth != "" {
+		if def, ok := databaseCRS(info.Auth, info.Code, search); ok {
+			info.WKT2, info.PROJJSON, info.Canonical = def.wkt2, []byte(def.projjson), true
+			return info, nil
+		}
 	}
-	if ok == 0 {
+	// No authority code, or one proj.db cannot build: GDAL's own export.
+	var ex C.gm_crs
+	C.gm_identify_crs(spatialRefHandle(sr), 1, &ex)
+	defer C.gm_crs_free(&ex)
+	info.WKT2, info.PROJJSON = goStr(ex.wkt2), []byte(goStr(ex.projjson))
+	if info.WKT2 == "" || len(info.PROJJSON) == 0 {
 		return info, fmt.Errorf("the CRS cannot be exported as WKT2/PROJJSON")
 	}
 	return info, nil
+}
+
+// databaseDef is the text of one CRS as proj.db defines it.
+type databaseDef struct{ wkt2, projjson string }
+
+// databaseCRSs holds each CRS databaseCRS has built, by authority, code and
+// search path. The definition is built in a fresh PROJ context precisely so
+// that it is the same every time (it depends on proj.db alone), and building
+// it opens proj.db anew: 0.43 ms of CPU per tiny vector file, 11 % of a
+// migration of 1,000 one-point GeoJSON files (go tool pprof, six runs).
+var databaseCRSs sync.Map // string → databaseDef
+
+// databaseCRS is auth:code as proj.db defines it; ok false when proj.db
+// cannot build it (not remembered: the next call tries again).
+func databaseCRS(auth, code string, search []string) (databaseDef, bool) {
+	key := auth + "\x00" + code + "\x00" + strings.Join(search, "\x00")
+	if def, ok := databaseCRSs.Load(key); ok {
+		return def.(databaseDef), true
+	}
+	def, ok := buildDatabaseCRS(auth, code, search)
+	if ok {
+		databaseCRSs.Store(key, def)
+	}
+	return def, ok
+}
+
+// buildDatabaseCRS is databaseCRS without the memory.
+func buildDatabaseCRS(auth, code string, search []string) (databaseDef, bool) {
+	ca, cc := C.CString(auth), C.CString(code)
+	defer C.free(unsafe.Pointer(ca))
+	defer C.free(unsafe.Pointer(cc))
+	cs := newCStrings(search)
+	defer cs.free()
+	var out C.gm_crs
+	defer C.gm_crs_free(&out)
+	if C.gm_database_crs(ca, cc, cs.p, &out) == 0 {
+		return databaseDef{}, false
+	}
+	return databaseDef{wkt2: goStr(out.wkt2), projjson: goStr(out.projjson)}, true
 }
 
 func goStr(p *C.char) string {
