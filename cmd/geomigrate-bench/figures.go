@@ -90,7 +90,7 @@ func experiments(s sizes) []experiment {
 			runs = 1
 		}
 		exps = append(exps, experiment{name: fmt.Sprintf("tiny-files-%d", n), title: fmt.Sprintf("migrate of %s tiny files against the conversion floor", count(n)),
-			runs: runs, quick: 2, goal: goalTinyOverhead, setup: tinyFiles(n)})
+			runs: runs, quick: 2, goal: goalTinyOverhead, settle: true, setup: tinyFiles(n)})
 	}
 	return exps
 }

@@ -16,6 +16,9 @@ import (
 // the same files (gdal.Engine.Convert alone, one process): CPU per file
 // of each, the CLI's overhead per file (the difference, run by run) and
 // the CLI's peak resident set, each side a child process under GNU time.
+// Both sides keep what they write until the experiment ends, and the runs
+// start once the file system has forgotten earlier clean-ups
+// (experiment.settle).
 func tinyFiles(n int) func(context.Context, *bench, string) (*setup, error) {
 	return func(ctx context.Context, b *bench, dir string) (*setup, error) {
 		src := filepath.Join(dir, "src")
@@ -23,7 +26,7 @@ func tinyFiles(n int) func(context.Context, *bench, string) (*setup, error) {
 			return nil, err
 		}
 		floor := func(ctx context.Context, run int) (benchpair.Measurement, error) {
-			m, out, err := child(ctx, nil, b.convertFloor, filepath.Join(src, "incoming"))
+			m, out, err := child(ctx, nil, b.convertFloor, filepath.Join(src, "incoming"), filepath.Join(dir, fmt.Sprintf("floor-%d", run)))
 			if err != nil {
 				return m, err
 			}
@@ -35,7 +38,7 @@ func tinyFiles(n int) func(context.Context, *bench, string) (*setup, error) {
 		perFile := func(f func(benchpair.Measurement) float64) func(benchpair.Measurement) float64 {
 			return func(m benchpair.Measurement) float64 { return f(m) * 1000 / float64(n) }
 		}
-		return &setup{a: b.migrate(src, dir), b: floor, anchor: "the conversion floor: convertfloor DIR (gdal.Engine.Convert alone over the same files, one process)",
+		return &setup{a: b.migrateKeeping(src, dir), b: floor, anchor: "the conversion floor: convertfloor DIR OUTDIR (gdal.Engine.Convert alone over the same files, one process, its outputs kept as the CLI's are)",
 			figures: func(as, bs []benchpair.Measurement) []benchpair.Figure {
 				over := make([]float64, len(as))
 				for i := range as {

@@ -10,8 +10,9 @@ import (
 )
 
 // TestConvertAll: every file of the directory is converted, its files left
-// as they were, and a file the engine refuses fails the floor rather than
-// being skipped, so the floor never covers fewer files than the CLI.
+// as they were and one output each kept in the output directory, and a file
+// the engine refuses fails the floor rather than being skipped, so the
+// floor never covers fewer files than the CLI.
 func TestConvertAll(t *testing.T) {
 	point := func(i int) string {
 		return fmt.Sprintf(`{"type":"FeatureCollection","features":[{"type":"Feature","properties":{"id":%d},"geometry":{"type":"Point","coordinates":[%d.5,10.25]}}]}`, i, i)
@@ -32,7 +33,8 @@ func TestConvertAll(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err := convertAll(context.Background(), dir)
+			out := filepath.Join(t.TempDir(), "out")
+			got, err := convertAll(context.Background(), dir, out)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("convertAll = %d, %v; want an error naming %s", got, err, tc.wantErr)
@@ -45,6 +47,10 @@ func TestConvertAll(t *testing.T) {
 			left, err := os.ReadDir(dir)
 			if err != nil || len(left) != len(tc.files) {
 				t.Fatalf("the source directory holds %d entries after the run (%v), want its %d files", len(left), err, len(tc.files))
+			}
+			kept, err := filepath.Glob(filepath.Join(out, "*.parquet"))
+			if err != nil || len(kept) != tc.want {
+				t.Fatalf("the output directory holds %d outputs (%v), want %d", len(kept), err, tc.want)
 			}
 		})
 	}
