@@ -79,7 +79,7 @@ type setup struct {
 
 // inodeSettle outlasts ext4's memory of a freed inode (30 s, 35 while the
 // inode's block is dirty; see experiment.settle).
-const inodeSettle = 36 * time.Second
+const inodeSettle = 40 * time.Second
 
 // measure runs one experiment and returns the pair as it ran (wall and CPU
 // of each side, the load average before and after) and its figures, or

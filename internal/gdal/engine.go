@@ -136,7 +136,7 @@ func New(opts ...Option) (*Engine, error) {
 	}
 
 	registerOnce.Do(godal.RegisterAll)
-	fixMallocThresholds(os.Getenv)
+	reserveArena(cfg.MemoryLimit)
 	applyProcessSettings(cfg)
 	// GeoParquet pages go through libzstd: smaller at the same speed
 	// (decision 0086). Process-wide, like the settings above.

@@ -1,24 +1,18 @@
 package gdal
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
-// The engine fixes glibc's thresholds only where the environment leaves
-// malloc alone.
-func TestMallocTunable(t *testing.T) {
-	cases := []struct {
-		env  map[string]string
-		want bool
-	}{
-		{nil, true},
-		{map[string]string{"GLIBC_TUNABLES": "glibc.rtld.nns=2"}, true},
-		{map[string]string{"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1"}, false},
-		{map[string]string{"MALLOC_ARENA_MAX": "2"}, false},
-		{map[string]string{"MALLOC_TRIM_THRESHOLD_": "100"}, false},
-		{map[string]string{"MALLOC_MMAP_THRESHOLD_": "100"}, false},
+// Every C allocation of the process, GDAL's included, goes through
+// mimalloc (malloc.go): the malloc the dynamic linker binds process-wide
+// is libmimalloc's.
+func TestCAllocatorIsMimalloc(t *testing.T) {
+	if lib := mallocLibrary(); !strings.Contains(lib, "libmimalloc") {
+		t.Fatalf("malloc is %q's, not mimalloc's: is libmimalloc after libc among the executable's DT_NEEDED libraries?", lib)
 	}
-	for _, c := range cases {
-		if got := mallocTunable(func(k string) string { return c.env[k] }); got != c.want {
-			t.Errorf("%v: tunable %v, want %v", c.env, got, c.want)
-		}
+	if v := allocatorVersion(); !strings.HasPrefix(v, "2.") && !strings.HasPrefix(v, "3.") {
+		t.Errorf("mimalloc version %q", v)
 	}
 }

@@ -13,7 +13,7 @@
 #   3. gdal:    GDAL from Debian's source package (the .orig tarball, SHA-256 checked by apt's
 #               index), cross-compiled with the manifest's drivers only, GDAL_USE_CURL=OFF, no
 #               Arrow/Parquet, no libxml2, no OpenSSL; installed into the sysroot under /opt.
-#   4. stage:   /opt as Lambda mounts it: libgdal, the transitive DT_NEEDED closure from the
+#   4. stage:   /opt as Lambda mounts it: libgdal and libmimalloc, the transitive DT_NEEDED closure from the
 #               sysroot (found with readelf, never a hand-kept list), glibc and its loader (Debian's
 #               libraries need a newer glibc than AL2023's 2.34), glibc's gconv modules (DBF code
 #               pages), GDAL_DATA, PROJ_DATA, gdalinfo/ogrinfo. Every ELF gets DT_RPATH /opt/lib
@@ -191,8 +191,11 @@ cp -a "$SYSROOT/usr/share/proj" "$STAGE/share/proj"
 # The DT_NEEDED closure, resolved in the sysroot as the loader will resolve it in /opt/lib.
 LIBDIRS=("$SYSROOT/opt/lib" "$SYSROOT/usr/lib/$TRIPLET" "$SYSROOT/usr/lib/$TRIPLET/hdf5/serial")
 needed() { $TRIPLET-readelf -d "$1" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+# mimalloc, the C allocator of every program that links internal/gdal (docs/decisions/0118): the
+# convert bootstrap and the container CLI load it from here, before libc.
+cp -L "$SYSROOT/usr/lib/$TRIPLET/libmimalloc.so.3" "$STAGE/lib/"
 declare -A seen=()
-queue=("$STAGE/bin/gdalinfo" "$STAGE/bin/ogrinfo" "$(readlink -f "$STAGE/lib/libgdal.so")")
+queue=("$STAGE/bin/gdalinfo" "$STAGE/bin/ogrinfo" "$(readlink -f "$STAGE/lib/libgdal.so")" "$STAGE/lib/libmimalloc.so.3")
 while [ "${#queue[@]}" -gt 0 ]; do
 	f="${queue[0]}"; queue=("${queue[@]:1}")
 	for so in $(needed "$f"); do
