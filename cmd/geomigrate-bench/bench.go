@@ -55,13 +55,10 @@ type experiment struct {
 	// and the file system synced, and their sides keep what they write
 	// until the experiment ends. On ext4 without a journal (this
 	// machine's disk) the inode allocator skips, reading each one, every
-	// inode freed in the last 30 s (35 while its block is unwritten;
-	// fs/ext4/ialloc.c, recently_deleted): a run that creates thousands
-	// of small files right after another run's clean-up paid up to 1.4 ms
-	// more per file than the same run 45 s later (perf: find_inode_bit
-	// 17 % of the CLI's samples), and the anchor less than the CLI, which
-	// creates more files. The figures then measured the file system's
-	// memory of the last clean-up, not the two sides.
+	// inode freed in the last 30 s (35 while its block is unwritten):
+	// a file created then cost about forty times its CPU, and the
+	// figures measured the last clean-up, not the two sides
+	// (docs/decisions/0119).
 	settle bool
 	// setup writes the inputs into dir and returns the sides and how their
 	// measurements become figures.
