@@ -15,7 +15,9 @@ package gdal
 // at once unless it comes from an arena reserved up front: the COG writer
 // allocates and frees megabyte buffers per tile, and without an arena the
 // 6000² COG took 50 % more CPU in page faults. reserveArena reserves one of
-// the engine's memory limit (address space only, committed as used).
+// a quarter of the engine's memory limit, at most 1 GiB (enough for that
+// COG; less than 1 GiB was not): committed address space, which counts
+// against an RLIMIT_AS, touched only as used, and never handed back.
 // mimalloc 3 (Debian 13, the Lambda layer) allocates from arenas of its
 // own and needs none.
 
@@ -62,13 +64,20 @@ func allocatorVersion() string {
 
 var arenaOnce sync.Once
 
-// reserveArena reserves, once per process, an arena of bytes for
-// mimalloc 2's large blocks (see the top of this file); nothing on
+// maxArena bounds the arena reserveArena reserves.
+const maxArena = 1 << 30
+
+// arenaSize is the arena for an engine of memory limit: a quarter of it,
+// at most maxArena.
+func arenaSize(limit int64) int64 { return min(limit/4, maxArena) }
+
+// reserveArena reserves, once per process, an arena of arenaSize(limit)
+// for mimalloc 2's large blocks (see the top of this file); nothing on
 // mimalloc 3. A failed reservation leaves mimalloc on the OS's memory.
-func reserveArena(bytes int64) {
+func reserveArena(limit int64) {
 	arenaOnce.Do(func() {
-		if bytes > 0 {
-			C.gm_mi_reserve(C.size_t(bytes))
+		if n := arenaSize(limit); n > 0 {
+			C.gm_mi_reserve(C.size_t(n))
 		}
 	})
 }

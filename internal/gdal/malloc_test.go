@@ -16,3 +16,18 @@ func TestCAllocatorIsMimalloc(t *testing.T) {
 		t.Errorf("mimalloc version %q", v)
 	}
 }
+
+// The arena leaves most of an address-space limit to the rest of the
+// process (TestConvertUnderMemoryLimit converts under RLIMIT_AS).
+func TestArenaSize(t *testing.T) {
+	for _, c := range []struct{ limit, want int64 }{
+		{0, 0},
+		{512 << 20, 128 << 20},
+		{3 << 30, 768 << 20},
+		{24 << 30, 1 << 30},
+	} {
+		if got := arenaSize(c.limit); got != c.want {
+			t.Errorf("arenaSize(%d) = %d, want %d", c.limit, got, c.want)
+		}
+	}
+}
