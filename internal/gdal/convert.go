@@ -372,8 +372,8 @@ func (e *Engine) rasterOne(ctx context.Context, ds *godal.Dataset, s *preflight.
 		ds, pixels, checks = warped, wp, []string{"warp"}
 	}
 	// GDAL_NUM_THREADS (the overviews) follows the COG driver's
-	// NUM_THREADS for this conversion only: the process-wide value is
-	// New's.
+	// NUM_THREADS, read once here for both: SetConversions may have moved
+	// the share since convertSource set the thread's value.
 	threads := e.threads()
 	if err := writeCOG(ds, dst, r, categorical, threads, what, rec); err != nil {
 		return recipe.Output{}, err

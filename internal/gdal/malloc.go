@@ -29,8 +29,6 @@ package gdal
 #include <stdlib.h>
 #include <mimalloc.h>
 
-static int gm_mi_version(void) { return mi_version(); }
-
 static int gm_mi_reserve(size_t bytes) {
 #if MI_MALLOC_VERSION < 300
 	return mi_reserve_os_memory(bytes, true, false);
@@ -51,16 +49,7 @@ static const char *gm_malloc_library(void) {
 */
 import "C"
 
-import (
-	"fmt"
-	"sync"
-)
-
-// allocatorVersion is the linked mimalloc's version, e.g. "2.0.9".
-func allocatorVersion() string {
-	v := int(C.gm_mi_version())
-	return fmt.Sprintf("%d.%d.%d", v/100, v/10%10, v%10)
-}
+import "sync"
 
 var arenaOnce sync.Once
 

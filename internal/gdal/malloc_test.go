@@ -12,9 +12,6 @@ func TestCAllocatorIsMimalloc(t *testing.T) {
 	if lib := mallocLibrary(); !strings.Contains(lib, "libmimalloc") {
 		t.Fatalf("malloc is %q's, not mimalloc's: is libmimalloc after libc among the executable's DT_NEEDED libraries?", lib)
 	}
-	if v := allocatorVersion(); !strings.HasPrefix(v, "2.") && !strings.HasPrefix(v, "3.") {
-		t.Errorf("mimalloc version %q", v)
-	}
 }
 
 // The arena leaves most of an address-space limit to the rest of the
